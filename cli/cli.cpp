@@ -1,0 +1,151 @@
+#include "cli/cli.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ir/fileio.h"
+#include "ir/json_io.h"
+#include "ir/pyjson.h"
+
+namespace amk::cli {
+
+std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
+  auto dist = [](std::string_view a, std::string_view b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diag = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        diag = up;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string best;
+  size_t best_d = std::string::npos;
+  for (const auto& c : candidates) {
+    size_t d = dist(word, c);
+    if (c.rfind(word, 0) == 0 && !word.empty()) d = std::min<size_t>(d, 1);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best_d <= std::max<size_t>(2, word.size() / 2) ? best : std::string();
+}
+
+Args::Args(std::string usage, std::string about)
+    : usage_(std::move(usage)), about_(std::move(about)), opts_("options") {
+  opts_.add_options()("help,h", "show this help");
+}
+
+po::options_description_easy_init Args::add() {
+  return opts_.add_options();
+}
+
+void Args::positional(const char* name, int max) {
+  pos_.add(name, max);
+}
+
+std::optional<int> Args::parse(int argc, char** argv) {
+  try {
+    po::store(
+        po::command_line_parser(argc, argv)
+            .options(opts_)
+            .positional(pos_)
+            .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+            .run(),
+        vm_);
+    if (vm_.count("help")) {
+      std::cout << "usage: " << usage_ << "\n\n" << about_ << "\n\n" << opts_ << "\n";
+      return kOk;
+    }
+    po::notify(vm_);
+  } catch (const po::unknown_option& e) {
+    std::vector<std::string> names;
+    for (const auto& o : opts_.options()) names.push_back("--" + o->long_name());
+    std::string hint = closest(e.get_option_name(), names);
+    std::cerr << "amk " << argv[0] << ": unknown option '" << e.get_option_name() << "'"
+              << (hint.empty() ? "" : "; did you mean '" + hint + "'?") << "\nusage: " << usage_
+              << "\n";
+    return kUnreadable;
+  } catch (const po::error& e) {
+    std::cerr << "amk " << argv[0] << ": " << e.what() << "\nusage: " << usage_ << "\n";
+    return kUnreadable;
+  }
+  return std::nullopt;
+}
+
+void print_diagnostics(const ir::Diagnostics& d, std::string_view file) {
+  for (const auto& x : d) std::cerr << ir::format_diagnostic(x, file) << "\n";
+}
+
+std::string diagnostics_json(const ir::Diagnostics& d, int level) {
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const auto& x : d) {
+    nlohmann::ordered_json j;
+    j["code"] = x.code;
+    j["severity"] = x.severity == ir::Severity::Error ? "error" : "warning";
+    j["message"] = x.message;
+    j["pointer"] = x.pointer;
+    if (x.line > 0) {
+      j["line"] = x.line;
+      j["column"] = x.column;
+    }
+    nlohmann::ordered_json notes = nlohmann::ordered_json::array();
+    for (const auto& n : x.notes) notes.push_back({{"message", n.message}, {"pointer", n.pointer}});
+    j["notes"] = std::move(notes);
+    arr.push_back(std::move(j));
+  }
+  std::string out;
+  ir::append_json_value(out, arr, level);
+  return out;
+}
+
+std::string unreadable_json(const ir::Diagnostics& d, std::string_view file) {
+  ir::Diagnostics errs, warns;
+  for (const auto& x : d) (x.severity == ir::Severity::Error ? errs : warns).push_back(x);
+  std::string out = "{\n  \"ok\": null,\n  \"file\": ";
+  ir::append_json_string(out, file);
+  out += ",\n  \"unreadable\": true,\n  \"errors\": " + diagnostics_json(errs, 1);
+  out += ",\n  \"warnings\": " + diagnostics_json(warns, 1) + "\n}\n";
+  return out;
+}
+
+std::optional<ir::Program> load(const std::string& path, bool json_errors, bool quiet) {
+  ir::LoadResult r = ir::load_program(path);
+  if (!r.ok()) {
+    if (json_errors) {
+      std::cout << unreadable_json(r.diagnostics, path);
+    } else {
+      print_diagnostics(r.diagnostics, path);
+    }
+    return std::nullopt;
+  }
+  if (!quiet) print_diagnostics(r.diagnostics, path);
+  return std::move(r.program);
+}
+
+bool write_output(const std::string& path, std::string_view data) {
+  if (path == "-") {
+    std::fwrite(data.data(), 1, data.size(), stdout);
+    std::fflush(stdout);
+    return !std::ferror(stdout);
+  }
+  if (auto err = ir::write_file_atomic(path, data)) {
+    std::cerr << "amk: " << *err << "\n";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace amk::cli

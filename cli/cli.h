@@ -1,0 +1,74 @@
+// Shared plumbing of the `amk` command: the command table, option parsing, loading, output.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "ir/diagnostic.h"
+#include "ir/program.h"
+
+namespace amk::cli {
+
+namespace po = boost::program_options;
+
+/// Exit codes shared by the commands (DESIGN.md's CLI contract).
+enum Exit : int { kOk = 0, kRejected = 1, kUnreadable = 2, kDeadlock = 3 };
+
+/// One subcommand: its name, a one-line summary and its entry point (argv[0] is the name).
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  int (*run)(int argc, char** argv);
+};
+
+/// Every subcommand, in help order.
+std::span<const Command> commands();
+/// The closest candidate by edit distance, or empty when none is close enough.
+std::string closest(std::string_view word, const std::vector<std::string>& candidates);
+
+/// A command's option parser: `usage` is the synopsis line; positional names map to options.
+class Args {
+ public:
+  Args(std::string usage, std::string about);
+  /// Declares options (the description is printed by --help).
+  po::options_description_easy_init add();
+  /// Maps the next `max` positional arguments (-1: all the rest) to option `name`.
+  void positional(const char* name, int max);
+  /// Parses; returns an exit code when the command must stop (help printed or usage error).
+  std::optional<int> parse(int argc, char** argv);
+  /// The parsed values.
+  const po::variables_map& vm() const { return vm_; }
+  /// True when an option was given.
+  bool has(const char* name) const { return vm_.count(name) > 0; }
+  /// An option's value.
+  template <typename T>
+  T get(const char* name) const {
+    return vm_[name].as<T>();
+  }
+
+ private:
+  std::string usage_, about_;
+  po::options_description opts_;
+  po::positional_options_description pos_;
+  po::variables_map vm_;
+};
+
+/// Loads a program; on failure prints its diagnostics (to stderr, or as JSON to stdout) and
+/// returns nullopt. Warnings are printed either way (stderr) unless `quiet`.
+std::optional<ir::Program> load(const std::string& path, bool json_errors, bool quiet = false);
+/// Prints diagnostics to stderr, one per line, prefixed with the file name.
+void print_diagnostics(const ir::Diagnostics& d, std::string_view file);
+/// The diagnostics of an unreadable file as one JSON document {ok:false, file, errors, warnings}.
+std::string unreadable_json(const ir::Diagnostics& d, std::string_view file);
+/// JSON array of diagnostics (code, severity, message, pointer, line, column, notes).
+std::string diagnostics_json(const ir::Diagnostics& d, int level);
+/// Writes bytes to a file atomically, or to stdout for "-"; prints an error and returns false on
+/// failure.
+bool write_output(const std::string& path, std::string_view data);
+
+}  // namespace amk::cli

@@ -1,0 +1,164 @@
+#include <algorithm>
+#include <iostream>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "ir/graph.h"
+#include "ir/pyjson.h"
+
+namespace amk::cli {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// Longest path through the DAG, by task count and by est_bytes (ties: fewer bytes first).
+struct CriticalPath {
+  uint64_t tasks = 0;
+  int64_t est_bytes = 0;
+  std::vector<uint32_t> path;
+};
+
+CriticalPath critical_path(const ir::Program& p, const ir::Graph& g) {
+  CriticalPath cp;
+  if (!g.acyclic() || p.tasks.empty()) return cp;
+  const uint32_t n = g.num_tasks();
+  std::vector<uint64_t> len(n, 1);
+  std::vector<int64_t> bytes(n);
+  std::vector<uint32_t> prev(n, UINT32_MAX);
+  for (uint32_t t = 0; t < n; ++t) bytes[t] = p.tasks[t].est_bytes;
+  for (uint32_t t : g.topo_order()) {
+    for (uint32_t c : g.consumers(t)) {
+      uint64_t l = len[t] + 1;
+      int64_t b = bytes[t] + p.tasks[c].est_bytes;
+      if (l > len[c] || (l == len[c] && b > bytes[c])) {
+        len[c] = l;
+        bytes[c] = b;
+        prev[c] = t;
+      }
+    }
+  }
+  uint32_t end = 0;
+  for (uint32_t t = 1; t < n; ++t)
+    if (len[t] > len[end] || (len[t] == len[end] && bytes[t] > bytes[end])) end = t;
+  cp.tasks = len[end];
+  cp.est_bytes = bytes[end];
+  for (uint32_t t = end; t != UINT32_MAX; t = prev[t]) cp.path.push_back(t);
+  std::reverse(cp.path.begin(), cp.path.end());
+  return cp;
+}
+
+std::string mb(int64_t bytes) {
+  return ir::py_round2(static_cast<double>(bytes) / 1e6);
+}
+
+}  // namespace
+
+int cmd_info(int argc, char** argv) {
+  Args args(
+      "amk info FILE [--json]",
+      "Summarises a program: counts, producer->consumer edges, weight megabytes, opcode mix,\n"
+      "pages, config and the critical path (longest dependency chain).");
+  args.add()("file", po::value<std::string>()->required(), "program JSON file")(
+      "json", "print one JSON document");
+  args.positional("file", 1);
+  if (auto rc = args.parse(argc, argv)) return *rc;
+  const auto file = args.get<std::string>("file");
+  const bool json = args.has("json");
+  auto prog = load(file, json);
+  if (!prog) return kUnreadable;
+  const ir::Program& p = *prog;
+  ir::Graph g = ir::Graph::build(p);
+  CriticalPath cp = critical_path(p, g);
+
+  std::map<std::string, int64_t> ops, kinds;
+  int64_t est_bytes = 0, est_flops = 0, n_weights = 0;
+  for (const auto& t : p.tasks) {
+    ++ops[std::string(ir::name(t.op))];
+    est_bytes += t.est_bytes;
+    est_flops += t.est_flops;
+  }
+  for (const auto& b : p.buffers) {
+    ++kinds[std::string(ir::name(b.kind))];
+    n_weights += b.kind == ir::BufferKind::WEIGHT;
+  }
+  int64_t waits = 0;
+  for (const auto& t : p.tasks) waits += static_cast<int64_t>(t.waits.size());
+  const auto& meta = p.meta.json();
+  auto meta_str = [&](const char* k) {
+    return meta.is_object() && meta.contains(k) ? ir::py_repr(meta[k]) : std::string("-");
+  };
+
+  if (json) {
+    ojson j;
+    j["file"] = file;
+    j["ir_version"] = p.ir_version;
+    j["abi_version"] = p.abi_version;
+    j["meta"] = meta;
+    j["target"] = p.target ? ojson(p.target->name) : ojson();
+    j["tasks"] = p.tasks.size();
+    j["buffers"] = p.buffers.size();
+    j["counters"] = p.counters.size();
+    j["waits"] = waits;
+    j["edges"] = g.edge_count();
+    j["acyclic"] = g.acyclic();
+    j["weight_bytes"] = p.total_weight_bytes();
+    j["weight_MB"] = std::stod(mb(p.total_weight_bytes()));
+    j["sm_assigned"] = p.sm_assigned();
+    j["ops"] = ops;
+    j["buffer_kinds"] = kinds;
+    j["est_bytes"] = est_bytes;
+    j["est_flops"] = est_flops;
+    j["pages"] = p.pages ? ojson({{"pages", p.pages->pages.size()},
+                                  {"buffers", p.pages->buffer_to_page.size()},
+                                  {"scratch_bytes", p.pages->total_scratch_bytes()}})
+                         : ojson();
+    j["config"] = p.config ? ojson(true) : ojson(false);
+    ojson crit = ojson::object();
+    crit["tasks"] = cp.tasks;
+    crit["est_bytes"] = cp.est_bytes;
+    ojson path = ojson::array();
+    for (uint32_t t : cp.path) path.push_back(t);
+    crit["path"] = std::move(path);
+    j["critical_path"] = g.acyclic() ? crit : ojson();
+    std::string out;
+    ir::append_json_value(out, j, 0);
+    std::cout << out << "\n";
+    return kOk;
+  }
+
+  std::cout << fmt::format("{}: IR {}, ABI {}, model {}, gpu {}, target {}\n", file, p.ir_version,
+                           p.abi_version, meta_str("model"), meta_str("gpu"),
+                           p.target ? p.target->name : std::string("none"));
+  std::cout << fmt::format(
+      "  tasks {}, buffers {} ({} weights, {} MB), counters {}, waits {}, edges {}, {}\n",
+      p.tasks.size(), p.buffers.size(), n_weights, mb(p.total_weight_bytes()), p.counters.size(),
+      waits, g.edge_count(), g.acyclic() ? "acyclic" : "CYCLIC");
+  std::string opmix;
+  std::vector<std::pair<int64_t, std::string>> sorted;
+  for (const auto& [k, v] : ops) sorted.emplace_back(-v, k);
+  std::sort(sorted.begin(), sorted.end());
+  for (const auto& [v, k] : sorted) opmix += fmt::format(" {} {},", k, -v);
+  if (!opmix.empty()) opmix.pop_back();
+  std::cout << "  ops:" << opmix << "\n";
+  std::cout << fmt::format("  est: {} MB moved, {} MFLOP; sm assigned: {}\n", mb(est_bytes),
+                           ir::py_round2(static_cast<double>(est_flops) / 1e6),
+                           p.sm_assigned() ? "yes" : "no");
+  if (p.pages)
+    std::cout << fmt::format("  pages: {} pages for {} buffers, {} scratch bytes\n",
+                             p.pages->pages.size(), p.pages->buffer_to_page.size(),
+                             p.pages->total_scratch_bytes());
+  if (g.acyclic() && !cp.path.empty()) {
+    std::cout << fmt::format("  critical path: {} tasks, {} MB est, {} -> {}\n", cp.tasks,
+                             mb(cp.est_bytes), p.tasks[cp.path.front()].display(),
+                             p.tasks[cp.path.back()].display());
+  } else if (!g.acyclic()) {
+    std::cout << "  critical path: none (the graph has a cycle; see amk validate)\n";
+  }
+  return kOk;
+}
+
+}  // namespace amk::cli

@@ -1,0 +1,17 @@
+#include "cli/commands.h"
+
+#include "cli/cli.h"
+
+namespace amk::cli {
+
+std::span<const Command> commands() {
+  static const Command kCommands[] = {
+      {"fmt", "rewrite programs in AMK's canonical byte format", cmd_fmt},
+      {"info", "counts, edges, weight MB and critical path of a program", cmd_info},
+      {"diff", "semantic diff of two programs", cmd_diff},
+      {"gen", "generate a synthetic program (llama, mesh, chain, fan)", cmd_gen},
+  };
+  return kCommands;
+}
+
+}  // namespace amk::cli

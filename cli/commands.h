@@ -1,0 +1,15 @@
+// Entry points of the subcommands (argv[0] is the command name).
+#pragma once
+
+namespace amk::cli {
+
+/// amk fmt: canonical AMK-byte-identical rewrite.
+int cmd_fmt(int argc, char** argv);
+/// amk info: counts, edges, weights, critical path.
+int cmd_info(int argc, char** argv);
+/// amk diff: semantic diff of two programs.
+int cmd_diff(int argc, char** argv);
+/// amk gen: seeded synthetic programs.
+int cmd_gen(int argc, char** argv);
+
+}  // namespace amk::cli

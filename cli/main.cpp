@@ -1,0 +1,51 @@
+// The `amk` command: dispatches the command table; unknown commands get "did you mean".
+#include <cstring>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/cli.h"
+#include "ir/types.h"
+
+namespace {
+
+void usage(std::ostream& os) {
+  os << "usage: amk <command> [options]   (amk <command> --help for details)\n\ncommands:\n";
+  for (const auto& c : amk::cli::commands()) os << fmt::format("  {:<10} {}\n", c.name, c.summary);
+  os << "\nexit codes: 0 ok, 1 rejected / different / not canonical, 2 unreadable input or usage,"
+        " 3 deadlock or timeout\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "help") == 0) {
+    if (argc >= 3 && std::strcmp(argv[1], "help") == 0) {
+      for (const auto& c : amk::cli::commands()) {
+        if (c.name == argv[2]) {
+          char help[] = "--help";
+          char* args[] = {argv[2], help, nullptr};
+          return c.run(2, args);
+        }
+      }
+    }
+    usage(std::cout);
+    return argc < 2 ? amk::cli::kUnreadable : amk::cli::kOk;
+  }
+  if (std::strcmp(argv[1], "--version") == 0 || std::strcmp(argv[1], "version") == 0) {
+    std::cout << fmt::format("amk {} (IR {}, ABI {})\n", AMK_VERSION, amk::ir::kIrVersion,
+                             amk::ir::kAbiVersion);
+    return 0;
+  }
+  std::vector<std::string> names;
+  for (const auto& c : amk::cli::commands()) {
+    if (c.name == argv[1]) return c.run(argc - 1, argv + 1);
+    names.emplace_back(c.name);
+  }
+  std::string hint = amk::cli::closest(argv[1], names);
+  std::cerr << "amk: unknown command '" << argv[1] << "'"
+            << (hint.empty() ? "" : "; did you mean '" + hint + "'?") << "\n";
+  usage(std::cerr);
+  return amk::cli::kUnreadable;
+}

@@ -1,0 +1,88 @@
+#include "ir/fileio.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+namespace amk::ir {
+
+std::optional<std::string> read_file(const std::string& path, std::string& out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fmt::format("cannot open '{}': {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
+    ::close(fd);
+    return fmt::format("cannot read '{}': {}", path, std::strerror(e));
+  }
+  out.clear();
+  if (S_ISREG(st.st_mode)) out.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      return fmt::format("cannot read '{}': {}", path, std::strerror(e));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return std::nullopt;
+}
+
+std::optional<std::string> write_file_atomic(const std::string& path, std::string_view data) {
+  namespace fs = std::filesystem;
+  fs::path target(path);
+  fs::path dir = target.parent_path();
+  if (dir.empty()) dir = ".";
+  std::string tmpl = fmt::format("{}/.{}.tmp.XXXXXX", dir.string(), target.filename().string());
+  int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) return fmt::format("cannot write '{}': {}", path, std::strerror(errno));
+  auto fail = [&](const char* what) {
+    int e = errno;
+    ::close(fd);
+    ::unlink(tmpl.c_str());
+    return fmt::format("cannot write '{}' ({}): {}", path, what, std::strerror(e));
+  };
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail("write");
+    }
+    off += static_cast<size_t>(n);
+  }
+  // Keep the permissions of a file we replace; new files get the usual 0666 & ~umask.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    ::fchmod(fd, st.st_mode & 07777);
+  } else {
+    mode_t um = ::umask(0);
+    ::umask(um);
+    ::fchmod(fd, 0666 & ~um);
+  }
+  if (::fsync(fd) != 0) return fail("fsync");
+  if (::close(fd) != 0) {
+    int e = errno;
+    ::unlink(tmpl.c_str());
+    return fmt::format("cannot write '{}' (close): {}", path, std::strerror(e));
+  }
+  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmpl.c_str());
+    return fmt::format("cannot write '{}' (rename): {}", path, std::strerror(e));
+  }
+  return std::nullopt;
+}
+
+}  // namespace amk::ir

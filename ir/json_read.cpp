@@ -1,0 +1,1364 @@
+// A schema-driven pull parser for AMK program JSON. It reads straight into the data model (no DOM)
+// and turns every problem into a diagnostic with a JSON pointer and a line/column.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ir/fileio.h"
+#include "ir/json_io.h"
+#include "ir/pyjson.h"
+
+namespace amk::ir {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+constexpr size_t kMaxErrors = 100;
+constexpr int kMaxDepth = 256;
+
+struct SyntaxError {
+  size_t offset;
+  std::string message;
+};
+struct TooManyErrors {};
+
+// A number token: an int that fits int64, a non-negative int that fits uint64, a bigger int, or a
+// float (Python's json makes anything with '.', 'e' or a NaN/Infinity literal a float).
+struct NumTok {
+  enum class Kind { Int, UInt, BigInt, Float } kind = Kind::Int;
+  int64_t i = 0;
+  uint64_t u = 0;
+  double d = 0;
+  std::string_view text;
+};
+
+class Lexer {
+ public:
+  explicit Lexer(std::string_view t) : b_(t.data()), p_(t.data()), e_(t.data() + t.size()) {}
+
+  size_t offset() const { return static_cast<size_t>(p_ - b_); }
+  bool at_end() {
+    ws();
+    return p_ >= e_;
+  }
+  void skip_bom() {
+    if (e_ - p_ >= 3 && std::memcmp(p_, "\xEF\xBB\xBF", 3) == 0) p_ += 3;
+  }
+
+  void ws() {
+    while (p_ < e_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+  }
+  int peek() {
+    ws();
+    return p_ < e_ ? static_cast<unsigned char>(*p_) : -1;
+  }
+  [[noreturn]] void fail(std::string msg) const { throw SyntaxError{offset(), std::move(msg)}; }
+
+  // Object/array iteration: call with first=true after the opening bracket was consumed.
+  bool next_key(std::string_view& key, std::string& scratch, bool& first) {
+    int c = peek();
+    if (c == '}') {
+      ++p_;
+      return false;
+    }
+    if (!first) {
+      if (c != ',') fail("Expecting ',' delimiter");
+      ++p_;
+      c = peek();
+    }
+    if (c != '"') fail("Expecting property name enclosed in double quotes");
+    key = string_view_(scratch);
+    if (peek() != ':') fail("Expecting ':' delimiter");
+    ++p_;
+    first = false;
+    return true;
+  }
+  bool next_element(bool& first) {
+    int c = peek();
+    if (c == ']') {
+      ++p_;
+      return false;
+    }
+    if (!first) {
+      if (c != ',') fail("Expecting ',' delimiter");
+      ++p_;
+      peek();
+    }
+    first = false;
+    return true;
+  }
+  // Reads a string literal at p_ (which is '"'); returns a view into the input when it has no
+  // escapes, else into `scratch`.
+  std::string_view string_view_(std::string& scratch) {
+    const char* start = ++p_;
+    const char* q = p_;
+    for (;;) {
+      if (q >= e_) fail_at(start - 1, "Unterminated string starting at");
+      auto c = static_cast<unsigned char>(*q);
+      if (c == '"') {
+        p_ = q + 1;
+        return {start, static_cast<size_t>(q - start)};
+      }
+      if (c == '\\') break;
+      if (c < 0x20) fail_at(q, "Invalid control character in string");
+      if (c >= 0x80) {
+        q = check_utf8(q);
+        continue;
+      }
+      ++q;
+    }
+    scratch.assign(start, q);
+    p_ = q;
+    decode_rest(scratch, start);
+    return scratch;
+  }
+  void read_string(std::string& out) {
+    std::string_view v = string_view_(out);
+    if (v.data() != out.data()) out.assign(v);
+  }
+
+  NumTok number() {
+    const char* s = p_;
+    NumTok t;
+    bool neg = false;
+    if (p_ < e_ && *p_ == '-') {
+      neg = true;
+      ++p_;
+      if (e_ - p_ >= 8 && std::memcmp(p_, "Infinity", 8) == 0) {
+        p_ += 8;
+        t.kind = NumTok::Kind::Float;
+        t.d = -std::numeric_limits<double>::infinity();
+        t.text = {s, static_cast<size_t>(p_ - s)};
+        return t;
+      }
+    }
+    if (p_ >= e_ || *p_ < '0' || *p_ > '9') fail("Expecting value");
+    const char* digits = p_;
+    if (*p_ == '0') {
+      ++p_;
+      if (p_ < e_ && *p_ >= '0' && *p_ <= '9') fail("Invalid number: leading zero");
+    } else {
+      while (p_ < e_ && *p_ >= '0' && *p_ <= '9') ++p_;
+    }
+    const char* int_end = p_;
+    bool is_float = false;
+    if (p_ < e_ && *p_ == '.') {
+      ++p_;
+      if (p_ >= e_ || *p_ < '0' || *p_ > '9') fail("Invalid number: digits expected after '.'");
+      while (p_ < e_ && *p_ >= '0' && *p_ <= '9') ++p_;
+      is_float = true;
+    }
+    if (p_ < e_ && (*p_ == 'e' || *p_ == 'E')) {
+      ++p_;
+      if (p_ < e_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      if (p_ >= e_ || *p_ < '0' || *p_ > '9') fail("Invalid number: digits expected in exponent");
+      while (p_ < e_ && *p_ >= '0' && *p_ <= '9') ++p_;
+      is_float = true;
+    }
+    t.text = {s, static_cast<size_t>(p_ - s)};
+    if (is_float) {
+      t.kind = NumTok::Kind::Float;
+      auto r = std::from_chars(s, p_, t.d);
+      if (r.ec != std::errc()) t.d = std::strtod(std::string(t.text).c_str(), nullptr);
+      return t;
+    }
+    uint64_t mag = 0;
+    bool big = false;
+    for (const char* q = digits; q < int_end; ++q) {
+      auto dgt = static_cast<uint64_t>(*q - '0');
+      if (mag > (std::numeric_limits<uint64_t>::max() - dgt) / 10) {
+        big = true;
+        break;
+      }
+      mag = mag * 10 + dgt;
+    }
+    if (big) {
+      t.kind = NumTok::Kind::BigInt;
+    } else if (neg) {
+      if (mag <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) + 1) {
+        t.kind = NumTok::Kind::Int;
+        t.i = mag == static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) + 1
+                  ? std::numeric_limits<int64_t>::min()
+                  : -static_cast<int64_t>(mag);
+      } else {
+        t.kind = NumTok::Kind::BigInt;
+      }
+    } else if (mag <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      t.kind = NumTok::Kind::Int;
+      t.i = static_cast<int64_t>(mag);
+    } else {
+      t.kind = NumTok::Kind::UInt;
+      t.u = mag;
+    }
+    return t;
+  }
+
+  // true/false/null/NaN/Infinity; returns the literal's first char, or 0 when none matches.
+  bool literal(std::string_view lit) {
+    if (static_cast<size_t>(e_ - p_) >= lit.size() &&
+        std::memcmp(p_, lit.data(), lit.size()) == 0) {
+      p_ += lit.size();
+      return true;
+    }
+    return false;
+  }
+  void advance() { ++p_; }
+
+ private:
+  [[noreturn]] void fail_at(const char* at, std::string msg) const {
+    throw SyntaxError{static_cast<size_t>(at - b_), std::move(msg)};
+  }
+
+  // Validates one UTF-8 sequence starting at q (strict: no overlongs, surrogates or > U+10FFFF).
+  const char* check_utf8(const char* q) const {
+    auto b0 = static_cast<unsigned char>(q[0]);
+    int n = 0;
+    uint32_t cp = 0;
+    if ((b0 & 0xE0) == 0xC0) {
+      n = 1;
+      cp = b0 & 0x1F;
+    } else if ((b0 & 0xF0) == 0xE0) {
+      n = 2;
+      cp = b0 & 0x0F;
+    } else if ((b0 & 0xF8) == 0xF0) {
+      n = 3;
+      cp = b0 & 0x07;
+    } else {
+      fail_at(q, "Invalid UTF-8 byte in string");
+    }
+    if (e_ - q <= n) fail_at(q, "Truncated UTF-8 sequence in string");
+    for (int k = 1; k <= n; ++k) {
+      auto c = static_cast<unsigned char>(q[k]);
+      if ((c & 0xC0) != 0x80) fail_at(q, "Invalid UTF-8 sequence in string");
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000))
+      fail_at(q, "Invalid UTF-8 sequence in string");
+    return q + n + 1;
+  }
+
+  static void put_utf8(std::string& out, uint32_t cp) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {  // includes lone surrogates (WTF-8), which Python strings allow
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+
+  uint32_t hex4() {
+    if (e_ - p_ < 4) fail("Invalid \\uXXXX escape");
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      char c = p_[k];
+      v <<= 4;
+      if (c >= '0' && c <= '9') {
+        v |= static_cast<uint32_t>(c - '0');
+      } else if (c >= 'a' && c <= 'f') {
+        v |= static_cast<uint32_t>(c - 'a' + 10);
+      } else if (c >= 'A' && c <= 'F') {
+        v |= static_cast<uint32_t>(c - 'A' + 10);
+      } else {
+        fail("Invalid \\uXXXX escape");
+      }
+    }
+    p_ += 4;
+    return v;
+  }
+
+  void decode_rest(std::string& out, const char* start) {
+    for (;;) {
+      if (p_ >= e_) fail_at(start - 1, "Unterminated string starting at");
+      auto c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        ++p_;
+        return;
+      }
+      if (c < 0x20) fail("Invalid control character in string");
+      if (c >= 0x80) {
+        const char* nx = check_utf8(p_);
+        out.append(p_, nx);
+        p_ = nx;
+        continue;
+      }
+      if (c != '\\') {
+        out += static_cast<char>(c);
+        ++p_;
+        continue;
+      }
+      ++p_;
+      if (p_ >= e_) fail_at(start - 1, "Unterminated string starting at");
+      char esc = *p_++;
+      switch (esc) {
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'u': {
+          uint32_t cp = hex4();
+          if (cp >= 0xD800 && cp < 0xDC00 && e_ - p_ >= 6 && p_[0] == '\\' && p_[1] == 'u') {
+            const char* save = p_;
+            p_ += 2;
+            uint32_t lo = hex4();
+            if (lo >= 0xDC00 && lo < 0xE000) {
+              cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            } else {
+              p_ = save;
+            }
+          }
+          put_utf8(out, cp);
+          break;
+        }
+        default:
+          p_ -= 2;
+          fail("Invalid \\escape");
+      }
+    }
+  }
+
+  const char* b_;
+  const char* p_;
+  const char* e_;
+};
+
+// Python's int(str): surrounding whitespace, optional sign, digits with single '_' separators.
+std::optional<int64_t> py_int(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  bool neg = false;
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
+    neg = s[0] == '-';
+    s.remove_prefix(1);
+  }
+  if (s.empty() || s.front() == '_' || s.back() == '_') return std::nullopt;
+  std::string digits;
+  for (size_t k = 0; k < s.size(); ++k) {
+    char c = s[k];
+    if (c == '_') {
+      if (s[k - 1] == '_') return std::nullopt;
+      continue;
+    }
+    if (c < '0' || c > '9') return std::nullopt;
+    digits += c;
+  }
+  int64_t v = 0;
+  auto r = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (r.ec != std::errc() || r.ptr != digits.data() + digits.size()) return std::nullopt;
+  return neg ? -v : v;
+}
+
+template <size_t N>
+std::string enum_choices(const std::array<std::string_view, N>& names) {
+  std::string s;
+  for (size_t i = 0; i < N; ++i) {
+    if (i) s += ", ";
+    s += names[i];
+  }
+  return s;
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string_view text) : lx_(text), text_(text) {}
+
+  LoadResult run() {
+    LoadResult res;
+    Program prog;
+    try {
+      if (text_.size() >= 3 && std::memcmp(text_.data(), "\xEF\xBB\xBF", 3) == 0) {
+        warn("json.bom", "file starts with a UTF-8 byte-order mark (ignored)", 0);
+        lx_.skip_bom();
+      }
+      int c = lx_.peek();
+      if (c < 0) lx_.fail("Expecting value (empty file)");
+      if (c != '{') {
+        size_t off = lx_.offset();
+        skip_value(0);
+        if (!lx_.at_end()) lx_.fail("Extra data");
+        error("json.type", "a program must be a JSON object, got " + describe_at(text_, off), off);
+      } else {
+        read_program(prog);
+        if (!lx_.at_end()) lx_.fail("Extra data");
+      }
+    } catch (const SyntaxError& e) {
+      error("json.syntax", e.message, e.offset, /*allow_past_cap=*/true);
+    } catch (const TooManyErrors&) {
+      diags_.push_back({Severity::Error,
+                        "json.too-many-errors",
+                        fmt::format("stopped after {} errors", kMaxErrors),
+                        "",
+                        0,
+                        0,
+                        {}});
+      offsets_.push_back(std::string::npos);
+    }
+    fill_line_columns();
+    res.diagnostics = std::move(diags_);
+    if (!has_errors(res.diagnostics)) res.program = std::move(prog);
+    return res;
+  }
+
+ private:
+  // ---- pointer path -------------------------------------------------------------------------
+  void push(std::string_view key) {
+    marks_.push_back(path_.size());
+    path_ += '/';
+    path_ += pointer_token(key);
+  }
+  void push(size_t index) {
+    marks_.push_back(path_.size());
+    fmt::format_to(std::back_inserter(path_), "/{}", index);
+  }
+  void pop() {
+    path_.resize(marks_.back());
+    marks_.pop_back();
+  }
+
+  // ---- diagnostics ------------------------------------------------------------------------------
+  void add(Severity sev, std::string code, std::string msg, size_t off, bool allow_past_cap) {
+    if (sev == Severity::Error) {
+      if (n_errors_ >= kMaxErrors && !allow_past_cap) throw TooManyErrors{};
+      ++n_errors_;
+    }
+    diags_.push_back({sev, std::move(code), std::move(msg), path_, 0, 0, {}});
+    offsets_.push_back(off);
+  }
+  void error(std::string code, std::string msg, size_t off, bool allow_past_cap = false) {
+    add(Severity::Error, std::move(code), std::move(msg), off, allow_past_cap);
+  }
+  void warn(std::string code, std::string msg, size_t off) {
+    add(Severity::Warning, std::move(code), std::move(msg), off, false);
+  }
+  void fill_line_columns() {
+    std::vector<size_t> order(diags_.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return offsets_[a] < offsets_[b]; });
+    size_t pos = 0;
+    int line = 1, col = 1;
+    for (size_t k : order) {
+      size_t off = offsets_[k];
+      if (off == std::string::npos) continue;
+      off = std::min(off, text_.size());
+      for (; pos < off; ++pos) {
+        if (text_[pos] == '\n') {
+          ++line;
+          col = 1;
+        } else {
+          ++col;
+        }
+      }
+      diags_[k].line = line;
+      diags_[k].column = col;
+    }
+  }
+
+  static std::string describe_at(std::string_view text, size_t off) {
+    if (off >= text.size()) return "nothing";
+    switch (text[off]) {
+      case '{':
+        return "an object";
+      case '[':
+        return "an array";
+      case '"':
+        return "a string";
+      case 't':
+      case 'f':
+        return "a boolean";
+      case 'n':
+        return "null";
+      default:
+        return "a number";
+    }
+  }
+  std::string got(size_t off) const {
+    std::string d = describe_at(text_, off);
+    if (d == "a number" || d == "a boolean") {
+      size_t end = off;
+      while (end < text_.size() && end - off < 40 &&
+             std::strchr(",]} \n\r\t", text_[end]) == nullptr)
+        ++end;
+      return std::string(text_.substr(off, end - off));
+    }
+    return d;
+  }
+  void type_error(std::string_view expected, size_t off) {
+    error("json.type", fmt::format("expected {}, got {}", expected, got(off)), off);
+    skip_value(0);
+  }
+
+  // ---- generic values ---------------------------------------------------------------------------
+  void skip_value(int depth) { (void)verbatim(depth, /*keep=*/false); }
+
+  void check_finite(const NumTok& t, size_t off) {
+    if (t.kind == NumTok::Kind::Float && !std::isfinite(t.d))
+      error(
+          "json.non-finite",
+          fmt::format("non-finite number {} is not allowed (amk rejects NaN and Infinity)", t.text),
+          off);
+  }
+
+  ojson verbatim(int depth, bool keep) {
+    if (depth > kMaxDepth) lx_.fail(fmt::format("nesting deeper than {} levels", kMaxDepth));
+    int c = lx_.peek();
+    size_t off = lx_.offset();
+    switch (c) {
+      case '{': {
+        lx_.advance();
+        ojson obj = ojson::object();
+        bool first = true;
+        std::string_view key;
+        std::string kscratch;
+        while (lx_.next_key(key, kscratch, first)) {
+          std::string k(key);
+          push(k);
+          ojson v = verbatim(depth + 1, keep);
+          if (keep) {
+            if (obj.contains(k))
+              warn("json.duplicate-key", fmt::format("duplicate key '{}' (the last one wins)", k),
+                   off);
+            obj[k] = std::move(v);
+          }
+          pop();
+        }
+        return obj;
+      }
+      case '[': {
+        lx_.advance();
+        ojson arr = ojson::array();
+        bool first = true;
+        size_t i = 0;
+        while (lx_.next_element(first)) {
+          push(i++);
+          ojson v = verbatim(depth + 1, keep);
+          if (keep) arr.push_back(std::move(v));
+          pop();
+        }
+        return arr;
+      }
+      case '"': {
+        std::string s;
+        lx_.read_string(s);
+        return keep ? ojson(std::move(s)) : ojson();
+      }
+      case 't':
+        if (lx_.literal("true")) return ojson(true);
+        break;
+      case 'f':
+        if (lx_.literal("false")) return ojson(false);
+        break;
+      case 'n':
+        if (lx_.literal("null")) return ojson();
+        break;
+      case 'N':
+        if (lx_.literal("NaN")) {
+          NumTok t;
+          t.kind = NumTok::Kind::Float;
+          t.d = std::nan("");
+          t.text = "NaN";
+          check_finite(t, off);
+          return ojson();
+        }
+        break;
+      case 'I':
+        if (lx_.literal("Infinity")) {
+          NumTok t;
+          t.kind = NumTok::Kind::Float;
+          t.d = std::numeric_limits<double>::infinity();
+          t.text = "Infinity";
+          check_finite(t, off);
+          return ojson();
+        }
+        break;
+      default:
+        if (c == '-' || (c >= '0' && c <= '9')) {
+          NumTok t = lx_.number();
+          switch (t.kind) {
+            case NumTok::Kind::Int:
+              return ojson(t.i);
+            case NumTok::Kind::UInt:
+              return ojson(t.u);
+            case NumTok::Kind::BigInt:
+              error("json.int-range", fmt::format("integer {} does not fit in 64 bits", t.text),
+                    off);
+              return ojson();
+            case NumTok::Kind::Float:
+              check_finite(t, off);
+              return ojson(t.d);
+          }
+        }
+        break;
+    }
+    lx_.fail("Expecting value");
+  }
+
+  // A number token at the current position (including NaN/Infinity literals), or nullopt after a
+  // type error when the value is not a number.
+  std::optional<NumTok> number_token(std::string_view expected) {
+    int c = lx_.peek();
+    size_t off = lx_.offset();
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      NumTok t = lx_.number();
+      check_finite(t, off);
+      return t;
+    }
+    if (c == 'N' || c == 'I') {
+      skip_value(0);  // reports the non-finite literal
+      return std::nullopt;
+    }
+    type_error(expected, off);
+    return std::nullopt;
+  }
+
+  bool read_int(int64_t& out) {
+    size_t off = lx_.offset();
+    auto t = number_token("an integer");
+    if (!t) return false;
+    if (t->kind == NumTok::Kind::Int) {
+      out = t->i;
+      return true;
+    }
+    if (t->kind == NumTok::Kind::Float) {
+      error("json.type", fmt::format("expected an integer, got {}", t->text), off);
+    } else {
+      error("json.int-range", fmt::format("integer {} is out of range (int64)", t->text), off);
+    }
+    return false;
+  }
+  bool read_number(Number& out) {
+    size_t off = lx_.offset();
+    auto t = number_token("a number");
+    if (!t) return false;
+    switch (t->kind) {
+      case NumTok::Kind::Int:
+        out = Number::of(t->i);
+        return true;
+      case NumTok::Kind::Float:
+        out = Number::real(t->d);
+        return std::isfinite(t->d);
+      default:
+        error("json.int-range", fmt::format("integer {} is out of range (int64)", t->text), off);
+        return false;
+    }
+  }
+  bool read_bool(bool& out) {
+    size_t off = lx_.offset();
+    int c = lx_.peek();
+    if (c == 't' && lx_.literal("true")) {
+      out = true;
+      return true;
+    }
+    if (c == 'f' && lx_.literal("false")) {
+      out = false;
+      return true;
+    }
+    type_error("a boolean", off);
+    return false;
+  }
+  bool read_str(std::string& out) {
+    size_t off = lx_.offset();
+    if (lx_.peek() != '"') {
+      type_error("a string", off);
+      return false;
+    }
+    lx_.read_string(out);
+    return true;
+  }
+  bool read_opt_str(std::optional<std::string>& out) {
+    if (lx_.peek() == 'n' && lx_.literal("null")) {
+      out.reset();
+      return true;
+    }
+    std::string s;
+    if (!read_str(s)) return false;
+    out = std::move(s);
+    return true;
+  }
+  template <typename E, typename Parse>
+  bool read_enum(E& out, Parse parse, std::string_view what, std::string_view choices) {
+    size_t off = lx_.offset();
+    std::string s;
+    if (!read_str(s)) return false;
+    auto v = parse(s);
+    if (!v) {
+      error("json.unknown-enum",
+            fmt::format("unknown {} {} (one of: {})", what, py_repr_str(s), choices), off);
+      return false;
+    }
+    out = *v;
+    return true;
+  }
+  bool read_int_list(std::vector<int64_t>& out) {
+    size_t off = lx_.offset();
+    if (lx_.peek() != '[') {
+      type_error("an array of integers", off);
+      return false;
+    }
+    lx_.advance();
+    out.clear();
+    bool first = true, ok = true;
+    size_t i = 0;
+    while (lx_.next_element(first)) {
+      push(i++);
+      int64_t v = 0;
+      if (read_int(v)) {
+        out.push_back(v);
+      } else {
+        ok = false;
+      }
+      pop();
+    }
+    return ok;
+  }
+
+  // Iterates an object. `field(key)` reads a known key's value and returns its index (0..63), or
+  // returns -1 for an unknown key, which is kept in `extra` verbatim (in order; a duplicate keeps
+  // its first position and the last value, as a Python dict does).
+  template <typename F>
+  bool read_object(std::string_view what, JsonValue* extra, F field) {
+    size_t off = lx_.offset();
+    if (lx_.peek() != '{') {
+      type_error(what, off);
+      return false;
+    }
+    lx_.advance();
+    bool first = true;
+    std::string_view key;
+    uint64_t seen = 0;
+    while (lx_.next_key(key, key_scratch_, first)) {
+      std::string k(key);
+      size_t koff = lx_.offset();
+      push(k);
+      int f = field(k);
+      if (f >= 0) {
+        if (seen & (uint64_t{1} << f))
+          warn("json.duplicate-key", fmt::format("duplicate key '{}' (the last one wins)", k),
+               koff);
+        seen |= uint64_t{1} << f;
+      } else {
+        ojson v = verbatim(1, extra != nullptr);
+        if (extra) {
+          if (extra->is_null()) *extra = JsonValue::object();
+          if (extra->json().contains(k))
+            warn("json.duplicate-key", fmt::format("duplicate key '{}' (the last one wins)", k),
+                 koff);
+          extra->mut()[k] = std::move(v);
+        }
+      }
+      pop();
+    }
+    return true;
+  }
+
+  void missing(std::string_view what, std::string_view key, size_t off) {
+    error("json.missing-field", fmt::format("{} is missing the required field '{}'", what, key),
+          off);
+  }
+
+  void check_id(std::string_view what, bool have, int64_t id, size_t index, size_t off) {
+    if (!have) {
+      missing(what, "id", off);
+    } else if (id != static_cast<int64_t>(index)) {
+      push("id");
+      error("json.id-position",
+            fmt::format("{} id {} at list position {}: ids must equal list positions", what, id,
+                        index),
+            off);
+      pop();
+    }
+  }
+
+  // ---- records
+  // -----------------------------------------------------------------------------------
+  void read_program(Program& p) {
+    bool have_ir = false, have_abi = false;
+    size_t ir_off = 0, abi_off = 0;
+    read_object("an object", &p.extra, [&](const std::string& k) {
+      if (k == "ir_version") {
+        ir_off = lx_.offset();
+        have_ir = read_version(p.ir_version);
+        return 0;
+      }
+      if (k == "abi_version") {
+        abi_off = lx_.offset();
+        have_abi = read_version(p.abi_version);
+        return 1;
+      }
+      if (k == "meta") {
+        p.meta = JsonValue(verbatim(1, true));
+        return 2;
+      }
+      if (k == "target") {
+        read_optional_record(p.target, "target", [&](Target& t) { return read_target(t); });
+        return 3;
+      }
+      if (k == "buffers") {
+        p.buffers.clear();
+        read_list(p.buffers, [&](Buffer& b, size_t i) { read_buffer(b, i); });
+        return 4;
+      }
+      if (k == "counters") {
+        p.counters.clear();
+        read_list(p.counters, [&](Counter& c, size_t i) { read_counter(c, i); });
+        return 5;
+      }
+      if (k == "tasks") {
+        p.tasks.clear();
+        read_list(p.tasks, [&](Task& t, size_t i) { read_task(t, i); });
+        return 6;
+      }
+      if (k == "pages") {
+        read_optional_record(p.pages, "pages", [&](PageAllocation& a) { return read_pages(a); });
+        return 7;
+      }
+      if (k == "config") {
+        read_optional_record(p.config, "config", [&](ScheduleConfig& c) { return read_config(c); });
+        return 8;
+      }
+      return -1;
+    });
+    check_major("ir_version", "IR", p.ir_version, kIrVersion, have_ir, ir_off);
+    check_major("abi_version", "ABI", p.abi_version, kAbiVersion, have_abi, abi_off);
+  }
+
+  // AMK: str(d.get("ir_version", IR_VERSION)); strings and numbers survive, the rest mismatch.
+  bool read_version(std::string& out) {
+    ojson v = verbatim(1, true);
+    if (v.is_string()) {
+      out = v.get<std::string>();
+    } else if (v.is_number_integer() || v.is_number_unsigned()) {
+      out = v.dump();
+    } else if (v.is_number_float()) {
+      out = py_float(v.get<double>());
+    } else {
+      out = v.is_null() ? "None" : v.is_boolean() ? (v.get<bool>() ? "True" : "False") : v.dump();
+    }
+    return true;
+  }
+
+  void check_major(std::string_view key, std::string_view which, const std::string& ver,
+                   std::string_view runtime, bool have, size_t off) {
+    if (!have) return;
+    auto major = [](std::string_view s) { return s.substr(0, s.find('.')); };
+    if (major(ver) != major(runtime)) {
+      push(key);
+      error("ir.version",
+            fmt::format("{} major version mismatch: file {} vs runtime {}", which, ver, runtime),
+            off);
+      pop();
+    }
+  }
+
+  template <typename T, typename F>
+  void read_list(std::vector<T>& out, F each) {
+    size_t off = lx_.offset();
+    if (lx_.peek() != '[') {
+      type_error("an array", off);
+      return;
+    }
+    lx_.advance();
+    bool first = true;
+    size_t i = 0;
+    while (lx_.next_element(first)) {
+      push(i);
+      out.emplace_back();
+      each(out.back(), i);
+      pop();
+      ++i;
+    }
+  }
+
+  // AMK treats a falsy value (null, {}, [], 0, "", false) as absent.
+  template <typename T, typename F>
+  void read_optional_record(std::optional<T>& out, std::string_view what, F read) {
+    size_t off = lx_.offset();
+    int c = lx_.peek();
+    if (c == '{') {
+      // Peek for an empty object: AMK loads {} as None.
+      T rec{};
+      if (read(rec) == 1) out = std::move(rec);
+      return;
+    }
+    ojson v = verbatim(1, true);
+    bool falsy = v.is_null() || (v.is_boolean() && !v.get<bool>()) ||
+                 (v.is_number() && v.get<double>() == 0) || (v.is_string() && v.empty()) ||
+                 (v.is_array() && v.empty());
+    if (!falsy)
+      error(
+          "json.type",
+          fmt::format("expected an object or null for '{}', got {}", what, describe_at(text_, off)),
+          off);
+  }
+
+  // Returns 1 when a non-empty object was read, 0 for {} (absent).
+  int read_target(Target& t) {
+    size_t off = lx_.offset();
+    uint32_t seen = 0;
+    int n = 0;
+    static constexpr std::string_view kNames[] = {"name",
+                                                  "sm_arch",
+                                                  "num_sms",
+                                                  "smem_bytes_per_sm",
+                                                  "smem_bytes_per_block_optin",
+                                                  "regs_per_sm",
+                                                  "max_threads_per_sm",
+                                                  "max_regs_per_thread",
+                                                  "l2_bytes",
+                                                  "hbm_bytes",
+                                                  "hbm_bandwidth_gbs",
+                                                  "fp16_tflops",
+                                                  "clock_ghz",
+                                                  "supports_cooperative",
+                                                  "wddm_tdr",
+                                                  "measured_bw_gbs",
+                                                  "note"};
+    Number* nums[] = {nullptr,
+                      &t.sm_arch,
+                      &t.num_sms,
+                      &t.smem_bytes_per_sm,
+                      &t.smem_bytes_per_block_optin,
+                      &t.regs_per_sm,
+                      &t.max_threads_per_sm,
+                      &t.max_regs_per_thread,
+                      &t.l2_bytes,
+                      &t.hbm_bytes,
+                      &t.hbm_bandwidth_gbs,
+                      &t.fp16_tflops,
+                      &t.clock_ghz,
+                      nullptr,
+                      nullptr,
+                      &t.measured_bw_gbs,
+                      nullptr};
+    read_object("an object", &t.extra, [&](const std::string& k) {
+      ++n;
+      for (int f = 0; f < static_cast<int>(std::size(kNames)); ++f) {
+        if (k != kNames[f]) continue;
+        seen |= 1u << f;
+        if (f == 0) {
+          read_str(t.name);
+        } else if (f == 13) {
+          read_bool(t.supports_cooperative);
+        } else if (f == 14) {
+          read_bool(t.wddm_tdr);
+        } else if (f == 16) {
+          read_str(t.note);
+        } else {
+          read_number(*nums[f]);
+        }
+        return f;
+      }
+      return -1;
+    });
+    if (n == 0) return 0;
+    for (size_t f = 0; f < 12; ++f)
+      if (!(seen & (1u << f))) missing("target", kNames[f], off);
+    return 1;
+  }
+
+  void read_buffer(Buffer& b, size_t index) {
+    size_t off = lx_.offset();
+    bool have_id = false, bad_id = false;
+    int64_t id = -1;
+    unsigned req = 0;
+    read_object("a buffer object", &b.extra, [&](const std::string& k) {
+      if (k == "id") {
+        have_id = true;
+        bad_id = !read_int(id);
+        return 0;
+      }
+      if (k == "name") {
+        req |= 1;
+        read_str(b.name);
+        return 1;
+      }
+      if (k == "kind") {
+        req |= 2;
+        read_enum(b.kind, parse_kind, "buffer kind", kKindChoices);
+        return 2;
+      }
+      if (k == "dtype") {
+        req |= 4;
+        read_enum(b.dtype, parse_dtype, "dtype", kDTypeChoices);
+        return 3;
+      }
+      if (k == "shape") {
+        req |= 8;
+        read_int_list(b.shape);
+        return 4;
+      }
+      if (k == "space") {
+        req |= 16;
+        read_enum(b.space, parse_memspace, "memory space", kSpaceChoices);
+        return 5;
+      }
+      if (k == "source") {
+        read_opt_str(b.source);
+        return 6;
+      }
+      return -1;
+    });
+    if (!bad_id) check_id("buffer", have_id, id, index, off);
+    static constexpr std::string_view kReq[] = {"name", "kind", "dtype", "shape", "space"};
+    for (int f = 0; f < 5; ++f)
+      if (!(req & (1u << f))) missing("buffer", kReq[f], off);
+  }
+
+  void read_counter(Counter& c, size_t index) {
+    size_t off = lx_.offset();
+    bool have_id = false, bad_id = false;
+    int64_t id = -1;
+    read_object("a counter object", &c.extra, [&](const std::string& k) {
+      if (k == "id") {
+        have_id = true;
+        bad_id = !read_int(id);
+        return 0;
+      }
+      if (k == "init") {
+        read_int(c.init);
+        return 1;
+      }
+      if (k == "note") {
+        read_str(c.note);
+        return 2;
+      }
+      return -1;
+    });
+    if (!bad_id) check_id("counter", have_id, id, index, off);
+  }
+
+  void read_wait(Wait& w) {
+    size_t off = lx_.offset();
+    bool hc = false, ht = false;
+    read_object("a wait object", &w.extra, [&](const std::string& k) {
+      if (k == "counter") {
+        hc = true;
+        read_int(w.counter);
+        return 0;
+      }
+      if (k == "threshold") {
+        ht = true;
+        read_int(w.threshold);
+        return 1;
+      }
+      return -1;
+    });
+    if (!hc) missing("wait", "counter", off);
+    if (!ht) missing("wait", "threshold", off);
+  }
+
+  void read_params(std::vector<Param>& params) {
+    size_t off = lx_.offset();
+    if (lx_.peek() != '{') {
+      type_error("an object", off);
+      return;
+    }
+    lx_.advance();
+    bool first = true;
+    std::string_view key;
+    while (lx_.next_key(key, key_scratch_, first)) {
+      std::string k(key);
+      push(k);
+      size_t voff = lx_.offset();
+      ParamValue v;
+      int c = lx_.peek();
+      if (c == '-' || (c >= '0' && c <= '9')) {
+        NumTok t = lx_.number();
+        check_finite(t, voff);
+        if (t.kind == NumTok::Kind::Int) {
+          v = ParamValue::of_int(t.i);
+        } else if (t.kind == NumTok::Kind::Float) {
+          v = ParamValue::of_float(t.d);
+        } else {
+          error("json.int-range", fmt::format("integer {} is out of range (int64)", t.text), voff);
+        }
+      } else if (c == 't' && lx_.literal("true")) {
+        v = ParamValue::of_bool(true);
+      } else if (c == 'f' && lx_.literal("false")) {
+        v = ParamValue::of_bool(false);
+      } else {
+        v = ParamValue::of_json(JsonValue(verbatim(1, true)));
+      }
+      bool dup = false;
+      for (Param& p : params) {
+        if (p.key == k) {
+          warn("json.duplicate-key", fmt::format("duplicate key '{}' (the last one wins)", k),
+               voff);
+          p.value = std::move(v);
+          dup = true;
+          break;
+        }
+      }
+      if (!dup) params.push_back({std::move(k), std::move(v)});
+      pop();
+    }
+  }
+
+  void read_task(Task& t, size_t index) {
+    size_t off = lx_.offset();
+    bool have_id = false, bad_id = false;
+    int64_t id = -1;
+    unsigned req = 0;
+    read_object("a task object", &t.extra, [&](const std::string& k) {
+      if (k == "id") {
+        have_id = true;
+        bad_id = !read_int(id);
+        return 0;
+      }
+      if (k == "op") {
+        req |= 1;
+        read_enum(t.op, parse_op, "opcode", kOpChoices);
+        return 1;
+      }
+      if (k == "inputs") {
+        req |= 2;
+        read_int_list(t.inputs);
+        return 2;
+      }
+      if (k == "outputs") {
+        req |= 4;
+        read_int_list(t.outputs);
+        return 3;
+      }
+      if (k == "out_counter") {
+        req |= 8;
+        read_int(t.out_counter);
+        return 4;
+      }
+      if (k == "waits") {
+        t.waits.clear();
+        read_list(t.waits, [&](Wait& w, size_t) { read_wait(w); });
+        return 5;
+      }
+      if (k == "params") {
+        t.params.clear();
+        read_params(t.params);
+        return 6;
+      }
+      if (k == "sm") {
+        if (lx_.peek() == 'n' && lx_.literal("null")) {
+          t.sm.reset();
+        } else {
+          int64_t v = 0;
+          if (read_int(v)) t.sm = v;
+        }
+        return 7;
+      }
+      if (k == "est_bytes") {
+        read_int(t.est_bytes);
+        return 8;
+      }
+      if (k == "est_flops") {
+        read_int(t.est_flops);
+        return 9;
+      }
+      if (k == "label") {
+        read_str(t.label);
+        return 10;
+      }
+      return -1;
+    });
+    if (!bad_id) check_id("task", have_id, id, index, off);
+    static constexpr std::string_view kReq[] = {"op", "inputs", "outputs", "out_counter"};
+    for (int f = 0; f < 4; ++f)
+      if (!(req & (1u << f))) missing("task", kReq[f], off);
+  }
+
+  void read_page(Page& pg, size_t index) {
+    size_t off = lx_.offset();
+    bool have_id = false, bad_id = false, hs = false, hn = false;
+    int64_t id = -1;
+    read_object("a page object", &pg.extra, [&](const std::string& k) {
+      if (k == "id") {
+        have_id = true;
+        bad_id = !read_int(id);
+        return 0;
+      }
+      if (k == "space") {
+        hs = true;
+        read_enum(pg.space, parse_memspace, "memory space", kSpaceChoices);
+        return 1;
+      }
+      if (k == "nbytes") {
+        hn = true;
+        read_int(pg.nbytes);
+        return 2;
+      }
+      if (k == "live_start") {
+        read_int(pg.live_start);
+        return 3;
+      }
+      if (k == "live_end") {
+        read_int(pg.live_end);
+        return 4;
+      }
+      return -1;
+    });
+    if (!bad_id) check_id("page", have_id, id, index, off);
+    if (!hs) missing("page", "space", off);
+    if (!hn) missing("page", "nbytes", off);
+  }
+
+  // Reads an object whose keys AMK int-parses; calls each(key_int, key_offset) per member.
+  template <typename F>
+  void read_int_keyed(F each) {
+    size_t off = lx_.offset();
+    if (lx_.peek() != '{') {
+      type_error("an object", off);
+      return;
+    }
+    lx_.advance();
+    bool first = true;
+    std::string_view key;
+    while (lx_.next_key(key, key_scratch_, first)) {
+      std::string k(key);
+      push(k);
+      size_t voff = lx_.offset();
+      auto id = py_int(k);
+      if (!id) {
+        error("json.key-not-int", fmt::format("key {} is not an integer", py_repr_str(k)), voff);
+        skip_value(0);
+      } else {
+        each(*id, voff);
+      }
+      pop();
+    }
+  }
+
+  int read_pages(PageAllocation& a) {
+    size_t off = lx_.offset();
+    bool hb = false, hp = false;
+    int n = 0;
+    read_object("an object", &a.extra, [&](const std::string& k) {
+      ++n;
+      if (k == "buffer_to_page") {
+        hb = true;
+        a.buffer_to_page.clear();
+        read_int_keyed([&](int64_t bid, size_t voff) {
+          int64_t pid = 0;
+          if (!read_int(pid)) return;
+          for (auto& e : a.buffer_to_page) {
+            if (e.first == bid) {
+              warn(
+                  "json.duplicate-key",
+                  fmt::format("buffer {} appears twice in buffer_to_page (the last one wins)", bid),
+                  voff);
+              e.second = pid;
+              return;
+            }
+          }
+          a.buffer_to_page.emplace_back(bid, pid);
+        });
+        return 0;
+      }
+      if (k == "pages") {
+        hp = true;
+        a.pages.clear();
+        read_list(a.pages, [&](Page& pg, size_t i) { read_page(pg, i); });
+        return 1;
+      }
+      return -1;
+    });
+    if (n == 0) return 0;
+    if (!hb) missing("pages", "buffer_to_page", off);
+    if (!hp) missing("pages", "pages", off);
+    return 1;
+  }
+
+  int read_config(ScheduleConfig& c) {
+    c = ScheduleConfig::defaults();
+    int n = 0;
+    static constexpr std::string_view kNames[] = {
+        "tiling",          "fusion_grouping",   "sm_assignment",       "pipelining_depth",
+        "page_allocation", "threads_per_block", "smem_bytes_per_block"};
+    JsonValue* slots[] = {
+        &c.tiling,          &c.fusion_grouping,   &c.sm_assignment,       &c.pipelining_depth,
+        &c.page_allocation, &c.threads_per_block, &c.smem_bytes_per_block};
+    read_object("an object", &c.extra, [&](const std::string& k) {
+      ++n;
+      for (int f = 0; f < 7; ++f) {
+        if (k != kNames[f]) continue;
+        if (f == 2 && lx_.peek() == '{') {  // AMK int-parses the keys of an explicit SM map
+          ojson m = ojson::object();
+          read_int_keyed([&](int64_t tid, size_t) { m[std::to_string(tid)] = verbatim(1, true); });
+          *slots[f] = JsonValue(std::move(m));
+        } else {
+          *slots[f] = JsonValue(verbatim(1, true));
+        }
+        return f;
+      }
+      return -1;
+    });
+    return n == 0 ? 0 : 1;
+  }
+
+  static inline const std::string kKindChoices = enum_choices(std::array<std::string_view, 6>{
+      "WEIGHT", "ACTIVATION", "KV_CACHE", "IO_INPUT", "IO_OUTPUT", "CONST"});
+  static inline const std::string kDTypeChoices = enum_choices(std::array<std::string_view, 10>{
+      "F32", "F16", "BF16", "F8E4M3", "F8E5M2", "I32", "I8", "I4", "U8", "BOOL"});
+  static inline const std::string kSpaceChoices =
+      enum_choices(std::array<std::string_view, 4>{"HBM", "GLOBAL_SCRATCH", "SMEM", "REGISTER"});
+  static inline const std::string kOpChoices = "NOP, COPY, EMBED, ..., ATTENTION_COMBINE, FUSED";
+
+  Lexer lx_;
+  std::string_view text_;
+  std::string path_;
+  std::vector<size_t> marks_;
+  Diagnostics diags_;
+  std::vector<size_t> offsets_;
+  size_t n_errors_ = 0;
+  std::string key_scratch_;
+};
+
+}  // namespace
+
+LoadResult parse_program(std::string_view text) {
+  return Reader(text).run();
+}
+
+LoadResult load_program(const std::string& path) {
+  std::string text;
+  if (auto err = read_file(path, text)) {
+    LoadResult r;
+    r.diagnostics.push_back({Severity::Error, "io.read", *err, "", 0, 0, {}});
+    return r;
+  }
+  return parse_program(text);
+}
+
+}  // namespace amk::ir

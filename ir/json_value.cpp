@@ -1,0 +1,75 @@
+#include "ir/json_value.h"
+
+#include <nlohmann/json.hpp>
+
+namespace amk::ir {
+
+JsonValue::JsonValue() = default;
+JsonValue::JsonValue(nlohmann::ordered_json j)
+    : p_(j.is_null() ? nullptr : std::make_unique<nlohmann::ordered_json>(std::move(j))) {}
+JsonValue::JsonValue(const JsonValue& o)
+    : p_(o.p_ ? std::make_unique<nlohmann::ordered_json>(*o.p_) : nullptr) {}
+JsonValue::JsonValue(JsonValue&& o) noexcept = default;
+JsonValue& JsonValue::operator=(const JsonValue& o) {
+  if (this != &o) p_ = o.p_ ? std::make_unique<nlohmann::ordered_json>(*o.p_) : nullptr;
+  return *this;
+}
+JsonValue& JsonValue::operator=(JsonValue&& o) noexcept = default;
+JsonValue::~JsonValue() = default;
+
+JsonValue JsonValue::object() {
+  return JsonValue(nlohmann::ordered_json::object());
+}
+
+bool JsonValue::is_null() const {
+  return !p_ || p_->is_null();
+}
+
+bool JsonValue::empty() const {
+  return !p_ || p_->is_null() || (p_->is_object() && p_->empty());
+}
+
+const nlohmann::ordered_json& JsonValue::json() const {
+  static const nlohmann::ordered_json kNull;
+  return p_ ? *p_ : kNull;
+}
+
+nlohmann::ordered_json& JsonValue::mut() {
+  if (!p_) p_ = std::make_unique<nlohmann::ordered_json>();
+  return *p_;
+}
+
+namespace {
+// Equality that also tells 1 from 1.0 and true from 1 (nlohmann's == compares numbers by value).
+bool strict_equal(const nlohmann::ordered_json& a, const nlohmann::ordered_json& b) {
+  // Signed and unsigned storage are both JSON integers; only int/float/bool kinds must differ.
+  if (a.is_number_integer() && b.is_number_integer()) {
+    if (a.is_number_unsigned() == b.is_number_unsigned()) return a == b;
+    const auto& s = a.is_number_unsigned() ? b : a;
+    const auto& u = a.is_number_unsigned() ? a : b;
+    return s.get<int64_t>() >= 0 && static_cast<uint64_t>(s.get<int64_t>()) == u.get<uint64_t>();
+  }
+  if (a.type() != b.type()) return false;
+  if (a.is_object()) {
+    if (a.size() != b.size()) return false;
+    auto ia = a.begin();
+    auto ib = b.begin();
+    for (; ia != a.end(); ++ia, ++ib)
+      if (ia.key() != ib.key() || !strict_equal(ia.value(), ib.value())) return false;
+    return true;
+  }
+  if (a.is_array()) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!strict_equal(a[i], b[i])) return false;
+    return true;
+  }
+  return a == b;
+}
+}  // namespace
+
+bool JsonValue::operator==(const JsonValue& o) const {
+  return strict_equal(json(), o.json());
+}
+
+}  // namespace amk::ir

@@ -1,0 +1,39 @@
+// A verbatim JSON value (meta, unknown fields, recipes) that keeps key order and number kinds.
+#pragma once
+
+#include <memory>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace amk::ir {
+
+/// Owning wrapper over nlohmann::ordered_json; null when empty. Keeps heavy headers out.
+class JsonValue {
+ public:
+  JsonValue();
+  /// Wraps a JSON value (moved in).
+  explicit JsonValue(nlohmann::ordered_json j);
+  JsonValue(const JsonValue& o);
+  JsonValue(JsonValue&& o) noexcept;
+  JsonValue& operator=(const JsonValue& o);
+  JsonValue& operator=(JsonValue&& o) noexcept;
+  ~JsonValue();
+
+  /// An empty JSON object `{}`.
+  static JsonValue object();
+  /// True when the value is JSON null (or was never set).
+  bool is_null() const;
+  /// True when the value is an object with no members, or null.
+  bool empty() const;
+  /// The wrapped value (a static null when empty).
+  const nlohmann::ordered_json& json() const;
+  /// Mutable access; materialises a null value first.
+  nlohmann::ordered_json& mut();
+  /// Deep equality that keeps key order and tells 1, 1.0 and true apart.
+  bool operator==(const JsonValue& o) const;
+
+ private:
+  std::unique_ptr<nlohmann::ordered_json> p_;
+};
+
+}  // namespace amk::ir

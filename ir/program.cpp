@@ -1,0 +1,170 @@
+#include "ir/program.h"
+
+#include <cmath>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+namespace amk::ir {
+
+int64_t Buffer::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(n, d, &n))  // saturate: absurd shapes must not be UB
+      return (d < 0) != (n < 0) ? std::numeric_limits<int64_t>::min()
+                                : std::numeric_limits<int64_t>::max();
+  }
+  return n;
+}
+
+ParamValue ParamValue::of_int(int64_t v) {
+  ParamValue p;
+  p.kind = Kind::Int;
+  p.i = v;
+  return p;
+}
+
+ParamValue ParamValue::of_float(double v) {
+  ParamValue p;
+  p.kind = Kind::Float;
+  p.f = v;
+  return p;
+}
+
+ParamValue ParamValue::of_bool(bool v) {
+  ParamValue p;
+  p.kind = Kind::Bool;
+  p.i = v ? 1 : 0;
+  return p;
+}
+
+ParamValue ParamValue::of_json(JsonValue v) {
+  ParamValue p;
+  p.kind = Kind::Other;
+  p.other = std::move(v);
+  return p;
+}
+
+double ParamValue::as_double() const {
+  switch (kind) {
+    case Kind::Int:
+    case Kind::Bool:
+      return static_cast<double>(i);
+    case Kind::Float:
+      return f;
+    case Kind::Other:
+      break;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+bool ParamValue::operator==(const ParamValue& o) const {
+  if (kind != o.kind) return false;
+  switch (kind) {
+    case Kind::Int:
+    case Kind::Bool:
+      return i == o.i;
+    case Kind::Float:
+      return f == o.f || (std::isnan(f) && std::isnan(o.f));
+    case Kind::Other:
+      return other == o.other;
+  }
+  return false;
+}
+
+const ParamValue* Task::param(std::string_view key) const {
+  for (const Param& p : params)
+    if (p.key == key) return &p.value;
+  return nullptr;
+}
+
+std::optional<int64_t> Task::int_param(std::string_view key) const {
+  const ParamValue* v = param(key);
+  if (!v || !v->is_int()) return std::nullopt;
+  return v->i;
+}
+
+std::optional<double> Task::real_param(std::string_view key) const {
+  const ParamValue* v = param(key);
+  if (!v || !v->is_number()) return std::nullopt;
+  return v->as_double();
+}
+
+void Task::set_param(std::string_view key, ParamValue v) {
+  for (Param& p : params) {
+    if (p.key == key) {
+      p.value = std::move(v);
+      return;
+    }
+  }
+  params.push_back({std::string(key), std::move(v)});
+}
+
+std::string_view Task::display() const {
+  return label.empty() ? name(op) : label;
+}
+
+int64_t PageAllocation::total_scratch_bytes() const {
+  int64_t n = 0;
+  for (const Page& p : pages) n += p.nbytes;
+  return n;
+}
+
+ScheduleConfig ScheduleConfig::defaults() {
+  ScheduleConfig c;
+  c.tiling = JsonValue::object();
+  c.fusion_grouping = JsonValue(nlohmann::ordered_json::array());
+  c.sm_assignment = JsonValue(nlohmann::ordered_json("load_balance"));
+  c.pipelining_depth = JsonValue(nlohmann::ordered_json(2));
+  c.page_allocation = JsonValue(nlohmann::ordered_json("graph_color"));
+  c.threads_per_block = JsonValue(nlohmann::ordered_json(256));
+  c.smem_bytes_per_block = JsonValue(nlohmann::ordered_json(0));
+  return c;
+}
+
+double Target::bandwidth_bound_us(double weight_bytes) const {
+  double bw = hbm_bandwidth_gbs.as_double();
+  if (bw <= 0) return std::numeric_limits<double>::quiet_NaN();
+  return weight_bytes / (bw * 1e9) * 1e6;
+}
+
+int64_t Program::add_buffer(std::string name, BufferKind kind, DType dtype,
+                            std::vector<int64_t> shape, MemSpace space,
+                            std::optional<std::string> source) {
+  Buffer b;
+  b.name = std::move(name);
+  b.kind = kind;
+  b.dtype = dtype;
+  b.shape = std::move(shape);
+  b.space = space;
+  b.source = std::move(source);
+  buffers.push_back(std::move(b));
+  return static_cast<int64_t>(buffers.size()) - 1;
+}
+
+int64_t Program::add_counter(std::string note) {
+  Counter c;
+  c.note = std::move(note);
+  counters.push_back(std::move(c));
+  return static_cast<int64_t>(counters.size()) - 1;
+}
+
+int64_t Program::add_task(Task t) {
+  tasks.push_back(std::move(t));
+  return static_cast<int64_t>(tasks.size()) - 1;
+}
+
+int64_t Program::total_weight_bytes() const {
+  int64_t n = 0;
+  for (const Buffer& b : buffers)
+    if (b.kind == BufferKind::WEIGHT) n += b.nbytes();
+  return n;
+}
+
+bool Program::sm_assigned() const {
+  for (const Task& t : tasks)
+    if (t.sm) return true;
+  return false;
+}
+
+}  // namespace amk::ir

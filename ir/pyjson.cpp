@@ -1,0 +1,368 @@
+#include "ir/pyjson.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+namespace amk::ir {
+namespace {
+
+constexpr char kHex[] = "0123456789abcdef";
+
+void append_u16(std::string& out, unsigned cp) {
+  out += "\\u";
+  out += kHex[(cp >> 12) & 0xF];
+  out += kHex[(cp >> 8) & 0xF];
+  out += kHex[(cp >> 4) & 0xF];
+  out += kHex[cp & 0xF];
+}
+
+// Decodes one UTF-8 (or WTF-8: surrogates allowed) sequence at s[i]; advances i. Invalid bytes
+// come back as themselves (the reader never produces them; in-memory strings might).
+unsigned decode_utf8(std::string_view s, size_t& i) {
+  auto b0 = static_cast<unsigned char>(s[i]);
+  auto cont = [&](size_t k) -> int {
+    if (i + k >= s.size()) return -1;
+    auto c = static_cast<unsigned char>(s[i + k]);
+    return (c & 0xC0) == 0x80 ? (c & 0x3F) : -1;
+  };
+  if (b0 < 0x80) {
+    ++i;
+    return b0;
+  }
+  if ((b0 & 0xE0) == 0xC0) {
+    int c1 = cont(1);
+    if (c1 >= 0) {
+      i += 2;
+      return ((b0 & 0x1Fu) << 6) | static_cast<unsigned>(c1);
+    }
+  } else if ((b0 & 0xF0) == 0xE0) {
+    int c1 = cont(1), c2 = cont(2);
+    if (c1 >= 0 && c2 >= 0) {
+      i += 3;
+      return ((b0 & 0x0Fu) << 12) | (static_cast<unsigned>(c1) << 6) | static_cast<unsigned>(c2);
+    }
+  } else if ((b0 & 0xF8) == 0xF0) {
+    int c1 = cont(1), c2 = cont(2), c3 = cont(3);
+    if (c1 >= 0 && c2 >= 0 && c3 >= 0) {
+      i += 4;
+      return ((b0 & 0x07u) << 18) | (static_cast<unsigned>(c1) << 12) |
+             (static_cast<unsigned>(c2) << 6) | static_cast<unsigned>(c3);
+    }
+  }
+  ++i;
+  return b0;
+}
+
+void append_utf8(std::string& out, unsigned cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+template <typename T>
+void append_int(std::string& out, T v) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+}  // namespace
+
+void append_py_float(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "NaN";
+    return;
+  }
+  if (std::isinf(v)) {
+    out += v < 0 ? "-Infinity" : "Infinity";
+    return;
+  }
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  std::string_view sci(buf, static_cast<size_t>(r.ptr - buf));
+  bool neg = false;
+  if (!sci.empty() && sci[0] == '-') {
+    neg = true;
+    sci.remove_prefix(1);
+  }
+  size_t e = sci.find('e');
+  std::string digits;
+  for (char c : sci.substr(0, e))
+    if (c != '.') digits += c;
+  int exp10 = 0;
+  std::from_chars(sci.data() + e + 1 + (sci[e + 1] == '+' ? 1 : 0), sci.data() + sci.size(), exp10);
+  int decpt = exp10 + 1;
+  int nd = static_cast<int>(digits.size());
+  if (neg) out += '-';
+  if (decpt <= -4 || decpt > 16) {
+    out += digits[0];
+    if (nd > 1) {
+      out += '.';
+      out.append(digits, 1);
+    }
+    out += 'e';
+    out += exp10 < 0 ? '-' : '+';
+    int a = exp10 < 0 ? -exp10 : exp10;
+    if (a < 10) out += '0';
+    append_int(out, a);
+  } else if (decpt <= 0) {
+    out += "0.";
+    out.append(static_cast<size_t>(-decpt), '0');
+    out += digits;
+  } else if (decpt >= nd) {
+    out += digits;
+    out.append(static_cast<size_t>(decpt - nd), '0');
+    out += ".0";
+  } else {
+    out.append(digits, 0, static_cast<size_t>(decpt));
+    out += '.';
+    out.append(digits, static_cast<size_t>(decpt));
+  }
+}
+
+std::string py_float(double v) {
+  std::string s;
+  append_py_float(s, v);
+  return s;
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  out += '"';
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        ++i;
+        continue;
+      case '\\':
+        out += "\\\\";
+        ++i;
+        continue;
+      case '\n':
+        out += "\\n";
+        ++i;
+        continue;
+      case '\r':
+        out += "\\r";
+        ++i;
+        continue;
+      case '\t':
+        out += "\\t";
+        ++i;
+        continue;
+      case '\b':
+        out += "\\b";
+        ++i;
+        continue;
+      case '\f':
+        out += "\\f";
+        ++i;
+        continue;
+      default:
+        break;
+    }
+    unsigned cp = decode_utf8(s, i);
+    if (cp >= 0x10000) {
+      unsigned v = cp - 0x10000;
+      append_u16(out, 0xD800 + (v >> 10));
+      append_u16(out, 0xDC00 + (v & 0x3FF));
+    } else {
+      append_u16(out, cp);
+    }
+  }
+  out += '"';
+}
+
+void append_indent(std::string& out, int level) {
+  out += '\n';
+  out.append(static_cast<size_t>(2 * level), ' ');
+}
+
+void append_json_value(std::string& out, const nlohmann::ordered_json& v, int level) {
+  using T = nlohmann::ordered_json::value_t;
+  switch (v.type()) {
+    case T::null:
+    case T::discarded:
+      out += "null";
+      return;
+    case T::boolean:
+      out += v.get<bool>() ? "true" : "false";
+      return;
+    case T::number_integer:
+      append_int(out, v.get<int64_t>());
+      return;
+    case T::number_unsigned:
+      append_int(out, v.get<uint64_t>());
+      return;
+    case T::number_float:
+      append_py_float(out, v.get<double>());
+      return;
+    case T::string:
+      append_json_string(out, v.get_ref<const std::string&>());
+      return;
+    case T::array: {
+      if (v.empty()) {
+        out += "[]";
+        return;
+      }
+      out += '[';
+      bool first = true;
+      for (const auto& e : v) {
+        if (!first) out += ',';
+        first = false;
+        append_indent(out, level + 1);
+        append_json_value(out, e, level + 1);
+      }
+      append_indent(out, level);
+      out += ']';
+      return;
+    }
+    case T::object: {
+      if (v.empty()) {
+        out += "{}";
+        return;
+      }
+      out += '{';
+      bool first = true;
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        if (!first) out += ',';
+        first = false;
+        append_indent(out, level + 1);
+        append_json_string(out, it.key());
+        out += ": ";
+        append_json_value(out, it.value(), level + 1);
+      }
+      append_indent(out, level);
+      out += '}';
+      return;
+    }
+    case T::binary:
+      out += "null";
+      return;
+  }
+}
+
+std::string py_repr_str(std::string_view s) {
+  bool has_single = s.find('\'') != std::string_view::npos;
+  bool has_double = s.find('"') != std::string_view::npos;
+  char q = (has_single && !has_double) ? '"' : '\'';
+  std::string out(1, q);
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\\' || c == static_cast<unsigned char>(q)) {
+      out += '\\';
+      out += static_cast<char>(c);
+      ++i;
+    } else if (c == '\n') {
+      out += "\\n";
+      ++i;
+    } else if (c == '\r') {
+      out += "\\r";
+      ++i;
+    } else if (c == '\t') {
+      out += "\\t";
+      ++i;
+    } else if (c < 0x20 || c == 0x7F) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+      ++i;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+    } else {
+      unsigned cp = decode_utf8(s, i);
+      if (cp < 0xA0) {
+        out += "\\x";
+        out += kHex[(cp >> 4) & 0xF];
+        out += kHex[cp & 0xF];
+      } else if (cp >= 0xD800 && cp < 0xE000) {
+        out += "\\u";
+        for (int sh = 12; sh >= 0; sh -= 4) out += kHex[(cp >> sh) & 0xF];
+      } else {
+        append_utf8(out, cp);
+      }
+    }
+  }
+  out += q;
+  return out;
+}
+
+std::string py_repr(const nlohmann::ordered_json& v) {
+  using T = nlohmann::ordered_json::value_t;
+  std::string out;
+  switch (v.type()) {
+    case T::null:
+    case T::discarded:
+    case T::binary:
+      return "None";
+    case T::boolean:
+      return v.get<bool>() ? "True" : "False";
+    case T::number_integer:
+      append_int(out, v.get<int64_t>());
+      return out;
+    case T::number_unsigned:
+      append_int(out, v.get<uint64_t>());
+      return out;
+    case T::number_float: {
+      double d = v.get<double>();
+      if (std::isnan(d)) return "nan";
+      if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
+      return py_float(d);
+    }
+    case T::string:
+      return py_repr_str(v.get_ref<const std::string&>());
+    case T::array: {
+      out = "[";
+      for (size_t k = 0; k < v.size(); ++k) {
+        if (k) out += ", ";
+        out += py_repr(v[k]);
+      }
+      return out + "]";
+    }
+    case T::object: {
+      out = "{";
+      bool first = true;
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        if (!first) out += ", ";
+        first = false;
+        out += py_repr_str(it.key()) + ": " + py_repr(it.value());
+      }
+      return out + "}";
+    }
+  }
+  return out;
+}
+
+std::string py_round2(double x) {
+  if (!std::isfinite(x)) return py_float(x);
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%.2f", x);
+  return py_float(std::strtod(buf, nullptr));
+}
+
+}  // namespace amk::ir

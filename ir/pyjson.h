@@ -1,0 +1,28 @@
+// JSON text exactly as Python's json.dumps(indent=2) writes it, and Python repr for messages.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace amk::ir {
+
+/// Appends Python's repr of a float ("1e-06", "10000.0", "0.28", "NaN"/"Infinity" as json does).
+void append_py_float(std::string& out, double v);
+/// Python's repr of a float as a string.
+std::string py_float(double v);
+/// Appends a JSON string literal with ensure_ascii escaping (non-ASCII as \uXXXX, surrogate pairs).
+void append_json_string(std::string& out, std::string_view utf8);
+/// Appends a value in json.dumps(indent=2) layout; `level` is the current nesting depth.
+void append_json_value(std::string& out, const nlohmann::ordered_json& v, int level);
+/// Appends the newline plus 2*level spaces that json.dumps(indent=2) puts before an item.
+void append_indent(std::string& out, int level);
+/// Python's repr() of a JSON value as AMK's messages show it ('abc', True, None, 64.0, [1, 2]).
+std::string py_repr(const nlohmann::ordered_json& v);
+/// Python's repr() of a str.
+std::string py_repr_str(std::string_view utf8);
+/// Python's round(x, 2) then repr, as AMK's stats print weight_MB.
+std::string py_round2(double x);
+
+}  // namespace amk::ir

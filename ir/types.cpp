@@ -1,0 +1,92 @@
+#include "ir/types.h"
+
+#include <array>
+#include <limits>
+
+namespace amk::ir {
+namespace {
+
+constexpr std::array<std::string_view, kDTypeCount> kDTypeNames = {
+    "F32", "F16", "BF16", "F8E4M3", "F8E5M2", "I32", "I8", "I4", "U8", "BOOL"};
+constexpr std::array<int, kDTypeCount> kDTypeBits = {32, 16, 16, 8, 8, 32, 8, 4, 8, 8};
+constexpr std::array<std::string_view, kMemSpaceCount> kSpaceNames = {"HBM", "GLOBAL_SCRATCH",
+                                                                      "SMEM", "REGISTER"};
+constexpr std::array<std::string_view, kBufferKindCount> kKindNames = {
+    "WEIGHT", "ACTIVATION", "KV_CACHE", "IO_INPUT", "IO_OUTPUT", "CONST"};
+constexpr std::array<std::string_view, kOpCount> kOpNames = {"NOP",
+                                                             "COPY",
+                                                             "EMBED",
+                                                             "RMSNORM",
+                                                             "LAYERNORM",
+                                                             "GEMV_TILE",
+                                                             "GEMM_TILE",
+                                                             "ATTENTION_TILE",
+                                                             "ROPE",
+                                                             "SILU_MUL",
+                                                             "GELU",
+                                                             "ADD",
+                                                             "MUL",
+                                                             "DEQUANT",
+                                                             "SOFTMAX",
+                                                             "ALLREDUCE_SHARD",
+                                                             "KV_APPEND",
+                                                             "SAMPLE_ARGMAX",
+                                                             "ATTENTION_COMBINE",
+                                                             "FUSED"};
+
+template <typename E, size_t N>
+std::optional<E> lookup(const std::array<std::string_view, N>& names, std::string_view s) {
+  for (size_t i = 0; i < N; ++i)
+    if (names[i] == s) return static_cast<E>(i);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view name(DType v) {
+  return kDTypeNames[static_cast<size_t>(v)];
+}
+std::string_view name(MemSpace v) {
+  return kSpaceNames[static_cast<size_t>(v)];
+}
+std::string_view name(BufferKind v) {
+  return kKindNames[static_cast<size_t>(v)];
+}
+std::string_view name(Op v) {
+  return kOpNames[static_cast<size_t>(v)];
+}
+
+std::optional<DType> parse_dtype(std::string_view s) {
+  return lookup<DType>(kDTypeNames, s);
+}
+std::optional<MemSpace> parse_memspace(std::string_view s) {
+  return lookup<MemSpace>(kSpaceNames, s);
+}
+std::optional<BufferKind> parse_kind(std::string_view s) {
+  return lookup<BufferKind>(kKindNames, s);
+}
+std::optional<Op> parse_op(std::string_view s) {
+  return lookup<Op>(kOpNames, s);
+}
+
+int dtype_bits(DType d) {
+  return kDTypeBits[static_cast<size_t>(d)];
+}
+
+int64_t dtype_nbytes(DType d, int64_t count) {
+  int64_t bits = 0;
+  if (__builtin_mul_overflow(count, static_cast<int64_t>(dtype_bits(d)), &bits) ||
+      bits > std::numeric_limits<int64_t>::max() - 7)
+    return count < 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+  return (bits + 7) / 8;
+}
+
+bool is_readonly(BufferKind k) {
+  return k == BufferKind::WEIGHT || k == BufferKind::CONST || k == BufferKind::IO_INPUT;
+}
+
+bool is_onchip(MemSpace s) {
+  return s == MemSpace::SMEM || s == MemSpace::REGISTER;
+}
+
+}  // namespace amk::ir

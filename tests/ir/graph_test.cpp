@@ -1,0 +1,135 @@
+// Proves the factored CSR adjacency is exactly AMK's dependency_edges() and its Kahn order.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/gen.h"
+#include "ir/graph.h"
+#include "ir/json_io.h"
+#include "support.h"
+
+namespace amk::ir {
+namespace {
+
+namespace fs = std::filesystem;
+
+// AMK's definition, written the naive way: a sorted set of (producer, waiter) pairs.
+std::set<std::pair<uint32_t, uint32_t>> naive_edges(const Program& p) {
+  std::set<std::pair<uint32_t, uint32_t>> e;
+  for (uint32_t t = 0; t < p.tasks.size(); ++t)
+    for (const Wait& w : p.tasks[t].waits)
+      for (uint32_t q = 0; q < p.tasks.size(); ++q)
+        if (p.tasks[q].out_counter == w.counter) e.emplace(q, t);
+  return e;
+}
+
+std::vector<uint32_t> naive_kahn(const Program& p) {
+  auto edges = naive_edges(p);
+  std::vector<std::vector<uint32_t>> adj(p.tasks.size());
+  std::vector<int> indeg(p.tasks.size());
+  for (auto [a, b] : edges) {
+    adj[a].push_back(b);
+    ++indeg[b];
+  }
+  std::deque<uint32_t> ready;
+  for (uint32_t t = 0; t < p.tasks.size(); ++t)
+    if (!indeg[t]) ready.push_back(t);
+  std::vector<uint32_t> order;
+  while (!ready.empty()) {
+    uint32_t n = ready.front();
+    ready.pop_front();
+    order.push_back(n);
+    for (uint32_t m : adj[n])
+      if (--indeg[m] == 0) ready.push_back(m);
+  }
+  return order;
+}
+
+void expect_same_as_naive(const Program& p, const std::string& what) {
+  Graph g = Graph::build(p);
+  auto edges = naive_edges(p);
+  std::set<std::pair<uint32_t, uint32_t>> got;
+  for (uint32_t t = 0; t < g.num_tasks(); ++t)
+    for (uint32_t c : g.consumers(t)) got.emplace(t, c);
+  EXPECT_EQ(got, edges) << what;
+  EXPECT_EQ(g.edge_count(), edges.size()) << what;
+  EXPECT_EQ(g.topo_order(), naive_kahn(p)) << what;
+}
+
+TEST(Graph, EdgeCountAndAcyclicityEqualAmkStatsOnConformancePrograms) {
+  AMK_REQUIRE_CONFORMANCE();
+  auto manifest = nlohmann::json::parse(test::slurp(test::conformance_dir() / "manifest.json"));
+  int n = 0;
+  for (const auto& e : manifest) {
+    if (e["ok"].is_null()) continue;
+    auto r = load_program((test::conformance_dir() / e["file"].get<std::string>()).string());
+    ASSERT_TRUE(r.ok()) << e["file"];
+    Graph g = Graph::build(*r.program);
+    EXPECT_EQ(g.edge_count(), e["stats"]["edges"].get<uint64_t>()) << e["file"];
+    EXPECT_EQ(g.acyclic(), e["stats"]["acyclic"].get<bool>()) << e["file"];
+    ++n;
+  }
+  EXPECT_EQ(n, 35);
+}
+
+TEST(Graph, FactoredAdjacencyEqualsNaiveEdgesAndKahnOrderOnSmallPrograms) {
+  AMK_REQUIRE_CONFORMANCE();
+  for (const auto& e : fs::directory_iterator(test::conformance_dir() / "programs")) {
+    auto r = load_program(e.path().string());
+    if (!r.ok() || r.program->tasks.size() > 2000) continue;
+    expect_same_as_naive(*r.program, e.path().filename().string());
+  }
+}
+
+TEST(Graph, FactoredAdjacencyEqualsNaiveEdgesOnGeneratedPrograms) {
+  const GenShape shapes[] = {GenShape::Llama, GenShape::Mesh, GenShape::Chain, GenShape::Fan};
+  const GenDefect defects[] = {GenDefect::None, GenDefect::Cycle, GenDefect::SelfWait,
+                               GenDefect::MissingBuffer};
+  for (uint64_t seed = 1; seed <= 16; ++seed) {
+    GenOptions o;
+    o.shape = shapes[seed % 4];
+    o.defect = defects[(seed / 4) % 4];
+    o.seed = seed;
+    o.tasks = 300;
+    expect_same_as_naive(generate(o).program, "seed " + std::to_string(seed));
+  }
+}
+
+TEST(Graph, MissingCountersStillConnectProducersAndWaiters) {
+  Program p;
+  Task a;
+  a.out_counter = 99;  // names no counter
+  Task b;
+  b.waits.push_back({99, 1, {}});
+  b.out_counter = -4;
+  Task c;
+  c.waits.push_back({-4, 1, {}});
+  c.waits.push_back({-4, 1, {}});  // a duplicate wait is one edge
+  p.tasks = {a, b, c};
+  Graph g = Graph::build(p);
+  EXPECT_EQ(g.edge_count(), 2u);
+  ASSERT_EQ(g.consumers(0).size(), 1u);
+  EXPECT_EQ(g.consumers(0)[0], 1u);
+  EXPECT_FALSE(g.slot_exists(g.out_slot(0)));
+  EXPECT_EQ(g.slot_counter(g.out_slot(1)), -4);
+  EXPECT_TRUE(g.acyclic());
+}
+
+TEST(Graph, SelfEdgeMakesTheGraphCyclic) {
+  Program p;
+  p.add_counter();
+  Task a;
+  a.out_counter = 0;
+  a.waits.push_back({0, 1, {}});
+  p.tasks = {a};
+  Graph g = Graph::build(p);
+  EXPECT_EQ(g.edge_count(), 1u);
+  EXPECT_FALSE(g.acyclic());
+}
+
+}  // namespace
+}  // namespace amk::ir
