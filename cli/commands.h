@@ -11,5 +11,7 @@ int cmd_info(int argc, char** argv);
 int cmd_diff(int argc, char** argv);
 /// amk gen: seeded synthetic programs.
 int cmd_gen(int argc, char** argv);
+/// amk validate: the static proof.
+int cmd_validate(int argc, char** argv);
 
 }  // namespace amk::cli

@@ -8,6 +8,15 @@ namespace amk::ir {
 
 Graph Graph::build(const Program& p) {
   Graph g;
+  g.assign(p);
+  return g;
+}
+
+void Graph::assign(const Program& p) {
+  Graph& g = *this;
+  g.tw_.clear();
+  g.topo_.clear();
+  g.edges_ = 0;
   const auto n_tasks = static_cast<uint32_t>(p.tasks.size());
   g.num_counters_ = static_cast<uint32_t>(p.counters.size());
   g.slot_id_.resize(g.num_counters_);
@@ -42,23 +51,20 @@ Graph Graph::build(const Program& p) {
   for (uint32_t t = 0; t < n_tasks; ++t) ++g.prod_off_[g.out_slot_[t] + 1];
   for (uint32_t s = 0; s < n_slots; ++s) g.prod_off_[s + 1] += g.prod_off_[s];
   g.prod_.resize(n_tasks);
-  {
-    std::vector<uint32_t> fill(g.prod_off_.begin(), g.prod_off_.end() - 1);
-    for (uint32_t t = 0; t < n_tasks; ++t) g.prod_[fill[g.out_slot_[t]]++] = t;
-  }
+  g.fill_.assign(g.prod_off_.begin(), g.prod_off_.end() - 1);
+  for (uint32_t t = 0; t < n_tasks; ++t) g.prod_[g.fill_[g.out_slot_[t]]++] = t;
   // Waiters per slot: tasks visited ascending, each slot once per task -> sorted and unique.
   g.wait_off_.assign(n_slots + 1, 0);
   for (uint32_t s : g.tw_) ++g.wait_off_[s + 1];
   for (uint32_t s = 0; s < n_slots; ++s) g.wait_off_[s + 1] += g.wait_off_[s];
   g.waiters_.resize(g.tw_.size());
-  {
-    std::vector<uint32_t> fill(g.wait_off_.begin(), g.wait_off_.end() - 1);
-    for (uint32_t t = 0; t < n_tasks; ++t)
-      for (uint32_t s : g.wait_slots(t)) g.waiters_[fill[s]++] = t;
-  }
+  g.fill_.assign(g.wait_off_.begin(), g.wait_off_.end() - 1);
+  for (uint32_t t = 0; t < n_tasks; ++t)
+    for (uint32_t s : g.wait_slots(t)) g.waiters_[g.fill_[s]++] = t;
 
   // In-degrees (= AMK's indeg) and the edge count.
-  std::vector<uint64_t> indeg(n_tasks, 0);
+  std::vector<uint64_t>& indeg = g.indeg_;
+  indeg.assign(n_tasks, 0);
   for (uint32_t t = 0; t < n_tasks; ++t)
     for (uint32_t s : g.wait_slots(t)) indeg[t] += g.prod_off_[s + 1] - g.prod_off_[s];
   for (uint64_t d : indeg) g.edges_ += d;
@@ -74,7 +80,6 @@ Graph Graph::build(const Program& p) {
   }
   g.topo_pos_.assign(n_tasks, std::numeric_limits<uint32_t>::max());
   for (uint32_t i = 0; i < g.topo_.size(); ++i) g.topo_pos_[g.topo_[i]] = i;
-  return g;
 }
 
 }  // namespace amk::ir

@@ -17,6 +17,8 @@ class Graph {
  public:
   /// Builds the adjacency and AMK's Kahn order (FIFO, seeded with ascending zero-indegree ids).
   static Graph build(const Program& p);
+  /// Rebuilds in place for another program, reusing the memory already allocated.
+  void assign(const Program& p);
 
   /// Number of tasks.
   uint32_t num_tasks() const { return static_cast<uint32_t>(out_slot_.size()); }
@@ -57,6 +59,8 @@ class Graph {
   std::vector<uint32_t> wait_off_, waiters_;
   std::vector<uint32_t> tw_off_, tw_;
   std::vector<uint32_t> topo_, topo_pos_;
+  std::vector<uint64_t> indeg_;
+  std::vector<uint32_t> fill_;
   uint64_t edges_ = 0;
 };
 

@@ -1,11 +1,19 @@
 // A schema-driven pull parser for AMK program JSON. It reads straight into the data model (no DOM)
 // and turns every problem into a diagnostic with a JSON pointer and a line/column.
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <iterator>
 #include <limits>
+#include <unordered_map>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -52,7 +60,27 @@ class Lexer {
   }
 
   void ws() {
-    while (p_ < e_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+    // Indentation dominates canonical files: skip runs of spaces first, then the rare others.
+    for (;;) {
+#ifdef __SSE2__
+      const __m128i sp = _mm_set1_epi8(' ');
+      while (e_ - p_ >= 16) {
+        auto m = static_cast<unsigned>(_mm_movemask_epi8(
+            _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p_)), sp)));
+        if (m != 0xFFFF) {
+          p_ += __builtin_ctz(~m);
+          break;
+        }
+        p_ += 16;
+      }
+#endif
+      while (p_ < e_ && *p_ == ' ') ++p_;
+      if (p_ < e_ && (*p_ == '\n' || *p_ == '\r' || *p_ == '\t')) {
+        ++p_;
+        continue;
+      }
+      return;
+    }
   }
   int peek() {
     ws();
@@ -357,6 +385,12 @@ class Lexer {
   const char* e_;
 };
 
+// Key comparison against a literal with the length known at compile time (inlined memcmp).
+template <size_t N>
+bool is(std::string_view k, const char (&lit)[N]) {
+  return k.size() == N - 1 && std::memcmp(k.data(), lit, N - 1) == 0;
+}
+
 // Python's int(str): surrounding whitespace, optional sign, digits with single '_' separators.
 std::optional<int64_t> py_int(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -435,19 +469,43 @@ class Reader {
   }
 
  private:
-  // ---- pointer path -------------------------------------------------------------------------
+  // ---- pointer path (a stack of segments, rendered only when a diagnostic needs it) -----------
+  // Depth is bounded by kMaxDepth (verbatim values) plus the schema's own levels.
+  struct Seg {
+    const char* p;  // key chars (input text or owned_), nullptr for a list index
+    size_t n;       // key length, or the index
+    bool owned;
+  };
+  static constexpr size_t kMaxPath = kMaxDepth + 16;
   void push(std::string_view key) {
-    marks_.push_back(path_.size());
-    path_ += '/';
-    path_ += pointer_token(key);
+    if (depth_ == kMaxPath) lx_.fail("nesting too deep");
+    bool in_text = key.data() >= text_.data() && key.data() + key.size() <= text_.data() + text_.size();
+    if (in_text) {
+      path_[depth_++] = {key.data(), key.size(), false};
+    } else {
+      owned_.emplace_back(key);
+      path_[depth_++] = {owned_.back().data(), key.size(), true};
+    }
   }
   void push(size_t index) {
-    marks_.push_back(path_.size());
-    fmt::format_to(std::back_inserter(path_), "/{}", index);
+    if (depth_ == kMaxPath) lx_.fail("nesting too deep");
+    path_[depth_++] = {nullptr, index, false};
   }
   void pop() {
-    path_.resize(marks_.back());
-    marks_.pop_back();
+    if (path_[--depth_].owned) owned_.pop_back();
+  }
+  std::string pointer() const {
+    std::string out;
+    for (size_t i = 0; i < depth_; ++i) {
+      const Seg& s = path_[i];
+      out += '/';
+      if (s.p == nullptr) {
+        out += std::to_string(s.n);
+      } else {
+        out += pointer_token({s.p, s.n});
+      }
+    }
+    return out;
   }
 
   // ---- diagnostics ------------------------------------------------------------------------------
@@ -456,7 +514,7 @@ class Reader {
       if (n_errors_ >= kMaxErrors && !allow_past_cap) throw TooManyErrors{};
       ++n_errors_;
     }
-    diags_.push_back({sev, std::move(code), std::move(msg), path_, 0, 0, {}});
+    diags_.push_back({sev, std::move(code), std::move(msg), pointer(), 0, 0, {}});
     offsets_.push_back(off);
   }
   void error(std::string code, std::string msg, size_t off, bool allow_past_cap = false) {
@@ -546,8 +604,8 @@ class Reader {
         std::string_view key;
         std::string kscratch;
         while (lx_.next_key(key, kscratch, first)) {
+          push(key);
           std::string k(key);
-          push(k);
           ojson v = verbatim(depth + 1, keep);
           if (keep) {
             if (obj.contains(k))
@@ -731,19 +789,20 @@ class Reader {
       return false;
     }
     lx_.advance();
-    out.clear();
+    int_scratch_.clear();
     bool first = true, ok = true;
     size_t i = 0;
     while (lx_.next_element(first)) {
       push(i++);
       int64_t v = 0;
       if (read_int(v)) {
-        out.push_back(v);
+        int_scratch_.push_back(v);
       } else {
         ok = false;
       }
       pop();
     }
+    out.assign(int_scratch_.begin(), int_scratch_.end());  // one exact-size allocation
     return ok;
   }
 
@@ -762,7 +821,7 @@ class Reader {
     std::string_view key;
     uint64_t seen = 0;
     while (lx_.next_key(key, key_scratch_, first)) {
-      std::string k(key);
+      std::string_view k = key;
       size_t koff = lx_.offset();
       push(k);
       int f = field(k);
@@ -772,13 +831,16 @@ class Reader {
                koff);
         seen |= uint64_t{1} << f;
       } else {
+        std::string ks(k);  // the key view may be overwritten while the value is read
+        pop();
+        push(ks);
         ojson v = verbatim(1, extra != nullptr);
         if (extra) {
           if (extra->is_null()) *extra = JsonValue::object();
-          if (extra->json().contains(k))
-            warn("json.duplicate-key", fmt::format("duplicate key '{}' (the last one wins)", k),
+          if (extra->json().contains(ks))
+            warn("json.duplicate-key", fmt::format("duplicate key '{}' (the last one wins)", ks),
                  koff);
-          extra->mut()[k] = std::move(v);
+          extra->mut()[ks] = std::move(v);
         }
       }
       pop();
@@ -809,45 +871,45 @@ class Reader {
   void read_program(Program& p) {
     bool have_ir = false, have_abi = false;
     size_t ir_off = 0, abi_off = 0;
-    read_object("an object", &p.extra, [&](const std::string& k) {
-      if (k == "ir_version") {
+    read_object("an object", &p.extra, [&](std::string_view k) {
+      if (is(k, "ir_version")) {
         ir_off = lx_.offset();
         have_ir = read_version(p.ir_version);
         return 0;
       }
-      if (k == "abi_version") {
+      if (is(k, "abi_version")) {
         abi_off = lx_.offset();
         have_abi = read_version(p.abi_version);
         return 1;
       }
-      if (k == "meta") {
+      if (is(k, "meta")) {
         p.meta = JsonValue(verbatim(1, true));
         return 2;
       }
-      if (k == "target") {
+      if (is(k, "target")) {
         read_optional_record(p.target, "target", [&](Target& t) { return read_target(t); });
         return 3;
       }
-      if (k == "buffers") {
+      if (is(k, "buffers")) {
         p.buffers.clear();
         read_list(p.buffers, [&](Buffer& b, size_t i) { read_buffer(b, i); });
         return 4;
       }
-      if (k == "counters") {
+      if (is(k, "counters")) {
         p.counters.clear();
         read_list(p.counters, [&](Counter& c, size_t i) { read_counter(c, i); });
         return 5;
       }
-      if (k == "tasks") {
+      if (is(k, "tasks")) {
         p.tasks.clear();
         read_list(p.tasks, [&](Task& t, size_t i) { read_task(t, i); });
         return 6;
       }
-      if (k == "pages") {
+      if (is(k, "pages")) {
         read_optional_record(p.pages, "pages", [&](PageAllocation& a) { return read_pages(a); });
         return 7;
       }
-      if (k == "config") {
+      if (is(k, "config")) {
         read_optional_record(p.config, "config", [&](ScheduleConfig& c) { return read_config(c); });
         return 8;
       }
@@ -965,7 +1027,7 @@ class Reader {
                       nullptr,
                       &t.measured_bw_gbs,
                       nullptr};
-    read_object("an object", &t.extra, [&](const std::string& k) {
+    read_object("an object", &t.extra, [&](std::string_view k) {
       ++n;
       for (int f = 0; f < static_cast<int>(std::size(kNames)); ++f) {
         if (k != kNames[f]) continue;
@@ -996,38 +1058,38 @@ class Reader {
     bool have_id = false, bad_id = false;
     int64_t id = -1;
     unsigned req = 0;
-    read_object("a buffer object", &b.extra, [&](const std::string& k) {
-      if (k == "id") {
+    read_object("a buffer object", &b.extra, [&](std::string_view k) {
+      if (is(k, "id")) {
         have_id = true;
         bad_id = !read_int(id);
         return 0;
       }
-      if (k == "name") {
+      if (is(k, "name")) {
         req |= 1;
         read_str(b.name);
         return 1;
       }
-      if (k == "kind") {
+      if (is(k, "kind")) {
         req |= 2;
         read_enum(b.kind, parse_kind, "buffer kind", kKindChoices);
         return 2;
       }
-      if (k == "dtype") {
+      if (is(k, "dtype")) {
         req |= 4;
         read_enum(b.dtype, parse_dtype, "dtype", kDTypeChoices);
         return 3;
       }
-      if (k == "shape") {
+      if (is(k, "shape")) {
         req |= 8;
         read_int_list(b.shape);
         return 4;
       }
-      if (k == "space") {
+      if (is(k, "space")) {
         req |= 16;
         read_enum(b.space, parse_memspace, "memory space", kSpaceChoices);
         return 5;
       }
-      if (k == "source") {
+      if (is(k, "source")) {
         read_opt_str(b.source);
         return 6;
       }
@@ -1043,17 +1105,17 @@ class Reader {
     size_t off = lx_.offset();
     bool have_id = false, bad_id = false;
     int64_t id = -1;
-    read_object("a counter object", &c.extra, [&](const std::string& k) {
-      if (k == "id") {
+    read_object("a counter object", &c.extra, [&](std::string_view k) {
+      if (is(k, "id")) {
         have_id = true;
         bad_id = !read_int(id);
         return 0;
       }
-      if (k == "init") {
+      if (is(k, "init")) {
         read_int(c.init);
         return 1;
       }
-      if (k == "note") {
+      if (is(k, "note")) {
         read_str(c.note);
         return 2;
       }
@@ -1065,13 +1127,13 @@ class Reader {
   void read_wait(Wait& w) {
     size_t off = lx_.offset();
     bool hc = false, ht = false;
-    read_object("a wait object", &w.extra, [&](const std::string& k) {
-      if (k == "counter") {
+    read_object("a wait object", &w.extra, [&](std::string_view k) {
+      if (is(k, "counter")) {
         hc = true;
         read_int(w.counter);
         return 0;
       }
-      if (k == "threshold") {
+      if (is(k, "threshold")) {
         ht = true;
         read_int(w.threshold);
         return 1;
@@ -1092,8 +1154,8 @@ class Reader {
     bool first = true;
     std::string_view key;
     while (lx_.next_key(key, key_scratch_, first)) {
+      push(key);
       std::string k(key);
-      push(k);
       size_t voff = lx_.offset();
       ParamValue v;
       int c = lx_.peek();
@@ -1134,43 +1196,45 @@ class Reader {
     bool have_id = false, bad_id = false;
     int64_t id = -1;
     unsigned req = 0;
-    read_object("a task object", &t.extra, [&](const std::string& k) {
-      if (k == "id") {
+    read_object("a task object", &t.extra, [&](std::string_view k) {
+      if (is(k, "id")) {
         have_id = true;
         bad_id = !read_int(id);
         return 0;
       }
-      if (k == "op") {
+      if (is(k, "op")) {
         req |= 1;
         read_enum(t.op, parse_op, "opcode", kOpChoices);
         return 1;
       }
-      if (k == "inputs") {
+      if (is(k, "inputs")) {
         req |= 2;
         read_int_list(t.inputs);
         return 2;
       }
-      if (k == "outputs") {
+      if (is(k, "outputs")) {
         req |= 4;
         read_int_list(t.outputs);
         return 3;
       }
-      if (k == "out_counter") {
+      if (is(k, "out_counter")) {
         req |= 8;
         read_int(t.out_counter);
         return 4;
       }
-      if (k == "waits") {
-        t.waits.clear();
-        read_list(t.waits, [&](Wait& w, size_t) { read_wait(w); });
+      if (is(k, "waits")) {
+        wait_scratch_.clear();
+        read_list(wait_scratch_, [&](Wait& w, size_t) { read_wait(w); });
+        t.waits.assign(std::make_move_iterator(wait_scratch_.begin()),
+                       std::make_move_iterator(wait_scratch_.end()));
         return 5;
       }
-      if (k == "params") {
+      if (is(k, "params")) {
         t.params.clear();
         read_params(t.params);
         return 6;
       }
-      if (k == "sm") {
+      if (is(k, "sm")) {
         if (lx_.peek() == 'n' && lx_.literal("null")) {
           t.sm.reset();
         } else {
@@ -1179,15 +1243,15 @@ class Reader {
         }
         return 7;
       }
-      if (k == "est_bytes") {
+      if (is(k, "est_bytes")) {
         read_int(t.est_bytes);
         return 8;
       }
-      if (k == "est_flops") {
+      if (is(k, "est_flops")) {
         read_int(t.est_flops);
         return 9;
       }
-      if (k == "label") {
+      if (is(k, "label")) {
         read_str(t.label);
         return 10;
       }
@@ -1203,27 +1267,27 @@ class Reader {
     size_t off = lx_.offset();
     bool have_id = false, bad_id = false, hs = false, hn = false;
     int64_t id = -1;
-    read_object("a page object", &pg.extra, [&](const std::string& k) {
-      if (k == "id") {
+    read_object("a page object", &pg.extra, [&](std::string_view k) {
+      if (is(k, "id")) {
         have_id = true;
         bad_id = !read_int(id);
         return 0;
       }
-      if (k == "space") {
+      if (is(k, "space")) {
         hs = true;
         read_enum(pg.space, parse_memspace, "memory space", kSpaceChoices);
         return 1;
       }
-      if (k == "nbytes") {
+      if (is(k, "nbytes")) {
         hn = true;
         read_int(pg.nbytes);
         return 2;
       }
-      if (k == "live_start") {
+      if (is(k, "live_start")) {
         read_int(pg.live_start);
         return 3;
       }
-      if (k == "live_end") {
+      if (is(k, "live_end")) {
         read_int(pg.live_end);
         return 4;
       }
@@ -1246,8 +1310,8 @@ class Reader {
     bool first = true;
     std::string_view key;
     while (lx_.next_key(key, key_scratch_, first)) {
+      push(key);
       std::string k(key);
-      push(k);
       size_t voff = lx_.offset();
       auto id = py_int(k);
       if (!id) {
@@ -1264,29 +1328,28 @@ class Reader {
     size_t off = lx_.offset();
     bool hb = false, hp = false;
     int n = 0;
-    read_object("an object", &a.extra, [&](const std::string& k) {
+    read_object("an object", &a.extra, [&](std::string_view k) {
       ++n;
-      if (k == "buffer_to_page") {
+      if (is(k, "buffer_to_page")) {
         hb = true;
         a.buffer_to_page.clear();
+        std::unordered_map<int64_t, size_t> where;  // buffer id -> position (dict semantics)
         read_int_keyed([&](int64_t bid, size_t voff) {
           int64_t pid = 0;
           if (!read_int(pid)) return;
-          for (auto& e : a.buffer_to_page) {
-            if (e.first == bid) {
-              warn(
-                  "json.duplicate-key",
-                  fmt::format("buffer {} appears twice in buffer_to_page (the last one wins)", bid),
-                  voff);
-              e.second = pid;
-              return;
-            }
+          auto [it, fresh] = where.try_emplace(bid, a.buffer_to_page.size());
+          if (!fresh) {
+            warn("json.duplicate-key",
+                 fmt::format("buffer {} appears twice in buffer_to_page (the last one wins)", bid),
+                 voff);
+            a.buffer_to_page[it->second].second = pid;
+            return;
           }
           a.buffer_to_page.emplace_back(bid, pid);
         });
         return 0;
       }
-      if (k == "pages") {
+      if (is(k, "pages")) {
         hp = true;
         a.pages.clear();
         read_list(a.pages, [&](Page& pg, size_t i) { read_page(pg, i); });
@@ -1309,7 +1372,7 @@ class Reader {
     JsonValue* slots[] = {
         &c.tiling,          &c.fusion_grouping,   &c.sm_assignment,       &c.pipelining_depth,
         &c.page_allocation, &c.threads_per_block, &c.smem_bytes_per_block};
-    read_object("an object", &c.extra, [&](const std::string& k) {
+    read_object("an object", &c.extra, [&](std::string_view k) {
       ++n;
       for (int f = 0; f < 7; ++f) {
         if (k != kNames[f]) continue;
@@ -1337,12 +1400,15 @@ class Reader {
 
   Lexer lx_;
   std::string_view text_;
-  std::string path_;
-  std::vector<size_t> marks_;
+  std::array<Seg, kMaxPath> path_{};
+  size_t depth_ = 0;
+  std::deque<std::string> owned_;
   Diagnostics diags_;
   std::vector<size_t> offsets_;
   size_t n_errors_ = 0;
   std::string key_scratch_;
+  std::vector<int64_t> int_scratch_;
+  std::vector<Wait> wait_scratch_;
 };
 
 }  // namespace

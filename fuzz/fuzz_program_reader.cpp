@@ -1,0 +1,23 @@
+// libFuzzer target for the program reader: any bytes must give a program or diagnostics, never a
+// crash, and an accepted program must round-trip (write, read back, equal, same bytes).
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "ir/graph.h"
+#include "ir/json_io.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  amk::ir::LoadResult r = amk::ir::parse_program(text);
+  if (!r.ok()) {
+    if (r.diagnostics.empty()) std::abort();  // a refusal must explain itself
+    return 0;
+  }
+  std::string out = amk::ir::write_program(*r.program);
+  amk::ir::LoadResult again = amk::ir::parse_program(out);
+  if (!again.ok() || !(*again.program == *r.program)) std::abort();
+  if (amk::ir::write_program(*again.program) != out) std::abort();
+  (void)amk::ir::Graph::build(*r.program);
+  return 0;
+}

@@ -1,0 +1,197 @@
+// Page table integrity (amk), then AMK step 7: buffers sharing a page need separated live ranges.
+//
+// AMK checks every pair of a page's occupants: all_before(a, b) or all_before(b, a), where
+// all_before(x, y) = every task touching x is a strict ancestor of every writer of y. Occupants
+// without writers pass with everyone. For the others, all_before is transitive and at most one
+// direction holds, so a page is clean iff its written occupants, sorted by the topological position
+// of their first writer, satisfy all_before for each consecutive pair: O(occupants) checks instead
+// of O(occupants^2). When a page fails, the exact AMK pairs are enumerated (small pages) so the
+// messages match AMK's.
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "validate/context.h"
+
+namespace amk::validate {
+namespace {
+
+constexpr size_t kExactPairsMax = 128;  // occupants up to which failing pages list AMK's pairs
+
+bool offchip(ir::MemSpace s) {
+  return !ir::is_onchip(s);
+}
+
+// Queries for all_before(x, y): one per (user counter, writer of y with a distinct wait set).
+// Users sharing a counter have the same descendants; writers with the same waits the same
+// ancestors. Returns false when a direct answer is already "no" (a task both uses x and writes y).
+struct AllBefore {
+  std::vector<size_t> queries;
+  bool impossible = false;
+};
+
+AllBefore all_before(Context& c, int64_t x, int64_t y) {
+  AllBefore ab;
+  auto ys = c.writers(y);
+  auto xs = c.users(x);
+  if (ys.empty() || xs.empty()) return ab;
+  std::vector<uint32_t> user_slots, wreps;
+  for (uint32_t u : xs) {
+    uint32_t s = c.g.out_slot(u);
+    if (std::find(user_slots.begin(), user_slots.end(), s) == user_slots.end())
+      user_slots.push_back(s);
+  }
+  for (uint32_t w : ys) {
+    bool same = false;
+    for (uint32_t r : wreps) {
+      auto a = c.g.wait_slots(r), b = c.g.wait_slots(w);
+      same = same || std::equal(a.begin(), a.end(), b.begin(), b.end());
+    }
+    if (!same) wreps.push_back(w);
+  }
+  for (uint32_t u : xs)
+    for (uint32_t w : ys)
+      if (u == w) ab.impossible = true;
+  if (ab.impossible) return ab;
+  for (uint32_t s : user_slots) {
+    uint32_t u = c.g.producers(s)[0];
+    for (uint32_t w : wreps) {
+      if (c.direct(u, w)) continue;
+      ab.queries.push_back(c.s.reach.add(u, w));
+    }
+  }
+  return ab;
+}
+
+bool holds(Context& c, const AllBefore& ab) {
+  if (ab.impossible) return false;
+  for (size_t q : ab.queries)
+    if (!c.s.reach.answer(q)) return false;
+  return true;
+}
+
+}  // namespace
+
+void check_pages(Context& c) {
+  const ir::Program& p = c.p;
+  if (!p.pages) return;
+  const ir::PageAllocation& pa = *p.pages;
+  const auto n_pages = static_cast<int64_t>(pa.pages.size());
+  for (size_t k = 0; k < pa.buffer_to_page.size(); ++k) {
+    auto [b, pg] = pa.buffer_to_page[k];
+    std::string ptr = fmt::format("/pages/buffer_to_page/{}", b);
+    if (!c.buffer_ok(b)) {
+      c.error("page.missing-buffer",
+              fmt::format("the page map binds buffer {}, which does not exist", b), ptr);
+      continue;
+    }
+    const ir::Buffer& buf = c.buf(b);
+    if (pg < 0 || pg >= n_pages) {
+      c.error("page.missing-page",
+              fmt::format("buffer #{} ('{}') is bound to page {}, which does not exist ({} pages)",
+                          b, buf.name, pg, n_pages),
+              ptr);
+      continue;
+    }
+    const ir::Page& page = pa.pages[static_cast<size_t>(pg)];
+    if (buf.kind != ir::BufferKind::ACTIVATION)
+      c.error(
+          "page.kind",
+          fmt::format("buffer #{} ('{}') is a {} buffer bound to page {}: only activations live "
+                      "in scratch pages (weights, KV caches and model IO are fixed HBM tensors)",
+                      b, buf.name, ir::name(buf.kind), pg),
+          ptr);
+    bool space_ok = ir::is_onchip(buf.space) ? page.space == buf.space : offchip(page.space);
+    if (!space_ok)
+      c.error("page.space",
+              fmt::format("buffer #{} ('{}') in {} is bound to page {} in {}", b, buf.name,
+                          ir::name(buf.space), pg, ir::name(page.space)),
+              ptr, {{"the page", fmt::format("/pages/pages/{}", pg)}});
+    if (buf.nbytes() > page.nbytes)
+      c.error("page.size",
+              fmt::format("buffer #{} ('{}') needs {} bytes but page {} has {}", b, buf.name,
+                          buf.nbytes(), pg, page.nbytes),
+              ptr, {{"the page", fmt::format("/pages/pages/{}/nbytes", pg)}});
+  }
+  if (!c.g.acyclic()) return;
+
+  // Occupants per page in AMK's insertion order.
+  std::vector<int64_t> page_order;
+  std::unordered_map<int64_t, std::vector<int64_t>> occ;
+  for (auto [b, pg] : pa.buffer_to_page) {
+    auto [it, fresh] = occ.try_emplace(pg);
+    if (fresh) page_order.push_back(pg);
+    it->second.push_back(b);
+  }
+  Reach& reach = c.s.reach;
+  reach.bind(c.g);
+  const auto& pos = c.g.topo_pos();
+  struct Pair {
+    int64_t page, x, y;
+    AllBefore ab;
+  };
+  std::vector<Pair> chain;
+  for (int64_t pg : page_order) {
+    std::vector<std::pair<uint32_t, int64_t>> written;  // (first writer position, buffer)
+    for (int64_t b : occ[pg]) {
+      if (!c.buffer_ok(b) || c.writers(b).empty()) continue;
+      uint32_t first = UINT32_MAX;
+      for (uint32_t w : c.writers(b)) first = std::min(first, pos[w]);
+      written.emplace_back(first, b);
+    }
+    std::sort(written.begin(), written.end());
+    for (size_t k = 0; k + 1 < written.size(); ++k)
+      chain.push_back({pg, written[k].second, written[k + 1].second,
+                       all_before(c, written[k].second, written[k + 1].second)});
+  }
+  reach.solve();
+  std::vector<int64_t> bad_pages;
+  std::vector<uint8_t> chain_ok(chain.size());
+  for (size_t k = 0; k < chain.size(); ++k) {
+    chain_ok[k] = holds(c, chain[k].ab);
+    if (!chain_ok[k] && (bad_pages.empty() || bad_pages.back() != chain[k].page))
+      bad_pages.push_back(chain[k].page);
+  }
+  if (bad_pages.empty()) return;
+
+  // Failing pages: AMK's pairs, in its order (page insertion order, then i < j).
+  reach.clear();
+  struct Check {
+    int64_t page, a, b;
+    AllBefore ab, ba;
+  };
+  std::vector<Check> checks;
+  std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> fallback;
+  for (int64_t pg : page_order) {
+    if (std::find(bad_pages.begin(), bad_pages.end(), pg) == bad_pages.end()) continue;
+    const auto& o = occ[pg];
+    if (o.size() <= kExactPairsMax) {
+      for (size_t i = 0; i < o.size(); ++i)
+        for (size_t j = i + 1; j < o.size(); ++j) {
+          if (!c.buffer_ok(o[i]) || !c.buffer_ok(o[j])) continue;
+          checks.push_back({pg, o[i], o[j], all_before(c, o[i], o[j]), all_before(c, o[j], o[i])});
+        }
+    } else {
+      for (size_t k = 0; k < chain.size(); ++k)
+        if (chain[k].page == pg && !chain_ok[k]) fallback.push_back({pg, {chain[k].x, chain[k].y}});
+    }
+  }
+  reach.solve();
+  auto report = [&](int64_t pg, int64_t a, int64_t b, const char* extra) {
+    c.error("page.clobber",
+            fmt::format("page {} reused by buffers #{} ('{}') and #{} ('{}') whose live ranges are "
+                        "NOT ordered, clobber RACE (page reuse needs separated ranges){}",
+                        pg, a, c.buf(a).name, b, c.buf(b).name, extra),
+            fmt::format("/pages/buffer_to_page/{}", b),
+            {{"the other occupant", fmt::format("/pages/buffer_to_page/{}", a)},
+             {"every task touching one buffer must happen-before every writer of the other", ""}});
+  };
+  for (const Check& ck : checks) {
+    if (!holds(c, ck.ab) && !holds(c, ck.ba)) report(ck.page, ck.a, ck.b, "");
+  }
+  for (const auto& [pg, ab] : fallback)
+    report(pg, ab.first, ab.second, " (a large page: reported for consecutive occupants)");
+}
+
+}  // namespace amk::validate

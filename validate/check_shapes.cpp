@@ -1,0 +1,416 @@
+// amk's shape/param consistency: one rule per opcode family, so a schedule that AMK would accept
+// but whose kernels would index out of bounds or compute garbage is rejected before it runs.
+// Each rule only runs when the task's buffers exist and its arity is right (else reported already).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ir/opcodes.h"
+#include "ir/pyjson.h"
+#include "validate/context.h"
+
+namespace amk::validate {
+namespace {
+
+using ir::Op;
+
+bool integer_dtype(ir::DType d) {
+  return d == ir::DType::I32 || d == ir::DType::I8 || d == ir::DType::U8;
+}
+
+std::string shape_str(const ir::Buffer& b) {
+  return ir::py_repr(nlohmann::ordered_json(b.shape));
+}
+
+class TaskShapes {
+ public:
+  TaskShapes(Context& c, size_t id) : c_(c), id_(id), t_(c.p.tasks[id]) {}
+
+  const ir::Buffer& in(size_t k) const { return c_.buf(t_.inputs[k]); }
+  const ir::Buffer& out() const { return c_.buf(t_.outputs[0]); }
+  std::string in_ref(size_t k) const {
+    return fmt::format("input #{} ('{}', shape {})", t_.inputs[k], in(k).name, shape_str(in(k)));
+  }
+  std::string out_ref() const {
+    return fmt::format("output #{} ('{}', shape {})", t_.outputs[0], out().name, shape_str(out()));
+  }
+  // An int param (absent or non-int -> fallback).
+  int64_t i(std::string_view key, int64_t fallback) const {
+    auto v = t_.int_param(key);
+    return v ? *v : fallback;
+  }
+  bool has_int(std::string_view key) const { return t_.int_param(key).has_value(); }
+  static int64_t last(const ir::Buffer& b) { return b.shape.empty() ? 1 : b.shape.back(); }
+
+  void fail(const char* code, const std::string& msg, const std::string& field = "") {
+    c_.error(code, fmt::format("{} {}: {}", task_ref(t_, id_), ir::name(t_.op), msg),
+             ir::task_pointer(id_, field));
+  }
+  void same_numel(const char* code, size_t k) {
+    if (in(k).numel() != out().numel())
+      fail(code,
+           fmt::format("{} has {} elements but {} has {}", in_ref(k), in(k).numel(), out_ref(),
+                       out().numel()),
+           fmt::format("inputs/{}", k));
+  }
+
+  void run();
+
+ private:
+  void gemv();
+  void attention();
+  Context& c_;
+  size_t id_;
+  const ir::Task& t_;
+};
+
+// Param ranges that hold for every opcode using the key.
+void check_ranges(Context& c, size_t id) {
+  static constexpr std::string_view kPositive[] = {"K",       "N",          "M",     "N_tile",
+                                                   "M_tile",  "hidden",     "vocab", "head_dim",
+                                                   "n_heads", "n_kv_heads", "group"};
+  static constexpr std::string_view kNonNegative[] = {"n_off", "m_off", "kv_start", "kv_len",
+                                                      "pos"};
+  const ir::Task& t = c.p.tasks[id];
+  for (const ir::Param& prm : t.params) {
+    if (!prm.value.is_int()) continue;
+    bool pos = false, nonneg = false;
+    for (auto k : kPositive) pos = pos || k == prm.key;
+    for (auto k : kNonNegative) nonneg = nonneg || k == prm.key;
+    if ((pos && prm.value.i <= 0) || (nonneg && prm.value.i < 0))
+      c.error("param.range",
+              fmt::format("{} param '{}'={} must be {}", task_ref(t, id), prm.key, prm.value.i,
+                          pos ? "positive" : "non-negative"),
+              ir::task_pointer(id, "params/" + ir::pointer_token(prm.key)));
+  }
+  if (auto eps = t.real_param("eps"); eps && *eps < 0)
+    c.error("param.range", fmt::format("{} param 'eps' must not be negative", task_ref(t, id)),
+            ir::task_pointer(id, "params/eps"));
+  if (auto th = t.real_param("theta"); th && *th <= 0)
+    c.error("param.range", fmt::format("{} param 'theta' must be positive", task_ref(t, id)),
+            ir::task_pointer(id, "params/theta"));
+}
+
+void TaskShapes::gemv() {
+  const bool gemm = t_.op == Op::GEMM_TILE;
+  const auto& x = in(0);
+  const int64_t K = i("K", last(x));
+  const int64_t qd = i("qdtype", 0);
+  const bool quant = (qd == 6 || qd == 7) && t_.inputs.size() >= 3;
+  if (last(x) != K)
+    fail("shape.gemv", fmt::format("K={} but {} has width {}", K, in_ref(0), last(x)), "params/K");
+  const int64_t rows = K > 0 ? x.numel() / K : 0;
+  int64_t N = 0;
+  const auto& w = in(1);
+  if (quant) {
+    const auto& sc = in(2);
+    const int64_t group = i("group", K);
+    if (sc.shape.size() != 2) {
+      fail("shape.gemv", fmt::format("scales {} must be [N, n_groups]", in_ref(2)), "inputs/2");
+      return;
+    }
+    N = sc.shape[0];
+    const int64_t groups = group > 0 ? (K + group - 1) / group : 0;
+    if (sc.shape[1] != groups)
+      fail("shape.gemv",
+           fmt::format("{} needs {} groups of {} for K={}, scales {} has {}",
+                       qd == 7 ? "int4" : "int8", groups, group, K, in_ref(2), sc.shape[1]),
+           "inputs/2");
+    const int64_t wcols = qd == 7 ? (K + 1) / 2 : K;
+    if (w.shape.size() != 2 || w.shape[0] != N || w.shape[1] != wcols)
+      fail("shape.gemv",
+           fmt::format("{} weight {} must be [{}, {}]{}", qd == 7 ? "packed int4" : "int8",
+                       in_ref(1), N, wcols, qd == 7 ? " (two columns per byte)" : ""),
+           "inputs/1");
+    if ((qd == 7 && w.dtype != ir::DType::U8 && w.dtype != ir::DType::I4) ||
+        (qd == 6 && w.dtype != ir::DType::I8))
+      fail("shape.gemv",
+           fmt::format("qdtype {} needs a {} weight, {} is {}", qd, qd == 7 ? "U8 (packed)" : "I8",
+                       in_ref(1), ir::name(w.dtype)),
+           "inputs/1");
+  } else {
+    if (w.shape.size() != 2) {
+      fail("shape.gemv", fmt::format("weight {} must be [N, K]", in_ref(1)), "inputs/1");
+      return;
+    }
+    N = w.shape[0];
+    if (w.shape[1] != K)
+      fail("shape.gemv",
+           fmt::format("K={} but weight {} has inner dim {}", K, in_ref(1), w.shape[1]),
+           "inputs/1");
+    if (t_.inputs.size() == 3 && in(2).numel() != N)
+      fail("shape.gemv", fmt::format("bias {} must have N={} elements", in_ref(2), N), "inputs/2");
+  }
+  if (last(out()) != N)
+    fail("shape.gemv", fmt::format("{} must have N={} columns (the weight's rows)", out_ref(), N),
+         "outputs/0");
+  const int64_t out_rows = N > 0 ? out().numel() / N : 0;
+  if (gemm) {
+    const int64_t m_off = i("m_off", 0), m_tile = i("M_tile", rows);
+    if (m_off + m_tile > rows || m_off + m_tile > out_rows)
+      c_.error("tile.bounds",
+               fmt::format("{} rows [{}, {}) exceed {} ({} rows) or {}", task_ref(t_, id_), m_off,
+                           m_off + m_tile, in_ref(0), rows, out_ref()),
+               ir::task_pointer(id_, "params/M_tile"));
+  } else if (rows != out_rows) {
+    fail("shape.gemv",
+         fmt::format("{} has {} rows but {} has {}", in_ref(0), rows, out_ref(), out_rows),
+         "outputs/0");
+  }
+  const int64_t n_off = i("n_off", 0), n_tile = i("N_tile", N);
+  if (has_int("n_off") && has_int("N_tile") && n_off >= 0 && n_tile > 0 && n_off + n_tile > N)
+    c_.error("tile.bounds",
+             fmt::format("{} tile columns [{}, {}) exceed N={} of {}", task_ref(t_, id_), n_off,
+                         n_off + n_tile, N, out_ref()),
+             ir::task_pointer(id_, "params/N_tile"));
+}
+
+void TaskShapes::attention() {
+  const int64_t hd = i("head_dim", 0), nh = i("n_heads", 0), nkv = i("n_kv_heads", nh);
+  if (hd <= 0 || nh <= 0 || nkv <= 0) return;  // param.range / param.int32 already said so
+  if (nh % nkv != 0)
+    fail("shape.attention", fmt::format("n_heads={} is not a multiple of n_kv_heads={}", nh, nkv),
+         "params/n_kv_heads");
+  const auto &q = in(0), &k = in(1), &v = in(2);
+  const int64_t batch = q.shape.size() == 3 ? q.shape[0] : 1;
+  if (q.numel() != batch * nh * hd)
+    fail("shape.attention",
+         fmt::format("{} must hold {} x n_heads={} x head_dim={}", in_ref(0), batch, nh, hd),
+         "inputs/0");
+  for (size_t kk : {size_t{1}, size_t{2}}) {
+    const auto& cache = in(kk);
+    bool ok = (cache.shape.size() == 3 || cache.shape.size() == 4) && cache.shape.back() == hd &&
+              cache.shape[cache.shape.size() - 2] == nkv &&
+              (cache.shape.size() == 3 || cache.shape[0] == batch) &&
+              (batch == 1 || cache.shape.size() == 4);
+    if (!ok)
+      fail("shape.attention",
+           fmt::format("{} must be [max_seq, n_kv_heads={}, head_dim={}]{}", in_ref(kk), nkv, hd,
+                       batch > 1 ? fmt::format(" batched as [{}, ...]", batch) : ""),
+           fmt::format("inputs/{}", kk));
+  }
+  if (k.shape != v.shape)
+    fail("shape.attention", fmt::format("{} and {} differ", in_ref(1), in_ref(2)), "inputs/2");
+  const int64_t seq = k.shape.size() >= 3 ? k.shape[k.shape.size() - 3] : 0;
+  const int64_t start = i("kv_start", 0), len = i("kv_len", seq);
+  const bool partial = (i("flags", 0) & ir::kFlagSplitKvPartial) != 0;
+  if (start >= 0 && len >= 0 && start + len > seq)
+    fail(
+        "shape.attention",
+        fmt::format("KV window [{}, {}) exceeds the cache's {} positions", start, start + len, seq),
+        "params/kv_len");
+  if (len == 0 && !partial)
+    fail("shape.attention", "kv_len=0 attends to nothing (only a split-KV partial may be empty)",
+         "params/kv_len");
+  const int64_t want = partial ? nh * (hd + 2) : batch * nh * hd;
+  if (partial && batch != 1)
+    fail("shape.attention", "split-KV partials are single-sequence", "params/flags");
+  if (out().numel() != want)
+    fail("shape.attention",
+         fmt::format("{} must have {} elements ({})", out_ref(), want,
+                     partial ? "n_heads x (head_dim + 2) partial" : "n_heads x head_dim"),
+         "outputs/0");
+}
+
+void TaskShapes::run() {
+  switch (t_.op) {
+    case Op::NOP:
+    case Op::FUSED:
+      return;
+    case Op::COPY:
+      same_numel("shape.copy", 0);
+      return;
+    case Op::EMBED: {
+      const auto &ids = in(0), &table = in(1);
+      if (!integer_dtype(ids.dtype))
+        fail("shape.embed",
+             fmt::format("ids {} must be I32, I8 or U8, not {}", in_ref(0), ir::name(ids.dtype)),
+             "inputs/0");
+      if (table.shape.size() != 2) {
+        fail("shape.embed", fmt::format("table {} must be [rows, width]", in_ref(1)), "inputs/1");
+        return;
+      }
+      if (out().numel() != ids.numel() * table.shape[1])
+        fail("shape.embed",
+             fmt::format("{} ids x {} columns of {} do not fill {}", ids.numel(), table.shape[1],
+                         in_ref(1), out_ref()),
+             "outputs/0");
+      if (has_int("hidden") && i("hidden", 0) != last(out()))
+        fail("shape.embed",
+             fmt::format("hidden={} but {} has width {}", i("hidden", 0), out_ref(), last(out())),
+             "params/hidden");
+      return;
+    }
+    case Op::RMSNORM:
+    case Op::LAYERNORM: {
+      const int64_t h = i("hidden", last(in(0)));
+      if (last(in(0)) != h)
+        fail("shape.norm", fmt::format("hidden={} but {} has width {}", h, in_ref(0), last(in(0))),
+             "params/hidden");
+      if (in(1).numel() != h)
+        fail("shape.norm", fmt::format("weight {} must have hidden={} elements", in_ref(1), h),
+             "inputs/1");
+      if (t_.inputs.size() == 3 && in(2).numel() != h)
+        fail("shape.norm", fmt::format("bias {} must have hidden={} elements", in_ref(2), h),
+             "inputs/2");
+      same_numel("shape.norm", 0);
+      return;
+    }
+    case Op::GEMV_TILE:
+    case Op::GEMM_TILE:
+      gemv();
+      return;
+    case Op::ATTENTION_TILE:
+      attention();
+      return;
+    case Op::ROPE: {
+      const int64_t hd = i("head_dim", 0);
+      const auto &x = in(0), &pos = in(1);
+      if (hd > 0 && hd % 2 != 0)
+        fail("shape.rope", fmt::format("head_dim={} must be even (rotate-half)", hd),
+             "params/head_dim");
+      if ((x.shape.size() != 2 && x.shape.size() != 3) || (hd > 0 && last(x) != hd))
+        fail("shape.rope",
+             fmt::format("{} must be [n_heads, head_dim={}] or [seq, n_heads, head_dim]", in_ref(0),
+                         hd),
+             "inputs/0");
+      if (!integer_dtype(pos.dtype))
+        fail("shape.rope", fmt::format("positions {} must be I32, I8 or U8", in_ref(1)),
+             "inputs/1");
+      if (x.shape.size() == 3 && pos.numel() != x.shape[0])
+        fail("shape.rope",
+             fmt::format("{} positions for {} rows of {}", pos.numel(), x.shape[0], in_ref(0)),
+             "inputs/1");
+      same_numel("shape.rope", 0);
+      return;
+    }
+    case Op::SILU_MUL:
+    case Op::ADD:
+    case Op::ALLREDUCE_SHARD:
+    case Op::GELU:
+    case Op::MUL:
+      for (size_t k = 0; k < t_.inputs.size(); ++k) same_numel("shape.elementwise", k);
+      return;
+    case Op::SOFTMAX: {
+      same_numel("shape.elementwise", 0);
+      const auto rank = static_cast<int64_t>(in(0).shape.size());
+      const int64_t dim = i("dim", -1);
+      if (dim < -std::max<int64_t>(rank, 1) || dim >= std::max<int64_t>(rank, 1))
+        fail("shape.elementwise",
+             fmt::format("dim={} is outside the rank {} of {}", dim, rank, in_ref(0)),
+             "params/dim");
+      return;
+    }
+    case Op::DEQUANT: {
+      const int64_t qd = i("qdtype", 0), group = i("group", 0);
+      if (qd != 6 && qd != 7)
+        fail("shape.dequant", fmt::format("qdtype={} must be 6 (I8) or 7 (I4)", qd),
+             "params/qdtype");
+      same_numel("shape.dequant", 0);
+      if (group > 0) {
+        if (in(0).numel() % group != 0)
+          fail("shape.dequant",
+               fmt::format("{} elements of {} are not whole groups of {}", in(0).numel(), in_ref(0),
+                           group),
+               "params/group");
+        else if (in(1).numel() != in(0).numel() / group)
+          fail("shape.dequant",
+               fmt::format("scales {} must have one value per group ({})", in_ref(1),
+                           in(0).numel() / group),
+               "inputs/1");
+        if (t_.inputs.size() == 3 && in(2).numel() != in(1).numel())
+          fail("shape.dequant", fmt::format("zeros {} must match the scales", in_ref(2)),
+               "inputs/2");
+      }
+      return;
+    }
+    case Op::KV_APPEND: {
+      if (t_.inputs[1] != t_.outputs[0]) {
+        fail("shape.kv-append",
+             fmt::format("appends in place: input 1 (#{}) must be the output (#{})", t_.inputs[1],
+                         t_.outputs[0]),
+             "inputs/1");
+        return;
+      }
+      const auto &nw = in(0), &cache = out();
+      const int64_t pos = i("pos", 0);
+      if (cache.shape.size() == 3) {
+        const int64_t row = cache.shape[1] * cache.shape[2];
+        if (row <= 0 || nw.numel() % row != 0) {
+          fail("shape.kv-append",
+               fmt::format("{} is not whole rows of [n_kv_heads, head_dim] = {} elements",
+                           in_ref(0), row),
+               "inputs/0");
+        } else if (pos + nw.numel() / row > cache.shape[0]) {
+          fail("shape.kv-append",
+               fmt::format("rows [{}, {}) do not fit the {} positions of {}", pos,
+                           pos + nw.numel() / row, cache.shape[0], out_ref()),
+               "params/pos");
+        }
+      } else if (cache.shape.size() == 4) {
+        if (nw.numel() != cache.shape[0] * cache.shape[2] * cache.shape[3])
+          fail("shape.kv-append",
+               fmt::format("{} must hold one [n_kv_heads, head_dim] row per sequence of {}",
+                           in_ref(0), out_ref()),
+               "inputs/0");
+        if (pos >= cache.shape[1])
+          fail("shape.kv-append",
+               fmt::format("pos={} is past the {} positions of {}", pos, cache.shape[1], out_ref()),
+               "params/pos");
+      } else {
+        fail("shape.kv-append",
+             fmt::format("cache {} must be [max_seq, n_kv, hd] or [batch, max_seq, n_kv, hd]",
+                         out_ref()),
+             "outputs/0");
+      }
+      return;
+    }
+    case Op::SAMPLE_ARGMAX: {
+      const int64_t v = last(in(0));
+      if (v <= 0 || out().numel() != in(0).numel() / v)
+        fail("shape.argmax",
+             fmt::format("{} must hold one index per row of {}", out_ref(), in_ref(0)),
+             "outputs/0");
+      return;
+    }
+    case Op::ATTENTION_COMBINE: {
+      if (!has_int("head_dim")) {
+        fail("shape.combine", "needs the int param head_dim to split the partials", "params");
+        return;
+      }
+      const int64_t hd = i("head_dim", 0);
+      if (hd <= 0) return;
+      const int64_t nh = i("n_heads", in(0).numel() / (hd + 2));
+      for (size_t k = 0; k < t_.inputs.size(); ++k)
+        if (in(k).numel() != nh * (hd + 2))
+          fail("shape.combine",
+               fmt::format("partial {} must be n_heads={} x (head_dim + 2) = {} elements",
+                           in_ref(k), nh, nh * (hd + 2)),
+               fmt::format("inputs/{}", k));
+      if (out().numel() != nh * hd)
+        fail("shape.combine",
+             fmt::format("{} must have n_heads x head_dim = {} elements", out_ref(), nh * hd),
+             "outputs/0");
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+void check_shapes(Context& c) {
+  for (size_t id = 0; id < c.p.tasks.size(); ++id) {
+    const ir::Task& t = c.p.tasks[id];
+    check_ranges(c, id);
+    const ir::OpSpec& spec = ir::op_spec(t.op);
+    auto n = static_cast<int>(t.inputs.size());
+    if (n < spec.min_inputs || (spec.max_inputs != -1 && n > spec.max_inputs)) continue;
+    if (spec.n_outputs != -1 && static_cast<int>(t.outputs.size()) != spec.n_outputs) continue;
+    bool refs_ok = true;
+    for (int64_t b : t.inputs) refs_ok = refs_ok && c.buffer_ok(b);
+    for (int64_t b : t.outputs) refs_ok = refs_ok && c.buffer_ok(b);
+    if (!refs_ok) continue;
+    TaskShapes(c, id).run();
+  }
+}
+
+}  // namespace amk::validate

@@ -1,0 +1,73 @@
+// AMK step 2 (wait satisfiability and the shared-counter all-join rule), then amk's counter rules.
+//
+// Counter.init: AMK's validator ignores it, the reference VM starts counters at init and AMK's CUDA
+// loader resets them to 0. A wait on a counter with init != 0 therefore either holds before its
+// producers ran (no happens-before, a hidden race) or means different things on different
+// runtimes. The sound rule amk enforces: a counter with init != 0 may exist but must not be waited
+// on; and init must fit a uint32.
+#include <fmt/format.h>
+
+#include "validate/context.h"
+
+namespace amk::validate {
+
+void check_waits(Context& c) {
+  const ir::Program& p = c.p;
+  for (size_t id = 0; id < p.tasks.size(); ++id) {
+    const ir::Task& t = p.tasks[id];
+    const std::string ref = task_ref(t, id);
+    auto slots = c.g.wait_slots(static_cast<uint32_t>(id));
+    for (size_t k = 0; k < t.waits.size(); ++k) {
+      const ir::Wait& w = t.waits[k];
+      // The slot of this wait's counter (wait_slots lists each distinct counter once).
+      uint32_t slot = 0;
+      for (uint32_t s : slots)
+        if (c.g.slot_counter(s) == w.counter) slot = s;
+      const size_t np = c.g.producers(slot).size();
+      std::string ptr = ir::task_pointer(id, fmt::format("waits/{}", k));
+      if (np == 0) {
+        c.error("wait.no-producer",
+                fmt::format("{} waits on counter {} with NO producer, unsatisfiable (deadlock)",
+                            ref, w.counter),
+                ptr);
+      } else if (w.threshold > static_cast<int64_t>(np)) {
+        c.error(
+            "wait.unsatisfiable",
+            fmt::format("{} threshold {} > {} producers of counter {}, unsatisfiable (deadlock)",
+                        ref, w.threshold, np, w.counter),
+            ptr + "/threshold");
+      } else if (np > 1 && w.threshold != static_cast<int64_t>(np)) {
+        std::vector<ir::Note> notes;
+        for (uint32_t q : c.g.producers(slot)) {
+          if (notes.size() == 4) break;
+          notes.push_back(
+              {fmt::format("producer {}", task_ref(p.tasks[q], q)), ir::task_pointer(q)});
+        }
+        c.error("wait.partial-join",
+                fmt::format("{} partial wait threshold {} on shared counter {} ({} producers), "
+                            "ambiguous which-producer RACE; a shared counter must be an all-join "
+                            "(threshold == {})",
+                            ref, w.threshold, w.counter, np, np),
+                ptr + "/threshold", std::move(notes));
+      }
+      if (c.counter_ok(w.counter) && p.counters[static_cast<size_t>(w.counter)].init != 0) {
+        int64_t init = p.counters[static_cast<size_t>(w.counter)].init;
+        c.error("counter.init",
+                fmt::format("{} waits on counter {} whose init is {}: the wait can hold before "
+                            "its producers ran (the reference VM starts at init, the CUDA loader "
+                            "at 0), so it orders nothing; waited counters must start at 0",
+                            ref, w.counter, init),
+                ptr, {{"the counter", fmt::format("/counters/{}/init", w.counter)}});
+      }
+    }
+  }
+  for (size_t k = 0; k < p.counters.size(); ++k) {
+    int64_t init = p.counters[k].init;
+    if (init < 0 || init > 0xFFFFFFFFll)
+      c.error("counter.range",
+              fmt::format("counter {} init {} does not fit a uint32 counter", k, init),
+              fmt::format("/counters/{}/init", k));
+  }
+}
+
+}  // namespace amk::validate

@@ -1,0 +1,81 @@
+#include "validate/reach.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace amk::validate {
+
+void Reach::bind(const ir::Graph& g) {
+  g_ = &g;
+  cmask_.assign(g.num_slots(), 0);
+  vmask_.resize(g.num_tasks());
+  bit_.assign(g.num_tasks(), 0);
+  clear();
+}
+
+void Reach::clear() {
+  qsrc_.clear();
+  qdst_.clear();
+  ans_.clear();
+}
+
+size_t Reach::add(uint32_t src, uint32_t dst) {
+  qsrc_.push_back(src);
+  qdst_.push_back(dst);
+  return qsrc_.size() - 1;
+}
+
+void Reach::solve() {
+  const ir::Graph& g = *g_;
+  const auto& pos = g.topo_pos();
+  const auto& topo = g.topo_order();
+  const size_t n = qsrc_.size();
+  ans_.assign(n, 0);
+  work_ = 0;
+  order_.resize(n);
+  std::iota(order_.begin(), order_.end(), 0u);
+  std::sort(order_.begin(), order_.end(),
+            [&](uint32_t a, uint32_t b) { return pos[qsrc_[a]] < pos[qsrc_[b]]; });
+  size_t i = 0;
+  while (i < n) {
+    // Gather queries until 64 distinct sources are in the batch.
+    batch_src_.clear();
+    uint32_t lo = pos[qsrc_[order_[i]]], hi = 0;
+    size_t j = i;
+    for (; j < n; ++j) {
+      uint32_t s = qsrc_[order_[j]];
+      if (!bit_[s]) {
+        if (batch_src_.size() == 64) break;
+        batch_src_.push_back(s);
+        bit_[s] = static_cast<uint8_t>(batch_src_.size());
+      }
+      hi = std::max(hi, pos[qdst_[order_[j]]]);
+    }
+    if (hi > lo) {
+      for (uint32_t p = lo; p <= hi; ++p) {
+        uint32_t v = topo[p];
+        uint64_t m = 0;
+        for (uint32_t s : g.wait_slots(v)) m |= cmask_[s];
+        vmask_[v] = m;
+        uint64_t out = m | (bit_[v] ? uint64_t{1} << (bit_[v] - 1) : 0);
+        if (out) {
+          uint32_t s = g.out_slot(v);
+          if (!cmask_[s]) touched_.push_back(s);
+          cmask_[s] |= out;
+        }
+      }
+      work_ += hi - lo + 1;
+      for (size_t k = i; k < j; ++k) {
+        uint32_t q = order_[k];
+        uint32_t s = qsrc_[q], d = qdst_[q];
+        if (pos[d] > pos[s]) ans_[q] = static_cast<uint8_t>((vmask_[d] >> (bit_[s] - 1)) & 1);
+      }
+      for (uint32_t s : touched_) cmask_[s] = 0;
+      touched_.clear();
+    }
+    for (uint32_t s : batch_src_) bit_[s] = 0;
+    i = j;
+  }
+}
+
+}  // namespace amk::validate

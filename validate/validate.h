@@ -1,0 +1,67 @@
+// The static proof: deadlock- and race-freedom of a program, with witnesses, at any size.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "ir/diagnostic.h"
+#include "ir/program.h"
+
+namespace amk::validate {
+
+/// AMK's stats dict, in its key order.
+struct Stats {
+  uint64_t tasks = 0, buffers = 0, counters = 0, edges = 0;
+  bool acyclic = true;
+  double weight_mb = 0;  ///< round(Σ weight nbytes / 1e6, 2)
+  bool sm_assigned = false;
+  /// Python dict repr, as AMK's report prints it.
+  std::string repr() const;
+};
+
+/// The verdict: errors reject, warnings never do.
+struct Result {
+  bool ok = true;
+  ir::Diagnostics errors;
+  ir::Diagnostics warnings;
+  Stats stats;
+  /// AMK's report: "[VALID] {stats}" / "[REJECTED] {stats}", "  ERROR: ..." and "  warn:  ..."
+  /// lines; with `details`, each line is followed by its code, pointer and notes.
+  std::string report(bool details = true) const;
+  /// {ok, errors[], warnings[], stats} as one JSON object.
+  std::string to_json(std::string_view file = {}) const;
+};
+
+/// One documented rule.
+struct Rule {
+  std::string_view code;
+  std::string_view summary;
+  bool from_amk;  ///< true for AMK's own checks (same verdict and message)
+};
+
+/// Every rule in emission order.
+std::span<const Rule> rules();
+
+struct Scratch;
+
+/// A reusable validator: keeps its scratch memory across calls. One instance per thread; distinct
+/// instances validate concurrently.
+class Validator {
+ public:
+  Validator();
+  ~Validator();
+  Validator(Validator&&) noexcept;
+  Validator& operator=(Validator&&) noexcept;
+  /// Runs every rule on an in-memory program; never throws on a malformed program.
+  Result validate(const ir::Program& p);
+
+ private:
+  std::unique_ptr<Scratch> s_;
+};
+
+/// Validates with a thread-local Validator.
+Result validate(const ir::Program& p);
+
+}  // namespace amk::validate

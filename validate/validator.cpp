@@ -1,0 +1,146 @@
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ir/pyjson.h"
+#include "validate/context.h"
+
+namespace amk::validate {
+
+std::span<const uint32_t> Context::writers(int64_t b) const {
+  auto i = static_cast<size_t>(b);
+  return {s.wr.data() + s.wr_off[i], s.wr_off[i + 1] - s.wr_off[i]};
+}
+
+std::span<const uint32_t> Context::users(int64_t b) const {
+  auto i = static_cast<size_t>(b);
+  return {s.use.data() + s.use_off[i], s.use_off[i + 1] - s.use_off[i]};
+}
+
+bool Context::direct(uint32_t src, uint32_t dst) const {
+  uint32_t slot = g.out_slot(src);
+  for (uint32_t w : g.wait_slots(dst))
+    if (w == slot) return true;
+  return false;
+}
+
+bool Context::admit(const std::string& code) {
+  return ++s.rule_count[code] <= kPerRuleCap;
+}
+
+void Context::error(std::string code, std::string msg, std::string pointer,
+                    std::vector<ir::Note> notes) {
+  r.ok = false;
+  if (!admit(code)) return;
+  r.errors.push_back({ir::Severity::Error, std::move(code), std::move(msg), std::move(pointer), 0,
+                      0, std::move(notes)});
+}
+
+void Context::warn(std::string code, std::string msg, std::string pointer,
+                   std::vector<ir::Note> notes) {
+  if (!admit(code)) return;
+  r.warnings.push_back({ir::Severity::Warning, std::move(code), std::move(msg), std::move(pointer),
+                        0, 0, std::move(notes)});
+}
+
+void Context::finish() {
+  for (const auto& [code, n] : s.rule_count) {
+    if (n <= kPerRuleCap) continue;
+    bool is_error = false;
+    for (const auto& d : r.errors) is_error = is_error || d.code == code;
+    auto& list = is_error ? r.errors : r.warnings;
+    list.push_back({is_error ? ir::Severity::Error : ir::Severity::Warning,
+                    code,
+                    fmt::format("{} more '{}' diagnostics not shown (first {} kept)",
+                                n - kPerRuleCap, code, kPerRuleCap),
+                    "",
+                    0,
+                    0,
+                    {}});
+  }
+}
+
+std::string task_ref(const ir::Task& t, size_t id) {
+  return fmt::format("task {} ({})", id, t.label);
+}
+
+std::string number_repr(const ir::Number& n) {
+  return n.is_int ? std::to_string(n.i) : ir::py_float(n.f);
+}
+
+namespace {
+
+void index_buffers(const ir::Program& p, Scratch& s) {
+  const size_t nb = p.buffers.size();
+  auto csr = [&](std::vector<uint32_t>& off, std::vector<uint32_t>& list, bool with_inputs) {
+    off.assign(nb + 1, 0);
+    auto count = [&](int64_t b) {
+      if (b >= 0 && b < static_cast<int64_t>(nb)) ++off[static_cast<size_t>(b) + 1];
+    };
+    for (const ir::Task& t : p.tasks) {
+      if (with_inputs)
+        for (int64_t b : t.inputs) count(b);
+      for (int64_t b : t.outputs) count(b);
+    }
+    for (size_t i = 0; i < nb; ++i) off[i + 1] += off[i];
+    list.resize(off[nb]);
+    s.tmp32.assign(off.begin(), off.end() - 1);
+    for (uint32_t id = 0; id < p.tasks.size(); ++id) {
+      const ir::Task& t = p.tasks[id];
+      auto put = [&](int64_t b) {
+        if (b >= 0 && b < static_cast<int64_t>(nb)) list[s.tmp32[static_cast<size_t>(b)]++] = id;
+      };
+      if (with_inputs)
+        for (int64_t b : t.inputs) put(b);
+      for (int64_t b : t.outputs) put(b);
+    }
+  };
+  csr(s.wr_off, s.wr, false);
+  csr(s.use_off, s.use, true);
+}
+
+}  // namespace
+
+Validator::Validator() : s_(std::make_unique<Scratch>()) {}
+Validator::~Validator() = default;
+Validator::Validator(Validator&&) noexcept = default;
+Validator& Validator::operator=(Validator&&) noexcept = default;
+
+Result Validator::validate(const ir::Program& p) {
+  Scratch& s = *s_;
+  s.rule_count.clear();
+  s.graph.assign(p);
+  index_buffers(p, s);
+  Result r;
+  Context c{p, s.graph, s, r};
+  check_tasks(c);
+  check_structure(c);
+  check_shapes(c);
+  check_waits(c);
+  bool acyclic = check_cycles(c).empty();
+  if (acyclic) {
+    s.reach.bind(s.graph);
+    check_hazards(c);
+  }
+  check_placement(c);
+  check_pages(c);
+  check_outputs(c);
+  c.finish();
+  r.stats.tasks = p.tasks.size();
+  r.stats.buffers = p.buffers.size();
+  r.stats.counters = p.counters.size();
+  r.stats.edges = s.graph.edge_count();
+  r.stats.acyclic = acyclic;
+  r.stats.weight_mb = std::stod(ir::py_round2(static_cast<double>(p.total_weight_bytes()) / 1e6));
+  r.stats.sm_assigned = p.sm_assigned();
+  r.ok = r.errors.empty();
+  return r;
+}
+
+Result validate(const ir::Program& p) {
+  thread_local Validator v;
+  return v.validate(p);
+}
+
+}  // namespace amk::validate
