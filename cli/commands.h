@@ -13,5 +13,7 @@ int cmd_diff(int argc, char** argv);
 int cmd_gen(int argc, char** argv);
 /// amk validate: the static proof.
 int cmd_validate(int argc, char** argv);
+/// amk simulate: counter and adversarial simulation.
+int cmd_simulate(int argc, char** argv);
 
 }  // namespace amk::cli

@@ -16,9 +16,7 @@ void usage(std::ostream& os) {
         " 3 deadlock or timeout\n";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
       std::strcmp(argv[1], "help") == 0) {
     if (argc >= 3 && std::strcmp(argv[1], "help") == 0) {
@@ -47,5 +45,20 @@ int main(int argc, char** argv) {
   std::cerr << "amk: unknown command '" << argv[1] << "'"
             << (hint.empty() ? "" : "; did you mean '" + hint + "'?") << "\n";
   usage(std::cerr);
+  return amk::cli::kUnreadable;
+}
+
+}  // namespace
+
+// Nothing may crash amk: an exception that escapes a command is a bug, reported as one.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "amk: internal error (a bug; please report it with the input): " << e.what()
+              << "\n";
+  } catch (...) {
+    std::cerr << "amk: internal error (a bug; please report it with the input)\n";
+  }
   return amk::cli::kUnreadable;
 }

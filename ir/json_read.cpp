@@ -924,12 +924,8 @@ class Reader {
     ojson v = verbatim(1, true);
     if (v.is_string()) {
       out = v.get<std::string>();
-    } else if (v.is_number_integer() || v.is_number_unsigned()) {
-      out = v.dump();
-    } else if (v.is_number_float()) {
-      out = py_float(v.get<double>());
     } else {
-      out = v.is_null() ? "None" : v.is_boolean() ? (v.get<bool>() ? "True" : "False") : v.dump();
+      out = py_repr(v);  // Python's str() of a number, None, bool, list or dict is its repr
     }
     return true;
   }

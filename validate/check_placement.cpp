@@ -2,6 +2,7 @@
 // checked even when the program has no target.
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -11,6 +12,88 @@
 #include "validate/context.h"
 
 namespace amk::validate {
+
+namespace {
+
+// AMK checks only same-SM edges against queue order; that is not enough. With x, y queued on SM 0
+// and u, v on SM 1, "x waits on v" and "u waits on y" deadlock although no same-SM edge is out of
+// order. The sound condition: counter edges plus each SM's queue order (consecutive tasks in list
+// order) form an acyclic graph.
+void check_queue_deadlock(Context& c) {
+  const ir::Program& p = c.p;
+  const ir::Graph& g = c.g;
+  const uint32_t n = g.num_tasks();
+  std::vector<int64_t> next(n, -1);
+  std::vector<uint64_t> indeg(n, 0);
+  std::unordered_map<int64_t, uint32_t> last;
+  for (uint32_t t = 0; t < n; ++t) {
+    for (uint32_t s : g.wait_slots(t)) indeg[t] += g.producers(s).size();
+    if (!p.tasks[t].sm) continue;
+    auto it = last.find(*p.tasks[t].sm);
+    if (it != last.end()) {
+      next[it->second] = t;
+      ++indeg[t];
+    }
+    last[*p.tasks[t].sm] = t;
+  }
+  std::vector<uint32_t> order;
+  for (uint32_t t = 0; t < n; ++t)
+    if (!indeg[t]) order.push_back(t);
+  for (size_t h = 0; h < order.size(); ++h) {
+    uint32_t v = order[h];
+    for (uint32_t w : g.consumers(v))
+      if (--indeg[w] == 0) order.push_back(w);
+    if (next[v] >= 0 && --indeg[static_cast<size_t>(next[v])] == 0)
+      order.push_back(static_cast<uint32_t>(next[v]));
+  }
+  if (order.size() == n) return;
+  // Witness: walk backwards from a stuck task through stuck predecessors until a task repeats.
+  std::vector<int64_t> prev_in_queue(n, -1);
+  for (uint32_t t = 0; t < n; ++t)
+    if (next[t] >= 0) prev_in_queue[static_cast<size_t>(next[t])] = t;
+  uint32_t start = 0;
+  while (indeg[start] == 0) ++start;
+  std::vector<uint32_t> walk;
+  std::vector<int64_t> seen_at(n, -1);
+  uint32_t v = start;
+  while (seen_at[v] < 0) {
+    seen_at[v] = static_cast<int64_t>(walk.size());
+    walk.push_back(v);
+    int64_t pred = -1;
+    if (prev_in_queue[v] >= 0 && indeg[static_cast<size_t>(prev_in_queue[v])] > 0)
+      pred = prev_in_queue[v];
+    for (uint32_t s : g.wait_slots(v))
+      for (uint32_t q : g.producers(s))
+        if (pred < 0 && indeg[q] > 0) pred = q;
+    v = static_cast<uint32_t>(pred);
+  }
+  std::vector<uint32_t> cyc(walk.begin() + seen_at[v], walk.end());
+  std::reverse(cyc.begin(), cyc.end());  // forward direction: each hop enables the next
+  auto lowest = std::min_element(cyc.begin(), cyc.end());
+  std::rotate(cyc.begin(), lowest, cyc.end());
+  cyc.push_back(cyc.front());
+  std::string path = fmt::format("{}:{}", cyc[0], p.tasks[cyc[0]].display());
+  std::vector<ir::Note> notes;
+  for (size_t i = 0; i + 1 < cyc.size(); ++i) {
+    uint32_t a = cyc[i], b = cyc[i + 1];
+    bool queue = next[a] == static_cast<int64_t>(b);
+    path += fmt::format(" {} {}:{}", queue ? "=>" : "->", b, p.tasks[b].display());
+    if (notes.size() < 16)
+      notes.push_back(
+          queue ? ir::Note{fmt::format("t{} runs after t{} in SM {}'s queue", b, a, *p.tasks[a].sm),
+                           ir::task_pointer(b, "sm")}
+                : ir::Note{
+                      fmt::format("t{} waits for counter {} of t{}", b, p.tasks[a].out_counter, a),
+                      ir::task_pointer(b, "waits")});
+  }
+  c.error("sm.queue-deadlock",
+          fmt::format("SM queues deadlock: counter waits (->) and per-SM queue order (=>) form a "
+                      "cycle: {}",
+                      path),
+          ir::task_pointer(cyc[0], "sm"), std::move(notes));
+}
+
+}  // namespace
 
 void check_placement(Context& c) {
   const ir::Program& p = c.p;
@@ -39,6 +122,7 @@ void check_placement(Context& c) {
     }
   }
   if (!p.sm_assigned()) return;
+  const size_t queue_errors_before = c.s.rule_count["sm.queue-order"];
   for (uint32_t a = 0; a < c.g.num_tasks(); ++a) {
     const auto& sa = p.tasks[a].sm;
     if (!sa) continue;
@@ -54,6 +138,8 @@ void check_placement(Context& c) {
                   ir::task_pointer(a, "sm")}});
     }
   }
+  if (c.g.acyclic() && c.s.rule_count["sm.queue-order"] == queue_errors_before)
+    check_queue_deadlock(c);
   for (size_t t = 0; t < p.tasks.size(); ++t) {
     const auto& sm = p.tasks[t].sm;
     if (!sm) continue;

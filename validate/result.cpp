@@ -128,6 +128,10 @@ std::span<const Rule> rules() {
       {"onchip.cross-sm", "an SMEM/REGISTER buffer is used on more than one SM", true},
       {"onchip.unassigned", "warning: an on-chip buffer's users have no SM yet", true},
       {"sm.queue-order", "same-SM producer after its consumer in the SM's serial queue", true},
+      {"sm.queue-deadlock",
+       "counter waits plus per-SM queue order form a cycle (AMK checks only "
+       "same-SM edges)",
+       false},
       {"sm.range", "an SM outside [0, target.num_sms)", true},
       {"sm.negative", "a negative SM (checked even without a target)", false},
       {"page.missing-page", "a buffer is mapped to a page id that does not exist", false},
