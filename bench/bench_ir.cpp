@@ -99,8 +99,8 @@ void BM_BuildGraph(benchmark::State& st) {
   auto p = amk::ir::generate(o).program;
   for (auto _ : st) benchmark::DoNotOptimize(amk::ir::Graph::build(p));
   st.counters["ns_per_task"] = benchmark::Counter(
-      static_cast<double>(p.tasks.size()), benchmark::Counter::kIsIterationInvariantRate |
-                                               benchmark::Counter::kInvert);
+      static_cast<double>(p.tasks.size()),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 BENCHMARK(BM_ParseAmk)->Arg(100000)->Unit(benchmark::kMillisecond)->MinTime(2);

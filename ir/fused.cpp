@@ -12,7 +12,9 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-bool is_int(const ojson& v) { return v.is_number_integer(); }
+bool is_int(const ojson& v) {
+  return v.is_number_integer();
+}
 
 // AMK's allowlist, mapped to amk storage types (float64 has none; see parse_recipe).
 std::optional<DType> recipe_dtype(const std::string& s, bool& known) {
@@ -63,7 +65,8 @@ std::optional<Recipe> parse_recipe(const JsonValue& recipe_value, int64_t n_inpu
       errors.push_back(fmt::format("step {}: bad op {}", i, py_repr(op)));
     } else {
       step.op = static_cast<Op>(op.get<int64_t>());
-      if (step.op == Op::FUSED) errors.push_back(fmt::format("step {}: nested FUSED is not allowed", i));
+      if (step.op == Op::FUSED)
+        errors.push_back(fmt::format("step {}: nested FUSED is not allowed", i));
     }
     if (st.contains("args") && !st["args"].is_null()) {
       const ojson& args = st["args"];
@@ -88,28 +91,29 @@ std::optional<Recipe> parse_recipe(const JsonValue& recipe_value, int64_t n_inpu
             else
               step.args.push_back({false, j.get<int64_t>()});
           } else {
-            errors.push_back(fmt::format("step {}: arg must be {{'in':k}} or {{'s':j}}, got {}",
-                                         i, py_repr(a)));
+            errors.push_back(
+                fmt::format("step {}: arg must be {{'in':k}} or {{'s':j}}, got {}", i, py_repr(a)));
           }
         }
       }
     }
     const ojson o = st.contains("out") ? st["out"] : ojson();
-    if ((o.is_string() && o.get<std::string>() == "final") || (is_int(o) && o.get<int64_t>() == -1)) {
+    if ((o.is_string() && o.get<std::string>() == "final") ||
+        (is_int(o) && o.get<int64_t>() == -1)) {
       step.final = true;
       wrote_final = true;
     } else if (is_int(o)) {
       step.out = o.get<int64_t>();
       produced.insert(step.out);
     } else {
-      errors.push_back(
-          fmt::format("step {}: out must be 'final' or an int scratch index, got {}", i, py_repr(o)));
+      errors.push_back(fmt::format("step {}: out must be 'final' or an int scratch index, got {}",
+                                   i, py_repr(o)));
     }
     if (st.contains("out_dtype") && !st["out_dtype"].is_null()) {
       const ojson& od = st["out_dtype"];
       bool known = false;
-      std::optional<DType> dt = od.is_string() ? recipe_dtype(od.get<std::string>(), known)
-                                               : std::nullopt;
+      std::optional<DType> dt =
+          od.is_string() ? recipe_dtype(od.get<std::string>(), known) : std::nullopt;
       if (!known) {
         errors.push_back(fmt::format(
             "step {}: out_dtype {} not in the allowlist ['bfloat16', 'float16', 'float32', "
@@ -128,8 +132,8 @@ std::optional<Recipe> parse_recipe(const JsonValue& recipe_value, int64_t n_inpu
       if (ok)
         for (const ojson& d : sh) ok = ok && is_int(d) && d.get<int64_t>() > 0;
       if (!ok || sh.size() > 4)
-        errors.push_back(fmt::format("step {}: out_shape must be a list of 1..4 positive ints, got {}",
-                                     i, py_repr(sh)));
+        errors.push_back(fmt::format(
+            "step {}: out_shape must be a list of 1..4 positive ints, got {}", i, py_repr(sh)));
       else
         for (const ojson& d : sh) step.out_shape.push_back(d.get<int64_t>());
     }
@@ -143,7 +147,8 @@ std::optional<Recipe> parse_recipe(const JsonValue& recipe_value, int64_t n_inpu
     out.steps.push_back(std::move(step));
     ++i;
   }
-  if (!wrote_final) errors.push_back("recipe never writes its final output (no step with out=='final')");
+  if (!wrote_final)
+    errors.push_back("recipe never writes its final output (no step with out=='final')");
   if (errors.size() != first_error) return std::nullopt;
   return out;
 }

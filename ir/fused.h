@@ -19,8 +19,8 @@ struct RecipeArg {
 struct RecipeStep {
   Op op = Op::NOP;
   std::vector<RecipeArg> args;
-  bool final = false;       ///< writes the task's output (out == "final" or -1)
-  int64_t out = 0;          ///< scratch slot when not final
+  bool final = false;              ///< writes the task's output (out == "final" or -1)
+  int64_t out = 0;                 ///< scratch slot when not final
   std::vector<int64_t> out_shape;  ///< empty: like args[0]
   std::optional<DType> out_dtype;  ///< empty: like args[0]
   std::vector<Param> params;

@@ -86,7 +86,9 @@ class Lexer {
     ws();
     return p_ < e_ ? static_cast<unsigned char>(*p_) : -1;
   }
-  [[noreturn]] void fail(std::string msg) const { throw SyntaxError{offset(), std::move(msg)}; }
+  [[noreturn]] void fail(std::string msg) const {
+    throw SyntaxError{offset(), std::move(msg)};
+  }
 
   // Object/array iteration: call with first=true after the opening bracket was consumed.
   bool next_key(std::string_view& key, std::string& scratch, bool& first) {
@@ -236,7 +238,9 @@ class Lexer {
     }
     return false;
   }
-  void advance() { ++p_; }
+  void advance() {
+    ++p_;
+  }
 
  private:
   [[noreturn]] void fail_at(const char* at, std::string msg) const {
@@ -479,7 +483,8 @@ class Reader {
   static constexpr size_t kMaxPath = kMaxDepth + 16;
   void push(std::string_view key) {
     if (depth_ == kMaxPath) lx_.fail("nesting too deep");
-    bool in_text = key.data() >= text_.data() && key.data() + key.size() <= text_.data() + text_.size();
+    bool in_text =
+        key.data() >= text_.data() && key.data() + key.size() <= text_.data() + text_.size();
     if (in_text) {
       path_[depth_++] = {key.data(), key.size(), false};
     } else {

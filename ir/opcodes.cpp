@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "ir/program.h"
+
 namespace amk::ir {
 namespace {
 
@@ -63,9 +65,59 @@ const OpSpec& op_spec(Op op) {
 }
 
 std::optional<ParamField> param_field(std::string_view key) {
-  for (size_t i = 0; i < kFields.size(); ++i)
-    if (kFields[i].name == key) return static_cast<ParamField>(i);
-  return std::nullopt;
+  // Dispatch on length and first letter so a lookup is one or two short compares.
+  auto is = [&](std::string_view lit, ParamField f) -> std::optional<ParamField> {
+    if (key == lit) return f;
+    return std::nullopt;
+  };
+  using F = ParamField;
+  switch (key.size()) {
+    case 1:
+      return key[0] == 'K'   ? F::K
+             : key[0] == 'N' ? F::N
+             : key[0] == 'M' ? F::M
+                             : std::optional<F>();
+    case 3:
+      if (key[0] == 'e') return is("eps", F::eps);
+      if (key[0] == 'p') return is("pos", F::pos);
+      if (key[0] == 'd') return is("dim", F::dim);
+      return std::nullopt;
+    case 5:
+      switch (key[0]) {
+        case 'n':
+          return is("n_off", F::n_off);
+        case 'm':
+          return is("m_off", F::m_off);
+        case 'v':
+          return is("vocab", F::vocab);
+        case 'g':
+          return is("group", F::group);
+        case 'f':
+          return is("flags", F::flags);
+        case 's':
+          return is("scale", F::scale);
+        case 't':
+          return is("theta", F::theta);
+        default:
+          return std::nullopt;
+      }
+    case 6:
+      if (key[0] == 'N') return is("N_tile", F::N_tile);
+      if (key[0] == 'M') return is("M_tile", F::M_tile);
+      if (key[0] == 'h') return is("hidden", F::hidden);
+      if (key[0] == 'k') return is("kv_len", F::kv_len);
+      if (key[0] == 'q') return is("qdtype", F::qdtype);
+      return std::nullopt;
+    case 7:
+      return is("n_heads", F::n_heads);
+    case 8:
+      if (key[0] == 'h') return is("head_dim", F::head_dim);
+      return is("kv_start", F::kv_start);
+    case 10:
+      return is("n_kv_heads", F::n_kv_heads);
+    default:
+      return std::nullopt;
+  }
 }
 
 std::optional<ParamType> param_type(std::string_view key) {
@@ -76,6 +128,25 @@ std::optional<ParamType> param_type(std::string_view key) {
 
 std::string_view param_name(ParamField f) {
   return kFields[static_cast<size_t>(f)].name;
+}
+
+ParamTable ParamTable::of(const Task& t) {
+  ParamTable pt;
+  for (const Param& p : t.params) {
+    auto f = param_field(p.key);
+    if (!f) continue;
+    auto k = static_cast<int>(*f);
+    pt.present |= 1u << k;
+    if (p.value.is_int()) {
+      pt.ints |= 1u << k;
+      pt.i[k] = p.value.i;
+    }
+    if (p.value.is_number()) {
+      pt.reals |= 1u << k;
+      pt.f[k] = p.value.as_double();
+    }
+  }
+  return pt;
 }
 
 }  // namespace amk::ir

@@ -59,6 +59,29 @@ std::optional<ParamField> param_field(std::string_view key);
 /// The JSON key of a field.
 std::string_view param_name(ParamField f);
 
+struct Task;
+
+/// A task's known param fields decoded once (a bit per field says which kinds are present).
+struct ParamTable {
+  uint32_t present = 0;         ///< field is present (any value)
+  uint32_t ints = 0;            ///< field holds a non-bool int (value in i[])
+  uint32_t reals = 0;           ///< field holds an int or a float (value in f[])
+  int64_t i[kParamFieldCount];  // valid where `ints` has the bit (left uninitialised otherwise)
+  double f[kParamFieldCount];   // valid where `reals` has the bit
+  /// Decodes the known fields of a task's params (unknown keys are skipped).
+  static ParamTable of(const Task& t);
+  /// True when the field holds a non-bool int.
+  bool has_int(ParamField k) const { return ints >> static_cast<int>(k) & 1u; }
+  /// The int value of a field, or `fallback` when it is absent or not an int.
+  int64_t get(ParamField k, int64_t fallback) const {
+    return has_int(k) ? i[static_cast<int>(k)] : fallback;
+  }
+  /// The numeric value of a field, or `fallback`.
+  double real(ParamField k, double fallback) const {
+    return reals >> static_cast<int>(k) & 1u ? f[static_cast<int>(k)] : fallback;
+  }
+};
+
 /// ATTENTION_TILE flags bit: write an un-normalised split-KV partial [n_heads, hd+2].
 inline constexpr int kFlagSplitKvPartial = 2;
 

@@ -73,8 +73,12 @@ bool ParamValue::operator==(const ParamValue& o) const {
 }
 
 const ParamValue* Task::param(std::string_view key) const {
-  for (const Param& p : params)
-    if (p.key == key) return &p.value;
+  for (const Param& p : params) {
+    if (p.key.size() != key.size()) continue;
+    size_t k = 0;
+    while (k < key.size() && p.key[k] == key[k]) ++k;  // short keys: no memcmp call
+    if (k == key.size()) return &p.value;
+  }
   return nullptr;
 }
 

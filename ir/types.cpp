@@ -81,12 +81,4 @@ int64_t dtype_nbytes(DType d, int64_t count) {
   return (bits + 7) / 8;
 }
 
-bool is_readonly(BufferKind k) {
-  return k == BufferKind::WEIGHT || k == BufferKind::CONST || k == BufferKind::IO_INPUT;
-}
-
-bool is_onchip(MemSpace s) {
-  return s == MemSpace::SMEM || s == MemSpace::REGISTER;
-}
-
 }  // namespace amk::ir

@@ -78,8 +78,12 @@ int dtype_bits(DType d);
 /// Bytes needed for `count` elements, rounded up for packed types: (count*bits+7)/8.
 int64_t dtype_nbytes(DType d, int64_t count);
 /// True for WEIGHT, CONST and IO_INPUT (never need a producer).
-bool is_readonly(BufferKind k);
+inline bool is_readonly(BufferKind k) {
+  return k == BufferKind::WEIGHT || k == BufferKind::CONST || k == BufferKind::IO_INPUT;
+}
 /// True for SMEM and REGISTER (visible to one SM only).
-bool is_onchip(MemSpace s);
+inline bool is_onchip(MemSpace s) {
+  return s == MemSpace::SMEM || s == MemSpace::REGISTER;
+}
 
 }  // namespace amk::ir

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/opcodes.h"
 #include "validate/context.h"
 
 namespace amk::validate {
@@ -20,28 +21,7 @@ namespace {
 constexpr int64_t kDirect = -1;
 constexpr size_t kExactCulpritMax = 256;  // writers up to which AMK's first-pair culprit is exact
 
-struct Region {  // AMK's _write_region: cols [c0, c1); rows [r0, r1) or all rows when r1 < 0
-  bool whole = true;
-  int64_t r0 = 0, r1 = -1, c0 = 0, c1 = 0;
-};
-
-Region write_region(const ir::Task& t) {
-  Region r;
-  if (t.op != ir::Op::GEMV_TILE && t.op != ir::Op::GEMM_TILE) return r;
-  auto n_off = t.int_param("n_off"), n_tile = t.int_param("N_tile");
-  if (!n_off || *n_off < 0 || !n_tile || *n_tile <= 0) return r;
-  r.whole = false;
-  r.c0 = *n_off;
-  r.c1 = *n_off + *n_tile;
-  if (t.op == ir::Op::GEMM_TILE) {
-    auto m_off = t.int_param("m_off"), m_tile = t.int_param("M_tile");
-    if (m_off && *m_off >= 0 && m_tile && *m_tile > 0) {
-      r.r0 = *m_off;
-      r.r1 = *m_off + *m_tile;
-    }
-  }
-  return r;
-}
+using Region = TileRegion;
 
 bool overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
   if (a1 < 0 || b1 < 0) return true;  // an "all rows" range overlaps everything
@@ -57,7 +37,15 @@ bool disjoint(const Region& a, const Region& b) {
 bool pairwise_disjoint(std::vector<Region>& rs) {
   for (const Region& r : rs)
     if (r.whole) return false;
-  std::sort(rs.begin(), rs.end(), [](const Region& a, const Region& b) { return a.c0 < b.c0; });
+  auto by_col = [](const Region& a, const Region& b) { return a.c0 < b.c0; };
+  if (!std::is_sorted(rs.begin(), rs.end(), by_col)) std::sort(rs.begin(), rs.end(), by_col);
+  bool rows_all = true;
+  for (const Region& r : rs) rows_all = rows_all && r.r1 < 0;
+  if (rows_all) {  // GEMV tiles: disjoint iff the sorted column ranges do not overlap
+    for (size_t k = 1; k < rs.size(); ++k)
+      if (rs[k].c0 < rs[k - 1].c1) return false;
+    return true;
+  }
   std::vector<const Region*> live;
   for (const Region& r : rs) {
     live.erase(
@@ -94,8 +82,10 @@ void check_hazards(Context& c) {
   const size_t nb = p.buffers.size();
 
   // Distinct writer counters per buffer, with the first writer of each (in list order).
-  std::vector<uint32_t> gs_off(nb + 1, 0);
-  std::vector<std::pair<uint32_t, uint32_t>> gs;  // (slot, first writer)
+  auto& gs_off = c.s.gs_off;
+  gs_off.assign(nb + 1, 0);
+  auto& gs = c.s.gs;  // (slot, first writer)
+  gs.clear();
   for (size_t b = 0; b < nb; ++b) {
     gs_off[b] = static_cast<uint32_t>(gs.size());
     for (uint32_t w : c.writers(static_cast<int64_t>(b))) {
@@ -118,32 +108,55 @@ void check_hazards(Context& c) {
     return buf.kind == ir::BufferKind::KV_CACHE && c.writers(b).empty();  // prior-step state
   };
 
-  // Phase 1: RAW queries, one per (read, writer counter) that is not a direct wait.
-  std::vector<int64_t> raw_q;
+  // Phase 1: RAW queries, one per (read, writer counter) that is not a direct wait. Only reads
+  // that need a second look (a query, a sibling writer, no writer, or only themselves as writer)
+  // are remembered, so a program whose reads all wait directly costs one pass.
+  struct Event {
+    uint32_t task, input;
+    uint32_t first_q;  // into raw_q
+  };
+  std::vector<Event> events;
+  auto& raw_q = c.s.raw_q;
+  raw_q.clear();
   for (uint32_t tid : g.topo_order()) {
     const ir::Task& t = p.tasks[tid];
-    for (int64_t b : t.inputs) {
-      if (skip_read(b) || c.writers(b).empty()) continue;
+    const uint32_t own = g.out_slot(tid);
+    for (uint32_t k = 0; k < t.inputs.size(); ++k) {
+      int64_t b = t.inputs[k];
+      if (skip_read(b)) continue;
+      auto ws = c.writers(b);
+      auto first_q = static_cast<uint32_t>(raw_q.size());
+      bool attention = ws.empty() || (ws.size() == 1 && ws[0] == tid);
       for (auto [slot, w] : groups(b)) {
-        if (slot == g.out_slot(tid)) {  // the reader's own counter: siblings are never ordered
-          raw_q.push_back(kDirect - 1);
-          continue;
-        }
-        raw_q.push_back(c.direct(w, tid) ? kDirect : static_cast<int64_t>(reach.add(w, tid)));
+        int64_t q = slot == own ? kDirect - 1  // the reader's own counter: siblings never ordered
+                    : c.direct(w, tid) ? kDirect
+                                       : static_cast<int64_t>(reach.add(w, tid));
+        attention = attention || q != kDirect;
+        raw_q.push_back(q);
+      }
+      if (attention) {
+        events.push_back({tid, k, first_q});
+      } else {
+        raw_q.resize(first_q);
       }
     }
   }
 
   // Phase 1b: WAW total-order proofs, in AMK's first-write order of buffers.
-  std::vector<int64_t> first_write;
-  {
-    std::vector<uint8_t> seen(nb, 0);
-    for (const ir::Task& t : p.tasks)
-      for (int64_t b : t.outputs)
-        if (c.buffer_ok(b) && !seen[static_cast<size_t>(b)]) {
-          seen[static_cast<size_t>(b)] = 1;
-          first_write.push_back(b);
-        }
+  // Buffers in AMK's first-write order: a buffer comes up when its first writer (in list order)
+  // is visited, at the position of its first mention among that task's outputs.
+  auto& first_write = c.s.first_write;
+  first_write.clear();
+  for (uint32_t id = 0; id < p.tasks.size(); ++id) {
+    const auto& outs = p.tasks[id].outputs;
+    for (size_t k = 0; k < outs.size(); ++k) {
+      int64_t b = outs[k];
+      if (!c.buffer_ok(b) || c.writers(b)[0] != id) continue;
+      if (std::find(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(k), b) !=
+          outs.begin() + static_cast<std::ptrdiff_t>(k))
+        continue;
+      first_write.push_back(b);
+    }
   }
   std::vector<WawCase> waw;
   std::vector<Region> regions;
@@ -154,7 +167,7 @@ void check_hazards(Context& c) {
     const bool one_counter = groups(b).size() == 1;
     if (one_counter) {
       regions.clear();
-      for (uint32_t w : ws) regions.push_back(write_region(p.tasks[w]));
+      for (uint32_t w : ws) regions.push_back(c.s.regions[w]);
       if (pairwise_disjoint(regions)) continue;
     }
     WawCase wc{b, one_counter, reach.size(), 0, false};
@@ -176,61 +189,59 @@ void check_hazards(Context& c) {
 
   // Phase 2: RAW diagnostics in AMK's order (topological, then input order).
   {
-    size_t cursor = 0;
-    std::vector<uint32_t> missing;
-    for (uint32_t tid : g.topo_order()) {
+    auto& missing = c.s.missing;
+    auto& ordered = c.s.ordered;
+    for (const Event& ev : events) {
+      const uint32_t tid = ev.task;
       const ir::Task& t = p.tasks[tid];
-      for (size_t k = 0; k < t.inputs.size(); ++k) {
-        int64_t b = t.inputs[k];
-        if (skip_read(b)) continue;
-        const ir::Buffer& buf = c.buf(b);
-        auto ws = c.writers(b);
-        std::string ptr = ir::task_pointer(tid, fmt::format("inputs/{}", k));
-        if (ws.empty()) {
-          c.error("read.never-produced",
-                  fmt::format("{} reads buffer #{} ('{}') that is never produced", task_ref(t, tid),
-                              b, buf.name),
-                  ptr);
-          continue;
+      int64_t b = t.inputs[ev.input];
+      const ir::Buffer& buf = c.buf(b);
+      auto ws = c.writers(b);
+      auto ptr = [&] { return ir::task_pointer(tid, fmt::format("inputs/{}", ev.input)); };
+      if (ws.empty()) {
+        c.error("read.never-produced",
+                fmt::format("{} reads buffer #{} ('{}') that is never produced", task_ref(t, tid),
+                            b, buf.name),
+                ptr());
+        continue;
+      }
+      auto gr = groups(b);
+      ordered.resize(gr.size());
+      for (size_t j = 0; j < gr.size(); ++j) {
+        int64_t q = raw_q[ev.first_q + j];
+        ordered[j] = q == kDirect || (q >= 0 && reach.answer(static_cast<size_t>(q)));
+      }
+      missing.clear();
+      bool others = false;
+      for (uint32_t w : ws) {
+        if (w == tid) continue;
+        others = true;
+        size_t j = 0;
+        while (gr[j].first != g.out_slot(w)) ++j;
+        if (!ordered[j]) missing.push_back(w);
+      }
+      if (!missing.empty()) {
+        const bool kv = buf.kind == ir::BufferKind::KV_CACHE;
+        std::vector<ir::Note> notes;
+        for (uint32_t w : missing) {
+          if (notes.size() == 4) break;
+          notes.push_back({fmt::format("writer {} has no happens-before path to task {}: add a "
+                                       "wait on counter {} (threshold = its producer count)",
+                                       task_ref(p.tasks[w], w), tid, p.tasks[w].out_counter),
+                           ir::task_pointer(w)});
         }
-        auto gr = groups(b);
-        std::vector<bool> ordered(gr.size());
-        for (size_t j = 0; j < gr.size(); ++j) {
-          int64_t q = raw_q[cursor++];
-          ordered[j] = q == kDirect || (q >= 0 && reach.answer(static_cast<size_t>(q)));
-        }
-        missing.clear();
-        bool others = false;
-        for (uint32_t w : ws) {
-          if (w == tid) continue;
-          others = true;
-          size_t j = 0;
-          while (gr[j].first != g.out_slot(w)) ++j;
-          if (!ordered[j]) missing.push_back(w);
-        }
-        if (!missing.empty()) {
-          const bool kv = buf.kind == ir::BufferKind::KV_CACHE;
-          std::vector<ir::Note> notes;
-          for (uint32_t w : missing) {
-            if (notes.size() == 4) break;
-            notes.push_back({fmt::format("writer {} has no happens-before path to task {}: add a "
-                                         "wait on counter {} (threshold = its producer count)",
-                                         task_ref(p.tasks[w], w), tid, p.tasks[w].out_counter),
-                             ir::task_pointer(w)});
-          }
-          c.error(kv ? "race.kv" : "race.raw",
-                  fmt::format("{} reads {} #{} ('{}') but writer task(s) {} are NOT ordered before "
-                              "it, data RACE",
-                              task_ref(t, tid), kv ? "KV cache" : "buffer", b, buf.name,
-                              py_list(missing)),
-                  ptr, std::move(notes));
-        } else if (!others && buf.kind != ir::BufferKind::KV_CACHE) {
-          c.warn("read.own-output",
-                 fmt::format("{} reads buffer #{} ('{}') in place with no external producer "
-                             "(reads its own uninitialized output?)",
-                             task_ref(t, tid), b, buf.name),
-                 ptr);
-        }
+        c.error(kv ? "race.kv" : "race.raw",
+                fmt::format("{} reads {} #{} ('{}') but writer task(s) {} are NOT ordered before "
+                            "it, data RACE",
+                            task_ref(t, tid), kv ? "KV cache" : "buffer", b, buf.name,
+                            py_list(missing)),
+                ptr(), std::move(notes));
+      } else if (!others && buf.kind != ir::BufferKind::KV_CACHE) {
+        c.warn("read.own-output",
+               fmt::format("{} reads buffer #{} ('{}') in place with no external producer "
+                           "(reads its own uninitialized output?)",
+                           task_ref(t, tid), b, buf.name),
+               ptr());
       }
     }
   }
@@ -288,7 +299,7 @@ void check_hazards(Context& c) {
       for (size_t a = 0; a < ws.size() && !found; ++a)
         for (size_t b2 = a + 1; b2 < ws.size() && !found; ++b2, q += 2) {
           bool ordered = ws[a] != ws[b2] && (reach.answer(q) || reach.answer(q + 1));
-          if (!disjoint(write_region(p.tasks[ws[a]]), write_region(p.tasks[ws[b2]])) && !ordered) {
+          if (!disjoint(c.s.regions[ws[a]], c.s.regions[ws[b2]]) && !ordered) {
             culprit = {ws[a], ws[b2]};
             found = true;
           }
@@ -315,17 +326,17 @@ void check_hazards(Context& c) {
 
   // tile.coverage: when every writer of a read buffer is a well-formed tile, the tiles must cover
   // the whole buffer (else its readers see data nobody wrote this pass).
-  std::vector<uint8_t> read(nb, 0);
-  std::vector<uint32_t> reader(nb, 0);
-  for (uint32_t tid = 0; tid < p.tasks.size(); ++tid)
-    for (int64_t b : p.tasks[tid].inputs)
-      if (c.buffer_ok(b) && !read[static_cast<size_t>(b)]) {
-        read[static_cast<size_t>(b)] = 1;
-        reader[static_cast<size_t>(b)] = tid;
-      }
+  // A buffer is read iff it has more users (reads + writes) than writes.
+  auto is_read = [&](int64_t b) { return c.users(b).size() > c.writers(b).size(); };
+  auto first_reader = [&](int64_t b) {
+    for (uint32_t u : c.users(b))
+      for (int64_t x : p.tasks[u].inputs)
+        if (x == b) return u;
+    return uint32_t{0};
+  };
   for (int64_t b : first_write) {
     const ir::Buffer& buf = c.buf(b);
-    bool needed = read[static_cast<size_t>(b)] || buf.kind == ir::BufferKind::IO_OUTPUT;
+    bool needed = is_read(b) || buf.kind == ir::BufferKind::IO_OUTPUT;
     if (!needed || buf.kind == ir::BufferKind::KV_CACHE || buf.shape.empty()) continue;
     auto ws = c.writers(b);
     const int64_t n_cols = buf.shape.back();
@@ -333,7 +344,7 @@ void check_hazards(Context& c) {
     regions.clear();
     bool tiles = true;
     for (uint32_t w : ws) {
-      Region r = write_region(p.tasks[w]);
+      Region r = c.s.regions[w];
       if (r.whole) {
         tiles = false;
         break;
@@ -345,8 +356,21 @@ void check_hazards(Context& c) {
       regions.push_back(r);
     }
     if (!tiles || regions.empty() || n_cols <= 0) continue;
+    {  // fast path: full-height tiles already sorted and contiguous from 0 to n_cols
+      bool simple = true;
+      int64_t covered = 0;
+      for (const Region& r : regions) {
+        if (r.r0 != 0 || r.r1 != n_rows || r.c0 > covered) {
+          simple = false;
+          break;
+        }
+        covered = std::max(covered, r.c1);
+      }
+      if (simple && covered >= n_cols) continue;
+    }
     // Row bands between all row boundaries; each band's column union must be [0, n_cols).
-    std::vector<int64_t> cuts{0, n_rows};
+    auto& cuts = c.s.cuts;
+    cuts.assign({0, n_rows});
     for (const Region& r : regions) {
       cuts.push_back(std::clamp<int64_t>(r.r0, 0, n_rows));
       cuts.push_back(std::clamp<int64_t>(r.r1, 0, n_rows));
@@ -372,9 +396,8 @@ void check_hazards(Context& c) {
         gap1 = n_cols;
       }
       if (gap0 >= 0) {
-        std::string who = read[static_cast<size_t>(b)]
-                              ? fmt::format("task {} reads it", reader[static_cast<size_t>(b)])
-                              : "it is a model output";
+        std::string who =
+            is_read(b) ? fmt::format("task {} reads it", first_reader(b)) : "it is a model output";
         c.error(
             "tile.coverage",
             fmt::format("buffer #{} ('{}') is written by {} tile(s) that leave columns [{}, {}) "

@@ -27,7 +27,7 @@ bool offchip(ir::MemSpace s) {
 // Users sharing a counter have the same descendants; writers with the same waits the same
 // ancestors. Returns false when a direct answer is already "no" (a task both uses x and writes y).
 struct AllBefore {
-  std::vector<size_t> queries;
+  uint32_t first = 0, count = 0;  // query indices live in Scratch::ab_queries
   bool impossible = false;
 };
 
@@ -36,7 +36,10 @@ AllBefore all_before(Context& c, int64_t x, int64_t y) {
   auto ys = c.writers(y);
   auto xs = c.users(x);
   if (ys.empty() || xs.empty()) return ab;
-  std::vector<uint32_t> user_slots, wreps;
+  auto& user_slots = c.s.user_slots;
+  auto& wreps = c.s.wreps;
+  user_slots.clear();
+  wreps.clear();
   for (uint32_t u : xs) {
     uint32_t s = c.g.out_slot(u);
     if (std::find(user_slots.begin(), user_slots.end(), s) == user_slots.end())
@@ -54,20 +57,22 @@ AllBefore all_before(Context& c, int64_t x, int64_t y) {
     for (uint32_t w : ys)
       if (u == w) ab.impossible = true;
   if (ab.impossible) return ab;
+  ab.first = static_cast<uint32_t>(c.s.ab_queries.size());
   for (uint32_t s : user_slots) {
     uint32_t u = c.g.producers(s)[0];
     for (uint32_t w : wreps) {
       if (c.direct(u, w)) continue;
-      ab.queries.push_back(c.s.reach.add(u, w));
+      c.s.ab_queries.push_back(static_cast<uint32_t>(c.s.reach.add(u, w)));
     }
   }
+  ab.count = static_cast<uint32_t>(c.s.ab_queries.size()) - ab.first;
   return ab;
 }
 
 bool holds(Context& c, const AllBefore& ab) {
   if (ab.impossible) return false;
-  for (size_t q : ab.queries)
-    if (!c.s.reach.answer(q)) return false;
+  for (uint32_t k = 0; k < ab.count; ++k)
+    if (!c.s.reach.answer(c.s.ab_queries[ab.first + k])) return false;
   return true;
 }
 
@@ -80,10 +85,10 @@ void check_pages(Context& c) {
   const auto n_pages = static_cast<int64_t>(pa.pages.size());
   for (size_t k = 0; k < pa.buffer_to_page.size(); ++k) {
     auto [b, pg] = pa.buffer_to_page[k];
-    std::string ptr = fmt::format("/pages/buffer_to_page/{}", b);
+    auto ptr = [b = b] { return fmt::format("/pages/buffer_to_page/{}", b); };
     if (!c.buffer_ok(b)) {
       c.error("page.missing-buffer",
-              fmt::format("the page map binds buffer {}, which does not exist", b), ptr);
+              fmt::format("the page map binds buffer {}, which does not exist", b), ptr());
       continue;
     }
     const ir::Buffer& buf = c.buf(b);
@@ -91,7 +96,7 @@ void check_pages(Context& c) {
       c.error("page.missing-page",
               fmt::format("buffer #{} ('{}') is bound to page {}, which does not exist ({} pages)",
                           b, buf.name, pg, n_pages),
-              ptr);
+              ptr());
       continue;
     }
     const ir::Page& page = pa.pages[static_cast<size_t>(pg)];
@@ -101,40 +106,55 @@ void check_pages(Context& c) {
           fmt::format("buffer #{} ('{}') is a {} buffer bound to page {}: only activations live "
                       "in scratch pages (weights, KV caches and model IO are fixed HBM tensors)",
                       b, buf.name, ir::name(buf.kind), pg),
-          ptr);
+          ptr());
     bool space_ok = ir::is_onchip(buf.space) ? page.space == buf.space : offchip(page.space);
     if (!space_ok)
       c.error("page.space",
               fmt::format("buffer #{} ('{}') in {} is bound to page {} in {}", b, buf.name,
                           ir::name(buf.space), pg, ir::name(page.space)),
-              ptr, {{"the page", fmt::format("/pages/pages/{}", pg)}});
+              ptr(), {{"the page", fmt::format("/pages/pages/{}", pg)}});
     if (buf.nbytes() > page.nbytes)
       c.error("page.size",
               fmt::format("buffer #{} ('{}') needs {} bytes but page {} has {}", b, buf.name,
                           buf.nbytes(), pg, page.nbytes),
-              ptr, {{"the page", fmt::format("/pages/pages/{}/nbytes", pg)}});
+              ptr(), {{"the page", fmt::format("/pages/pages/{}/nbytes", pg)}});
   }
   if (!c.g.acyclic()) return;
 
-  // Occupants per page in AMK's insertion order.
-  std::vector<int64_t> page_order;
-  std::unordered_map<int64_t, std::vector<int64_t>> occ;
-  for (auto [b, pg] : pa.buffer_to_page) {
-    auto [it, fresh] = occ.try_emplace(pg);
-    if (fresh) page_order.push_back(pg);
-    it->second.push_back(b);
-  }
+  // Occupants per page (CSR by page id), pages in AMK's order of first appearance in the map.
+  auto& off = c.s.page_off;
+  auto& occ = c.s.page_occ;
+  auto& page_order = c.s.page_order;
+  off.assign(static_cast<size_t>(n_pages) + 1, 0);
+  page_order.clear();
+  for (auto [b, pg] : pa.buffer_to_page)
+    if (pg >= 0 && pg < n_pages && off[static_cast<size_t>(pg) + 1]++ == 0)
+      page_order.push_back(pg);
+  for (int64_t k = 0; k < n_pages; ++k)
+    off[static_cast<size_t>(k) + 1] += off[static_cast<size_t>(k)];
+  occ.resize(off.back());
+  c.s.tmp32.assign(off.begin(), off.end() - 1);
+  for (auto [b, pg] : pa.buffer_to_page)
+    if (pg >= 0 && pg < n_pages) occ[c.s.tmp32[static_cast<size_t>(pg)]++] = b;
+  auto occupants = [&](int64_t pg) {
+    auto i = static_cast<size_t>(pg);
+    return std::span<const int64_t>(occ.data() + off[i], off[i + 1] - off[i]);
+  };
   Reach& reach = c.s.reach;
   reach.bind(c.g);
+  c.s.ab_queries.clear();
   const auto& pos = c.g.topo_pos();
   struct Pair {
     int64_t page, x, y;
     AllBefore ab;
   };
   std::vector<Pair> chain;
+  auto& written = c.s.written;  // (first writer position, buffer)
   for (int64_t pg : page_order) {
-    std::vector<std::pair<uint32_t, int64_t>> written;  // (first writer position, buffer)
-    for (int64_t b : occ[pg]) {
+    auto o = occupants(pg);
+    if (o.size() < 2) continue;
+    written.clear();
+    for (int64_t b : o) {
       if (!c.buffer_ok(b) || c.writers(b).empty()) continue;
       uint32_t first = UINT32_MAX;
       for (uint32_t w : c.writers(b)) first = std::min(first, pos[w]);
@@ -157,6 +177,7 @@ void check_pages(Context& c) {
 
   // Failing pages: AMK's pairs, in its order (page insertion order, then i < j).
   reach.clear();
+  c.s.ab_queries.clear();
   struct Check {
     int64_t page, a, b;
     AllBefore ab, ba;
@@ -165,7 +186,7 @@ void check_pages(Context& c) {
   std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> fallback;
   for (int64_t pg : page_order) {
     if (std::find(bad_pages.begin(), bad_pages.end(), pg) == bad_pages.end()) continue;
-    const auto& o = occ[pg];
+    auto o = occupants(pg);
     if (o.size() <= kExactPairsMax) {
       for (size_t i = 0; i < o.size(); ++i)
         for (size_t j = i + 1; j < o.size(); ++j) {

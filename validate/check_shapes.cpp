@@ -12,6 +12,7 @@ namespace amk::validate {
 namespace {
 
 using ir::Op;
+using F = ir::ParamField;
 
 bool integer_dtype(ir::DType d) {
   return d == ir::DType::I32 || d == ir::DType::I8 || d == ir::DType::U8;
@@ -23,7 +24,8 @@ std::string shape_str(const ir::Buffer& b) {
 
 class TaskShapes {
  public:
-  TaskShapes(Context& c, size_t id) : c_(c), id_(id), t_(c.p.tasks[id]) {}
+  TaskShapes(Context& c, size_t id, const ir::ParamTable& pt)
+      : c_(c), id_(id), t_(c.p.tasks[id]), pt_(pt) {}
 
   const ir::Buffer& in(size_t k) const { return c_.buf(t_.inputs[k]); }
   const ir::Buffer& out() const { return c_.buf(t_.outputs[0]); }
@@ -34,11 +36,8 @@ class TaskShapes {
     return fmt::format("output #{} ('{}', shape {})", t_.outputs[0], out().name, shape_str(out()));
   }
   // An int param (absent or non-int -> fallback).
-  int64_t i(std::string_view key, int64_t fallback) const {
-    auto v = t_.int_param(key);
-    return v ? *v : fallback;
-  }
-  bool has_int(std::string_view key) const { return t_.int_param(key).has_value(); }
+  int64_t i(ir::ParamField key, int64_t fallback) const { return pt_.get(key, fallback); }
+  bool has_int(ir::ParamField key) const { return pt_.has_int(key); }
   static int64_t last(const ir::Buffer& b) { return b.shape.empty() ? 1 : b.shape.back(); }
 
   void fail(const char* code, const std::string& msg, const std::string& field = "") {
@@ -61,31 +60,34 @@ class TaskShapes {
   Context& c_;
   size_t id_;
   const ir::Task& t_;
+  const ir::ParamTable& pt_;
 };
 
-// Param ranges that hold for every opcode using the key.
-void check_ranges(Context& c, size_t id) {
-  static constexpr std::string_view kPositive[] = {"K",       "N",          "M",     "N_tile",
-                                                   "M_tile",  "hidden",     "vocab", "head_dim",
-                                                   "n_heads", "n_kv_heads", "group"};
-  static constexpr std::string_view kNonNegative[] = {"n_off", "m_off", "kv_start", "kv_len",
-                                                      "pos"};
+// Param ranges that hold for every opcode using the key: 'P' positive, 'Z' non-negative.
+constexpr char kRange[ir::kParamFieldCount] = {
+    'P', 'P', 'P', 'P', 'P', 'Z', 'Z', 'P', 'P', 'P', 'P', 'P',  // K .. n_kv_heads
+    'Z', 'Z', 'Z', 0,   'P', 0,   0,   0,   0,   0};             // kv_start .. theta
+static_assert(static_cast<int>(ir::ParamField::group) == 16 && ir::kParamFieldCount == 22);
+
+void check_ranges(Context& c, size_t id, const ir::ParamTable& pt) {
   const ir::Task& t = c.p.tasks[id];
-  for (const ir::Param& prm : t.params) {
-    if (!prm.value.is_int()) continue;
-    bool pos = false, nonneg = false;
-    for (auto k : kPositive) pos = pos || k == prm.key;
-    for (auto k : kNonNegative) nonneg = nonneg || k == prm.key;
-    if ((pos && prm.value.i <= 0) || (nonneg && prm.value.i < 0))
+  for (uint32_t m = pt.ints; m; m &= m - 1) {
+    const int f = __builtin_ctz(m);
+    const char rule = kRange[f];
+    const int64_t v = pt.i[f];
+    if ((rule == 'P' && v <= 0) || (rule == 'Z' && v < 0)) {
+      auto key = ir::param_name(static_cast<ir::ParamField>(f));
       c.error("param.range",
-              fmt::format("{} param '{}'={} must be {}", task_ref(t, id), prm.key, prm.value.i,
-                          pos ? "positive" : "non-negative"),
-              ir::task_pointer(id, "params/" + ir::pointer_token(prm.key)));
+              fmt::format("{} param '{}'={} must be {}", task_ref(t, id), key, v,
+                          rule == 'P' ? "positive" : "non-negative"),
+              ir::task_pointer(id, fmt::format("params/{}", key)));
+    }
   }
-  if (auto eps = t.real_param("eps"); eps && *eps < 0)
-    c.error("param.range", fmt::format("{} param 'eps' must not be negative", task_ref(t, id)),
+  const double eps = pt.real(F::eps, 0), theta = pt.real(F::theta, 1);
+  if (eps < 0)
+    c.error("param.range", fmt::format("{} param 'eps' must be non-negative", task_ref(t, id)),
             ir::task_pointer(id, "params/eps"));
-  if (auto th = t.real_param("theta"); th && *th <= 0)
+  if (theta <= 0)
     c.error("param.range", fmt::format("{} param 'theta' must be positive", task_ref(t, id)),
             ir::task_pointer(id, "params/theta"));
 }
@@ -93,8 +95,8 @@ void check_ranges(Context& c, size_t id) {
 void TaskShapes::gemv() {
   const bool gemm = t_.op == Op::GEMM_TILE;
   const auto& x = in(0);
-  const int64_t K = i("K", last(x));
-  const int64_t qd = i("qdtype", 0);
+  const int64_t K = i(F::K, last(x));
+  const int64_t qd = i(F::qdtype, 0);
   const bool quant = (qd == 6 || qd == 7) && t_.inputs.size() >= 3;
   if (last(x) != K)
     fail("shape.gemv", fmt::format("K={} but {} has width {}", K, in_ref(0), last(x)), "params/K");
@@ -103,7 +105,7 @@ void TaskShapes::gemv() {
   const auto& w = in(1);
   if (quant) {
     const auto& sc = in(2);
-    const int64_t group = i("group", K);
+    const int64_t group = i(F::group, K);
     if (sc.shape.size() != 2) {
       fail("shape.gemv", fmt::format("scales {} must be [N, n_groups]", in_ref(2)), "inputs/2");
       return;
@@ -145,7 +147,7 @@ void TaskShapes::gemv() {
          "outputs/0");
   const int64_t out_rows = N > 0 ? out().numel() / N : 0;
   if (gemm) {
-    const int64_t m_off = i("m_off", 0), m_tile = i("M_tile", rows);
+    const int64_t m_off = i(F::m_off, 0), m_tile = i(F::M_tile, rows);
     if (m_off + m_tile > rows || m_off + m_tile > out_rows)
       c_.error("tile.bounds",
                fmt::format("{} rows [{}, {}) exceed {} ({} rows) or {}", task_ref(t_, id_), m_off,
@@ -156,8 +158,8 @@ void TaskShapes::gemv() {
          fmt::format("{} has {} rows but {} has {}", in_ref(0), rows, out_ref(), out_rows),
          "outputs/0");
   }
-  const int64_t n_off = i("n_off", 0), n_tile = i("N_tile", N);
-  if (has_int("n_off") && has_int("N_tile") && n_off >= 0 && n_tile > 0 && n_off + n_tile > N)
+  const int64_t n_off = i(F::n_off, 0), n_tile = i(F::N_tile, N);
+  if (has_int(F::n_off) && has_int(F::N_tile) && n_off >= 0 && n_tile > 0 && n_off + n_tile > N)
     c_.error("tile.bounds",
              fmt::format("{} tile columns [{}, {}) exceed N={} of {}", task_ref(t_, id_), n_off,
                          n_off + n_tile, N, out_ref()),
@@ -165,7 +167,7 @@ void TaskShapes::gemv() {
 }
 
 void TaskShapes::attention() {
-  const int64_t hd = i("head_dim", 0), nh = i("n_heads", 0), nkv = i("n_kv_heads", nh);
+  const int64_t hd = i(F::head_dim, 0), nh = i(F::n_heads, 0), nkv = i(F::n_kv_heads, nh);
   if (hd <= 0 || nh <= 0 || nkv <= 0) return;  // param.range / param.int32 already said so
   if (nh % nkv != 0)
     fail("shape.attention", fmt::format("n_heads={} is not a multiple of n_kv_heads={}", nh, nkv),
@@ -191,8 +193,8 @@ void TaskShapes::attention() {
   if (k.shape != v.shape)
     fail("shape.attention", fmt::format("{} and {} differ", in_ref(1), in_ref(2)), "inputs/2");
   const int64_t seq = k.shape.size() >= 3 ? k.shape[k.shape.size() - 3] : 0;
-  const int64_t start = i("kv_start", 0), len = i("kv_len", seq);
-  const bool partial = (i("flags", 0) & ir::kFlagSplitKvPartial) != 0;
+  const int64_t start = i(F::kv_start, 0), len = i(F::kv_len, seq);
+  const bool partial = (i(F::flags, 0) & ir::kFlagSplitKvPartial) != 0;
   if (start >= 0 && len >= 0 && start + len > seq)
     fail(
         "shape.attention",
@@ -234,15 +236,15 @@ void TaskShapes::run() {
              fmt::format("{} ids x {} columns of {} do not fill {}", ids.numel(), table.shape[1],
                          in_ref(1), out_ref()),
              "outputs/0");
-      if (has_int("hidden") && i("hidden", 0) != last(out()))
+      if (has_int(F::hidden) && i(F::hidden, 0) != last(out()))
         fail("shape.embed",
-             fmt::format("hidden={} but {} has width {}", i("hidden", 0), out_ref(), last(out())),
+             fmt::format("hidden={} but {} has width {}", i(F::hidden, 0), out_ref(), last(out())),
              "params/hidden");
       return;
     }
     case Op::RMSNORM:
     case Op::LAYERNORM: {
-      const int64_t h = i("hidden", last(in(0)));
+      const int64_t h = i(F::hidden, last(in(0)));
       if (last(in(0)) != h)
         fail("shape.norm", fmt::format("hidden={} but {} has width {}", h, in_ref(0), last(in(0))),
              "params/hidden");
@@ -263,7 +265,7 @@ void TaskShapes::run() {
       attention();
       return;
     case Op::ROPE: {
-      const int64_t hd = i("head_dim", 0);
+      const int64_t hd = i(F::head_dim, 0);
       const auto &x = in(0), &pos = in(1);
       if (hd > 0 && hd % 2 != 0)
         fail("shape.rope", fmt::format("head_dim={} must be even (rotate-half)", hd),
@@ -293,7 +295,7 @@ void TaskShapes::run() {
     case Op::SOFTMAX: {
       same_numel("shape.elementwise", 0);
       const auto rank = static_cast<int64_t>(in(0).shape.size());
-      const int64_t dim = i("dim", -1);
+      const int64_t dim = i(F::dim, -1);
       if (dim < -std::max<int64_t>(rank, 1) || dim >= std::max<int64_t>(rank, 1))
         fail("shape.elementwise",
              fmt::format("dim={} is outside the rank {} of {}", dim, rank, in_ref(0)),
@@ -301,7 +303,7 @@ void TaskShapes::run() {
       return;
     }
     case Op::DEQUANT: {
-      const int64_t qd = i("qdtype", 0), group = i("group", 0);
+      const int64_t qd = i(F::qdtype, 0), group = i(F::group, 0);
       if (qd != 6 && qd != 7)
         fail("shape.dequant", fmt::format("qdtype={} must be 6 (I8) or 7 (I4)", qd),
              "params/qdtype");
@@ -332,7 +334,7 @@ void TaskShapes::run() {
         return;
       }
       const auto &nw = in(0), &cache = out();
-      const int64_t pos = i("pos", 0);
+      const int64_t pos = i(F::pos, 0);
       if (cache.shape.size() == 3) {
         const int64_t row = cache.shape[1] * cache.shape[2];
         if (row <= 0 || nw.numel() % row != 0) {
@@ -373,13 +375,13 @@ void TaskShapes::run() {
       return;
     }
     case Op::ATTENTION_COMBINE: {
-      if (!has_int("head_dim")) {
+      if (!has_int(F::head_dim)) {
         fail("shape.combine", "needs the int param head_dim to split the partials", "params");
         return;
       }
-      const int64_t hd = i("head_dim", 0);
+      const int64_t hd = i(F::head_dim, 0);
       if (hd <= 0) return;
-      const int64_t nh = i("n_heads", in(0).numel() / (hd + 2));
+      const int64_t nh = i(F::n_heads, in(0).numel() / (hd + 2));
       for (size_t k = 0; k < t_.inputs.size(); ++k)
         if (in(k).numel() != nh * (hd + 2))
           fail("shape.combine",
@@ -397,20 +399,18 @@ void TaskShapes::run() {
 
 }  // namespace
 
-void check_shapes(Context& c) {
-  for (size_t id = 0; id < c.p.tasks.size(); ++id) {
-    const ir::Task& t = c.p.tasks[id];
-    check_ranges(c, id);
-    const ir::OpSpec& spec = ir::op_spec(t.op);
-    auto n = static_cast<int>(t.inputs.size());
-    if (n < spec.min_inputs || (spec.max_inputs != -1 && n > spec.max_inputs)) continue;
-    if (spec.n_outputs != -1 && static_cast<int>(t.outputs.size()) != spec.n_outputs) continue;
-    bool refs_ok = true;
-    for (int64_t b : t.inputs) refs_ok = refs_ok && c.buffer_ok(b);
-    for (int64_t b : t.outputs) refs_ok = refs_ok && c.buffer_ok(b);
-    if (!refs_ok) continue;
-    TaskShapes(c, id).run();
-  }
+void check_task_shapes(Context& c, size_t id, const ir::ParamTable& pt) {
+  const ir::Task& t = c.p.tasks[id];
+  check_ranges(c, id, pt);
+  const ir::OpSpec& spec = ir::op_spec(t.op);
+  auto n = static_cast<int>(t.inputs.size());
+  if (n < spec.min_inputs || (spec.max_inputs != -1 && n > spec.max_inputs)) return;
+  if (spec.n_outputs != -1 && static_cast<int>(t.outputs.size()) != spec.n_outputs) return;
+  for (int64_t b : t.inputs)
+    if (!c.buffer_ok(b)) return;
+  for (int64_t b : t.outputs)
+    if (!c.buffer_ok(b)) return;
+  TaskShapes(c, id, pt).run();
 }
 
 }  // namespace amk::validate

@@ -1,8 +1,9 @@
 // AMK step 1 (references, ABI caps, self-waits, arity, params) with AMK's exact messages, then
 // amk's structural additions (dimensions, read-only writes, finite params, FUSED recipes).
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
-#include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -33,23 +34,24 @@ std::string param_repr(const ir::ParamValue& v) {
 
 }  // namespace
 
-void check_tasks(Context& c) {
+void check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
   const ir::Program& p = c.p;
-  for (size_t id = 0; id < p.tasks.size(); ++id) {
+  {
     const ir::Task& t = p.tasks[id];
-    const std::string ref = task_ref(t, id);
+    auto ref = [&] { return task_ref(t, id); };  // formatted only when something is reported
     const std::string_view op = ir::name(t.op);
     for (size_t k = 0; k < t.inputs.size(); ++k)
       if (!c.buffer_ok(t.inputs[k]))
-        c.error("ref.missing-buffer", fmt::format("{} reads missing buffer {}", ref, t.inputs[k]),
+        c.error("ref.missing-buffer", fmt::format("{} reads missing buffer {}", ref(), t.inputs[k]),
                 ir::task_pointer(id, fmt::format("inputs/{}", k)));
     for (size_t k = 0; k < t.outputs.size(); ++k)
       if (!c.buffer_ok(t.outputs[k]))
-        c.error("ref.missing-buffer", fmt::format("{} writes missing buffer {}", ref, t.outputs[k]),
+        c.error("ref.missing-buffer",
+                fmt::format("{} writes missing buffer {}", ref(), t.outputs[k]),
                 ir::task_pointer(id, fmt::format("outputs/{}", k)));
     if (!c.counter_ok(t.out_counter))
       c.error("ref.missing-counter",
-              fmt::format("{} increments missing counter {}", ref, t.out_counter),
+              fmt::format("{} increments missing counter {}", ref(), t.out_counter),
               ir::task_pointer(id, "out_counter"));
     if (t.inputs.size() > ir::kMaxInputs)
       c.error("abi.max-inputs",
@@ -82,11 +84,11 @@ void check_tasks(Context& c) {
       const ir::Wait& w = t.waits[k];
       if (!c.counter_ok(w.counter))
         c.error("ref.missing-counter",
-                fmt::format("{} waits on missing counter {}", ref, w.counter),
+                fmt::format("{} waits on missing counter {}", ref(), w.counter),
                 ir::task_pointer(id, fmt::format("waits/{}/counter", k)));
       if (w.threshold < 1)
         c.error("wait.threshold",
-                fmt::format("{} threshold {} on counter {} is not a positive static int", ref,
+                fmt::format("{} threshold {} on counter {} is not a positive static int", ref(),
                             w.threshold, w.counter),
                 ir::task_pointer(id, fmt::format("waits/{}/threshold", k)));
     }
@@ -94,7 +96,7 @@ void check_tasks(Context& c) {
       if (t.waits[k].counter == t.out_counter)
         c.error(
             "wait.self",
-            fmt::format("{} waits on its OWN out_counter {}, self-deadlock", ref, t.out_counter),
+            fmt::format("{} waits on its OWN out_counter {}, self-deadlock", ref(), t.out_counter),
             ir::task_pointer(id, fmt::format("waits/{}", k)),
             {{"a task's counter only moves when the task finishes, so it can never start",
               ir::task_pointer(id, "out_counter")}});
@@ -111,39 +113,43 @@ void check_tasks(Context& c) {
                           t.outputs.size()),
               ir::task_pointer(id, "outputs"));
     for (std::string_view k : spec.required)
-      if (!t.param(k))
+      if (auto f = ir::param_field(k); f ? !(pt.present >> static_cast<int>(*f) & 1u) : !t.param(k))
         c.error("op.required-param",
                 fmt::format("task {} ({}) missing required param '{}'", id, op, k),
                 ir::task_pointer(id, "params"));
     for (const ir::Param& prm : t.params) {
       auto type = ir::param_type(prm.key);
-      std::string ptr = ir::task_pointer(id, "params/" + ir::pointer_token(prm.key));
+      auto ptr = [&] { return ir::task_pointer(id, "params/" + ir::pointer_token(prm.key)); };
       if (!type) {
         c.warn("param.unknown",
                fmt::format("task {} ({}) param '{}' is not a known amk_params_t field (will not "
                            "marshal to the device)",
                            id, op, prm.key),
-               ptr);
+               ptr());
       } else if (*type == ir::ParamType::Int) {
         if (!prm.value.is_int() || prm.value.i < std::numeric_limits<int32_t>::min() ||
             prm.value.i > std::numeric_limits<int32_t>::max())
           c.error("param.int32",
                   fmt::format("task {} param '{}'={} must be an int32", id, prm.key,
                               param_repr(prm.value)),
-                  ptr);
+                  ptr());
       } else if (prm.value.kind == ir::ParamValue::Kind::Other) {  // Python: bools pass
         c.error("param.real",
                 fmt::format("task {} param '{}'={} must be a real number", id, prm.key,
                             param_repr(prm.value)),
-                ptr);
+                ptr());
       }
     }
   }
 }
 
-void check_structure(Context& c) {
+void check_buffers(Context& c) {
   const ir::Program& p = c.p;
-  std::unordered_map<std::string_view, size_t> names;
+  // Duplicate names through a flat open-addressing table of (hash, first buffer with it).
+  size_t cap = 16;
+  while (cap < 2 * p.buffers.size()) cap <<= 1;
+  auto& table = c.s.pairs;
+  table.assign(cap, {0, SIZE_MAX});
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     const ir::Buffer& buf = p.buffers[b];
     for (size_t k = 0; k < buf.shape.size(); ++k) {
@@ -155,17 +161,29 @@ void check_structure(Context& c) {
         break;
       }
     }
-    auto [it, fresh] = names.try_emplace(buf.name, b);
-    if (!fresh)
-      c.warn("buffer.duplicate-name",
-             fmt::format("buffers #{} and #{} are both named '{}'; weights, inputs and outputs are "
-                         "bound by name",
-                         it->second, b, buf.name),
-             fmt::format("/buffers/{}/name", b),
-             {{"the first one", fmt::format("/buffers/{}", it->second)}});
+    const size_t h = std::hash<std::string_view>{}(buf.name);
+    for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1)) {
+      auto& [eh, first] = table[i];
+      if (first == SIZE_MAX) {
+        table[i] = {h, b};
+        break;
+      }
+      if (eh == h && p.buffers[first].name == buf.name) {
+        c.warn("buffer.duplicate-name",
+               fmt::format("buffers #{} and #{} are both named '{}'; weights, inputs and outputs "
+                           "are bound by name",
+                           first, b, buf.name),
+               fmt::format("/buffers/{}/name", b),
+               {{"the first one", fmt::format("/buffers/{}", first)}});
+        break;
+      }
+    }
   }
-  for (size_t id = 0; id < p.tasks.size(); ++id) {
-    const ir::Task& t = p.tasks[id];
+}
+
+void check_task_structure(Context& c, size_t id) {
+  {
+    const ir::Task& t = c.p.tasks[id];
     for (const ir::Param& prm : t.params)
       if (prm.value.kind == ir::ParamValue::Kind::Float && !std::isfinite(prm.value.f))
         c.error("param.finite",

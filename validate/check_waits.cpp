@@ -11,11 +11,11 @@
 
 namespace amk::validate {
 
-void check_waits(Context& c) {
+void check_task_waits(Context& c, size_t id) {
   const ir::Program& p = c.p;
-  for (size_t id = 0; id < p.tasks.size(); ++id) {
+  {
     const ir::Task& t = p.tasks[id];
-    const std::string ref = task_ref(t, id);
+    auto ref = [&] { return task_ref(t, id); };
     auto slots = c.g.wait_slots(static_cast<uint32_t>(id));
     for (size_t k = 0; k < t.waits.size(); ++k) {
       const ir::Wait& w = t.waits[k];
@@ -24,18 +24,18 @@ void check_waits(Context& c) {
       for (uint32_t s : slots)
         if (c.g.slot_counter(s) == w.counter) slot = s;
       const size_t np = c.g.producers(slot).size();
-      std::string ptr = ir::task_pointer(id, fmt::format("waits/{}", k));
+      auto ptr = [&] { return ir::task_pointer(id, fmt::format("waits/{}", k)); };
       if (np == 0) {
         c.error("wait.no-producer",
                 fmt::format("{} waits on counter {} with NO producer, unsatisfiable (deadlock)",
-                            ref, w.counter),
-                ptr);
+                            ref(), w.counter),
+                ptr());
       } else if (w.threshold > static_cast<int64_t>(np)) {
         c.error(
             "wait.unsatisfiable",
             fmt::format("{} threshold {} > {} producers of counter {}, unsatisfiable (deadlock)",
-                        ref, w.threshold, np, w.counter),
-            ptr + "/threshold");
+                        ref(), w.threshold, np, w.counter),
+            ptr() + "/threshold");
       } else if (np > 1 && w.threshold != static_cast<int64_t>(np)) {
         std::vector<ir::Note> notes;
         for (uint32_t q : c.g.producers(slot)) {
@@ -47,8 +47,8 @@ void check_waits(Context& c) {
                 fmt::format("{} partial wait threshold {} on shared counter {} ({} producers), "
                             "ambiguous which-producer RACE; a shared counter must be an all-join "
                             "(threshold == {})",
-                            ref, w.threshold, w.counter, np, np),
-                ptr + "/threshold", std::move(notes));
+                            ref(), w.threshold, w.counter, np, np),
+                ptr() + "/threshold", std::move(notes));
       }
       if (c.counter_ok(w.counter) && p.counters[static_cast<size_t>(w.counter)].init != 0) {
         int64_t init = p.counters[static_cast<size_t>(w.counter)].init;
@@ -56,11 +56,15 @@ void check_waits(Context& c) {
                 fmt::format("{} waits on counter {} whose init is {}: the wait can hold before "
                             "its producers ran (the reference VM starts at init, the CUDA loader "
                             "at 0), so it orders nothing; waited counters must start at 0",
-                            ref, w.counter, init),
-                ptr, {{"the counter", fmt::format("/counters/{}/init", w.counter)}});
+                            ref(), w.counter, init),
+                ptr(), {{"the counter", fmt::format("/counters/{}/init", w.counter)}});
       }
     }
   }
+}
+
+void check_counters(Context& c) {
+  const ir::Program& p = c.p;
   for (size_t k = 0; k < p.counters.size(); ++k) {
     int64_t init = p.counters[k].init;
     if (init < 0 || init > 0xFFFFFFFFll)

@@ -1,25 +1,48 @@
 // Internal: state shared by the rule passes of one validation run.
 #pragma once
 
+#include <array>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/opcodes.h"
 #include "ir/program.h"
 #include "validate/reach.h"
 #include "validate/validate.h"
 
 namespace amk::validate {
 
+/// The part of its output buffer a task writes, as AMK's WAW rule models it: GEMV/GEMM tiles write
+/// columns [c0, c1) and (GEMM with m_off/M_tile) rows [r0, r1); r1 < 0 means all rows; anything
+/// else writes the whole buffer.
+struct TileRegion {
+  bool whole = true;
+  int64_t r0 = 0, r1 = -1, c0 = 0, c1 = 0;
+};
+
 /// Reusable memory of a Validator.
 struct Scratch {
+  std::vector<TileRegion> regions;  // per task, filled by the per-task pass
   ir::Graph graph;
   Reach reach;
   std::vector<uint32_t> wr_off, wr;    // writers per buffer (task ids, list order, dups kept)
   std::vector<uint32_t> use_off, use;  // users (readers and writers) per buffer
   std::vector<uint32_t> tmp32;
   std::vector<uint8_t> flags;
+  std::vector<std::pair<size_t, size_t>> pairs;
+  // check_hazards
+  std::vector<uint32_t> gs_off;
+  std::vector<std::pair<uint32_t, uint32_t>> gs;
+  std::vector<int64_t> raw_q, first_write, cuts;
+  std::vector<uint8_t> ordered, seen, read;
+  std::vector<uint32_t> reader, distinct, missing;
+  // check_pages
+  std::vector<uint32_t> user_slots, wreps, ab_queries;
+  std::vector<uint32_t> page_off;
+  std::vector<int64_t> page_occ, page_order;
+  std::vector<std::pair<uint32_t, int64_t>> written;
   std::unordered_map<std::string, size_t> rule_count;
 };
 
@@ -29,6 +52,24 @@ struct Context {
   const ir::Graph& g;
   Scratch& s;
   Result& r;
+
+  /// Rule families in report order. Per-task families run in one fused pass over the tasks;
+  /// each family's diagnostics are kept apart and concatenated in this order at the end.
+  enum Phase : uint8_t {
+    kRefs,
+    kBuffers,
+    kTaskStructure,
+    kShapes,
+    kWaits,
+    kCycles,
+    kHazards,
+    kPlacement,
+    kPages,
+    kOutputs,
+    kPhaseCount
+  };
+  Phase phase = kRefs;
+  std::array<ir::Diagnostics, kPhaseCount> errs{}, warns{};
 
   /// At most this many diagnostics per code are kept; the rest are counted in one summary.
   static constexpr size_t kPerRuleCap = 1000;
@@ -59,10 +100,13 @@ struct Context {
 };
 
 // The rule passes, in emission order (each documented in rules()).
-void check_tasks(Context& c);          // AMK step 1: references, ABI caps, arity, params
-void check_structure(Context& c);      // buffers, readonly writes, finite params, recipes
-void check_shapes(Context& c);         // per-opcode shape/param consistency and tile bounds
-void check_waits(Context& c);          // AMK step 2 + counter init/range
+void check_task_refs(Context& c, size_t id,
+                     const ir::ParamTable& pt);    // AMK step 1: refs, ABI caps, arity, params
+void check_buffers(Context& c);                    // dims, duplicate names
+void check_task_structure(Context& c, size_t id);  // readonly writes, finite params, recipes
+void check_task_shapes(Context& c, size_t id, const ir::ParamTable& pt);  // shapes, tile bounds
+void check_task_waits(Context& c, size_t id);  // AMK step 2 + counter init
+void check_counters(Context& c);               // counter init range
 std::string check_cycles(Context& c);  // AMK steps 3-4 (+ every other cycle); "" when acyclic
 void check_hazards(Context& c);        // AMK steps 5, 5a + tile coverage (acyclic only)
 void check_placement(Context& c);      // AMK steps 5b, 6 + negative SMs

@@ -32,10 +32,12 @@ void Reach::solve() {
   const size_t n = qsrc_.size();
   ans_.assign(n, 0);
   work_ = 0;
+  // Counting sort of the queries by their source's topological position: O(queries + tasks).
   order_.resize(n);
-  std::iota(order_.begin(), order_.end(), 0u);
-  std::sort(order_.begin(), order_.end(),
-            [&](uint32_t a, uint32_t b) { return pos[qsrc_[a]] < pos[qsrc_[b]]; });
+  count_.assign(g.num_tasks() + 1, 0);
+  for (size_t q = 0; q < n; ++q) ++count_[pos[qsrc_[q]] + 1];
+  for (size_t p = 0; p < g.num_tasks(); ++p) count_[p + 1] += count_[p];
+  for (size_t q = 0; q < n; ++q) order_[count_[pos[qsrc_[q]]]++] = static_cast<uint32_t>(q);
   size_t i = 0;
   while (i < n) {
     // Gather queries until 64 distinct sources are in the batch.

@@ -35,7 +35,7 @@ class Reach {
   std::vector<uint8_t> ans_;
   std::vector<uint64_t> cmask_, vmask_;
   std::vector<uint8_t> bit_;  // per task: 1 + bit index in the current batch, 0 when not a source
-  std::vector<uint32_t> touched_, batch_src_;
+  std::vector<uint32_t> touched_, batch_src_, count_;
   uint64_t work_ = 0;
 };
 

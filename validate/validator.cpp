@@ -71,6 +71,26 @@ std::string number_repr(const ir::Number& n) {
 
 namespace {
 
+TileRegion tile_region(const ir::Task& t, const ir::ParamTable& pt) {
+  TileRegion r;
+  if (t.op != ir::Op::GEMV_TILE && t.op != ir::Op::GEMM_TILE) return r;
+  using F = ir::ParamField;
+  if (!pt.has_int(F::n_off) || !pt.has_int(F::N_tile)) return r;
+  const int64_t n_off = pt.get(F::n_off, 0), n_tile = pt.get(F::N_tile, 0);
+  if (n_off < 0 || n_tile <= 0) return r;
+  r.whole = false;
+  r.c0 = n_off;
+  r.c1 = n_off + n_tile;
+  if (t.op == ir::Op::GEMM_TILE && pt.has_int(F::m_off) && pt.has_int(F::M_tile)) {
+    const int64_t m_off = pt.get(F::m_off, 0), m_tile = pt.get(F::M_tile, 0);
+    if (m_off >= 0 && m_tile > 0) {
+      r.r0 = m_off;
+      r.r1 = m_off + m_tile;
+    }
+  }
+  return r;
+}
+
 void index_buffers(const ir::Program& p, Scratch& s) {
   const size_t nb = p.buffers.size();
   auto csr = [&](std::vector<uint32_t>& off, std::vector<uint32_t>& list, bool with_inputs) {
@@ -113,18 +133,35 @@ Result Validator::validate(const ir::Program& p) {
   s.graph.assign(p);
   index_buffers(p, s);
   Result r;
-  Context c{p, s.graph, s, r};
-  check_tasks(c);
-  check_structure(c);
-  check_shapes(c);
-  check_waits(c);
+  Context c{p, s.graph, s, r, Context::kRefs, {}, {}};
+  c.phase = Context::kBuffers;
+  check_buffers(c);
+  s.regions.resize(p.tasks.size());
+  for (size_t id = 0; id < p.tasks.size(); ++id) {  // one pass: each task is loaded once
+    const ir::ParamTable pt = ir::ParamTable::of(p.tasks[id]);
+    s.regions[id] = tile_region(p.tasks[id], pt);
+    c.phase = Context::kRefs;
+    check_task_refs(c, id, pt);
+    c.phase = Context::kTaskStructure;
+    check_task_structure(c, id);
+    c.phase = Context::kShapes;
+    check_task_shapes(c, id, pt);
+    c.phase = Context::kWaits;
+    check_task_waits(c, id);
+  }
+  check_counters(c);
+  c.phase = Context::kCycles;
   bool acyclic = check_cycles(c).empty();
   if (acyclic) {
+    c.phase = Context::kHazards;
     s.reach.bind(s.graph);
     check_hazards(c);
   }
+  c.phase = Context::kPlacement;
   check_placement(c);
+  c.phase = Context::kPages;
   check_pages(c);
+  c.phase = Context::kOutputs;
   check_outputs(c);
   c.finish();
   r.stats.tasks = p.tasks.size();

@@ -1,0 +1,161 @@
+// Validator benchmarks. Full proof (every rule) on generated programs from 1k to 1M tasks, the
+// library API's throughput on mutated ~1k-task programs, and, as the baseline measured in the same
+// run, AMK's own RAW algorithm (per-task ancestor bitsets in topological order, O(V^2) bits) in C++
+// on the same programs where it fits in memory.
+#include <benchmark/benchmark.h>
+
+#include <malloc.h>
+
+#include <map>
+
+#include "ir/gen.h"
+#include "ir/graph.h"
+#include "validate/validate.h"
+
+namespace {
+
+const amk::ir::Program& program(amk::ir::GenShape shape, int64_t tasks) {
+  static std::map<std::pair<int, int64_t>, amk::ir::Program> cache;
+  auto key = std::make_pair(static_cast<int>(shape), tasks);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    amk::ir::GenOptions o;
+    o.shape = shape;
+    o.tasks = static_cast<uint64_t>(tasks);
+    o.pages = true;
+    it = cache.emplace(key, amk::ir::generate(o).program).first;
+  }
+  return it->second;
+}
+
+// Steady state of a reused Validator (its scratch is warm), as a search loop runs it.
+void full_proof(benchmark::State& st, amk::ir::GenShape shape) {
+  const auto& p = program(shape, st.range(0));
+  amk::validate::Validator v;
+  size_t peak = 0;
+  bool ok = v.validate(p).ok;  // warm-up: first touch of the scratch memory
+  for (auto _ : st) {
+    size_t before = mallinfo2().uordblks;
+    auto r = v.validate(p);
+    peak = std::max(peak, mallinfo2().uordblks - before);
+    ok = ok && r.ok;
+    benchmark::DoNotOptimize(r);
+  }
+  if (!ok) st.SkipWithError("generated program rejected");
+  st.counters["tasks"] = static_cast<double>(p.tasks.size());
+  st.counters["ns_per_task"] = benchmark::Counter(
+      static_cast<double>(p.tasks.size()),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  st.counters["scratch_MB"] = static_cast<double>(peak) / 1e6;
+}
+
+void BM_FullProof_Llama(benchmark::State& st) {
+  full_proof(st, amk::ir::GenShape::Llama);
+}
+
+// A fresh Validator every time: includes allocating and first touching its scratch.
+void BM_FullProofCold_Mesh(benchmark::State& st) {
+  const auto& p = program(amk::ir::GenShape::Mesh, st.range(0));
+  for (auto _ : st) {
+    amk::validate::Validator v;
+    benchmark::DoNotOptimize(v.validate(p));
+  }
+  st.counters["ns_per_task"] = benchmark::Counter(
+      static_cast<double>(p.tasks.size()),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+void BM_FullProof_Mesh(benchmark::State& st) {
+  full_proof(st, amk::ir::GenShape::Mesh);
+}
+
+// AMK's step 5 in C++: anc[t] = OR over preds (anc[p] | bit p), then every writer of each read
+// buffer must be in anc[reader]. Memory: tasks^2 bits.
+void BM_AmkAncestorBitsetsBaseline(benchmark::State& st) {
+  const auto& p = program(amk::ir::GenShape::Llama, st.range(0));
+  const auto g = amk::ir::Graph::build(p);
+  const size_t n = p.tasks.size(), words = (n + 63) / 64;
+  std::vector<std::vector<uint32_t>> writers(p.buffers.size());
+  for (uint32_t t = 0; t < n; ++t)
+    for (int64_t b : p.tasks[t].outputs) writers[static_cast<size_t>(b)].push_back(t);
+  size_t races = 0;
+  for (auto _ : st) {
+    std::vector<uint64_t> anc(n * words, 0);
+    races = 0;
+    for (uint32_t t : g.topo_order()) {
+      uint64_t* a = &anc[t * words];
+      for (uint32_t s : g.wait_slots(t))
+        for (uint32_t q : g.producers(s)) {
+          const uint64_t* b = &anc[q * words];
+          for (size_t w = 0; w < words; ++w) a[w] |= b[w];
+          a[q / 64] |= uint64_t{1} << (q % 64);
+        }
+      for (int64_t b : p.tasks[t].inputs) {
+        if (amk::ir::is_readonly(p.buffers[static_cast<size_t>(b)].kind)) continue;
+        for (uint32_t w : writers[static_cast<size_t>(b)])
+          if (w != t && !((a[w / 64] >> (w % 64)) & 1)) ++races;
+      }
+    }
+    benchmark::DoNotOptimize(anc.data());
+  }
+  if (races) st.SkipWithError("baseline found races in a valid program");
+  st.counters["tasks"] = static_cast<double>(n);
+  st.counters["ns_per_task"] =
+      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate |
+                                                     benchmark::Counter::kInvert);
+  st.counters["bitset_MB"] = static_cast<double>(n * words * 8) / 1e6;
+}
+
+// The library API as a search loop uses it: one Validator, many slightly different programs
+// (AMK's ~5,150 schedules/s was measured on 166-task toy mutants).
+void BM_LibraryApiMutatedToyPrograms(benchmark::State& st) {
+  amk::ir::GenOptions o;
+  o.tasks = static_cast<uint64_t>(st.range(0));
+  o.pages = true;
+  const amk::ir::Program base = amk::ir::generate(o).program;
+  std::vector<amk::ir::Program> variants;
+  uint64_t s = 7;
+  for (int k = 0; k < 64; ++k) {
+    amk::ir::Program p = base;
+    s = s * 6364136223846793005ull + 1;
+    auto& t = p.tasks[(s >> 33) % p.tasks.size()];
+    if (!t.waits.empty() && (s >> 20) % 2) t.waits.pop_back();  // half of them become racy
+    variants.push_back(std::move(p));
+  }
+  amk::validate::Validator v;
+  size_t i = 0, rejected = 0;
+  for (auto _ : st) {
+    auto r = v.validate(variants[i++ % variants.size()]);
+    rejected += !r.ok;
+    benchmark::DoNotOptimize(r);
+  }
+  st.SetItemsProcessed(static_cast<int64_t>(st.iterations()));
+  st.counters["tasks"] = static_cast<double>(base.tasks.size());
+  st.counters["rejected_share"] =
+      static_cast<double>(rejected) / static_cast<double>(st.iterations());
+}
+
+BENCHMARK(BM_FullProof_Llama)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Arg(100000)
+    ->Arg(1000000)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1);
+BENCHMARK(BM_FullProof_Mesh)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Arg(100000)
+    ->Arg(1000000)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1);
+BENCHMARK(BM_FullProofCold_Mesh)->Arg(1000000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AmkAncestorBitsetsBaseline)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Arg(30000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LibraryApiMutatedToyPrograms)->Arg(166)->Arg(1000)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
