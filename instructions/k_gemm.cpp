@@ -1,0 +1,172 @@
+// GEMV_TILE / GEMM_TILE: out[m, n_off + j] = x[m] . W[n_off + j] (+ bias) for j < N_tile, with
+// fp32 accumulation and one cast. Weights are [N, K] (torch Linear layout): each output column
+// streams one contiguous weight row, which is what makes decode bandwidth-bound.
+// Quantised (qdtype 6/7 and >= 3 inputs): int8 [N, K] or packed int4 [N, ceil(K/2)] (low nibble =
+// even column, value = nibble - 8) with scales [N, n_groups] (+ zeros): w = (q - z) * s, the last
+// group repeating for a ragged tail. Rows: all of x's rows for GEMV; [m_off, m_off + M_tile) for
+// GEMM (AMK's lowering sets M_tile = rows and no m_off).
+#include <algorithm>
+#include <cmath>
+
+#include "instructions/kernels.h"
+#include "instructions/simd.h"
+
+namespace amk::inst {
+namespace {
+
+using F = ir::ParamField;
+
+// Weights as fp32 for the columns a tile needs, when no SIMD dot exists for the dtype.
+float dot_any(const float* x, const Tensor& w, int64_t row, int64_t k_len) {
+  const int64_t base = row * w.shape[1];
+  switch (w.dtype) {
+    case ir::DType::F32:
+      return simd::dot_f32(x, static_cast<const float*>(w.data) + base, k_len);
+    case ir::DType::BF16:
+      return simd::dot_bf16(x, static_cast<const uint16_t*>(w.data) + base, k_len);
+    case ir::DType::F16:
+      return simd::dot_f16(x, static_cast<const uint16_t*>(w.data) + base, k_len);
+    case ir::DType::I8:
+      return simd::dot_i8(x, static_cast<const int8_t*>(w.data) + base, k_len);
+    default: {
+      float acc = 0;
+      for (int64_t k = 0; k < k_len; ++k) acc += x[k] * load(w.data, w.dtype, base + k);
+      return acc;
+    }
+  }
+}
+
+struct Quant {
+  int64_t qdtype, group, n_groups;
+  const float* scales;  // [N, n_groups] as fp32 (converted once per call)
+  const float* zeros;   // or nullptr
+};
+
+// Σ_k x[k] * (q[k] - z_g) * s_g for one weight row, one group at a time.
+float dot_quant(const float* x, const float* xe, const float* xo, const float* gsum,
+                const Tensor& w, int64_t row, int64_t K, const Quant& q) {
+  const float* s = q.scales + row * q.n_groups;
+  const float* z = q.zeros ? q.zeros + row * q.n_groups : nullptr;
+  float acc = 0;
+  for (int64_t g = 0; g < q.n_groups; ++g) {
+    const int64_t k0 = g * q.group;
+    const int64_t k1 = g + 1 == q.n_groups ? K : std::min(K, k0 + q.group);  // ragged tail
+    if (k0 >= K) break;
+    float d;
+    if (q.qdtype == 6) {
+      d = simd::dot_i8(x + k0, static_cast<const int8_t*>(w.data) + row * w.shape[1] + k0, k1 - k0);
+    } else if (k0 % 2 == 0 && (k1 - k0) % 2 == 0) {  // whole bytes: the vectorised path
+      d = simd::dot_u4(xe + k0 / 2, xo + k0 / 2,
+                       static_cast<const uint8_t*>(w.data) + row * w.shape[1] + k0 / 2,
+                       (k1 - k0) / 2) -
+          8.0f * gsum[g];
+    } else {
+      d = 0;
+      const auto* p = static_cast<const uint8_t*>(w.data) + row * w.shape[1];
+      for (int64_t k = k0; k < k1; ++k)
+        d += x[k] * static_cast<float>(((k & 1) ? p[k / 2] >> 4 : p[k / 2] & 0xF) - 8);
+    }
+    acc += s[g] * (d - (z ? z[g] * gsum[g] : 0.0f));
+  }
+  return acc;
+}
+
+}  // namespace
+
+Status k_gemm(const KernelArgs& a) {
+  const Tensor &x = a.in[0], &w = a.in[1], &out = a.out[0];
+  const bool gemm = a.op == ir::Op::GEMM_TILE;
+  const char* op = gemm ? "GEMM_TILE" : "GEMV_TILE";
+  const int64_t K = a.params.get(F::K, x.last());
+  if (K <= 0 || K > x.last())
+    return Status::fail(fmt::format("{}: K={} but x is {}", op, K, describe(x)));
+  const int64_t rows = x.numel / x.last();
+  const int64_t qd = a.params.get(F::qdtype, 0);
+  const bool quant = (qd == 6 || qd == 7) && a.in.size() >= 3;
+  if (w.rank != 2) return Status::fail(fmt::format("{}: weight {} must be 2-D", op, describe(w)));
+  Quant q{qd, 0, 0, nullptr, nullptr};
+  int64_t n_rows = w.shape[0];
+  if (quant) {
+    const Tensor& sc = a.in[2];
+    if (sc.rank != 2)
+      return Status::fail(fmt::format("{}: scales {} must be [N, n_groups]", op, describe(sc)));
+    n_rows = sc.shape[0];
+    q.n_groups = sc.shape[1];
+    q.group = a.params.get(F::group, K);
+    const int64_t wcols = qd == 7 ? (K + 1) / 2 : K;
+    if (q.group <= 0 || q.n_groups <= 0 || w.shape[0] != n_rows || w.shape[1] < wcols)
+      return Status::fail(
+          fmt::format("{}: quantised weight {} / scales {} do not fit K={}, group={}", op,
+                      describe(w), describe(sc), K, q.group));
+    if ((qd == 6 && w.dtype != ir::DType::I8) ||
+        (qd == 7 && w.dtype != ir::DType::U8 && w.dtype != ir::DType::I4))
+      return Status::fail(fmt::format("{}: qdtype {} cannot read weight {}", op, qd, describe(w)));
+    q.scales = f32_view(sc, a.ws, 4);
+    if (a.in.size() > 3) {
+      if (a.in[3].numel != sc.numel)
+        return Status::fail(fmt::format("{}: zeros must match the scales", op));
+      q.zeros = f32_view(a.in[3], a.ws, 5);
+    }
+  } else if (w.shape[1] < K) {
+    return Status::fail(fmt::format("{}: K={} but weight is {}", op, K, describe(w)));
+  }
+  const int64_t n_off = a.params.get(F::n_off, 0);
+  const int64_t n_tile = a.params.get(F::N_tile, n_rows);
+  const int64_t n_out = out.last();
+  if (n_off < 0 || n_tile <= 0 || n_off + n_tile > n_rows || n_off + n_tile > n_out)
+    return Status::fail(fmt::format("{}: tile columns [{}, {}) outside weight rows {} / output {}",
+                                    op, n_off, n_off + n_tile, n_rows, describe(out)));
+  const int64_t m0 = gemm ? a.params.get(F::m_off, 0) : 0;
+  const int64_t m1 = gemm ? m0 + a.params.get(F::M_tile, rows) : rows;
+  if (m0 < 0 || m1 > rows || m1 * n_out > out.numel)
+    return Status::fail(fmt::format("{}: rows [{}, {}) outside x {} / output {}", op, m0, m1,
+                                    describe(x), describe(out)));
+  const float* xf = f32_view(x, a.ws, 0);
+  const float* bias = !quant && a.in.size() == 3 ? f32_view(a.in[2], a.ws, 6) : nullptr;
+  if (bias && a.in[2].numel < n_off + n_tile)
+    return Status::fail(fmt::format("{}: bias {} is shorter than the tile", op, describe(a.in[2])));
+  // int4 helpers per row of x: even/odd split of x and per-group sums.
+  std::vector<float> xe, xo, gsum;
+  for (int64_t m = m0; m < m1; ++m) {
+    const float* xr = xf + m * x.last();
+    if (quant) {
+      gsum.assign(static_cast<size_t>(q.n_groups), 0.0f);
+      for (int64_t g = 0; g < q.n_groups; ++g) {
+        const int64_t k0 = g * q.group, k1 = g + 1 == q.n_groups ? K : std::min(K, k0 + q.group);
+        if (k0 < K) gsum[static_cast<size_t>(g)] = simd::sum(xr + k0, k1 - k0);
+      }
+      if (qd == 7) {
+        xe.resize(static_cast<size_t>((K + 1) / 2));
+        xo.assign(static_cast<size_t>((K + 1) / 2), 0.0f);
+        for (int64_t k = 0; k < K; ++k) ((k & 1) ? xo : xe)[static_cast<size_t>(k / 2)] = xr[k];
+      }
+    }
+    for (int64_t j = 0; j < n_tile; ++j) {
+      const int64_t n = n_off + j;
+      float acc = quant ? dot_quant(xr, xe.data(), xo.data(), gsum.data(), w, n, K, q)
+                        : dot_any(xr, w, n, K);
+      if (bias) acc += bias[n];
+      store(out.data, out.dtype, m * n_out + n, acc);
+    }
+  }
+  return {};
+}
+
+Status k_dequant(const KernelArgs& a) {
+  const Tensor &qv = a.in[0], &sc = a.in[1], &out = a.out[0];
+  const int64_t group = a.params.get(F::group, qv.last());
+  if (group <= 0 || qv.numel % group != 0 || sc.numel != qv.numel / group ||
+      out.numel != qv.numel || (a.in.size() == 3 && a.in[2].numel != sc.numel))
+    return Status::fail(fmt::format("DEQUANT: q {}, scales {}, group {}, output {}", describe(qv),
+                                    describe(sc), group, describe(out)));
+  float* y = f32_target(out, a.ws, 0);
+  for (int64_t i = 0; i < qv.numel; ++i) {
+    const int64_t g = i / group;
+    const float z = a.in.size() == 3 ? load(a.in[2].data, a.in[2].dtype, g) : 0.0f;
+    y[i] = (load(qv.data, qv.dtype, i) - z) * load(sc.data, sc.dtype, g);
+  }
+  f32_commit(y, out);
+  return {};
+}
+
+}  // namespace amk::inst

@@ -1,0 +1,318 @@
+#include "instructions/simd.h"
+
+// GCC 12 warns about the placeholder operands inside its own AVX-512 intrinsics when they are
+// inlined here (GCC bug 105593); the warnings are about the header, not this code.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstdlib>
+#include <string_view>
+
+#include "instructions/dtype.h"
+
+namespace amk::inst::simd {
+namespace {
+
+// ---- scalar -----------------------------------------------------------------------------------
+float dot_f32_scalar(const float* x, const float* w, int64_t n) {
+  float a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  int64_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    a0 += x[k] * w[k];
+    a1 += x[k + 1] * w[k + 1];
+    a2 += x[k + 2] * w[k + 2];
+    a3 += x[k + 3] * w[k + 3];
+  }
+  for (; k < n; ++k) a0 += x[k] * w[k];
+  return (a0 + a1) + (a2 + a3);
+}
+float dot_bf16_scalar(const float* x, const uint16_t* w, int64_t n) {
+  float a = 0;
+  for (int64_t k = 0; k < n; ++k) a += x[k] * bf16_to_f32(w[k]);
+  return a;
+}
+float dot_f16_scalar(const float* x, const uint16_t* w, int64_t n) {
+  float a = 0;
+  for (int64_t k = 0; k < n; ++k) a += x[k] * f16_to_f32(w[k]);
+  return a;
+}
+float dot_i8_scalar(const float* x, const int8_t* w, int64_t n) {
+  float a = 0;
+  for (int64_t k = 0; k < n; ++k) a += x[k] * static_cast<float>(w[k]);
+  return a;
+}
+float dot_u4_scalar(const float* xe, const float* xo, const uint8_t* w, int64_t nb) {
+  float a = 0;
+  for (int64_t j = 0; j < nb; ++j)
+    a += xe[j] * static_cast<float>(w[j] & 0xF) + xo[j] * static_cast<float>(w[j] >> 4);
+  return a;
+}
+float sum_scalar(const float* x, int64_t n) {
+  float a = 0;
+  for (int64_t k = 0; k < n; ++k) a += x[k];
+  return a;
+}
+
+// ---- AVX2 + FMA + F16C --------------------------------------------------------------------------
+#define AMK_AVX2 __attribute__((target("avx2,fma,f16c")))
+AMK_AVX2 float hsum256(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+AMK_AVX2 float dot_f32_avx2(const float* x, const float* w, int64_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t k = 0;
+  for (; k + 32 <= n; k += 32) {
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(w + k), a0);
+    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), _mm256_loadu_ps(w + k + 8), a1);
+    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 16), _mm256_loadu_ps(w + k + 16), a2);
+    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 24), _mm256_loadu_ps(w + k + 24), a3);
+  }
+  for (; k + 8 <= n; k += 8)
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(w + k), a0);
+  float r = hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  for (; k < n; ++k) r += x[k] * w[k];
+  return r;
+}
+AMK_AVX2 __m256 bf16x8(const uint16_t* p) {
+  __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+AMK_AVX2 float dot_bf16_avx2(const float* x, const uint16_t* w, int64_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), bf16x8(w + k), a0);
+    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8), bf16x8(w + k + 8), a1);
+  }
+  float r = hsum256(_mm256_add_ps(a0, a1));
+  for (; k < n; ++k) r += x[k] * bf16_to_f32(w[k]);
+  return r;
+}
+AMK_AVX2 float dot_f16_avx2(const float* x, const uint16_t* w, int64_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k),
+                         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + k))),
+                         a0);
+    a1 = _mm256_fmadd_ps(
+        _mm256_loadu_ps(x + k + 8),
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + k + 8))), a1);
+  }
+  float r = hsum256(_mm256_add_ps(a0, a1));
+  for (; k < n; ++k) r += x[k] * f16_to_f32(w[k]);
+  return r;
+}
+AMK_AVX2 float dot_i8_avx2(const float* x, const int8_t* w, int64_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + k));
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)), a0);
+    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8),
+                         _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(b, 8))), a1);
+  }
+  float r = hsum256(_mm256_add_ps(a0, a1));
+  for (; k < n; ++k) r += x[k] * static_cast<float>(w[k]);
+  return r;
+}
+AMK_AVX2 float dot_u4_avx2(const float* xe, const float* xo, const uint8_t* w, int64_t nb) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+  const __m256i lo4 = _mm256_set1_epi32(0xF);
+  int64_t j = 0;
+  for (; j + 8 <= nb; j += 8) {
+    __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + j)));
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(xe + j), _mm256_cvtepi32_ps(_mm256_and_si256(b, lo4)), a0);
+    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(xo + j), _mm256_cvtepi32_ps(_mm256_srli_epi32(b, 4)), a1);
+  }
+  float r = hsum256(_mm256_add_ps(a0, a1));
+  for (; j < nb; ++j)
+    r += xe[j] * static_cast<float>(w[j] & 0xF) + xo[j] * static_cast<float>(w[j] >> 4);
+  return r;
+}
+AMK_AVX2 float sum_avx2(const float* x, int64_t n) {
+  __m256 a = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) a = _mm256_add_ps(a, _mm256_loadu_ps(x + k));
+  float r = hsum256(a);
+  for (; k < n; ++k) r += x[k];
+  return r;
+}
+
+// ---- AVX-512 ----------------------------------------------------------------------------------
+#define AMK_AVX512 __attribute__((target("avx512f,avx512bw,f16c,fma")))
+AMK_AVX512 float dot_f32_avx512(const float* x, const float* w, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t k = 0;
+  for (; k + 64 <= n; k += 64) {
+    a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), _mm512_loadu_ps(w + k), a0);
+    a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 16), _mm512_loadu_ps(w + k + 16), a1);
+    a2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 32), _mm512_loadu_ps(w + k + 32), a2);
+    a3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 48), _mm512_loadu_ps(w + k + 48), a3);
+  }
+  for (; k + 16 <= n; k += 16)
+    a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), _mm512_loadu_ps(w + k), a0);
+  if (k < n) {
+    __mmask16 m = static_cast<__mmask16>((1u << (n - k)) - 1);
+    a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + k), _mm512_maskz_loadu_ps(m, w + k), a1);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+AMK_AVX512 __m512 bf16x16(const uint16_t* p) {
+  __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+AMK_AVX512 float dot_bf16_avx512(const float* x, const uint16_t* w, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t k = 0;
+  for (; k + 64 <= n; k += 64) {
+    a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), bf16x16(w + k), a0);
+    a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 16), bf16x16(w + k + 16), a1);
+    a2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 32), bf16x16(w + k + 32), a2);
+    a3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 48), bf16x16(w + k + 48), a3);
+  }
+  for (; k + 16 <= n; k += 16) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), bf16x16(w + k), a0);
+  float r = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+  for (; k < n; ++k) r += x[k] * bf16_to_f32(w[k]);
+  return r;
+}
+AMK_AVX512 float dot_f16_avx512(const float* x, const uint16_t* w, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+  int64_t k = 0;
+  for (; k + 32 <= n; k += 32) {
+    a0 = _mm512_fmadd_ps(
+        _mm512_loadu_ps(x + k),
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k))), a0);
+    a1 = _mm512_fmadd_ps(
+        _mm512_loadu_ps(x + k + 16),
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k + 16))), a1);
+  }
+  float r = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+  for (; k < n; ++k) r += x[k] * f16_to_f32(w[k]);
+  return r;
+}
+AMK_AVX512 float dot_i8_avx512(const float* x, const int8_t* w, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t k = 0;
+  for (; k + 64 <= n; k += 64) {
+    __m512i b = _mm512_loadu_si512(w + k);
+    a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k),
+                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_castsi512_si128(b))), a0);
+    a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 16),
+                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(b, 1))),
+                         a1);
+    a2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 32),
+                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(b, 2))),
+                         a2);
+    a3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 48),
+                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(b, 3))),
+                         a3);
+  }
+  for (; k + 16 <= n; k += 16)
+    a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k),
+                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + k)))),
+                         a0);
+  float r = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+  for (; k < n; ++k) r += x[k] * static_cast<float>(w[k]);
+  return r;
+}
+AMK_AVX512 float dot_u4_avx512(const float* xe, const float* xo, const uint8_t* w, int64_t nb) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  const __m512i lo4 = _mm512_set1_epi32(0xF);
+  int64_t j = 0;
+  for (; j + 32 <= nb; j += 32) {
+    __m512i b0 = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j)));
+    __m512i b1 =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j + 16)));
+    a0 =
+        _mm512_fmadd_ps(_mm512_loadu_ps(xe + j), _mm512_cvtepi32_ps(_mm512_and_si512(b0, lo4)), a0);
+    a1 = _mm512_fmadd_ps(_mm512_loadu_ps(xo + j), _mm512_cvtepi32_ps(_mm512_srli_epi32(b0, 4)), a1);
+    a2 = _mm512_fmadd_ps(_mm512_loadu_ps(xe + j + 16),
+                         _mm512_cvtepi32_ps(_mm512_and_si512(b1, lo4)), a2);
+    a3 = _mm512_fmadd_ps(_mm512_loadu_ps(xo + j + 16), _mm512_cvtepi32_ps(_mm512_srli_epi32(b1, 4)),
+                         a3);
+  }
+  float r = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+  for (; j < nb; ++j)
+    r += xe[j] * static_cast<float>(w[j] & 0xF) + xo[j] * static_cast<float>(w[j] >> 4);
+  return r;
+}
+
+struct Table {
+  const char* isa;
+  float (*f32)(const float*, const float*, int64_t);
+  float (*bf16)(const float*, const uint16_t*, int64_t);
+  float (*f16)(const float*, const uint16_t*, int64_t);
+  float (*i8)(const float*, const int8_t*, int64_t);
+  float (*u4)(const float*, const float*, const uint8_t*, int64_t);
+  float (*sum)(const float*, int64_t);
+};
+
+Table pick() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
+    return {"avx512",      dot_f32_avx512, dot_bf16_avx512, dot_f16_avx512,
+            dot_i8_avx512, dot_u4_avx512,  sum_avx2};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return {"avx2", dot_f32_avx2, dot_bf16_avx2, dot_f16_avx2, dot_i8_avx2, dot_u4_avx2, sum_avx2};
+  return {"scalar",      dot_f32_scalar, dot_bf16_scalar, dot_f16_scalar,
+          dot_i8_scalar, dot_u4_scalar,  sum_scalar};
+}
+
+const Table kScalar{"scalar",      dot_f32_scalar, dot_bf16_scalar, dot_f16_scalar,
+                    dot_i8_scalar, dot_u4_scalar,  sum_scalar};
+
+Table& table() {
+  static Table t =
+      getenv("AMK_SIMD") && std::string_view(getenv("AMK_SIMD")) == "scalar" ? kScalar : pick();
+  return t;
+}
+
+}  // namespace
+
+const char* isa() {
+  return table().isa;
+}
+
+bool use_isa(std::string_view name) {
+  if (name == "scalar") {
+    table() = kScalar;
+    return true;
+  }
+  Table best = pick();
+  if (name == "best" || name == best.isa) {
+    table() = best;
+    return true;
+  }
+  if (name == "avx2" && std::string_view(best.isa) == "avx512") {
+    table() = {"avx2",      dot_f32_avx2, dot_bf16_avx2, dot_f16_avx2,
+               dot_i8_avx2, dot_u4_avx2,  sum_avx2};
+    return true;
+  }
+  return false;
+}
+float dot_f32(const float* x, const float* w, int64_t n) {
+  return table().f32(x, w, n);
+}
+float dot_bf16(const float* x, const uint16_t* w, int64_t n) {
+  return table().bf16(x, w, n);
+}
+float dot_f16(const float* x, const uint16_t* w, int64_t n) {
+  return table().f16(x, w, n);
+}
+float dot_i8(const float* x, const int8_t* w, int64_t n) {
+  return table().i8(x, w, n);
+}
+float dot_u4(const float* xe, const float* xo, const uint8_t* w, int64_t nbytes) {
+  return table().u4(xe, xo, w, nbytes);
+}
+float sum(const float* x, int64_t n) {
+  return table().sum(x, n);
+}
+
+}  // namespace amk::inst::simd
