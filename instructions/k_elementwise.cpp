@@ -140,7 +140,8 @@ Status k_softmax(const KernelArgs& a) {
     return Status::fail(fmt::format("SOFTMAX: dim out of range for {}", describe(x)));
   int64_t len = x.rank ? x.shape[dim] : 1, inner = 1;
   for (int k = static_cast<int>(dim) + 1; k < x.rank; ++k) inner *= x.shape[k];
-  const int64_t outer = len * inner ? x.numel / (len * inner) : 0;
+  const int64_t span = len * inner;
+  const int64_t outer = span != 0 ? x.numel / span : 0;
   const float* v = f32_view(x, a.ws, 0);
   float* y = f32_target(out, a.ws, 1);
   for (int64_t o = 0; o < outer; ++o)
