@@ -38,15 +38,28 @@ float dot_any(const float* x, const Tensor& w, int64_t row, int64_t k_len) {
 
 struct Quant {
   int64_t qdtype, group, n_groups;
-  const float* scales;  // [N, n_groups] as fp32 (converted once per call)
-  const float* zeros;   // or nullptr
+  const float* scales;  // the tile's rows [row0, row0 + N_tile) of scales, as fp32
+  const float* zeros;   // same rows of zeros, or nullptr
+  int64_t row0;
 };
 
-// Σ_k x[k] * (q[k] - z_g) * s_g for one weight row, one group at a time.
+// Σ_k x[k] * (q[k] - z_g) * s_g for one weight row. Whole groups go through the fused row kernels
+// (scales applied in-vector, offset and zero-point folded in as -s_g (offset + z_g) Σ_{k in g}
+// x[k]); a ragged tail or odd int4 groups take the per-group path.
 float dot_quant(const float* x, const float* xe, const float* xo, const float* gsum,
                 const Tensor& w, int64_t row, int64_t K, const Quant& q) {
-  const float* s = q.scales + row * q.n_groups;
-  const float* z = q.zeros ? q.zeros + row * q.n_groups : nullptr;
+  const float* s = q.scales + (row - q.row0) * q.n_groups;
+  const float* z = q.zeros ? q.zeros + (row - q.row0) * q.n_groups : nullptr;
+  const float offset = q.qdtype == 7 ? 8.0f : 0.0f;
+  const auto* base = static_cast<const uint8_t*>(w.data) + row * w.shape[1];
+  if (K == q.n_groups * q.group && (q.qdtype == 6 || q.group % 2 == 0)) {
+    float acc = q.qdtype == 6 ? simd::dot_i8_scaled(x, reinterpret_cast<const int8_t*>(base),
+                                                    q.n_groups, q.group, s)
+                              : simd::dot_u4_scaled(xe, xo, base, q.n_groups, q.group / 2, s);
+    if (offset != 0.0f || z)
+      for (int64_t g = 0; g < q.n_groups; ++g) acc -= s[g] * (offset + (z ? z[g] : 0.0f)) * gsum[g];
+    return acc;
+  }
   float acc = 0;
   for (int64_t g = 0; g < q.n_groups; ++g) {
     const int64_t k0 = g * q.group;
@@ -54,17 +67,13 @@ float dot_quant(const float* x, const float* xe, const float* xo, const float* g
     if (k0 >= K) break;
     float d;
     if (q.qdtype == 6) {
-      d = simd::dot_i8(x + k0, static_cast<const int8_t*>(w.data) + row * w.shape[1] + k0, k1 - k0);
-    } else if (k0 % 2 == 0 && (k1 - k0) % 2 == 0) {  // whole bytes: the vectorised path
-      d = simd::dot_u4(xe + k0 / 2, xo + k0 / 2,
-                       static_cast<const uint8_t*>(w.data) + row * w.shape[1] + k0 / 2,
-                       (k1 - k0) / 2) -
-          8.0f * gsum[g];
+      d = simd::dot_i8(x + k0, reinterpret_cast<const int8_t*>(base) + k0, k1 - k0);
+    } else if (k0 % 2 == 0 && (k1 - k0) % 2 == 0) {
+      d = simd::dot_u4(xe + k0 / 2, xo + k0 / 2, base + k0 / 2, (k1 - k0) / 2) - 8.0f * gsum[g];
     } else {
       d = 0;
-      const auto* p = static_cast<const uint8_t*>(w.data) + row * w.shape[1];
       for (int64_t k = k0; k < k1; ++k)
-        d += x[k] * static_cast<float>(((k & 1) ? p[k / 2] >> 4 : p[k / 2] & 0xF) - 8);
+        d += x[k] * static_cast<float>(((k & 1) ? base[k / 2] >> 4 : base[k / 2] & 0xF) - 8);
     }
     acc += s[g] * (d - (z ? z[g] * gsum[g] : 0.0f));
   }
@@ -84,7 +93,7 @@ Status k_gemm(const KernelArgs& a) {
   const int64_t qd = a.params.get(F::qdtype, 0);
   const bool quant = (qd == 6 || qd == 7) && a.in.size() >= 3;
   if (w.rank != 2) return Status::fail(fmt::format("{}: weight {} must be 2-D", op, describe(w)));
-  Quant q{qd, 0, 0, nullptr, nullptr};
+  Quant q{qd, 0, 0, nullptr, nullptr, 0};
   int64_t n_rows = w.shape[0];
   if (quant) {
     const Tensor& sc = a.in[2];
@@ -101,12 +110,8 @@ Status k_gemm(const KernelArgs& a) {
     if ((qd == 6 && w.dtype != ir::DType::I8) ||
         (qd == 7 && w.dtype != ir::DType::U8 && w.dtype != ir::DType::I4))
       return Status::fail(fmt::format("{}: qdtype {} cannot read weight {}", op, qd, describe(w)));
-    q.scales = f32_view(sc, a.ws, 4);
-    if (a.in.size() > 3) {
-      if (a.in[3].numel != sc.numel)
-        return Status::fail(fmt::format("{}: zeros must match the scales", op));
-      q.zeros = f32_view(a.in[3], a.ws, 5);
-    }
+    if (a.in.size() > 3 && a.in[3].numel != sc.numel)
+      return Status::fail(fmt::format("{}: zeros must match the scales", op));
   } else if (w.shape[1] < K) {
     return Status::fail(fmt::format("{}: K={} but weight is {}", op, K, describe(w)));
   }
@@ -121,31 +126,52 @@ Status k_gemm(const KernelArgs& a) {
   if (m0 < 0 || m1 > rows || m1 * n_out > out.numel)
     return Status::fail(fmt::format("{}: rows [{}, {}) outside x {} / output {}", op, m0, m1,
                                     describe(x), describe(out)));
+  if (quant) {  // only the tile's rows of scales (and zeros), as fp32
+    const int64_t cnt = n_tile * q.n_groups, first = n_off * q.n_groups;
+    float* sc = a.ws.floats(4, static_cast<size_t>(cnt));
+    to_f32(a.in[2].data, a.in[2].dtype, first, cnt, sc);
+    q.scales = sc;
+    q.row0 = n_off;
+    if (a.in.size() > 3) {
+      float* z = a.ws.floats(5, static_cast<size_t>(cnt));
+      to_f32(a.in[3].data, a.in[3].dtype, first, cnt, z);
+      q.zeros = z;
+    }
+  }
   const float* xf = f32_view(x, a.ws, 0);
-  const float* bias = !quant && a.in.size() == 3 ? f32_view(a.in[2], a.ws, 6) : nullptr;
-  if (bias && a.in[2].numel < n_off + n_tile)
+  const bool has_bias = !quant && a.in.size() == 3;
+  if (has_bias && a.in[2].numel < n_off + n_tile)
     return Status::fail(fmt::format("{}: bias {} is shorter than the tile", op, describe(a.in[2])));
   // int4 helpers per row of x: even/odd split of x and per-group sums.
+  float* bias = nullptr;  // the tile's slice of the bias, as fp32
+  if (has_bias) {
+    bias = a.ws.floats(6, static_cast<size_t>(n_tile));
+    to_f32(a.in[2].data, a.in[2].dtype, n_off, n_tile, bias);
+  }
   std::vector<float> xe, xo, gsum;
   for (int64_t m = m0; m < m1; ++m) {
     const float* xr = xf + m * x.last();
+    if (quant && qd == 7) {  // even/odd elements of x, for the packed int4 kernels
+      xe.resize(static_cast<size_t>((K + 1) / 2));
+      xo.assign(static_cast<size_t>((K + 1) / 2), 0.0f);
+      for (int64_t k = 0; k < K; ++k) ((k & 1) ? xo : xe)[static_cast<size_t>(k / 2)] = xr[k];
+    }
     if (quant) {
       gsum.assign(static_cast<size_t>(q.n_groups), 0.0f);
       for (int64_t g = 0; g < q.n_groups; ++g) {
         const int64_t k0 = g * q.group, k1 = g + 1 == q.n_groups ? K : std::min(K, k0 + q.group);
         if (k0 < K) gsum[static_cast<size_t>(g)] = simd::sum(xr + k0, k1 - k0);
       }
-      if (qd == 7) {
-        xe.resize(static_cast<size_t>((K + 1) / 2));
-        xo.assign(static_cast<size_t>((K + 1) / 2), 0.0f);
-        for (int64_t k = 0; k < K; ++k) ((k & 1) ? xo : xe)[static_cast<size_t>(k / 2)] = xr[k];
-      }
     }
     for (int64_t j = 0; j < n_tile; ++j) {
       const int64_t n = n_off + j;
-      float acc = quant ? dot_quant(xr, xe.data(), xo.data(), gsum.data(), w, n, K, q)
-                        : dot_any(xr, w, n, K);
-      if (bias) acc += bias[n];
+      float acc;
+      if (quant) {
+        acc = dot_quant(xr, xe.data(), xo.data(), gsum.data(), w, n, K, q);
+      } else {
+        acc = dot_any(xr, w, n, K);
+      }
+      if (bias) acc += bias[j];
       store(out.data, out.dtype, m * n_out + n, acc);
     }
   }

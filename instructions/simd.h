@@ -23,5 +23,12 @@ float dot_i8(const float* x, const int8_t* w, int64_t n);
 float dot_u4(const float* xe, const float* xo, const uint8_t* w, int64_t nbytes);
 /// Σ x[k] (for the zero-point and int4 offset terms).
 float sum(const float* x, int64_t n);
+/// Σ_g s[g] * Σ_{k in group g} x[k] * w[k] over int8 weights (n_groups whole groups).
+float dot_i8_scaled(const float* x, const int8_t* w, int64_t n_groups, int64_t group,
+                    const float* s);
+/// Σ_g s[g] * Σ_{j in group g} (xe[j] lo(w[j]) + xo[j] hi(w[j])) over packed nibbles (raw 0..15);
+/// `group_bytes` = group / 2.
+float dot_u4_scaled(const float* xe, const float* xo, const uint8_t* w, int64_t n_groups,
+                    int64_t group_bytes, const float* s);
 
 }  // namespace amk::inst::simd
