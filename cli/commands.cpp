@@ -10,6 +10,7 @@ std::span<const Command> commands() {
       {"info", "counts, edges, weight MB and critical path of a program", cmd_info},
       {"validate", "prove programs deadlock- and race-free (AMK's rules and more)", cmd_validate},
       {"simulate", "counter simulation and seeded adversarial interleavings", cmd_simulate},
+      {"run", "execute a program on the reference VM with real numerics", cmd_run},
       {"diff", "semantic diff of two programs", cmd_diff},
       {"gen", "generate a synthetic program (llama, mesh, chain, fan)", cmd_gen},
   };

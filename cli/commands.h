@@ -15,5 +15,7 @@ int cmd_gen(int argc, char** argv);
 int cmd_validate(int argc, char** argv);
 /// amk simulate: counter and adversarial simulation.
 int cmd_simulate(int argc, char** argv);
+/// amk run: execute a program on the reference VM.
+int cmd_run(int argc, char** argv);
 
 }  // namespace amk::cli

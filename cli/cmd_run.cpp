@@ -1,0 +1,134 @@
+#include <unistd.h>
+
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "vm/safetensors.h"
+#include "vm/vm.h"
+
+namespace amk::cli {
+
+int cmd_run(int argc, char** argv) {
+  Args args(
+      "amk run PROGRAM [--weights W] [--inputs I] [--kv KV] [--out O] [--workers N] [--mode M]\n"
+      "               [--sms N] [--trace T] [--watchdog-ms MS] [--unsafe-skip-validate]",
+      "Runs a program on the reference VM: loads it (refusing what `amk validate` rejects), binds\n"
+      "WEIGHT/CONST buffers to --weights by Buffer.source (memory-mapped), IO_INPUT buffers to\n"
+      "--inputs by name and KV_CACHE buffers to --kv (zeros when absent), runs every task on the\n"
+      "target's SMs, and writes IO_OUTPUT and KV_CACHE buffers to --out (safetensors, "
+      "atomically).\n"
+      "Prints one summary line. Exit 0 ok, 1 rejected by the validator, 2 unreadable input or a\n"
+      "kernel error, 3 deadlock or watchdog (with a report of every blocked SM).");
+  args.add()("program", po::value<std::string>(), "program JSON")(
+      "weights", po::value<std::string>(), "safetensors with the WEIGHT/CONST tensors")(
+      "inputs", po::value<std::string>(), "safetensors with the IO_INPUT tensors")(
+      "kv", po::value<std::string>(), "safetensors with KV caches from a previous step")(
+      "out", po::value<std::string>(), "write IO_OUTPUT and KV_CACHE tensors here")(
+      "workers", po::value<int>()->default_value(0), "OS threads (0: hardware threads)")(
+      "mode", po::value<std::string>()->default_value("sm"),
+      "sm (SMs multiplexed on the workers), sm-threads (one OS thread per SM), deterministic")(
+      "seed", po::value<uint64_t>()->default_value(0), "interleaving seed of --mode deterministic")(
+      "sms", po::value<int64_t>()->default_value(0), "SM count (default: the program's target)")(
+      "placement", po::value<std::string>()->default_value("lpt"),
+      "SMs of tasks without Task.sm: lpt (AMK's loader) or round-robin")(
+      "no-pages", "give every activation its own memory even when the program shares pages")(
+      "watchdog-ms", po::value<int64_t>()->default_value(10000),
+      "abort after this long without progress")("trace", po::value<std::string>(),
+                                                "write a Chrome/Perfetto trace JSON")(
+      "unsafe-skip-validate", "run even if the validator rejects the program (watchdog tests)");
+  args.positional("program", 1);
+  if (auto rc = args.parse(argc, argv)) return *rc;
+  if (!args.has("program")) {
+    std::cerr << "amk run: give a PROGRAM\n";
+    return kUnreadable;
+  }
+  const auto path = args.get<std::string>("program");
+  auto prog = load(path, false);
+  if (!prog) return kUnreadable;
+
+  vm::LoadOptions lo;
+  lo.num_sms = args.get<int64_t>("sms");
+  lo.skip_validate = args.has("unsafe-skip-validate");
+  lo.honor_pages = !args.has("no-pages");
+  const auto placement = args.get<std::string>("placement");
+  if (placement != "lpt" && placement != "round-robin") {
+    std::cerr << "amk run: --placement must be lpt or round-robin\n";
+    return kUnreadable;
+  }
+  lo.placement = placement == "lpt" ? vm::Placement::Lpt : vm::Placement::RoundRobin;
+  vm::RunOptions ro;
+  ro.workers = args.get<int>("workers");
+  lo.default_sms = ro.workers > 0 ? ro.workers : std::max(1u, std::thread::hardware_concurrency());
+  const auto mode = args.get<std::string>("mode");
+  if (mode == "sm") {
+    ro.mode = vm::Mode::Multiplexed;
+  } else if (mode == "sm-threads") {
+    ro.mode = vm::Mode::ThreadPerSm;
+  } else if (mode == "deterministic") {
+    ro.mode = vm::Mode::Deterministic;
+  } else {
+    std::cerr << "amk run: --mode must be sm, sm-threads or deterministic\n";
+    return kUnreadable;
+  }
+  ro.seed = args.get<uint64_t>("seed");
+  ro.watchdog_ms = args.get<int64_t>("watchdog-ms");
+  ro.trace = args.has("trace");
+
+  std::string err;
+  auto m = vm::Vm::load(std::move(*prog), lo, err);
+  if (!m) {
+    std::cerr << path << ": " << err << "\n";
+    return err.starts_with("refusing") ? kRejected : kUnreadable;
+  }
+  std::unique_ptr<vm::SafeTensors> weights, inputs, kvfile;
+  vm::TensorStore kv;
+  auto open = [&](const char* opt, std::unique_ptr<vm::SafeTensors>& f) {
+    if (!args.has(opt)) return true;
+    f = vm::SafeTensors::open(args.get<std::string>(opt), err);
+    if (!f) std::cerr << "amk run: " << err << "\n";
+    return f != nullptr;
+  };
+  if (!open("weights", weights) || !open("inputs", inputs) || !open("kv", kvfile))
+    return kUnreadable;
+  std::optional<std::string> e;
+  if (weights) e = m->bind_weights(*weights);
+  if (!e && inputs) e = m->set_inputs(*inputs);
+  if (!e && kvfile) e = vm::Vm::import(*kvfile, kv);
+  if (!e) e = m->bind_kv(kv);
+  if (e) {
+    std::cerr << "amk run: " << *e << "\n";
+    return kUnreadable;
+  }
+  vm::RunResult r = m->run(ro);
+  if (args.has("trace") && !r.trace.empty() &&
+      !write_output(args.get<std::string>("trace"), vm::chrome_trace(m->program(), r)))
+    return kUnreadable;
+  if (r.status == vm::RunResult::Status::Stuck) {
+    std::cerr << path << ": " << vm::stuck_report(m->program(), r);
+    return kDeadlock;
+  }
+  if (r.status == vm::RunResult::Status::KernelError) {
+    std::cerr << path << ": " << r.error << "\n";
+    return kUnreadable;
+  }
+  if (args.has("out")) {
+    auto outs = m->outputs();
+    if (auto we = vm::st_write(args.get<std::string>("out"), outs)) {
+      std::cerr << "amk run: " << *we << "\n";
+      return kUnreadable;
+    }
+  }
+  const double wall = std::max(r.wall_s, 1e-9);
+  std::cout << fmt::format(
+      "ran {} tasks on {} SMs ({} worker{}) in {:.3f} ms: {:.0f} tasks/s, {:.2f} MB moved, {:.2f} "
+      "GB/s\n",
+      r.tasks_done, m->num_sms(), r.workers, r.workers == 1 ? "" : "s", r.wall_s * 1e3,
+      static_cast<double>(r.tasks_done) / wall, r.bytes / 1e6, r.bytes / wall / 1e9);
+  return kOk;
+}
+
+}  // namespace amk::cli

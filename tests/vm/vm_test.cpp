@@ -1,0 +1,486 @@
+// The reference VM: AMK's toy decode within 1e-5 across every mode and worker count, identical
+// outputs however tasks interleave, refusal of invalid programs, watchdog and deadlock reports that
+// end instead of hanging, kernel failures that end the run cleanly, placement and bindings.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/json_io.h"
+#include "support.h"
+#include "vm/vm.h"
+
+namespace amk::vm {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Tensors kept alive next to their safetensors image.
+struct Blob {
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<StOut> outs;
+  std::string image;
+  std::unique_ptr<SafeTensors> file;
+  void add(std::string name, StDType dt, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
+    data.push_back(std::move(bytes));
+    outs.push_back(
+        {std::move(name), dt, std::move(shape), {data.back().data(), data.back().size()}});
+  }
+  void add_json(const std::string& name, const json& t) {
+    std::vector<uint8_t> b;
+    const bool f32 = t["dtype"] == "float32";
+    for (const auto& v : t["data"]) {
+      uint8_t e[4];
+      if (f32) {
+        float x = v.get<float>();
+        std::memcpy(e, &x, 4);
+      } else {
+        int32_t x = v.get<int32_t>();
+        std::memcpy(e, &x, 4);
+      }
+      b.insert(b.end(), e, e + 4);
+    }
+    add(name, f32 ? StDType::F32 : StDType::I32, t["shape"].get<std::vector<int64_t>>(),
+        std::move(b));
+  }
+  const SafeTensors& finish() {
+    for (size_t i = 0; i < outs.size(); ++i) outs[i].bytes = {data[i].data(), data[i].size()};
+    image = st_serialize(outs);
+    std::string err;
+    file = SafeTensors::parse({reinterpret_cast<const uint8_t*>(image.data()), image.size()}, "mem",
+                              err);
+    if (!file) throw std::runtime_error(err);
+    return *file;
+  }
+};
+
+ir::Program load_conf(const std::string& rel) {
+  auto lr = ir::load_program((test::conformance_dir() / rel).string());
+  if (!lr.ok()) throw std::runtime_error("cannot load " + rel);
+  return *lr.program;
+}
+
+json toy_spec() {
+  return json::parse(test::slurp(test::conformance_dir() / "numerics/toy_decode.json"));
+}
+
+std::vector<RunOptions> every_mode() {
+  std::vector<RunOptions> v;
+  for (int w : {1, 2, 3, 4, 8}) {
+    RunOptions o;
+    o.workers = w;
+    v.push_back(o);
+  }
+  for (uint64_t seed : {1, 2, 3}) {
+    RunOptions o;
+    o.mode = Mode::Deterministic;
+    o.seed = seed;
+    v.push_back(o);
+  }
+  RunOptions t;
+  t.mode = Mode::ThreadPerSm;
+  v.push_back(t);
+  return v;
+}
+
+std::string describe(const RunOptions& o) {
+  const char* m = o.mode == Mode::Multiplexed     ? "sm"
+                  : o.mode == Mode::Deterministic ? "deterministic"
+                                                  : "sm-threads";
+  return std::string(m) + " workers=" + std::to_string(o.workers) +
+         " seed=" + std::to_string(o.seed);
+}
+
+const float* logits_of(const Vm& m) {
+  const auto& bufs = m.program().buffers;
+  for (size_t b = 0; b < bufs.size(); ++b)
+    if (bufs[b].name == "logits") return static_cast<const float*>(m.data(static_cast<int64_t>(b)));
+  return nullptr;
+}
+
+TEST(VmToyDecode, MatchesAmkLogitsWithinOneEMinus5InEveryModeWithKvCarried) {
+  AMK_REQUIRE_CONFORMANCE();
+  const json spec = toy_spec();
+  for (const RunOptions& o : every_mode()) {
+    for (const auto& model : spec["models"]) {
+      Blob w;
+      for (const auto& [k, v] : model["weights"].items()) w.add_json(k, v);
+      const SafeTensors& wf = w.finish();
+      TensorStore kv;  // persists across the three launches
+      for (const auto& step : model["steps"]) {
+        std::string err;
+        auto m = Vm::load(load_conf(step["program"]), {}, err);
+        ASSERT_TRUE(m) << err;
+        Blob in;
+        for (const auto& [k, v] : step["inputs"].items()) in.add_json(k, v);
+        ASSERT_FALSE(m->bind_weights(wf));
+        ASSERT_FALSE(m->set_inputs(in.finish()));
+        ASSERT_FALSE(m->bind_kv(kv));
+        RunResult r = m->run(o);
+        ASSERT_TRUE(r.ok()) << describe(o) << ": " << r.error;
+        EXPECT_EQ(r.tasks_done, r.tasks);
+        const float* got = logits_of(*m);
+        ASSERT_TRUE(got);
+        const auto& want = step["expected_logits"]["data"];
+        double worst = 0;
+        for (size_t i = 0; i < want.size(); ++i)
+          worst = std::max(worst, std::abs(static_cast<double>(got[i]) - want[i].get<double>()));
+        EXPECT_LE(worst, 1e-5) << describe(o) << " " << step["program"];
+      }
+    }
+  }
+}
+
+// Seeded random weights and inputs for any program of the toy family.
+struct Fixture {
+  Blob w, in;
+  explicit Fixture(const ir::Program& p, uint32_t seed = 1) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-0.2f, 0.2f);
+    for (const auto& b : p.buffers) {
+      if (b.kind == ir::BufferKind::WEIGHT || b.kind == ir::BufferKind::CONST) {
+        std::vector<uint8_t> bytes(static_cast<size_t>(b.numel()) * 4);
+        for (int64_t i = 0; i < b.numel(); ++i) {
+          float x = u(rng);
+          std::memcpy(bytes.data() + 4 * i, &x, 4);
+        }
+        w.add(b.source.value_or(b.name), StDType::F32, b.shape, std::move(bytes));
+      } else if (b.kind == ir::BufferKind::IO_INPUT) {
+        std::vector<uint8_t> bytes(static_cast<size_t>(b.numel()) * 4);
+        int64_t pos = 0;
+        const auto& meta = p.meta.json();
+        if (meta.is_object() && meta.contains("pos") && meta["pos"].is_number_integer())
+          pos = meta["pos"].get<int64_t>();
+        for (int64_t i = 0; i < b.numel(); ++i) {
+          int32_t x = b.name == "pos"        ? static_cast<int32_t>(pos)
+                      : b.name == "token_id" ? static_cast<int32_t>(7 + 13 * i)
+                                             : static_cast<int32_t>(i);
+          std::memcpy(bytes.data() + 4 * i, &x, 4);
+        }
+        in.add(b.name, StDType::I32, b.shape, std::move(bytes));
+      }
+    }
+    w.finish();
+    in.finish();
+  }
+};
+
+std::unique_ptr<Vm> ready_vm(const ir::Program& p, Fixture& fx, TensorStore& kv,
+                             LoadOptions lo = {}) {
+  std::string err;
+  auto m = Vm::load(p, lo, err);
+  if (!m) throw std::runtime_error(err);
+  if (auto e = m->bind_weights(*fx.w.file)) throw std::runtime_error(*e);
+  if (auto e = m->set_inputs(*fx.in.file)) throw std::runtime_error(*e);
+  if (auto e = m->bind_kv(kv)) throw std::runtime_error(*e);
+  return m;
+}
+
+std::vector<std::string> output_bytes(const Vm& m) {
+  std::vector<std::string> v;
+  for (const StOut& o : m.outputs())
+    v.emplace_back(reinterpret_cast<const char*>(o.bytes.data()), o.bytes.size());
+  return v;
+}
+
+TEST(VmConformance, EveryValidToyProgramRunsWithBitIdenticalOutputsInEveryMode) {
+  AMK_REQUIRE_CONFORMANCE();
+  const json manifest = json::parse(test::slurp(test::conformance_dir() / "manifest.json"));
+  int ran = 0;
+  for (const auto& e : manifest) {
+    if (e["ok"] != true) continue;
+    ir::Program p = load_conf(e["file"]);
+    if (p.total_weight_bytes() > (int64_t{64} << 20)) continue;  // the 1B-class programs: bench/
+    Fixture fx(p);
+    std::vector<std::string> first;
+    for (const RunOptions& o : every_mode()) {
+      TensorStore kv;
+      auto m = ready_vm(p, fx, kv);
+      RunResult r = m->run(o);
+      ASSERT_TRUE(r.ok()) << e["file"] << " " << describe(o) << ": " << r.error;
+      auto out = output_bytes(*m);
+      if (first.empty()) {
+        first = out;
+        const float* l = logits_of(*m);
+        ASSERT_TRUE(l);
+        for (int i = 0; i < 8; ++i) EXPECT_TRUE(std::isfinite(l[i]));
+      } else {
+        EXPECT_EQ(out, first) << e["file"] << " " << describe(o);
+      }
+    }
+    ++ran;
+  }
+  EXPECT_GE(ran, 10);
+}
+
+TEST(VmConformance, SharedPagesGiveTheSameResultsAsPrivateBuffers) {
+  AMK_REQUIRE_CONFORMANCE();
+  ir::Program p = load_conf("programs/toy_1L_pages_ok.json");
+  ASSERT_TRUE(p.pages);
+  Fixture fx(p);
+  TensorStore kv1, kv2;
+  auto paged = ready_vm(p, fx, kv1);
+  LoadOptions lo;
+  lo.honor_pages = false;
+  auto flat = ready_vm(p, fx, kv2, lo);
+  EXPECT_LT(paged->image_bytes(), flat->image_bytes());
+  for (int w : {1, 2, 4}) {
+    RunOptions o;
+    o.workers = w;
+    ASSERT_TRUE(paged->run(o).ok());
+    ASSERT_TRUE(flat->run(o).ok());
+    EXPECT_EQ(output_bytes(*paged), output_bytes(*flat));
+  }
+}
+
+TEST(VmLoader, RefusesWhatTheValidatorRejectsWithItsReport) {
+  AMK_REQUIRE_CONFORMANCE();
+  std::string err;
+  EXPECT_FALSE(Vm::load(load_conf("programs/bad_waw_overlapping_tiles.json"), {}, err));
+  EXPECT_EQ(err.rfind("refusing to load an invalid schedule:\n[REJECTED]", 0), 0u) << err;
+}
+
+// A NOP program: `n` tasks in a chain, optionally closed into a cycle.
+ir::Program chain(int n, bool cycle) {
+  ir::Program p;
+  for (int i = 0; i < n; ++i) p.add_counter("c" + std::to_string(i));
+  for (int i = 0; i < n; ++i) {
+    ir::Task t;
+    t.op = ir::Op::NOP;
+    t.out_counter = i;
+    t.label = "t" + std::to_string(i);
+    if (i > 0) t.waits.push_back({i - 1, 1, {}});
+    if (i == 0 && cycle) t.waits.push_back({n - 1, 1, {}});
+    p.add_task(std::move(t));
+  }
+  return p;
+}
+
+TEST(VmWatchdog, ADeadlockedProgramEndsWithAReportNotAHang) {
+  LoadOptions lo;
+  lo.skip_validate = true;
+  lo.num_sms = 4;
+  std::string err;
+  auto probe = Vm::load(chain(6, true), {}, err);
+  EXPECT_FALSE(probe);  // the validator refuses it
+  EXPECT_NE(err.find("CYCLE"), std::string::npos) << err;
+  auto m = Vm::load(chain(6, true), lo, err);
+  ASSERT_TRUE(m) << err;
+  for (RunOptions o : every_mode()) {
+    o.watchdog_ms = 2000;
+    const auto t0 = std::chrono::steady_clock::now();
+    RunResult r = m->run(o);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5)) << describe(o);
+    ASSERT_EQ(r.status, RunResult::Status::Stuck) << describe(o);
+    EXPECT_EQ(r.tasks_done, 0);
+    ASSERT_FALSE(r.blocked.empty());
+    const std::string rep = stuck_report(m->program(), r);
+    EXPECT_NE(rep.find("deadlock"), std::string::npos) << rep;
+    EXPECT_NE(rep.find("head task 0 (t0, NOP)"), std::string::npos) << rep;
+    EXPECT_NE(rep.find("waits on counter 5 'c5' >= 1 (value 0); producers that never ran: 5 (t5)"),
+              std::string::npos)
+        << rep;
+  }
+}
+
+inst::Status slow_kernel(const inst::KernelArgs&) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  return {};
+}
+inst::Kernel slow_registry(ir::Op) {
+  return slow_kernel;
+}
+
+TEST(VmWatchdog, NoProgressForTheLimitAbortsTheRun) {
+  std::string err;
+  LoadOptions lo;
+  lo.num_sms = 2;
+  auto m = Vm::load(chain(4, false), lo, err);
+  ASSERT_TRUE(m) << err;
+  for (int w : {2, 3}) {
+    RunOptions o;
+    o.workers = w;
+    o.watchdog_ms = 50;
+    o.kernel_for = slow_registry;
+    RunResult r = m->run(o);
+    ASSERT_EQ(r.status, RunResult::Status::Stuck);
+    EXPECT_NE(r.error.find("watchdog: no progress for 50 ms"), std::string::npos) << r.error;
+    EXPECT_LT(r.tasks_done, 4);
+  }
+}
+
+inst::Status failing_kernel(const inst::KernelArgs& a) {
+  if (a.task && a.task->label == "t3") throw std::runtime_error("boom");
+  if (a.task && a.task->label == "t5") return inst::Status::fail("bad shape");
+  return {};
+}
+inst::Kernel failing_registry(ir::Op) {
+  return failing_kernel;
+}
+
+TEST(VmKernels, AThrowingKernelEndsTheRunWithTheFirstErrorInEveryMode) {
+  std::string err;
+  LoadOptions lo;
+  lo.num_sms = 3;
+  auto m = Vm::load(chain(8, false), lo, err);
+  ASSERT_TRUE(m) << err;
+  for (RunOptions o : every_mode()) {
+    o.kernel_for = failing_registry;
+    RunResult r = m->run(o);
+    ASSERT_EQ(r.status, RunResult::Status::KernelError) << describe(o);
+    EXPECT_EQ(r.error, "task 3 (t3): kernel threw: boom") << describe(o);
+    EXPECT_EQ(r.tasks_done, 3);
+  }
+}
+
+TEST(VmLoader, KeepsTaskSmPlacesTheRestAndRejectsTooFewSms) {
+  ir::Program p = chain(10, false);
+  p.tasks[4].sm = 2;
+  std::string err;
+  LoadOptions lo;
+  lo.num_sms = 3;
+  lo.placement = Placement::RoundRobin;
+  auto m = Vm::load(p, lo, err);
+  ASSERT_TRUE(m) << err;
+  EXPECT_EQ(m->program().tasks[4].sm, 2);
+  EXPECT_EQ(m->program().tasks[5].sm, 5 % 3);
+  auto q = m->queues();
+  ASSERT_EQ(q.size(), 3u);
+  EXPECT_EQ(q[2], (std::vector<int64_t>{2, 4, 5, 8}));
+  lo.placement = Placement::Lpt;  // NOPs cost nothing: ties go to the lowest (count, sm)
+  m = Vm::load(chain(6, false), lo, err);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->queues()[0], (std::vector<int64_t>{0, 3}));
+  lo.num_sms = 2;
+  EXPECT_FALSE(Vm::load(p, lo, err));
+  EXPECT_NE(err.find("task 4 (t4): placed on SM 2 but the target has 2 SMs"), std::string::npos)
+      << err;
+}
+
+TEST(VmBindings, MissingAndMisShapedTensorsAreErrorsNamingTheKey) {
+  AMK_REQUIRE_CONFORMANCE();
+  ir::Program p = load_conf("programs/toy_1L_default.json");
+  std::string err;
+  auto m = Vm::load(p, {}, err);
+  ASSERT_TRUE(m) << err;
+  RunResult r = m->run({});
+  EXPECT_EQ(r.status, RunResult::Status::KernelError);
+  EXPECT_EQ(r.error,
+            "input 'token_id' was not given (an IO_INPUT buffer needs a tensor of that name)");
+  Fixture fx(p);
+  ASSERT_FALSE(m->set_inputs(*fx.in.file));
+  r = m->run({});
+  EXPECT_NE(r.error.find("(key 'embed.weight') is not bound"), std::string::npos) << r.error;
+  Blob w;
+  w.add("embed.weight", StDType::F32, {2, 2}, std::vector<uint8_t>(16));
+  auto e = m->bind_weights(w.finish());
+  ASSERT_TRUE(e);
+  EXPECT_EQ(
+      *e, "mem: tensor 'embed.weight' has shape [2, 2] but buffer 'embed.weight' needs [256, 64]");
+  Blob w2;
+  w2.add("final_norm", StDType::F32, {64}, std::vector<uint8_t>(256));
+  e = m->bind_weights(w2.finish());
+  ASSERT_TRUE(e);
+  EXPECT_EQ(*e, "mem: no tensor 'embed.weight' for WEIGHT buffer 'embed.weight'");
+}
+
+TEST(VmBindings, WeightsOfTheRightDtypeAreViewsAndOthersAreConverted) {
+  AMK_REQUIRE_CONFORMANCE();
+  ir::Program p = load_conf("programs/toy_1L_default.json");
+  Fixture fx(p);
+  TensorStore kv;
+  auto m = ready_vm(p, fx, kv);
+  for (size_t b = 0; b < p.buffers.size(); ++b)
+    if (p.buffers[b].name == "embed.weight") {
+      EXPECT_EQ(m->data(static_cast<int64_t>(b)), fx.w.file->find("embed.weight")->data);
+    }
+  // The same weights as F64 (converted on bind) give the same logits.
+  Blob w64;
+  for (const StOut& o : fx.w.outs) {
+    std::vector<uint8_t> d(o.bytes.size() * 2);
+    for (size_t i = 0; i < o.bytes.size() / 4; ++i) {
+      float f;
+      std::memcpy(&f, o.bytes.data() + 4 * i, 4);
+      double x = f;
+      std::memcpy(d.data() + 8 * i, &x, 8);
+    }
+    w64.add(o.name, StDType::F64, o.shape, std::move(d));
+  }
+  TensorStore kv2;
+  std::string err;
+  auto m2 = Vm::load(p, {}, err);
+  ASSERT_FALSE(m2->bind_weights(w64.finish()));
+  ASSERT_FALSE(m2->set_inputs(*fx.in.file));
+  ASSERT_FALSE(m2->bind_kv(kv2));
+  ASSERT_TRUE(m->run({}).ok());
+  ASSERT_TRUE(m2->run({}).ok());
+  EXPECT_EQ(output_bytes(*m), output_bytes(*m2));
+}
+
+TEST(VmTrace, OneSlicePerTaskOnItsSmLane) {
+  std::string err;
+  LoadOptions lo;
+  lo.num_sms = 2;
+  auto m = Vm::load(chain(5, false), lo, err);
+  ASSERT_TRUE(m);
+  RunOptions o;
+  o.workers = 2;
+  o.trace = true;
+  RunResult r = m->run(o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r.trace.size(), 5u);
+  json t = json::parse(chrome_trace(m->program(), r));
+  int slices = 0;
+  for (const auto& ev : t["traceEvents"])
+    if (ev["ph"] == "X" && ev["cat"] == "task") {
+      ++slices;
+      EXPECT_EQ(ev["tid"], m->program().tasks[ev["args"]["task"].get<size_t>()].sm.value());
+    }
+  EXPECT_EQ(slices, 5);
+}
+
+TEST(VmCli, RunWritesOutputsAtomicallyAndUsesTheContractsExitCodes) {
+  AMK_REQUIRE_CONFORMANCE();
+  auto dir = test::temp_dir();
+  ir::Program p = load_conf("programs/toy_1L_default.json");
+  Fixture fx(p);
+  auto put = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(dir / name, std::ios::binary) << bytes;
+    return (dir / name).string();
+  };
+  const auto w = put("w.safetensors", fx.w.image), in = put("in.safetensors", fx.in.image);
+  const auto prog = (test::conformance_dir() / "programs/toy_1L_default.json").string();
+  const auto out = (dir / "out.safetensors").string();
+  auto r = test::run_amk({"run", prog, "--weights", w, "--inputs", in, "--out", out, "--workers",
+                          "2", "--trace", (dir / "t.json").string()});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("ran 27 tasks on 82 SMs (2 workers)"), std::string::npos) << r.out;
+  std::string err;
+  auto f = SafeTensors::open(out, err);
+  ASSERT_TRUE(f) << err;
+  EXPECT_TRUE(f->find("logits") && f->find("L0.kcache") && f->find("L0.vcache"));
+  EXPECT_TRUE(fs::exists(dir / "t.json"));
+  const std::string before = test::slurp(out);
+  // Rejected (1), unreadable weights (2), deadlock (3): the existing output stays as it was.
+  auto bad = (test::conformance_dir() / "programs/bad_cycle.json").string();
+  EXPECT_EQ(test::run_amk({"run", bad, "--weights", w, "--inputs", in, "--out", out}).rc, 1);
+  r = test::run_amk({"run", prog, "--weights", in, "--inputs", in, "--out", out});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("no tensor 'embed.weight'"), std::string::npos) << r.err;
+  r = test::run_amk({"run", bad, "--weights", w, "--inputs", in, "--out", out,
+                     "--unsafe-skip-validate", "--watchdog-ms", "1000"});
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_NE(r.err.find("SM 0: head task 0 (embed, EMBED)"), std::string::npos) << r.err;
+  EXPECT_EQ(test::slurp(out), before);
+}
+
+}  // namespace
+}  // namespace amk::vm

@@ -1,0 +1,224 @@
+#include "vm/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ir/fileio.h"
+
+namespace amk::vm {
+namespace {
+
+struct DtInfo {
+  StDType d;
+  std::string_view name;
+  int size;
+};
+constexpr std::array<DtInfo, 12> kDt{{{StDType::F64, "F64", 8},
+                                      {StDType::F32, "F32", 4},
+                                      {StDType::F16, "F16", 2},
+                                      {StDType::BF16, "BF16", 2},
+                                      {StDType::F8_E4M3, "F8_E4M3", 1},
+                                      {StDType::F8_E5M2, "F8_E5M2", 1},
+                                      {StDType::I64, "I64", 8},
+                                      {StDType::I32, "I32", 4},
+                                      {StDType::I16, "I16", 2},
+                                      {StDType::I8, "I8", 1},
+                                      {StDType::U8, "U8", 1},
+                                      {StDType::BOOL, "BOOL", 1}}};
+
+constexpr uint64_t kMaxHeader = uint64_t{100} << 20;
+
+}  // namespace
+
+std::string_view st_name(StDType d) {
+  return kDt[static_cast<size_t>(d)].name;
+}
+int st_size(StDType d) {
+  return kDt[static_cast<size_t>(d)].size;
+}
+
+StDType st_of(ir::DType d) {
+  switch (d) {
+    case ir::DType::F32:
+      return StDType::F32;
+    case ir::DType::F16:
+      return StDType::F16;
+    case ir::DType::BF16:
+      return StDType::BF16;
+    case ir::DType::F8E4M3:
+      return StDType::F8_E4M3;
+    case ir::DType::F8E5M2:
+      return StDType::F8_E5M2;
+    case ir::DType::I32:
+      return StDType::I32;
+    case ir::DType::I8:
+      return StDType::I8;
+    case ir::DType::I4:
+      return StDType::U8;
+    case ir::DType::U8:
+      return StDType::U8;
+    case ir::DType::BOOL:
+      return StDType::BOOL;
+  }
+  return StDType::U8;
+}
+
+int64_t StTensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::unique_ptr<SafeTensors> SafeTensors::open(const std::string& path, std::string& error) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = fmt::format("cannot open '{}': {}", path, std::strerror(errno));
+    return nullptr;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    error = fmt::format("cannot read '{}': not a regular file", path);
+    ::close(fd);
+    return nullptr;
+  }
+  const auto len = static_cast<size_t>(st.st_size);
+  void* map = nullptr;
+  if (len > 0) {
+    map = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) {
+      error = fmt::format("cannot map '{}': {}", path, std::strerror(errno));
+      ::close(fd);
+      return nullptr;
+    }
+  }
+  ::close(fd);
+  auto f = parse({static_cast<const uint8_t*>(map), len}, path, error);
+  if (!f) {
+    if (map) ::munmap(map, len);
+    return nullptr;
+  }
+  f->map_ = map;
+  f->map_len_ = len;
+  return f;
+}
+
+std::unique_ptr<SafeTensors> SafeTensors::parse(std::span<const uint8_t> bytes,
+                                                const std::string& path, std::string& error) {
+  auto fail = [&](std::string msg) -> std::unique_ptr<SafeTensors> {
+    error = fmt::format("{}: {}", path, msg);
+    return nullptr;
+  };
+  if (bytes.size() < 8)
+    return fail("not a safetensors file (shorter than its 8-byte header length)");
+  uint64_t hlen = 0;
+  for (int k = 7; k >= 0; --k) hlen = hlen << 8 | bytes[static_cast<size_t>(k)];
+  if (hlen > kMaxHeader || hlen > bytes.size() - 8)
+    return fail(fmt::format("header length {} exceeds the file ({} bytes)", hlen, bytes.size()));
+  auto text = std::string_view(reinterpret_cast<const char*>(bytes.data() + 8), hlen);
+  nlohmann::json h = nlohmann::json::parse(text, nullptr, false);
+  if (h.is_discarded() || !h.is_object()) return fail("header is not a JSON object");
+  const uint8_t* data = bytes.data() + 8 + hlen;
+  const size_t data_len = bytes.size() - 8 - hlen;
+  std::unique_ptr<SafeTensors> f(new SafeTensors);
+  f->path_ = path;
+  for (const auto& [key, v] : h.items()) {
+    if (key == "__metadata__") continue;
+    auto bad = [&](std::string_view what) {
+      return fail(fmt::format("tensor '{}': {}", key, what));
+    };
+    if (!v.is_object()) return bad("entry is not an object");
+    auto dt = v.find("dtype");
+    auto sh = v.find("shape");
+    auto off = v.find("data_offsets");
+    if (dt == v.end() || !dt->is_string()) return bad("missing string 'dtype'");
+    if (sh == v.end() || !sh->is_array()) return bad("missing list 'shape'");
+    if (off == v.end() || !off->is_array() || off->size() != 2)
+      return bad("missing 'data_offsets' [begin, end]");
+    StTensor t;
+    t.name = key;
+    const auto& dname = dt->get_ref<const std::string&>();
+    auto it =
+        std::find_if(kDt.begin(), kDt.end(), [&](const DtInfo& i) { return i.name == dname; });
+    if (it == kDt.end()) return bad(fmt::format("unsupported dtype '{}'", dname));
+    t.dtype = it->d;
+    uint64_t numel = 1;
+    bool zero = false;
+    for (const auto& d : *sh) {
+      if (!d.is_number_unsigned())
+        return bad("shape holds a value that is not a non-negative integer");
+      const auto dim = d.get<uint64_t>();
+      if (dim > (uint64_t{1} << 62)) return bad("shape is too large");
+      t.shape.push_back(static_cast<int64_t>(dim));
+      zero |= dim == 0;
+      if (!zero && numel > (uint64_t{1} << 62) / dim) return bad("shape is too large");
+      numel = zero ? 0 : numel * dim;
+    }
+    if (!(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned())
+      return bad("data_offsets are not non-negative integers");
+    const auto b = (*off)[0].get<uint64_t>(), e = (*off)[1].get<uint64_t>();
+    if (b > e || e > data_len)
+      return bad(
+          fmt::format("data_offsets [{}, {}] lie outside the data ({} bytes)", b, e, data_len));
+    if (numel * static_cast<unsigned>(it->size) != e - b)
+      return bad(fmt::format("holds {} bytes but its shape and dtype need {}", e - b,
+                             numel * static_cast<unsigned>(it->size)));
+    t.data = data + b;
+    t.nbytes = e - b;
+    f->tensors_.push_back(std::move(t));
+  }
+  std::sort(f->tensors_.begin(), f->tensors_.end(),
+            [](const StTensor& a, const StTensor& b) { return a.data < b.data; });
+  return f;
+}
+
+SafeTensors::~SafeTensors() {
+  if (map_) ::munmap(map_, map_len_);
+}
+
+const StTensor* SafeTensors::find(std::string_view name) const {
+  for (const auto& t : tensors_)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+std::string st_serialize(std::span<const StOut> tensors) {
+  std::vector<const StOut*> order;
+  for (const auto& t : tensors) order.push_back(&t);
+  std::sort(order.begin(), order.end(),
+            [](const StOut* a, const StOut* b) { return a->name < b->name; });
+  nlohmann::ordered_json h = nlohmann::ordered_json::object();
+  size_t off = 0;
+  for (const StOut* t : order) {
+    h[t->name] = {{"dtype", st_name(t->dtype)},
+                  {"shape", t->shape},
+                  {"data_offsets", {off, off + t->bytes.size()}}};
+    off += t->bytes.size();
+  }
+  std::string head = h.dump();
+  head.append((8 - head.size() % 8) % 8, ' ');
+  std::string out;
+  out.reserve(8 + head.size() + off);
+  uint64_t n = head.size();
+  for (int k = 0; k < 8; ++k) out.push_back(static_cast<char>(n >> (8 * k) & 0xFF));
+  out += head;
+  for (const StOut* t : order)
+    out.append(reinterpret_cast<const char*>(t->bytes.data()), t->bytes.size());
+  return out;
+}
+
+std::optional<std::string> st_write(const std::string& path, std::span<const StOut> tensors) {
+  return ir::write_file_atomic(path, st_serialize(tensors));
+}
+
+}  // namespace amk::vm

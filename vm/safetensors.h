@@ -1,0 +1,76 @@
+// Safetensors files: memory-mapped reading (tensors are views, never copies) and atomic writing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/types.h"
+
+namespace amk::vm {
+
+/// Element types of the safetensors format that amk reads and writes.
+enum class StDType : uint8_t { F64, F32, F16, BF16, F8_E4M3, F8_E5M2, I64, I32, I16, I8, U8, BOOL };
+
+/// The format's name of a dtype ("F32", "F8_E4M3", ...).
+std::string_view st_name(StDType d);
+/// Bytes per element.
+int st_size(StDType d);
+/// The safetensors dtype that stores an IR dtype (I4 is stored as packed U8 bytes).
+StDType st_of(ir::DType d);
+
+/// One tensor of a file: a view into the mapping.
+struct StTensor {
+  std::string name;
+  StDType dtype = StDType::F32;
+  std::vector<int64_t> shape;
+  const uint8_t* data = nullptr;
+  size_t nbytes = 0;
+  /// Product of the dims.
+  int64_t numel() const;
+};
+
+/// A read-only, memory-mapped safetensors file.
+class SafeTensors {
+ public:
+  /// Maps and parses `path`; on failure returns nullptr and sets `error` (file, reason, key).
+  static std::unique_ptr<SafeTensors> open(const std::string& path, std::string& error);
+  /// Parses a file image already in memory (the bytes must outlive the object).
+  static std::unique_ptr<SafeTensors> parse(std::span<const uint8_t> bytes, const std::string& path,
+                                            std::string& error);
+  ~SafeTensors();
+  SafeTensors(const SafeTensors&) = delete;
+  SafeTensors& operator=(const SafeTensors&) = delete;
+  /// The tensor of a key, or nullptr.
+  const StTensor* find(std::string_view name) const;
+  /// Every tensor, in file order of their data.
+  std::span<const StTensor> tensors() const { return tensors_; }
+  /// The file path.
+  const std::string& path() const { return path_; }
+
+ private:
+  SafeTensors() = default;
+  std::string path_;
+  void* map_ = nullptr;
+  size_t map_len_ = 0;
+  std::vector<StTensor> tensors_;
+};
+
+/// A tensor to write: name, dtype, shape and its bytes.
+struct StOut {
+  std::string name;
+  StDType dtype = StDType::F32;
+  std::vector<int64_t> shape;
+  std::span<const uint8_t> bytes;
+};
+
+/// Serialises tensors (keys sorted, header padded to 8 bytes) into one file image.
+std::string st_serialize(std::span<const StOut> tensors);
+/// Writes a safetensors file atomically; returns an error message on failure.
+std::optional<std::string> st_write(const std::string& path, std::span<const StOut> tensors);
+
+}  // namespace amk::vm

@@ -1,0 +1,143 @@
+// The persistent-kernel reference VM: loads a validated program into one arena, binds tensors from
+// safetensors files, and runs it on counter-driven workers that model the GPU's SMs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "instructions/kernel.h"
+#include "ir/program.h"
+#include "vm/safetensors.h"
+
+namespace amk::vm {
+
+/// How tasks without `Task.sm` are placed on SMs.
+enum class Placement : uint8_t {
+  Lpt,  ///< AMK's loader: greedy LPT over the topological order by (Σ bytes, Σ flops, count)
+  RoundRobin  ///< topological index modulo the SM count
+};
+
+/// Loader options.
+struct LoadOptions {
+  int64_t num_sms = 0;  ///< SMs of the machine; 0: the program's target, else `default_sms`
+  int64_t default_sms = 1;
+  Placement placement = Placement::Lpt;
+  bool skip_validate = false;  ///< run a program the validator rejects (to exercise the watchdog)
+  bool honor_pages = true;     ///< buffers sharing a page share memory, as on the device
+};
+
+/// How the SM topology is executed.
+enum class Mode : uint8_t {
+  Multiplexed,    ///< logical SMs multiplexed on `workers` OS threads (event-driven, no spinning)
+  ThreadPerSm,    ///< one OS thread per SM walking its queue, spinning then blocking on counters
+  Deterministic,  ///< one thread, seeded choice among ready SM heads; replayable from the seed
+};
+
+/// Run options.
+struct RunOptions {
+  Mode mode = Mode::Multiplexed;
+  int workers = 0;              ///< OS threads in Multiplexed mode; 0: hardware threads
+  uint64_t seed = 0;            ///< Deterministic mode's interleaving
+  int64_t watchdog_ms = 10000;  ///< no progress for this long: abort with a stuck report
+  bool trace = false;           ///< record one slice per task (for chrome_trace)
+  inst::Kernel (*kernel_for)(ir::Op) =
+      inst::kernel_for;  ///< the kernel registry (a seam for tests)
+};
+
+/// One SM that could not finish: its head task and what it waits for.
+struct BlockedSm {
+  int64_t sm = 0;
+  int64_t task = 0;
+  int64_t remaining = 0;  ///< tasks left in its queue, head included
+  bool running = false;   ///< the head had started (a stalled kernel), rather than waiting
+  int64_t counter = -1;   ///< the counter the head waits on (-1: none unsatisfied)
+  int64_t threshold = 0;
+  int64_t value = 0;
+  std::vector<int64_t> idle_producers;  ///< producers of that counter that never ran
+};
+
+/// One executed task (trace).
+struct TraceEvent {
+  int64_t task = 0;
+  int32_t worker = 0;
+  int64_t head_ns = 0;   ///< became its SM's queue head
+  int64_t ready_ns = 0;  ///< all its waits held
+  int64_t start_ns = 0, end_ns = 0;
+};
+
+/// The outcome of one launch.
+struct RunResult {
+  enum class Status : uint8_t { Ok, KernelError, Stuck } status = Status::Ok;
+  std::string error;  ///< KernelError: "task N (label): message"; Stuck: a one-line cause
+  std::vector<BlockedSm> blocked;
+  int64_t tasks = 0, tasks_done = 0;
+  double wall_s = 0;
+  double bytes = 0;  ///< Σ bytes moved by the tasks that ran (est_bytes, else their tensors' bytes)
+  int workers = 0;
+  std::vector<TraceEvent> trace;
+  bool ok() const { return status == Status::Ok; }
+};
+
+/// Named tensors that outlive a launch (KV caches across decode steps).
+struct TensorStore {
+  struct Entry {
+    ir::DType dtype = ir::DType::F32;
+    std::vector<int64_t> shape;
+    std::vector<uint8_t> bytes;
+  };
+  std::map<std::string, Entry, std::less<>> tensors;
+};
+
+class Image;
+
+/// A loaded program: the arena image plus the bindings of its buffers.
+class Vm {
+ public:
+  /// Validates (unless skipped), places and lays out `p`; nullptr and `error` on refusal.
+  static std::unique_ptr<Vm> load(ir::Program p, const LoadOptions& opts, std::string& error);
+  ~Vm();
+  Vm(const Vm&) = delete;
+  Vm& operator=(const Vm&) = delete;
+
+  /// Binds WEIGHT/CONST buffers to `Buffer.source` (or name) in `w`; same dtype → a view into the
+  /// mapping (no copy), otherwise converted. `w` must outlive the Vm.
+  std::optional<std::string> bind_weights(const SafeTensors& w);
+  /// Copies IO_INPUT tensors (by name) into the arena for the next launches.
+  std::optional<std::string> set_inputs(const SafeTensors& in);
+  /// Binds KV_CACHE buffers to `store` (by name), creating zero tensors for missing names and
+  /// converting/refusing mis-shaped ones. Writes of KV_APPEND land in the store.
+  std::optional<std::string> bind_kv(TensorStore& store);
+  /// Imports tensors of a file into a store (name, dtype and shape kept; for `--kv`).
+  static std::optional<std::string> import(const SafeTensors& f, TensorStore& store);
+
+  /// One launch: reset counters and activations, run every task, return the outcome.
+  RunResult run(const RunOptions& opts);
+
+  /// IO_OUTPUT buffers then KV_CACHE buffers, as tensors to write (views; valid until next run).
+  std::vector<StOut> outputs() const;
+  /// A buffer's current contents (nullptr when unbound).
+  const void* data(int64_t buffer) const;
+  /// The program as loaded (with the SM placement filled in).
+  const ir::Program& program() const;
+  /// Number of SMs.
+  int64_t num_sms() const;
+  /// The SM queues (task ids in execution order).
+  std::vector<std::vector<int64_t>> queues() const;
+  /// Bytes of the arena image (tables + activation scratch).
+  int64_t image_bytes() const;
+
+ private:
+  Vm();
+  std::unique_ptr<Image> im_;
+};
+
+/// The stuck report: one line per blocked SM, then the idle producers.
+std::string stuck_report(const ir::Program& p, const RunResult& r);
+/// A Chrome/Perfetto trace (JSON): one lane per SM, a slice per task, wait slices before it.
+std::string chrome_trace(const ir::Program& p, const RunResult& r);
+
+}  // namespace amk::vm
