@@ -11,6 +11,8 @@ std::span<const Command> commands() {
       {"validate", "prove programs deadlock- and race-free (AMK's rules and more)", cmd_validate},
       {"simulate", "counter simulation and seeded adversarial interleavings", cmd_simulate},
       {"run", "execute a program on the reference VM with real numerics", cmd_run},
+      {"generate", "greedy decode loop on the reference VM (KV caches kept across steps)",
+       cmd_generate},
       {"diff", "semantic diff of two programs", cmd_diff},
       {"gen", "generate a synthetic program (llama, mesh, chain, fan)", cmd_gen},
   };

@@ -17,5 +17,7 @@ int cmd_validate(int argc, char** argv);
 int cmd_simulate(int argc, char** argv);
 /// amk run: execute a program on the reference VM.
 int cmd_run(int argc, char** argv);
+/// amk generate: greedy decode loop over per-position programs.
+int cmd_generate(int argc, char** argv);
 
 }  // namespace amk::cli

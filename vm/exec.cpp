@@ -32,26 +32,28 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr uint32_t kNone = UINT32_MAX;
 constexpr int kSpin = 2000;  // pauses before an idle worker blocks
-enum : uint8_t { kPending = 0, kDone = 2 };
 
 int64_t ns_since(Clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
 }
 
-// Counter or gate cells: atomics when several threads share them, plain integers otherwise.
+// Counter or gate cells: atomics when several threads share them, plain integers (reused across
+// launches) otherwise.
 template <bool Concurrent>
 struct Cells {
   using Cell = std::conditional_t<Concurrent, std::atomic<uint32_t>, uint32_t>;
-  std::unique_ptr<Cell[]> v;
-  void reset(size_t n, const uint32_t* init) {
-    v.reset(new Cell[n]);
-    for (size_t i = 0; i < n; ++i) set(i, init[i]);
-  }
-  void set(size_t i, uint32_t x) {
-    if constexpr (Concurrent)
-      v[i].store(x, std::memory_order_relaxed);
-    else
-      v[i] = x;
+  std::unique_ptr<Cell[]> owned;
+  Cell* v = nullptr;
+  void reset(size_t n, const uint32_t* init, std::vector<uint32_t>& reuse) {
+    if constexpr (Concurrent) {
+      owned.reset(new Cell[n ? n : 1]);
+      v = owned.get();
+      for (size_t i = 0; i < n; ++i) v[i].store(init[i], std::memory_order_relaxed);
+    } else {
+      reuse.resize(n ? n : 1);
+      v = reuse.data();
+      if (n) std::memcpy(v, init, n * sizeof(uint32_t));
+    }
   }
   uint32_t get(size_t i) const {
     if constexpr (Concurrent)
@@ -73,6 +75,36 @@ struct Cells {
   }
 };
 
+// Per-task progress: atomics when shared, plain bytes otherwise.
+template <bool Concurrent>
+struct States {
+  using Cell = std::conditional_t<Concurrent, std::atomic<uint8_t>, uint8_t>;
+  std::unique_ptr<Cell[]> owned;
+  Cell* v = nullptr;
+  void reset(size_t n, std::vector<uint8_t>& reuse) {
+    if constexpr (Concurrent) {
+      owned.reset(new Cell[n ? n : 1]);
+      v = owned.get();
+      for (size_t i = 0; i < n; ++i) v[i].store(0, std::memory_order_relaxed);
+    } else {
+      reuse.assign(n ? n : 1, 0);
+      v = reuse.data();
+    }
+  }
+  void done(size_t i) {
+    if constexpr (Concurrent)
+      v[i].store(1, std::memory_order_relaxed);
+    else
+      v[i] = 1;
+  }
+  bool is_done(size_t i) const {
+    if constexpr (Concurrent)
+      return v[i].load(std::memory_order_relaxed) != 0;
+    else
+      return v[i] != 0;
+  }
+};
+
 struct alignas(64) PaddedCount {
   std::atomic<uint64_t> v{0};
 };
@@ -84,7 +116,7 @@ struct Launch {
   const RunOptions& o;
   const uint32_t nt;
   Cells<Concurrent> counters, gates;
-  std::unique_ptr<std::atomic<uint8_t>[]> state;
+  States<Concurrent> state;
   std::atomic<bool> abort{false}, finished{false};
   std::mutex err_mu;
   std::string error;
@@ -96,10 +128,9 @@ struct Launch {
 
   Launch(Image& image, const RunOptions& opts)
       : im(image), o(opts), nt(static_cast<uint32_t>(image.prog.tasks.size())) {
-    counters.reset(im.prog.counters.size(), im.counter_init());
-    gates.reset(nt, im.gate_init.data());
-    state.reset(new std::atomic<uint8_t>[nt]);
-    for (uint32_t t = 0; t < nt; ++t) state[t].store(kPending, std::memory_order_relaxed);
+    counters.reset(im.prog.counters.size(), im.counter_init(), im.serial_counters);
+    gates.reset(nt, im.gate_init.data(), im.serial_gates);
+    state.reset(nt, im.serial_state);
     if (o.trace) {
       head_ns.assign(nt, 0), ready_ns.assign(nt, 0), start_ns.assign(nt, 0), end_ns.assign(nt, 0);
       worker_of.assign(nt, 0);
@@ -117,12 +148,12 @@ struct Launch {
 
   // Runs task t's kernel; false when it failed (the run is then aborted).
   bool exec(uint32_t t, inst::Workspace& ws, int32_t worker) {
-    const ir::Task& k = im.prog.tasks[t];
     if (o.trace) {
       start_ns[t] = ns_since(t0);
       worker_of[t] = worker;
     }
-    if (k.op != ir::Op::NOP || o.kernel_for != inst::kernel_for) {
+    if (im.hot[t].runs_kernel || o.kernel_for != inst::kernel_for) {
+      const ir::Task& k = im.prog.tasks[t];
       const inst::Tensor* v = im.tensors.data() + im.io_off[t];
       const auto ni = k.inputs.size(), no = k.outputs.size();
       const ir::Recipe* recipe = im.recipes[t] ? &*im.recipes[t] : nullptr;
@@ -142,24 +173,24 @@ struct Launch {
       }
     }
     if (o.trace) end_ns[t] = ns_since(t0);
-    state[t].store(kDone, std::memory_order_relaxed);
+    state.done(t);
     return true;
   }
 
   // Publishes t's completion; calls on_ready(u) for every task whose gate opens.
   template <class F>
   void complete(uint32_t t, F&& on_ready) {
-    const uint32_t c = im.out_counter[t];
-    const uint32_t v = counters.inc(c);
-    const CounterWaiter* b = im.waiters.data() + im.waiter_off[c];
-    const CounterWaiter* e = im.waiters.data() + im.waiter_off[c + 1];
+    const Image::Hot& h = im.hot[t];
+    const uint32_t v = counters.inc(h.out_counter);
+    const CounterWaiter* b = im.waiters.data() + h.wbegin;
+    const CounterWaiter* e = im.waiters.data() + h.wend;
     if (e - b > 8)
       b = std::lower_bound(b, e, v,
                            [](const CounterWaiter& w, uint32_t x) { return w.threshold < x; });
     else
       while (b != e && b->threshold < v) ++b;
     for (; b != e && b->threshold == v; ++b) open(b->task, on_ready);
-    const int32_t n = im.sm_next[t];
+    const int32_t n = h.sm_next;
     if (n >= 0) {
       if (o.trace) head_ns[n] = ns_since(t0);
       open(static_cast<uint32_t>(n), on_ready);
@@ -179,7 +210,8 @@ struct Launch {
 
 // One thread: FIFO order (Multiplexed with one worker) or seeded choice (Deterministic).
 void run_serial(Launch<false>& L, bool seeded, uint64_t seed) {
-  std::vector<uint32_t> ready;
+  std::vector<uint32_t>& ready = L.im.serial_ready;
+  ready.clear();
   ready.reserve(L.nt);
   for (uint32_t t = 0; t < L.nt; ++t)
     if (L.im.gate_init[t] == 0) ready.push_back(t);
@@ -334,7 +366,7 @@ void run_sm_thread(Launch<true>& L, Pool& P, int64_t sm) {
       P.wake_all();
       return;
     }
-    L.counters.inc(L.im.out_counter[t]);
+    L.counters.inc(L.im.hot[t].out_counter);
     if (P.sleepers.load(std::memory_order_seq_cst) > 0) P.wake_all();
     P.done[static_cast<size_t>(sm)].v.store(++local, std::memory_order_release);
     if (L.o.trace && i + 1 < ql[sm + 1]) L.head_ns[static_cast<size_t>(q[i + 1])] = ns_since(L.t0);
@@ -385,11 +417,13 @@ void fill_result(Launch<C>& L, RunResult& r) {
   const Image& im = L.im;
   const ir::Program& p = im.prog;
   r.tasks = L.nt;
-  for (uint32_t t = 0; t < L.nt; ++t)
-    if (L.state[t].load(std::memory_order_relaxed) == kDone) {
-      ++r.tasks_done;
-      r.bytes += im.task_bytes[t];
-    }
+  for (uint32_t t = 0; t < L.nt; ++t) r.tasks_done += L.state.is_done(t);
+  if (r.tasks_done == r.tasks) {
+    r.bytes = im.total_bytes;
+  } else {
+    for (uint32_t t = 0; t < L.nt; ++t)
+      if (L.state.is_done(t)) r.bytes += im.task_bytes[t];
+  }
   if (L.kernel_failed) {
     r.status = RunResult::Status::KernelError;
     r.error = L.error;
@@ -399,7 +433,7 @@ void fill_result(Launch<C>& L, RunResult& r) {
     const int32_t* ql = im.queue_len();
     for (int64_t s = 0; s < im.num_sms; ++s) {
       int32_t i = ql[s];
-      while (i < ql[s + 1] && L.state[q[i]].load(std::memory_order_relaxed) == kDone) ++i;
+      while (i < ql[s + 1] && L.state.is_done(static_cast<size_t>(q[i]))) ++i;
       if (i == ql[s + 1]) continue;
       BlockedSm b;
       b.sm = s;
@@ -414,15 +448,14 @@ void fill_result(Launch<C>& L, RunResult& r) {
       }
       if (b.counter >= 0)
         for (uint32_t t = 0; t < L.nt; ++t)
-          if (p.tasks[t].out_counter == b.counter &&
-              L.state[t].load(std::memory_order_relaxed) != kDone)
+          if (p.tasks[t].out_counter == b.counter && !L.state.is_done(t))
             b.idle_producers.push_back(t);
       r.blocked.push_back(std::move(b));
     }
   }
   if (L.o.trace)
     for (uint32_t t = 0; t < L.nt; ++t)
-      if (L.state[t].load(std::memory_order_relaxed) == kDone)
+      if (L.state.is_done(t))
         r.trace.push_back({t, L.worker_of[t], L.head_ns[t], std::max(L.head_ns[t], L.ready_ns[t]),
                            L.start_ns[t], L.end_ns[t]});
 }

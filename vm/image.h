@@ -33,12 +33,19 @@ class Image {
 
   // Host-side execution tables (dense, by task id).
   std::vector<uint32_t>
-      gate_init;                 ///< unsatisfied waits at reset + 1 when an SM predecessor exists
-  std::vector<int32_t> sm_next;  ///< next task in the same SM queue, or -1
+      gate_init;  ///< unsatisfied waits at reset + 1 when an SM predecessor exists
+  /// What the executor touches per completed task, packed in one record.
+  struct Hot {
+    uint32_t out_counter;
+    int32_t sm_next;        ///< next task in the same SM queue, or -1
+    uint32_t wbegin, wend;  ///< the waiters of out_counter in `waiters`
+    uint32_t runs_kernel;   ///< 0 for NOP
+  };
+  std::vector<Hot> hot;
   std::vector<uint32_t> waiter_off;  ///< CSR over counters: waiters sorted by threshold
   std::vector<CounterWaiter> waiters;
-  std::vector<uint32_t> out_counter;
   std::vector<double> task_bytes;
+  double total_bytes = 0;  ///< Σ task_bytes
   std::vector<ir::ParamTable> params;
   std::vector<std::optional<ir::Recipe>> recipes;
   std::vector<uint32_t> io_off;      ///< task t's tensors: in at io_off[t].., then outputs
@@ -51,6 +58,11 @@ class Image {
   std::vector<uint8_t> input_set;           ///< IO_INPUT buffer has been given
 
   std::vector<inst::Tensor> tensors;  ///< resolved views, rebuilt by wire()
+  bool has_io = false;                ///< some task reads or writes a buffer
+
+  // Per-launch state of the single-thread modes, reused across launches.
+  std::vector<uint32_t> serial_counters, serial_gates, serial_ready;
+  std::vector<uint8_t> serial_state;
 
   abi::amk_buffer_t* buffers() const;
   abi::amk_instruction_t* instructions() const;

@@ -236,7 +236,7 @@ std::optional<std::string> Image::wire() {
           "input '{}' was not given (an IO_INPUT buffer needs a tensor of that name)", buf.name);
     bt[b].ptr = ptr;
   }
-  for (size_t t = 0; t < prog.tasks.size(); ++t) {
+  for (size_t t = 0; has_io && t < prog.tasks.size(); ++t) {
     const ir::Task& k = prog.tasks[t];
     inst::Tensor* v = tensors.data() + io_off[t];
     for (int64_t b : k.inputs)
@@ -384,7 +384,7 @@ std::unique_ptr<Vm> Vm::load(ir::Program p, const LoadOptions& opts, std::string
   im.params.resize(nt);
   im.recipes.resize(nt);
   im.io_off.resize(nt + 1);
-  im.out_counter.resize(nt);
+  im.hot.resize(nt);
   im.task_bytes.resize(nt);
   uint32_t io = 0;
   for (size_t t = 0; t < nt; ++t) {
@@ -417,16 +417,19 @@ std::unique_ptr<Vm> Vm::load(ir::Program p, const LoadOptions& opts, std::string
         std::vector<std::string> errs;
         im.recipes[t] = ir::parse_recipe(rv->other, static_cast<int64_t>(k.inputs.size()), errs);
       }
-    im.out_counter[t] = static_cast<uint32_t>(k.out_counter);
+    im.hot[t].out_counter = static_cast<uint32_t>(k.out_counter);
+    im.hot[t].runs_kernel = k.op != ir::Op::NOP;
     double bytes = static_cast<double>(k.est_bytes);
     if (bytes <= 0)
       for (auto* list : {&k.inputs, &k.outputs})
         for (int64_t b : *list) bytes += static_cast<double>(p.buffers[b].nbytes());
     im.task_bytes[t] = k.op == ir::Op::NOP ? 0 : bytes;
+    im.total_bytes += im.task_bytes[t];
     im.io_off[t] = io;
     io += static_cast<uint32_t>(k.inputs.size() + k.outputs.size());
   }
   im.io_off[nt] = io;
+  im.has_io = io > 0;
   im.tensors.resize(io);
 
   // Per-SM queues in topological order, and the gates.
@@ -436,11 +439,11 @@ std::unique_ptr<Vm> Vm::load(ir::Program p, const LoadOptions& opts, std::string
   std::vector<int32_t> fill(qlen, qlen + num_sms);
   int32_t* q = im.queue();
   for (uint32_t t : order) q[fill[*p.tasks[t].sm]++] = static_cast<int32_t>(t);
-  im.sm_next.assign(nt, -1);
   im.gate_init.assign(nt, 0);
+  for (size_t t = 0; t < nt; ++t) im.hot[t].sm_next = -1;
   for (int64_t s = 0; s < num_sms; ++s)
     for (int32_t i = qlen[s]; i + 1 < qlen[s + 1]; ++i) {
-      im.sm_next[q[i]] = q[i + 1];
+      im.hot[q[i]].sm_next = q[i + 1];
       im.gate_init[q[i + 1]] = 1;
     }
   im.waiter_off.assign(nc + 1, 0);
@@ -464,6 +467,10 @@ std::unique_ptr<Vm> Vm::load(ir::Program p, const LoadOptions& opts, std::string
         im.waiters.begin() + im.waiter_off[c], im.waiters.begin() + im.waiter_off[c + 1],
         [](const CounterWaiter& a, const CounterWaiter& b) { return a.threshold < b.threshold; });
 
+  for (size_t t = 0; t < nt; ++t) {
+    im.hot[t].wbegin = im.waiter_off[im.hot[t].out_counter];
+    im.hot[t].wend = im.waiter_off[im.hot[t].out_counter + 1];
+  }
   im.external.assign(nb, nullptr);
   im.owned.resize(nb);
   im.input_set.assign(nb, 0);
@@ -497,17 +504,24 @@ std::optional<std::string> Vm::bind_weights(const SafeTensors& w) {
 }
 
 std::optional<std::string> Vm::set_inputs(const SafeTensors& in) {
+  for (const ir::Buffer& buf : im_->prog.buffers)
+    if (buf.kind == ir::BufferKind::IO_INPUT)
+      if (const StTensor* t = in.find(buf.name))
+        if (auto e = set_input(*t, in.path())) return e;
+  return std::nullopt;
+}
+
+std::optional<std::string> Vm::set_input(const StTensor& t, const std::string& origin) {
   Image& im = *im_;
   for (size_t b = 0; b < im.prog.buffers.size(); ++b) {
     const ir::Buffer& buf = im.prog.buffers[b];
-    if (buf.kind != ir::BufferKind::IO_INPUT) continue;
-    const StTensor* t = in.find(buf.name);
-    if (!t) continue;
-    if (auto e = check_fit(*t, buf, buf.name, in.path())) return e;
-    convert(*t, im.scratch() + im.scratch_off[b], buf.dtype, buf.numel());
+    if (buf.kind != ir::BufferKind::IO_INPUT || buf.name != t.name) continue;
+    if (auto e = check_fit(t, buf, buf.name, origin)) return e;
+    convert(t, im.scratch() + im.scratch_off[b], buf.dtype, buf.numel());
     im.input_set[b] = 1;
+    return std::nullopt;
   }
-  return std::nullopt;
+  return fmt::format("{}: the program has no IO_INPUT buffer '{}'", origin, t.name);
 }
 
 std::optional<std::string> Vm::import(const SafeTensors& f, TensorStore& store) {

@@ -108,6 +108,9 @@ class Vm {
   std::optional<std::string> bind_weights(const SafeTensors& w);
   /// Copies IO_INPUT tensors (by name) into the arena for the next launches.
   std::optional<std::string> set_inputs(const SafeTensors& in);
+  /// Copies one IO_INPUT tensor (by its name; converted to the buffer's dtype). `origin` names
+  /// where it came from in errors.
+  std::optional<std::string> set_input(const StTensor& t, const std::string& origin);
   /// Binds KV_CACHE buffers to `store` (by name), creating zero tensors for missing names and
   /// converting/refusing mis-shaped ones. Writes of KV_APPEND land in the store.
   std::optional<std::string> bind_kv(TensorStore& store);

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "ir/json_io.h"
@@ -480,6 +481,43 @@ TEST(VmCli, RunWritesOutputsAtomicallyAndUsesTheContractsExitCodes) {
   EXPECT_EQ(r.rc, 3);
   EXPECT_NE(r.err.find("SM 0: head task 0 (embed, EMBED)"), std::string::npos) << r.err;
   EXPECT_EQ(test::slurp(out), before);
+}
+
+TEST(VmCli, GenerateCarriesKvAcrossPositionsAndPicksAmksArgmax) {
+  AMK_REQUIRE_CONFORMANCE();
+  const json spec = toy_spec();
+  auto dir = test::temp_dir();
+  for (const auto& model : spec["models"]) {
+    Blob w;
+    for (const auto& [k, v] : model["weights"].items()) w.add_json(k, v);
+    w.finish();
+    const auto wpath = (dir / "w.safetensors").string();
+    std::ofstream(wpath, std::ios::binary) << w.image;
+    std::vector<std::string> args{"generate"};
+    std::vector<int> tokens;
+    for (const auto& step : model["steps"]) {
+      args.push_back((test::conformance_dir() / step["program"].get<std::string>()).string());
+      tokens.push_back(step["token"].get<int>());
+    }
+    // AMK fed tokens 7, 42, 200 at positions 0..2: the argmax of its last logits is the new token.
+    const auto& last = model["steps"].back()["expected_logits"]["data"];
+    size_t best = 0;
+    for (size_t i = 1; i < last.size(); ++i)
+      if (last[i].get<double>() > last[best].get<double>()) best = i;
+    auto full = args;
+    for (const char* a : {"--weights", "--prompt-ids"}) full.push_back(a), full.push_back("");
+    full[full.size() - 3] = wpath;
+    full.back() = fmt::format("{},{},{}", tokens[0], tokens[1], tokens[2]);
+    auto r = test::run_amk(full);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.out.substr(0, r.out.find('\n')), std::to_string(best)) << r.out;
+    // Two new tokens need a fourth program.
+    full.push_back("--max-tokens");
+    full.push_back("2");
+    r = test::run_amk(full);
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_NE(r.err.find("need 4 per-position programs; 3 given"), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace
