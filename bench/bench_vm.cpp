@@ -24,6 +24,7 @@
 #include "ir/graph.h"
 #include "ir/json_io.h"
 #include "vm/vm.h"
+#include "vm/weights.h"
 
 namespace {
 
@@ -155,46 +156,6 @@ void BM_StreamAllCores(benchmark::State& st) {
                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// A safetensors image of seeded random weights for every WEIGHT buffer, built in place.
-struct WeightImage {
-  std::vector<uint8_t> bytes;
-  std::unique_ptr<vm::SafeTensors> file;
-  explicit WeightImage(const ir::Program& p) {
-    nlohmann::ordered_json h = nlohmann::ordered_json::object();
-    size_t off = 0;
-    for (const auto& b : p.buffers)
-      if (b.kind == ir::BufferKind::WEIGHT) {
-        const auto n = static_cast<size_t>(b.nbytes());
-        h[b.source.value_or(b.name)] = {{"dtype", vm::st_name(vm::st_of(b.dtype))},
-                                        {"shape", b.shape},
-                                        {"data_offsets", {off, off + n}}};
-        off += n;
-      }
-    std::string head = h.dump();
-    head.append((8 - head.size() % 8) % 8, ' ');
-    bytes.resize(8 + head.size() + off);
-    const uint64_t hl = head.size();
-    std::memcpy(bytes.data(), &hl, 8);
-    std::memcpy(bytes.data() + 8, head.data(), head.size());
-    uint32_t x = 12345;
-    uint8_t* d = bytes.data() + 8 + head.size();
-    const bool bf16 = std::any_of(p.buffers.begin(), p.buffers.end(), [](const ir::Buffer& b) {
-      return b.kind == ir::BufferKind::WEIGHT && b.dtype == ir::DType::BF16;
-    });
-    if (bf16) {
-      auto* w = reinterpret_cast<uint16_t*>(d);
-      for (size_t i = 0; i < off / 2; ++i)
-        w[i] = static_cast<uint16_t>(0x3C00 | ((x = x * 1664525u + 1013904223u) >> 25));
-    } else {
-      auto* w = reinterpret_cast<float*>(d);
-      for (size_t i = 0; i < off / 4; ++i)
-        w[i] = static_cast<float>(static_cast<int32_t>(x = x * 1664525u + 1013904223u)) * 1e-11f;
-    }
-    std::string err;
-    file = vm::SafeTensors::parse(bytes, "random", err);
-  }
-};
-
 void BM_DecodeStep(benchmark::State& st, ir::DType wdt, int workers) {
   if (!std::filesystem::exists(conformance())) {
     st.SkipWithError("../shared/conformance is absent");
@@ -204,10 +165,11 @@ void BM_DecodeStep(benchmark::State& st, ir::DType wdt, int workers) {
   ir::Program p = *lr.program;
   for (auto& b : p.buffers)
     if (b.kind == ir::BufferKind::WEIGHT) b.dtype = wdt;
-  WeightImage w(p);
+  const std::vector<uint8_t> wimage = vm::random_weights_image(p, 1);
   std::string err;
+  auto wfile = vm::SafeTensors::parse(wimage, "random", err);
   auto m = vm::Vm::load(p, {}, err);
-  if (!m || m->bind_weights(*w.file)) {
+  if (!m || !wfile || m->bind_weights(*wfile)) {
     st.SkipWithError("cannot load the decode program");
     return;
   }

@@ -13,6 +13,8 @@ std::span<const Command> commands() {
       {"run", "execute a program on the reference VM with real numerics", cmd_run},
       {"generate", "greedy decode loop on the reference VM (KV caches kept across steps)",
        cmd_generate},
+      {"gen-weights", "seeded random weights for a program's WEIGHT/CONST buffers",
+       cmd_gen_weights},
       {"diff", "semantic diff of two programs", cmd_diff},
       {"gen", "generate a synthetic program (llama, mesh, chain, fan)", cmd_gen},
   };

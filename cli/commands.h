@@ -19,5 +19,7 @@ int cmd_simulate(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 /// amk generate: greedy decode loop over per-position programs.
 int cmd_generate(int argc, char** argv);
+/// amk gen-weights: seeded random weights for a program.
+int cmd_gen_weights(int argc, char** argv);
 
 }  // namespace amk::cli

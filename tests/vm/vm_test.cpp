@@ -17,6 +17,7 @@
 #include "ir/json_io.h"
 #include "support.h"
 #include "vm/vm.h"
+#include "vm/weights.h"
 
 namespace amk::vm {
 namespace {
@@ -140,36 +141,31 @@ TEST(VmToyDecode, MatchesAmkLogitsWithinOneEMinus5InEveryModeWithKvCarried) {
   }
 }
 
-// Seeded random weights and inputs for any program of the toy family.
+// Seeded random weights (the VM's generator) and decode inputs for any program of the toy family.
 struct Fixture {
-  Blob w, in;
-  explicit Fixture(const ir::Program& p, uint32_t seed = 1) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> u(-0.2f, 0.2f);
+  std::vector<uint8_t> wimage;
+  std::unique_ptr<SafeTensors> wfile;
+  Blob in;
+  explicit Fixture(const ir::Program& p, uint32_t seed = 1)
+      : wimage(random_weights_image(p, seed)) {
+    std::string err;
+    wfile = SafeTensors::parse(wimage, "random", err);
+    if (!wfile) throw std::runtime_error(err);
+    int64_t pos = 0;
+    const auto& meta = p.meta.json();
+    if (meta.is_object() && meta.contains("pos") && meta["pos"].is_number_integer())
+      pos = meta["pos"].get<int64_t>();
     for (const auto& b : p.buffers) {
-      if (b.kind == ir::BufferKind::WEIGHT || b.kind == ir::BufferKind::CONST) {
-        std::vector<uint8_t> bytes(static_cast<size_t>(b.numel()) * 4);
-        for (int64_t i = 0; i < b.numel(); ++i) {
-          float x = u(rng);
-          std::memcpy(bytes.data() + 4 * i, &x, 4);
-        }
-        w.add(b.source.value_or(b.name), StDType::F32, b.shape, std::move(bytes));
-      } else if (b.kind == ir::BufferKind::IO_INPUT) {
-        std::vector<uint8_t> bytes(static_cast<size_t>(b.numel()) * 4);
-        int64_t pos = 0;
-        const auto& meta = p.meta.json();
-        if (meta.is_object() && meta.contains("pos") && meta["pos"].is_number_integer())
-          pos = meta["pos"].get<int64_t>();
-        for (int64_t i = 0; i < b.numel(); ++i) {
-          int32_t x = b.name == "pos"        ? static_cast<int32_t>(pos)
-                      : b.name == "token_id" ? static_cast<int32_t>(7 + 13 * i)
-                                             : static_cast<int32_t>(i);
-          std::memcpy(bytes.data() + 4 * i, &x, 4);
-        }
-        in.add(b.name, StDType::I32, b.shape, std::move(bytes));
+      if (b.kind != ir::BufferKind::IO_INPUT) continue;
+      std::vector<uint8_t> bytes(static_cast<size_t>(b.numel()) * 4);
+      for (int64_t i = 0; i < b.numel(); ++i) {
+        int32_t x = b.name == "pos"        ? static_cast<int32_t>(pos)
+                    : b.name == "token_id" ? static_cast<int32_t>(7 + 13 * i)
+                                           : static_cast<int32_t>(i);
+        std::memcpy(bytes.data() + 4 * i, &x, 4);
       }
+      in.add(b.name, StDType::I32, b.shape, std::move(bytes));
     }
-    w.finish();
     in.finish();
   }
 };
@@ -179,7 +175,7 @@ std::unique_ptr<Vm> ready_vm(const ir::Program& p, Fixture& fx, TensorStore& kv,
   std::string err;
   auto m = Vm::load(p, lo, err);
   if (!m) throw std::runtime_error(err);
-  if (auto e = m->bind_weights(*fx.w.file)) throw std::runtime_error(*e);
+  if (auto e = m->bind_weights(*fx.wfile)) throw std::runtime_error(*e);
   if (auto e = m->set_inputs(*fx.in.file)) throw std::runtime_error(*e);
   if (auto e = m->bind_kv(kv)) throw std::runtime_error(*e);
   return m;
@@ -401,15 +397,15 @@ TEST(VmBindings, WeightsOfTheRightDtypeAreViewsAndOthersAreConverted) {
   auto m = ready_vm(p, fx, kv);
   for (size_t b = 0; b < p.buffers.size(); ++b)
     if (p.buffers[b].name == "embed.weight") {
-      EXPECT_EQ(m->data(static_cast<int64_t>(b)), fx.w.file->find("embed.weight")->data);
+      EXPECT_EQ(m->data(static_cast<int64_t>(b)), fx.wfile->find("embed.weight")->data);
     }
   // The same weights as F64 (converted on bind) give the same logits.
   Blob w64;
-  for (const StOut& o : fx.w.outs) {
-    std::vector<uint8_t> d(o.bytes.size() * 2);
-    for (size_t i = 0; i < o.bytes.size() / 4; ++i) {
+  for (const StTensor& o : fx.wfile->tensors()) {
+    std::vector<uint8_t> d(o.nbytes * 2);
+    for (size_t i = 0; i < o.nbytes / 4; ++i) {
       float f;
-      std::memcpy(&f, o.bytes.data() + 4 * i, 4);
+      std::memcpy(&f, o.data + 4 * i, 4);
       double x = f;
       std::memcpy(d.data() + 8 * i, &x, 8);
     }
@@ -457,7 +453,8 @@ TEST(VmCli, RunWritesOutputsAtomicallyAndUsesTheContractsExitCodes) {
     std::ofstream(dir / name, std::ios::binary) << bytes;
     return (dir / name).string();
   };
-  const auto w = put("w.safetensors", fx.w.image), in = put("in.safetensors", fx.in.image);
+  const auto w = put("w.safetensors", std::string(fx.wimage.begin(), fx.wimage.end()));
+  const auto in = put("in.safetensors", fx.in.image);
   const auto prog = (test::conformance_dir() / "programs/toy_1L_default.json").string();
   const auto out = (dir / "out.safetensors").string();
   auto r = test::run_amk({"run", prog, "--weights", w, "--inputs", in, "--out", out, "--workers",
@@ -518,6 +515,31 @@ TEST(VmCli, GenerateCarriesKvAcrossPositionsAndPicksAmksArgmax) {
     EXPECT_EQ(r.rc, 2);
     EXPECT_NE(r.err.find("need 4 per-position programs; 3 given"), std::string::npos) << r.err;
   }
+}
+
+TEST(VmCli, GenWeightsIsSeededAndCoversEveryWeightKey) {
+  auto dir = test::temp_dir();
+  const auto prog = (dir / "p.json").string();
+  ASSERT_EQ(test::run_amk({"gen", "--shape", "llama", "--tasks", "200", "-o", prog}).rc, 0);
+  const auto a = (dir / "a.st").string(), b = (dir / "b.st").string(), c = (dir / "c.st").string();
+  ASSERT_EQ(test::run_amk({"gen-weights", prog, "--seed", "3", "-o", a}).rc, 0);
+  ASSERT_EQ(test::run_amk({"gen-weights", prog, "--seed", "3", "-o", b}).rc, 0);
+  ASSERT_EQ(test::run_amk({"gen-weights", prog, "--seed", "4", "-o", c}).rc, 0);
+  EXPECT_EQ(test::slurp(a), test::slurp(b));
+  EXPECT_NE(test::slurp(a), test::slurp(c));
+  auto lr = ir::load_program(prog);
+  ASSERT_TRUE(lr.ok());
+  std::string err;
+  auto f = SafeTensors::open(a, err);
+  ASSERT_TRUE(f) << err;
+  for (const auto& buf : lr.program->buffers)
+    if (buf.kind == ir::BufferKind::WEIGHT) {
+      const StTensor* t = f->find(buf.source.value_or(buf.name));
+      ASSERT_TRUE(t) << buf.name;
+      EXPECT_EQ(t->shape, buf.shape);
+    }
+  auto r = test::run_amk({"generate", prog, "--weights", a, "--prompt-ids", "5"});
+  EXPECT_EQ(r.rc, 0) << r.err;
 }
 
 }  // namespace
