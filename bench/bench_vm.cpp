@@ -173,22 +173,9 @@ void BM_DecodeStep(benchmark::State& st, ir::DType wdt, int workers) {
     st.SkipWithError("cannot load the decode program");
     return;
   }
-  std::vector<uint8_t> ins;
-  nlohmann::ordered_json h = {
-      {"token_id", {{"dtype", "I32"}, {"shape", {1}}, {"data_offsets", {0, 4}}}},
-      {"pos", {{"dtype", "I32"}, {"shape", {1}}, {"data_offsets", {4, 8}}}},
-      {"reshape_id0", {{"dtype", "I32"}, {"shape", {1}}, {"data_offsets", {8, 12}}}}};
-  std::string head = h.dump();
-  head.append((8 - head.size() % 8) % 8, ' ');
-  ins.resize(8 + head.size() + 12);
-  const uint64_t hl = head.size();
-  std::memcpy(ins.data(), &hl, 8);
-  std::memcpy(ins.data() + 8, head.data(), head.size());
-  const int32_t vals[3] = {7, 0, 0};
-  std::memcpy(ins.data() + 8 + head.size(), vals, 12);
-  auto in = vm::SafeTensors::parse(ins, "inputs", err);
   vm::TensorStore kv;
-  if (!in || m->set_inputs(*in) || m->bind_kv(kv)) {
+  const int32_t token = 7;
+  if (m->set_decode_inputs({&token, 1}, 0) || m->bind_kv(kv)) {
     st.SkipWithError("cannot bind inputs");
     return;
   }

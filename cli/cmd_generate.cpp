@@ -1,7 +1,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <iostream>
 #include <sstream>
 
@@ -32,30 +31,6 @@ std::optional<std::vector<int32_t>> parse_ids(const std::string& s) {
   }
   if (ids.empty()) return std::nullopt;
   return ids;
-}
-
-// Feeds one position's inputs: token_id, pos and the reshape bridges' ids (0..n-1).
-std::optional<std::string> feed(vm::Vm& m, int32_t token, int32_t pos, const std::string& file) {
-  for (const ir::Buffer& b : m.program().buffers) {
-    if (b.kind != ir::BufferKind::IO_INPUT) continue;
-    std::vector<int32_t> v(static_cast<size_t>(b.numel()));
-    if (b.name == "token_id" || b.name == "pos") {
-      if (v.size() != 1)
-        return fmt::format("{}: input '{}' holds {} values; generate runs batch 1", file, b.name,
-                           v.size());
-      v[0] = b.name == "pos" ? pos : token;
-    } else if (b.name.starts_with("reshape_id")) {
-      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(i);
-    } else {
-      return fmt::format(
-          "{}: input '{}' is not one a decode step provides (token_id, pos, reshape_id*)", file,
-          b.name);
-    }
-    vm::StTensor t{b.name, vm::StDType::I32, b.shape, reinterpret_cast<const uint8_t*>(v.data()),
-                   v.size() * 4};
-    if (auto e = m.set_input(t, file)) return e;
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -137,7 +112,9 @@ int cmd_generate(int argc, char** argv) {
     }
     std::optional<std::string> e;
     if (weights) e = m->bind_weights(*weights);
-    if (!e) e = feed(*m, token, static_cast<int32_t>(s), f);
+    if (!e)
+      if (auto fe = m->set_decode_inputs({&token, 1}, static_cast<int32_t>(s)))
+        e = fmt::format("{}: {}", f, *fe);
     if (!e) e = m->bind_kv(kv);
     if (e) {
       std::cerr << "amk generate: " << *e << "\n";

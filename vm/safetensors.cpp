@@ -74,6 +74,31 @@ StDType st_of(ir::DType d) {
   return StDType::U8;
 }
 
+std::optional<ir::DType> ir_of(StDType d) {
+  switch (d) {
+    case StDType::F32:
+      return ir::DType::F32;
+    case StDType::F16:
+      return ir::DType::F16;
+    case StDType::BF16:
+      return ir::DType::BF16;
+    case StDType::F8_E4M3:
+      return ir::DType::F8E4M3;
+    case StDType::F8_E5M2:
+      return ir::DType::F8E5M2;
+    case StDType::I32:
+      return ir::DType::I32;
+    case StDType::I8:
+      return ir::DType::I8;
+    case StDType::U8:
+      return ir::DType::U8;
+    case StDType::BOOL:
+      return ir::DType::BOOL;
+    default:
+      return std::nullopt;
+  }
+}
+
 int64_t StTensor::numel() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

@@ -22,6 +22,8 @@ std::string_view st_name(StDType d);
 int st_size(StDType d);
 /// The safetensors dtype that stores an IR dtype (I4 is stored as packed U8 bytes).
 StDType st_of(ir::DType d);
+/// The IR dtype of a safetensors dtype, or nullopt for those no buffer uses (F64, I64, I16).
+std::optional<ir::DType> ir_of(StDType d);
 
 /// One tensor of a file: a view into the mapping.
 struct StTensor {

@@ -524,41 +524,38 @@ std::optional<std::string> Vm::set_input(const StTensor& t, const std::string& o
   return fmt::format("{}: the program has no IO_INPUT buffer '{}'", origin, t.name);
 }
 
+std::optional<std::string> Vm::set_decode_inputs(std::span<const int32_t> tokens, int32_t pos) {
+  for (const ir::Buffer& b : im_->prog.buffers) {
+    if (b.kind != ir::BufferKind::IO_INPUT) continue;
+    std::vector<int32_t> v(static_cast<size_t>(b.numel()));
+    if (b.name == "token_id") {
+      if (v.size() != tokens.size())
+        return fmt::format("input 'token_id' holds {} ids but {} were given", v.size(),
+                           tokens.size());
+      std::copy(tokens.begin(), tokens.end(), v.begin());
+    } else if (b.name == "pos") {
+      std::fill(v.begin(), v.end(), pos);
+    } else if (b.name.starts_with("reshape_id")) {
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(i);
+    } else {
+      return fmt::format(
+          "input '{}' is not one a decode step provides (token_id, pos, reshape_id*)", b.name);
+    }
+    StTensor t{b.name, StDType::I32, b.shape, reinterpret_cast<const uint8_t*>(v.data()),
+               v.size() * 4};
+    if (auto e = set_input(t, "decode inputs")) return e;
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> Vm::import(const SafeTensors& f, TensorStore& store) {
   for (const StTensor& t : f.tensors()) {
     TensorStore::Entry e;
-    switch (t.dtype) {
-      case StDType::F32:
-        e.dtype = ir::DType::F32;
-        break;
-      case StDType::F16:
-        e.dtype = ir::DType::F16;
-        break;
-      case StDType::BF16:
-        e.dtype = ir::DType::BF16;
-        break;
-      case StDType::F8_E4M3:
-        e.dtype = ir::DType::F8E4M3;
-        break;
-      case StDType::F8_E5M2:
-        e.dtype = ir::DType::F8E5M2;
-        break;
-      case StDType::I32:
-        e.dtype = ir::DType::I32;
-        break;
-      case StDType::I8:
-        e.dtype = ir::DType::I8;
-        break;
-      case StDType::U8:
-        e.dtype = ir::DType::U8;
-        break;
-      case StDType::BOOL:
-        e.dtype = ir::DType::BOOL;
-        break;
-      default:
-        return fmt::format("{}: tensor '{}' has dtype {}, which no KV cache uses", f.path(), t.name,
-                           st_name(t.dtype));
-    }
+    const auto dt = ir_of(t.dtype);
+    if (!dt)
+      return fmt::format("{}: tensor '{}' has dtype {}, which no KV cache uses", f.path(), t.name,
+                         st_name(t.dtype));
+    e.dtype = *dt;
     e.shape = t.shape;
     e.bytes.assign(t.data, t.data + t.nbytes);
     store.tensors[t.name] = std::move(e);

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,9 @@ class Vm {
   /// Copies one IO_INPUT tensor (by its name; converted to the buffer's dtype). `origin` names
   /// where it came from in errors.
   std::optional<std::string> set_input(const StTensor& t, const std::string& origin);
+  /// Sets the inputs of a lowered decode step: `token_id` (one id per sequence), `pos` (every
+  /// element) and the reshape bridges' `reshape_id*` (0..n-1); any other IO_INPUT is an error.
+  std::optional<std::string> set_decode_inputs(std::span<const int32_t> tokens, int32_t pos);
   /// Binds KV_CACHE buffers to `store` (by name), creating zero tensors for missing names and
   /// converting/refusing mis-shaped ones. Writes of KV_APPEND land in the store.
   std::optional<std::string> bind_kv(TensorStore& store);

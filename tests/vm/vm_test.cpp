@@ -145,29 +145,21 @@ TEST(VmToyDecode, MatchesAmkLogitsWithinOneEMinus5InEveryModeWithKvCarried) {
 struct Fixture {
   std::vector<uint8_t> wimage;
   std::unique_ptr<SafeTensors> wfile;
-  Blob in;
+  std::vector<int32_t> tokens;
+  int32_t pos = 0;
   explicit Fixture(const ir::Program& p, uint32_t seed = 1)
       : wimage(random_weights_image(p, seed)) {
     std::string err;
     wfile = SafeTensors::parse(wimage, "random", err);
     if (!wfile) throw std::runtime_error(err);
-    int64_t pos = 0;
     const auto& meta = p.meta.json();
     if (meta.is_object() && meta.contains("pos") && meta["pos"].is_number_integer())
-      pos = meta["pos"].get<int64_t>();
-    for (const auto& b : p.buffers) {
-      if (b.kind != ir::BufferKind::IO_INPUT) continue;
-      std::vector<uint8_t> bytes(static_cast<size_t>(b.numel()) * 4);
-      for (int64_t i = 0; i < b.numel(); ++i) {
-        int32_t x = b.name == "pos"        ? static_cast<int32_t>(pos)
-                    : b.name == "token_id" ? static_cast<int32_t>(7 + 13 * i)
-                                           : static_cast<int32_t>(i);
-        std::memcpy(bytes.data() + 4 * i, &x, 4);
-      }
-      in.add(b.name, StDType::I32, b.shape, std::move(bytes));
-    }
-    in.finish();
+      pos = meta["pos"].get<int32_t>();
+    for (const auto& b : p.buffers)
+      if (b.name == "token_id")
+        for (int64_t i = 0; i < b.numel(); ++i) tokens.push_back(static_cast<int32_t>(7 + 13 * i));
   }
+  std::optional<std::string> feed(Vm& m) const { return m.set_decode_inputs(tokens, pos); }
 };
 
 std::unique_ptr<Vm> ready_vm(const ir::Program& p, Fixture& fx, TensorStore& kv,
@@ -176,7 +168,7 @@ std::unique_ptr<Vm> ready_vm(const ir::Program& p, Fixture& fx, TensorStore& kv,
   auto m = Vm::load(p, lo, err);
   if (!m) throw std::runtime_error(err);
   if (auto e = m->bind_weights(*fx.wfile)) throw std::runtime_error(*e);
-  if (auto e = m->set_inputs(*fx.in.file)) throw std::runtime_error(*e);
+  if (auto e = fx.feed(*m)) throw std::runtime_error(*e);
   if (auto e = m->bind_kv(kv)) throw std::runtime_error(*e);
   return m;
 }
@@ -373,7 +365,7 @@ TEST(VmBindings, MissingAndMisShapedTensorsAreErrorsNamingTheKey) {
   EXPECT_EQ(r.error,
             "input 'token_id' was not given (an IO_INPUT buffer needs a tensor of that name)");
   Fixture fx(p);
-  ASSERT_FALSE(m->set_inputs(*fx.in.file));
+  ASSERT_FALSE(fx.feed(*m));
   r = m->run({});
   EXPECT_NE(r.error.find("(key 'embed.weight') is not bound"), std::string::npos) << r.error;
   Blob w;
@@ -415,7 +407,7 @@ TEST(VmBindings, WeightsOfTheRightDtypeAreViewsAndOthersAreConverted) {
   std::string err;
   auto m2 = Vm::load(p, {}, err);
   ASSERT_FALSE(m2->bind_weights(w64.finish()));
-  ASSERT_FALSE(m2->set_inputs(*fx.in.file));
+  ASSERT_FALSE(fx.feed(*m2));
   ASSERT_FALSE(m2->bind_kv(kv2));
   ASSERT_TRUE(m->run({}).ok());
   ASSERT_TRUE(m2->run({}).ok());
@@ -454,7 +446,11 @@ TEST(VmCli, RunWritesOutputsAtomicallyAndUsesTheContractsExitCodes) {
     return (dir / name).string();
   };
   const auto w = put("w.safetensors", std::string(fx.wimage.begin(), fx.wimage.end()));
-  const auto in = put("in.safetensors", fx.in.image);
+  Blob inputs;  // AMK's own step-0 inputs
+  const json spec = toy_spec();
+  for (const auto& [k, v] : spec["models"][0]["steps"][0]["inputs"].items()) inputs.add_json(k, v);
+  inputs.finish();
+  const auto in = put("in.safetensors", inputs.image);
   const auto prog = (test::conformance_dir() / "programs/toy_1L_default.json").string();
   const auto out = (dir / "out.safetensors").string();
   auto r = test::run_amk({"run", prog, "--weights", w, "--inputs", in, "--out", out, "--workers",
