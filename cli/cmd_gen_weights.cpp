@@ -5,26 +5,44 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/lowering.h"
 #include "vm/weights.h"
 
 namespace amk::cli {
 
 int cmd_gen_weights(int argc, char** argv) {
   Args args(
-      "amk gen-weights PROGRAM [--seed S] -o W.safetensors",
-      "Writes seeded random weights for every WEIGHT/CONST buffer of a program, keyed by\n"
+      "amk gen-weights PROGRAM|MODEL [--dtype D] [--quant Q] [--seed S] -o W.safetensors",
+      "Writes seeded random weights for every WEIGHT/CONST buffer of a program, or of MODEL's\n"
+      "lowering (a built-in name, spec or HF config.json; Hugging Face keys), keyed by\n"
       "Buffer.source (else its name), in each buffer's dtype: norm vectors 1 +- 0.1, matrices\n"
       "uniform in +-1/sqrt(K), integer codes random. The file is written atomically.");
-  args.add()("program", po::value<std::string>(), "program JSON")(
+  args.add()("program", po::value<std::string>(), "program JSON, or a model")(
       "seed", po::value<uint64_t>()->default_value(0), "random seed")(
       "output,o", po::value<std::string>(), "safetensors file to write");
+  add_lowering_options(args, false);
   args.positional("program", 1);
   if (auto rc = args.parse(argc, argv)) return *rc;
   if (!args.has("program") || !args.has("output")) {
     std::cerr << "amk gen-weights: give a PROGRAM and -o OUT\n";
     return kUnreadable;
   }
-  auto prog = load(args.get<std::string>("program"), false);
+  const auto what = args.get<std::string>("program");
+  std::optional<ir::Program> prog;
+  std::string ignored;
+  if (lower::load_model(what, ignored)) {
+    auto la = resolve_lowering(args, "gen-weights", what);
+    if (!la) return kUnreadable;
+    la->opt.reference = true;  // same weights for every schedule
+    lower::LowerResult lr = lower::lower(la->model, la->target, la->config, la->opt);
+    if (!lr.program) {
+      std::cerr << "amk gen-weights: " << lr.error << "\n";
+      return kUnreadable;
+    }
+    prog = std::move(lr.program);
+  } else {
+    prog = load(what, false);
+  }
   if (!prog) return kUnreadable;
   const auto image = vm::random_weights_image(*prog, args.get<uint64_t>("seed"));
   const auto out = args.get<std::string>("output");

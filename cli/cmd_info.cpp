@@ -7,8 +7,10 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/lowering.h"
 #include "ir/graph.h"
 #include "ir/pyjson.h"
+#include "lower/cost.h"
 
 namespace amk::cli {
 namespace {
@@ -59,11 +61,14 @@ std::string mb(int64_t bytes) {
 
 int cmd_info(int argc, char** argv) {
   Args args(
-      "amk info FILE [--json]",
+      "amk info FILE [--target T] [--json]",
       "Summarises a program: counts, producer->consumer edges, weight megabytes, opcode mix,\n"
-      "pages, config and the critical path (longest dependency chain).");
+      "pages, config and the critical path (longest dependency chain). The cost model's\n"
+      "prediction is printed next to the weight-streaming floor for the program's target, or\n"
+      "for --target T (a built-in name or a target .json).");
   args.add()("file", po::value<std::string>()->required(), "program JSON file")(
-      "json", "print one JSON document");
+      "target,t", po::value<std::string>(), "predict for this target")("json",
+                                                                       "print one JSON document");
   args.positional("file", 1);
   if (auto rc = args.parse(argc, argv)) return *rc;
   const auto file = args.get<std::string>("file");
@@ -73,6 +78,14 @@ int cmd_info(int argc, char** argv) {
   const ir::Program& p = *prog;
   ir::Graph g = ir::Graph::build(p);
   CriticalPath cp = critical_path(p, g);
+  std::optional<ir::Target> tgt = p.target;
+  if (args.has("target")) {
+    auto t = resolve_target("info", args.get<std::string>("target"));
+    if (!t) return kUnreadable;
+    tgt = t->record;
+  }
+  std::optional<lower::CostEstimate> cost;
+  if (tgt) cost = lower::estimate(p, *tgt);
 
   std::map<std::string, int64_t> ops, kinds;
   int64_t est_bytes = 0, est_flops = 0, n_weights = 0;
@@ -124,6 +137,14 @@ int cmd_info(int argc, char** argv) {
     for (uint32_t t : cp.path) path.push_back(t);
     crit["path"] = std::move(path);
     j["critical_path"] = g.acyclic() ? crit : ojson();
+    if (cost)
+      j["cost"] = {{"target", tgt->name},
+                   {"predicted_us", cost->makespan_us},
+                   {"amk_predicted_us", cost->amk_makespan_us},
+                   {"queue_us", cost->queue_us},
+                   {"bandwidth_us", cost->bandwidth_us},
+                   {"critical_path_us", cost->critical_path_us},
+                   {"floor_us", cost->floor_us}};
     std::string out;
     ir::append_json_value(out, j, 0);
     std::cout << out << "\n";
@@ -158,6 +179,12 @@ int cmd_info(int argc, char** argv) {
   } else if (!g.acyclic()) {
     std::cout << "  critical path: none (the graph has a cycle; see amk validate)\n";
   }
+  if (cost)
+    std::cout << fmt::format(
+        "  cost on {}: predicted {:.1f} us (SM queues {:.1f}, shared HBM {:.1f}); AMK's formula "
+        "{:.1f} us; weight-streaming floor {:.1f} us\n",
+        tgt->name, cost->makespan_us, cost->queue_us, cost->bandwidth_us, cost->amk_makespan_us,
+        cost->floor_us);
   return kOk;
 }
 

@@ -22,4 +22,11 @@ int cmd_generate(int argc, char** argv);
 /// amk gen-weights: seeded random weights for a program.
 int cmd_gen_weights(int argc, char** argv);
 
+/// amk lower: model + target + ScheduleConfig -> validated program.
+int cmd_lower(int argc, char** argv);
+/// amk targets: the built-in targets, or one target's record.
+int cmd_targets(int argc, char** argv);
+/// amk models: the built-in model specs, or one spec.
+int cmd_models(int argc, char** argv);
+
 }  // namespace amk::cli

@@ -1,5 +1,7 @@
 #include "ir/fileio.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -83,6 +85,36 @@ std::optional<std::string> write_file_atomic(const std::string& path, std::strin
     return fmt::format("cannot write '{}' (rename): {}", path, std::strerror(e));
   }
   return std::nullopt;
+}
+
+std::optional<std::pair<std::string, std::string>> read_builtin_or_file(
+    std::string_view name_or_path, std::span<const BuiltinFile> builtins, std::string_view dir,
+    std::string_view what, std::string_view hint, std::string& error) {
+  for (const auto& [stem, text] : builtins)
+    if (stem == name_or_path)
+      return std::pair{std::string(dir) + "/" + std::string(stem) + ".json", std::string(text)};
+  const bool looks_like_path =
+      name_or_path.find('/') != std::string_view::npos || name_or_path.ends_with(".json");
+  if (!looks_like_path) {
+    std::string names;
+    for (const std::string& n : builtin_names(builtins)) names += (names.empty() ? "" : ", ") + n;
+    error = "unknown " + std::string(what) + " '" + std::string(name_or_path) +
+            "' (built-in: " + names + "; or give a path to " + std::string(hint) + ")";
+    return std::nullopt;
+  }
+  std::pair<std::string, std::string> r{std::string(name_or_path), {}};
+  if (auto err = read_file(r.first, r.second)) {
+    error = *err;
+    return std::nullopt;
+  }
+  return r;
+}
+
+std::vector<std::string> builtin_names(std::span<const BuiltinFile> builtins) {
+  std::vector<std::string> v;
+  for (const auto& f : builtins) v.emplace_back(f.first);
+  std::sort(v.begin(), v.end());
+  return v;
 }
 
 }  // namespace amk::ir

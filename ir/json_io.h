@@ -18,6 +18,16 @@ struct LoadResult {
   bool ok() const { return program.has_value(); }
 };
 
+/// A parsed target record, or none with the diagnostics that explain why.
+struct TargetLoadResult {
+  std::optional<Target> target;
+  Diagnostics diagnostics;
+};
+
+/// Parses one target record (AMK's GpuTarget fields; unknown fields land in Target::extra).
+TargetLoadResult parse_target(std::string_view text);
+/// A target record in AMK's canonical bytes (the same writer as a program's "target").
+std::string write_target(const Target& t);
 /// Parses AMK JSON text. Never throws on bad input: every problem is a diagnostic with a pointer.
 LoadResult parse_program(std::string_view text);
 /// Reads and parses a file; an unreadable file is an `io.read` diagnostic.

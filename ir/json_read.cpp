@@ -472,6 +472,32 @@ class Reader {
     return res;
   }
 
+  // A lone target record (targets/*.json): AMK's fields, unknown ones kept in Target::extra.
+  TargetLoadResult run_target() {
+    TargetLoadResult res;
+    Target t;
+    try {
+      if (text_.size() >= 3 && std::memcmp(text_.data(), "\xEF\xBB\xBF", 3) == 0) lx_.skip_bom();
+      int c = lx_.peek();
+      if (c < 0) lx_.fail("Expecting value (empty file)");
+      size_t off = lx_.offset();
+      if (c != '{') {
+        skip_value(0);
+        error("json.type", "a target must be a JSON object, got " + describe_at(text_, off), off);
+      } else if (read_target(t) == 0) {
+        error("target.empty", "a target record needs AMK's GpuTarget fields", off);
+      }
+      if (!lx_.at_end()) lx_.fail("Extra data");
+    } catch (const SyntaxError& e) {
+      error("json.syntax", e.message, e.offset, /*allow_past_cap=*/true);
+    } catch (const TooManyErrors&) {
+    }
+    fill_line_columns();
+    res.diagnostics = std::move(diags_);
+    if (!has_errors(res.diagnostics)) res.target = std::move(t);
+    return res;
+  }
+
  private:
   // ---- pointer path (a stack of segments, rendered only when a diagnostic needs it) -----------
   // Depth is bounded by kMaxDepth (verbatim values) plus the schema's own levels.
@@ -1416,6 +1442,10 @@ class Reader {
 
 LoadResult parse_program(std::string_view text) {
   return Reader(text).run();
+}
+
+TargetLoadResult parse_target(std::string_view text) {
+  return Reader(text).run_target();
 }
 
 LoadResult load_program(const std::string& path) {

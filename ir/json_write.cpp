@@ -249,6 +249,12 @@ void put_counter(std::string& out, const Counter& c, size_t id, int level) {
 
 }  // namespace
 
+std::string write_target(const Target& t) {
+  std::string out;
+  put_target(out, t, 0);
+  return out;
+}
+
 std::string write_program(const Program& p) {
   std::string out;
   out.reserve(256 + 260 * p.buffers.size() + 560 * p.tasks.size() + 80 * p.counters.size());

@@ -1,0 +1,92 @@
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "lower/model.h"
+#include "targets/target.h"
+
+namespace amk::cli {
+
+int cmd_targets(int argc, char** argv) {
+  Args args("amk targets [NAME|FILE] [--json]",
+            "Lists the built-in targets (targets/*.json: AMK's GPUs, Ascend a2a3/a5, a TX8-style\n"
+            "tiled chip) with their workers; with NAME or FILE prints that target's record.");
+  args.add()("target", po::value<std::string>(), "a target to print")("json", "JSON output");
+  args.positional("target", 1);
+  if (auto rc = args.parse(argc, argv)) return *rc;
+  std::string err;
+  if (args.has("target")) {
+    auto t = targets::load_target(args.get<std::string>("target"), err);
+    if (!t) {
+      std::cerr << "amk targets: " << err << "\n";
+      return kUnreadable;
+    }
+    std::cout << targets::write_target_spec(*t);
+    return kOk;
+  }
+  nlohmann::ordered_json all = nlohmann::ordered_json::array();
+  if (!args.has("json"))
+    std::cout << fmt::format("{:<9} {:<7} {:>7} {:>9} {:>9} {:>10}  {}\n", "name", "family",
+                             "workers", "GB/s", "TFLOPs", "scratch", "worker kinds");
+  for (const std::string& name : targets::builtin_target_names()) {
+    auto t = targets::load_target(name, err);
+    if (!t) {
+      std::cerr << "amk targets: " << err << "\n";
+      return kUnreadable;
+    }
+    std::string kinds;
+    for (const auto& w : t->workers)
+      kinds += fmt::format("{}{}x{}", kinds.empty() ? "" : " + ", w.count, w.kind);
+    if (t->aicpu_threads) kinds += fmt::format(", {} AICPU threads", t->aicpu_threads);
+    if (!t->mesh.empty())
+      kinds += fmt::format(", {}x{} mesh", t->mesh[0], t->mesh.size() > 1 ? t->mesh[1] : 1);
+    if (args.has("json")) {
+      all.push_back(nlohmann::ordered_json::parse(targets::write_target_spec(*t)));
+    } else {
+      std::cout << fmt::format("{:<9} {:<7} {:>7} {:>9.0f} {:>9.0f} {:>9.1f}M  {}\n", name,
+                               t->family, t->num_workers(), t->record.hbm_bandwidth_gbs.as_double(),
+                               t->record.fp16_tflops.as_double(),
+                               static_cast<double>(t->scratch_bytes) / (1 << 20), kinds);
+    }
+  }
+  if (args.has("json")) std::cout << all.dump(2) << "\n";
+  return kOk;
+}
+
+int cmd_models(int argc, char** argv) {
+  Args args("amk models [NAME|FILE]",
+            "Lists the built-in model specs (schedules/*.json); with NAME or FILE (a spec or a\n"
+            "Hugging Face config.json) prints the spec amk reads from it.");
+  args.add()("model", po::value<std::string>(), "a model to print");
+  args.positional("model", 1);
+  if (auto rc = args.parse(argc, argv)) return *rc;
+  std::string err;
+  if (args.has("model")) {
+    auto m = lower::load_model(args.get<std::string>("model"), err);
+    if (!m) {
+      std::cerr << "amk models: " << err << "\n";
+      return kUnreadable;
+    }
+    std::cout << lower::write_model(*m);
+    return kOk;
+  }
+  std::cout << fmt::format("{:<15} {:>6} {:>6} {:>9} {:>6} {:>7} {:>7}  {}\n", "name", "layers",
+                           "hidden", "heads/kv", "hd", "inter", "vocab", "tied");
+  for (const std::string& name : lower::builtin_model_names()) {
+    auto m = lower::load_model(name, err);
+    if (!m) {
+      std::cerr << "amk models: " << err << "\n";
+      return kUnreadable;
+    }
+    std::cout << fmt::format("{:<15} {:>6} {:>6} {:>9} {:>6} {:>7} {:>7}  {}\n", name, m->n_layers,
+                             m->hidden, fmt::format("{}/{}", m->n_heads, m->n_kv_heads),
+                             m->head_dim, m->intermediate, m->vocab,
+                             m->tie_embeddings ? "yes" : "no");
+  }
+  return kOk;
+}
+
+}  // namespace amk::cli

@@ -1,0 +1,187 @@
+#include "lower/config.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include "ir/diagnostic.h"
+
+namespace amk::lower {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+bool positive_int(const json& v) {
+  return v.is_number_integer() && v.get<int64_t>() > 0;
+}
+
+}  // namespace
+
+ir::ScheduleConfig default_config() {
+  ir::ScheduleConfig c = ir::ScheduleConfig::defaults();
+  c.tiling = ir::JsonValue(json{{"gemv", {{"N_tile", 64}}}, {"attention", {{"kv_block", 128}}}});
+  return c;
+}
+
+std::optional<ir::ScheduleConfig> parse_config(std::string_view text, std::string_view origin,
+                                               std::string& error) {
+  json j;
+  try {
+    j = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    error = fmt::format("{}: not JSON: {}", origin, e.what());
+    return std::nullopt;
+  }
+  if (!j.is_object()) {
+    error = fmt::format("{}: a ScheduleConfig must be a JSON object", origin);
+    return std::nullopt;
+  }
+  ir::ScheduleConfig c = ir::ScheduleConfig::defaults();
+  ir::JsonValue* fields[] = {
+      &c.tiling,          &c.fusion_grouping,   &c.sm_assignment,       &c.pipelining_depth,
+      &c.page_allocation, &c.threads_per_block, &c.smem_bytes_per_block};
+  static const char* kNames[] = {
+      "tiling",          "fusion_grouping",   "sm_assignment",       "pipelining_depth",
+      "page_allocation", "threads_per_block", "smem_bytes_per_block"};
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    auto f = std::find_if(std::begin(kNames), std::end(kNames),
+                          [&](const char* k) { return it.key() == k; });
+    if (f == std::end(kNames)) {
+      error = fmt::format(
+          "{}: /{}: unknown ScheduleConfig field (known: tiling, fusion_grouping, "
+          "sm_assignment, pipelining_depth, page_allocation, threads_per_block, "
+          "smem_bytes_per_block)",
+          origin, it.key());
+      return std::nullopt;
+    }
+    *fields[f - std::begin(kNames)] = ir::JsonValue(it.value());
+  }
+  return c;
+}
+
+std::optional<Knobs> parse_knobs(const std::optional<ir::ScheduleConfig>& cfg,
+                                 const targets::TargetSpec& t, std::string& error) {
+  Knobs k;
+  if (!cfg) {
+    k.base_width = 32;  // AMK: config None tiles by min(max(16, 32), N)
+    return k;
+  }
+  auto fail = [&](std::string_view ptr, std::string_view what) {
+    error = fmt::format("/config{}: {}", ptr, what);
+    return std::nullopt;
+  };
+  const json& tiling = cfg->tiling.json();
+  if (!tiling.is_null() && !tiling.is_object()) return fail("/tiling", "must be an object");
+  if (tiling.is_object()) {
+    for (auto it = tiling.begin(); it != tiling.end(); ++it) {
+      const std::string& arch = it.key();
+      if (arch != "gemv" && arch != "attention")
+        return fail("/tiling/" + arch, "unknown op archetype (known: gemv, attention)");
+      if (!it.value().is_object()) return fail("/tiling/" + arch, "must be an object");
+      for (auto kv = it.value().begin(); kv != it.value().end(); ++kv) {
+        const std::string ptr = fmt::format("/tiling/{}/{}", arch, kv.key());
+        std::optional<int64_t>* slot = nullptr;
+        if (arch == "gemv" && kv.key() == "N_tile") slot = &k.n_tile;
+        if (arch == "gemv" && kv.key() == "base_width") slot = &k.base_width;
+        if (arch == "attention" && kv.key() == "n_partitions") slot = &k.n_partitions;
+        if (arch == "attention" && kv.key() == "kv_block") slot = &k.kv_block;
+        if (!slot)
+          return fail(ptr, arch == "gemv"
+                               ? "unknown gemv knob (known: N_tile, base_width)"
+                               : "unknown attention knob (known: n_partitions, kv_block)");
+        if (!positive_int(kv.value())) return fail(ptr, "must be a positive integer");
+        *slot = kv.value().get<int64_t>();
+      }
+    }
+  }
+  const json& fusion = cfg->fusion_grouping.json();
+  if (!fusion.is_null()) {
+    if (!fusion.is_array()) return fail("/fusion_grouping", "must be a list of lists of op names");
+    for (size_t g = 0; g < fusion.size(); ++g) {
+      const json& grp = fusion[g];
+      if (!grp.is_array() || grp.size() < 2)
+        return fail(fmt::format("/fusion_grouping/{}", g), "a group lists at least two op names");
+      std::vector<std::string> names;
+      for (size_t i = 0; i < grp.size(); ++i) {
+        if (!grp[i].is_string())
+          return fail(fmt::format("/fusion_grouping/{}/{}", g, i), "must be an op name string");
+        names.push_back(grp[i].get<std::string>());
+      }
+      k.fusion.push_back(std::move(names));
+    }
+  }
+  const json& sm = cfg->sm_assignment.json();
+  const int64_t sms = t.num_workers();
+  if (sm.is_null() || sm == "load_balance") {
+    k.sm = Knobs::Sm::LoadBalance;
+  } else if (sm == "round_robin") {
+    k.sm = Knobs::Sm::RoundRobin;
+  } else if (sm.is_object()) {
+    k.sm = Knobs::Sm::Explicit;
+    for (auto it = sm.begin(); it != sm.end(); ++it) {
+      const std::string ptr = "/sm_assignment/" + ir::pointer_token(it.key());
+      int64_t task = -1;
+      try {
+        size_t used = 0;
+        task = std::stoll(it.key(), &used);
+        if (used != it.key().size()) task = -1;
+      } catch (const std::exception&) {
+        task = -1;
+      }
+      if (task < 0) return fail(ptr, "keys must be task ids (non-negative integers)");
+      if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
+          it.value().get<int64_t>() >= sms)
+        return fail(ptr,
+                    fmt::format("must be an SM index in [0, {}) of target {}", sms, t.record.name));
+      k.sm_map.emplace_back(task, it.value().get<int64_t>());
+    }
+  } else {
+    return fail("/sm_assignment",
+                "must be \"round_robin\", \"load_balance\" or an object {\"<task id>\": sm}");
+  }
+  const json& depth = cfg->pipelining_depth.json();
+  if (!depth.is_null()) {
+    if (!depth.is_number_integer() || depth.get<int64_t>() < 0 || depth.get<int64_t>() > 16)
+      return fail("/pipelining_depth", "must be an integer in [0, 16]");
+    k.depth = depth.get<int64_t>();
+  }
+  const json& pages = cfg->page_allocation.json();
+  if (pages.is_null() || pages == "graph_color") {
+    k.pages = Knobs::Pages::GraphColor;
+  } else if (pages == "linear") {
+    k.pages = Knobs::Pages::Linear;
+  } else if (pages == "none") {
+    k.pages = Knobs::Pages::None;
+  } else {
+    return fail("/page_allocation", "must be \"linear\", \"graph_color\" or \"none\"");
+  }
+  const json& tpb = cfg->threads_per_block.json();
+  if (!tpb.is_null()) {
+    const int64_t max_thr = t.record.max_threads_per_sm.is_int ? t.record.max_threads_per_sm.i : 0;
+    if (!tpb.is_number_integer() || tpb.get<int64_t>() < 32 || tpb.get<int64_t>() > 1024 ||
+        tpb.get<int64_t>() % 32 != 0)
+      return fail("/threads_per_block", "must be a multiple of 32 in [32, 1024]");
+    if (max_thr > 1 && tpb.get<int64_t>() > max_thr)
+      return fail("/threads_per_block", fmt::format("{} exceeds target {}'s max_threads_per_sm {}",
+                                                    tpb.get<int64_t>(), t.record.name, max_thr));
+    k.threads = tpb.get<int64_t>();
+  }
+  const json& smem = cfg->smem_bytes_per_block.json();
+  if (!smem.is_null()) {
+    const int64_t optin = t.record.smem_bytes_per_block_optin.is_int
+                              ? t.record.smem_bytes_per_block_optin.i
+                              : static_cast<int64_t>(t.record.smem_bytes_per_block_optin.f);
+    if (!smem.is_number_integer() || smem.get<int64_t>() < 0)
+      return fail("/smem_bytes_per_block", "must be a non-negative integer");
+    if (smem.get<int64_t>() > optin)
+      return fail("/smem_bytes_per_block",
+                  fmt::format("{} exceeds target {}'s smem_bytes_per_block_optin {}",
+                              smem.get<int64_t>(), t.record.name, optin));
+    k.smem = smem.get<int64_t>();
+  }
+  return k;
+}
+
+}  // namespace amk::lower

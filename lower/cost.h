@@ -1,0 +1,33 @@
+// AMK's cost model: per-task time from bytes/flops and the target, makespan over dependencies
+// and per-SM queues, and the weight-streaming floor.
+#pragma once
+
+#include <cstdint>
+
+#include "ir/program.h"
+
+namespace amk::lower {
+
+/// What the cost model predicts for a program on a target.
+struct CostEstimate {
+  double makespan_us = 0;       ///< amk's prediction: per-SM bandwidth share, shared HBM
+  double amk_makespan_us = 0;   ///< AMK's formula: every SM streams at full bandwidth at once
+  double bandwidth_us = 0;      ///< Σ per-task memory time: all SMs share one HBM
+  double queue_us = 0;          ///< per-SM queues with each SM's bandwidth share (placement)
+  double critical_path_us = 0;  ///< longest dependency chain (ignoring SM queues)
+  double total_us = 0;          ///< Σ task times
+  double floor_us = 0;          ///< total WEIGHT bytes at the target's spec bandwidth
+  bool sm_assigned = false;     ///< makespan used per-SM queues (else max(cp, Σt / num_sms))
+  bool cyclic = false;          ///< dependency cycle: AMK's makespan = Σt
+};
+
+/// Predicted microseconds of one task (AMK's formula; `depth` = pipelining depth, overridden by
+/// the task's "prefetch" field that amk's lowering records).
+double task_time_us(const ir::Program& p, const ir::Task& t, const ir::Target& tg, int64_t depth);
+/// Like task_time_us, but one SM streams at most 4x its fair share of the HBM bandwidth.
+double task_time_sm_us(const ir::Program& p, const ir::Task& t, const ir::Target& tg,
+                       int64_t depth);
+/// Predicts `p` on `tg`; `depth` from the program's config when it has one, else 2.
+CostEstimate estimate(const ir::Program& p, const ir::Target& tg);
+
+}  // namespace amk::lower

@@ -1,0 +1,86 @@
+// The state the lowering passes hand each other: options, parsed knobs, buffers and task plans.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/program.h"
+#include "lower/graph.h"
+#include "lower/model.h"
+#include "targets/target.h"
+
+namespace amk::lower {
+
+/// Weight quantisation of the linear layers (W8A16 / W4A16 with per-group scales).
+enum class Quant : uint8_t { None, Int8, Int4 };
+
+/// What to lower besides the model, target and config.
+struct LowerOptions {
+  int64_t pos = 0;                   ///< decode position (kv_len = pos + 1)
+  int64_t batch = 1;                 ///< B > 1 emits GEMM tiles
+  ir::DType dtype = ir::DType::F32;  ///< weights, activations and KV caches
+  Quant quant = Quant::None;
+  int64_t quant_group = 128;  ///< columns per scale
+  bool amk_compat = false;    ///< AMK's lower() byte for byte: only tiling/n_partitions consumed
+  bool reference = false;     ///< one untiled task per graph node, no split/fusion/placement/pages
+  bool log = false;           ///< record one line per pass (with its time) in LowerResult::log
+};
+
+/// ScheduleConfig parsed and checked against the target.
+struct Knobs {
+  std::optional<int64_t> n_tile, base_width, n_partitions, kv_block;
+  std::vector<std::vector<std::string>> fusion;  ///< groups of node roles or names
+  enum class Sm : uint8_t { None, RoundRobin, LoadBalance, Explicit } sm = Sm::LoadBalance;
+  std::vector<std::pair<int64_t, int64_t>> sm_map;  ///< explicit {task id, sm}
+  int64_t depth = 2;
+  enum class Pages : uint8_t { None, Linear, GraphColor } pages = Pages::GraphColor;
+  int64_t threads = 256, smem = 0;
+};
+
+/// A region of a buffer: the whole buffer, or [lo, hi) along one axis (GEMV tile columns).
+struct Region {
+  int axis = -1;
+  int64_t lo = 0, hi = 0;
+};
+
+/// One buffer access of a task.
+struct Access {
+  int64_t buffer = 0;
+  Region region;
+};
+
+/// A task before counters exist: its ir::Task (out_counter/waits unset), counter group, accesses.
+struct PlanTask {
+  ir::Task task;
+  int64_t group = 0;  ///< tasks of one group share one counter (tiles of one projection)
+  int64_t node = -1;  ///< op-graph node it came from (-1: several, after fusion)
+  std::vector<Access> reads, writes;
+};
+
+/// Everything the passes share. `program` holds buffers, meta, target and config until emit
+/// fills its counters and tasks.
+struct Plan {
+  const ModelSpec* model = nullptr;
+  const targets::TargetSpec* target = nullptr;
+  LowerOptions opt;
+  Knobs knobs;
+  std::vector<Node> graph;
+  ir::Program program;
+  std::vector<PlanTask> tasks;
+  std::vector<std::string> group_notes;     ///< counter note per group
+  std::vector<std::string> group_names;     ///< op name per group ("L0.q_proj")
+  std::vector<std::vector<uint32_t>> deps;  ///< per task: earlier tasks it must follow
+  std::vector<std::string> log;
+  /// A new counter group named `name` (note defaults to the name); returns its id.
+  int64_t add_group(std::string name, std::string note = {}) {
+    group_notes.push_back(note.empty() ? name : std::move(note));
+    group_names.push_back(std::move(name));
+    return static_cast<int64_t>(group_notes.size()) - 1;
+  }
+};
+
+}  // namespace amk::lower

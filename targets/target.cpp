@@ -1,0 +1,172 @@
+#include "targets/target.h"
+
+#include <algorithm>
+#include <span>
+#include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ir/diagnostic.h"
+
+#include "ir/fileio.h"
+#include "ir/json_io.h"
+
+std::span<const std::pair<std::string_view, std::string_view>> amk_builtin_target_files();
+
+namespace amk::targets {
+
+using json = nlohmann::ordered_json;
+
+int64_t TargetSpec::num_workers() const {
+  int64_t n = 0;
+  for (const WorkerKind& w : workers) n += w.count;
+  return n;
+}
+
+int64_t TargetSpec::count_of(std::string_view kind) const {
+  for (const WorkerKind& w : workers)
+    if (w.kind == kind) return w.count;
+  return 0;
+}
+
+namespace {
+
+// Reads the "amk" extension object; false with `error` set on the first problem.
+bool read_extension(const json& a, TargetSpec& t, std::string& error) {
+  auto fail = [&](std::string_view ptr, std::string_view what) {
+    error = fmt::format("/amk{}: {}", ptr, what);
+    return false;
+  };
+  if (!a.is_object()) return fail("", "must be an object");
+  auto int_at = [&](const char* key, int64_t& out, int64_t min) {
+    if (!a.contains(key)) return true;
+    const json& v = a[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < min)
+      return fail(fmt::format("/{}", key), fmt::format("must be an integer >= {}", min));
+    out = v.get<int64_t>();
+    return true;
+  };
+  for (auto it = a.begin(); it != a.end(); ++it) {
+    static const char* kKnown[] = {"family",        "workers", "clusters",     "cluster",
+                                   "aicpu_threads", "mesh",    "scratch_bytes"};
+    if (std::find_if(std::begin(kKnown), std::end(kKnown),
+                     [&](const char* k) { return it.key() == k; }) == std::end(kKnown))
+      return fail(fmt::format("/{}", ir::pointer_token(it.key())), "unknown field");
+  }
+  if (!a.contains("family") || !a["family"].is_string())
+    return fail("/family", "must be a string (gpu, ascend, tx8, ...)");
+  t.family = a["family"].get<std::string>();
+  if (!a.contains("workers") || !a["workers"].is_array() || a["workers"].empty())
+    return fail("/workers", "must be a non-empty list of {\"kind\", \"count\"}");
+  for (size_t i = 0; i < a["workers"].size(); ++i) {
+    const json& w = a["workers"][i];
+    if (!w.is_object() || !w.contains("kind") || !w["kind"].is_string() || !w.contains("count") ||
+        !w["count"].is_number_integer() || w["count"].get<int64_t>() <= 0 || w.size() != 2)
+      return fail(fmt::format("/workers/{}", i),
+                  "must be {\"kind\": string, \"count\": positive integer}");
+    t.workers.push_back({w["kind"].get<std::string>(), w["count"].get<int64_t>()});
+  }
+  if (!int_at("clusters", t.clusters, 0) || !int_at("aicpu_threads", t.aicpu_threads, 0) ||
+      !int_at("scratch_bytes", t.scratch_bytes, 0))
+    return false;
+  if (a.contains("cluster")) {
+    const json& c = a["cluster"];
+    if (!c.is_object() || !c.contains("aic") || !c.contains("aiv") ||
+        !c["aic"].is_number_integer() || !c["aiv"].is_number_integer() || c.size() != 2)
+      return fail("/cluster", "must be {\"aic\": integer, \"aiv\": integer}");
+    t.cluster_aic = c["aic"].get<int64_t>();
+    t.cluster_aiv = c["aiv"].get<int64_t>();
+  }
+  if (a.contains("mesh")) {
+    if (!a["mesh"].is_array()) return fail("/mesh", "must be a list of positive integers");
+    for (const json& d : a["mesh"]) {
+      if (!d.is_number_integer() || d.get<int64_t>() <= 0)
+        return fail("/mesh", "must be a list of positive integers");
+      t.mesh.push_back(d.get<int64_t>());
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<TargetSpec> parse_target_spec(std::string_view text, std::string_view origin,
+                                            std::string& error) {
+  ir::TargetLoadResult r = ir::parse_target(text);
+  if (!r.target) {
+    for (const ir::Diagnostic& d : r.diagnostics)
+      if (d.severity == ir::Severity::Error) {
+        error = ir::format_diagnostic(d, origin);
+        return std::nullopt;
+      }
+    error = fmt::format("{}: not a target", origin);
+    return std::nullopt;
+  }
+  TargetSpec t;
+  t.record = std::move(*r.target);
+  json extra = t.record.extra.json();
+  t.record.extra = ir::JsonValue();
+  if (!extra.is_object() || !extra.contains("amk")) {
+    error = fmt::format(
+        "{}: /amk: missing (a target file names its workers: \"amk\": {{\"family\", "
+        "\"workers\": [{{\"kind\", \"count\"}}]}})",
+        origin);
+    return std::nullopt;
+  }
+  for (auto it = extra.begin(); it != extra.end(); ++it)
+    if (it.key() != "amk") {
+      error = fmt::format("{}: /{}: unknown field", origin, ir::pointer_token(it.key()));
+      return std::nullopt;
+    }
+  std::string why;
+  if (!read_extension(extra["amk"], t, why)) {
+    error = fmt::format("{}: {}", origin, why);
+    return std::nullopt;
+  }
+  const int64_t sms = t.record.num_sms.is_int ? t.record.num_sms.i : -1;
+  if (sms <= 0 || t.num_workers() != sms) {
+    error = fmt::format("{}: /num_sms: {} must equal the number of workers in /amk/workers ({})",
+                        origin, t.record.num_sms.as_double(), t.num_workers());
+    return std::nullopt;
+  }
+  if (t.clusters > 0 && (t.cluster_aic * t.clusters != t.count_of("aic") ||
+                         t.cluster_aiv * t.clusters != t.count_of("aiv"))) {
+    error = fmt::format("{}: /amk/cluster: {} clusters of {} AIC + {} AIV do not match the workers",
+                        origin, t.clusters, t.cluster_aic, t.cluster_aiv);
+    return std::nullopt;
+  }
+  return t;
+}
+
+std::string write_target_spec(const TargetSpec& t) {
+  json a = json::object();
+  a["family"] = t.family;
+  json w = json::array();
+  for (const WorkerKind& k : t.workers) w.push_back({{"kind", k.kind}, {"count", k.count}});
+  a["workers"] = w;
+  if (t.clusters) a["clusters"] = t.clusters;
+  if (t.cluster_aic || t.cluster_aiv)
+    a["cluster"] = {{"aic", t.cluster_aic}, {"aiv", t.cluster_aiv}};
+  if (t.aicpu_threads) a["aicpu_threads"] = t.aicpu_threads;
+  if (!t.mesh.empty()) a["mesh"] = t.mesh;
+  a["scratch_bytes"] = t.scratch_bytes;
+  ir::Target rec = t.record;
+  json extra = json::object();
+  extra["amk"] = a;
+  rec.extra = ir::JsonValue(extra);
+  return ir::write_target(rec) + "\n";
+}
+
+std::optional<TargetSpec> load_target(std::string_view name_or_path, std::string& error) {
+  auto file = ir::read_builtin_or_file(name_or_path, amk_builtin_target_files(), "targets",
+                                       "target", "a target .json", error);
+  if (!file) return std::nullopt;
+  return parse_target_spec(file->second, file->first, error);
+}
+
+std::vector<std::string> builtin_target_names() {
+  return ir::builtin_names(amk_builtin_target_files());
+}
+
+}  // namespace amk::targets

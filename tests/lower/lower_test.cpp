@@ -1,0 +1,302 @@
+// The lowering: model specs and HF configs, config checks, each pass's effect (fusion, placement,
+// pages, split-KV, quantisation), the TensorMap, and the property that every random valid config
+// of every small shipped model validates with zero errors.
+#include "lower/lower.h"
+#include "lower_support.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/json_io.h"
+#include "lower/config.h"
+#include "lower/cost.h"
+#include "lower/random_config.h"
+#include "lower/tensor_map.h"
+#include "validate/validate.h"
+
+namespace amk::lower {
+namespace {
+
+using test_support::config;
+using test_support::model;
+using test_support::target;
+
+using json = nlohmann::ordered_json;
+
+LowerResult run(const std::string& m, const std::string& t,
+                const std::optional<ir::ScheduleConfig>& c, LowerOptions o = {}) {
+  return lower(model(m), target(t), c, o);
+}
+
+ir::Program must(LowerResult r) {
+  if (!r.program) throw std::runtime_error(r.error);
+  return std::move(*r.program);
+}
+
+void expect_valid(const ir::Program& p, const std::string& what) {
+  validate::Result v = validate::validate(p);
+  EXPECT_TRUE(v.ok) << what << "\n" << v.report(true);
+}
+
+TEST(ModelSpecs, BuiltinsParseAndRoundTrip) {
+  for (const auto& n : builtin_model_names()) {
+    ModelSpec m = model(n);
+    EXPECT_EQ(m.name, n);
+    EXPECT_EQ(check_model(m), "");
+    std::string err;
+    auto back = parse_model(write_model(m), "rt", err);
+    ASSERT_TRUE(back) << err;
+    EXPECT_EQ(*back, m);
+  }
+  EXPECT_EQ(model("llama-3.2-1b").q_dim(), 2048);
+  EXPECT_TRUE(model("llama-3.2-1b").tie_embeddings);
+  EXPECT_EQ(model("smollm2-135m").n_kv_heads, 3);
+}
+
+TEST(ModelSpecs, HuggingFaceConfigLoadsAndUnsupportedFeaturesAreRejected) {
+  json hf = {{"model_type", "llama"},        {"hidden_size", 2048},
+             {"num_attention_heads", 32},    {"num_key_value_heads", 4},
+             {"intermediate_size", 5632},    {"vocab_size", 32000},
+             {"num_hidden_layers", 22},      {"rms_norm_eps", 1e-5},
+             {"rope_theta", 10000.0},        {"max_position_embeddings", 2048},
+             {"tie_word_embeddings", false}, {"hidden_act", "silu"}};
+  std::string err;
+  auto m = parse_model(hf.dump(), "config.json", err);
+  ASSERT_TRUE(m) << err;
+  EXPECT_EQ(m->head_dim, 64);
+  EXPECT_EQ(m->keys, WeightKeys::HuggingFace);
+  EXPECT_EQ(layer_weight_key(*m, 3, "q"), "model.layers.3.self_attn.q_proj.weight");
+  EXPECT_EQ(layer_weight_key(*m, 0, "post_norm"), "model.layers.0.post_attention_layernorm.weight");
+  EXPECT_EQ(global_weight_key(*m, "lm_head"), "lm_head.weight");
+  struct Bad {
+    json patch;
+    const char* pointer;
+    const char* words;
+  };
+  const Bad bad[] = {
+      {{{"num_local_experts", 8}}, "/num_local_experts", "mixture-of-experts"},
+      {{{"kv_lora_rank", 512}}, "/kv_lora_rank", "latent attention"},
+      {{{"attention_bias", true}}, "/attention_bias", "biases"},
+      {{{"mlp_bias", true}}, "/mlp_bias", "biases"},
+      {{{"hidden_act", "gelu"}}, "/hidden_act", "gelu"},
+      {{{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 32.0}}}}, "/rope_scaling", "llama3"},
+      {{{"model_type", "qwen2_moe"}}, "/model_type", "not a Llama"},
+      {{{"hidden_size", 2050}}, "/head_dim", "not a multiple"},
+      {{{"num_key_value_heads", 5}}, "n_kv_heads", "multiple"},
+      {{{"vocab_size", "many"}}, "/vocab_size", "integer"},
+  };
+  for (const Bad& b : bad) {
+    json j = hf;
+    j.update(b.patch);
+    EXPECT_FALSE(parse_model(j.dump(), "config.json", err)) << b.patch.dump();
+    EXPECT_NE(err.find(b.pointer), std::string::npos) << err;
+    EXPECT_NE(err.find(b.words), std::string::npos) << err;
+  }
+  EXPECT_FALSE(parse_model("{\"hidden\": 64", "x.json", err));
+  EXPECT_FALSE(parse_model("{\"hidden\": 64, \"bogus\": 1}", "x.json", err));
+  EXPECT_NE(err.find("/bogus"), std::string::npos) << err;
+}
+
+TEST(Config, EveryKnobIsCheckedWithAPointer) {
+  struct Bad {
+    json cfg;
+    const char* target;
+    const char* pointer;
+  };
+  const Bad bad[] = {
+      {{{"tiling", {{"gemv", {{"N_tile", 0}}}}}}, "h100", "/config/tiling/gemv/N_tile"},
+      {{{"tiling", {{"conv", json::object()}}}}, "h100", "/config/tiling/conv"},
+      {{{"tiling", {{"attention", {{"n_parts", 2}}}}}}, "h100", "/config/tiling/attention/n_parts"},
+      {{{"fusion_grouping", json::array({json::array({"rmsnorm"})})}},
+       "h100",
+       "/config/fusion_grouping/0"},
+      {{{"sm_assignment", "random"}}, "h100", "/config/sm_assignment"},
+      {{{"sm_assignment", {{"3", 132}}}}, "h100", "/config/sm_assignment/3"},
+      {{{"sm_assignment", {{"x", 1}}}}, "h100", "/config/sm_assignment/x"},
+      {{{"pipelining_depth", -1}}, "h100", "/config/pipelining_depth"},
+      {{{"page_allocation", "buddy"}}, "h100", "/config/page_allocation"},
+      {{{"threads_per_block", 100}}, "h100", "/config/threads_per_block"},
+      {{{"threads_per_block", 1024}}, "t4", ""},  // t4 allows 1024 threads per SM: fine
+      {{{"smem_bytes_per_block", 70000}}, "t4", "/config/smem_bytes_per_block"},
+  };
+  for (const Bad& b : bad) {
+    LowerResult r = run("toy-1L", b.target, config(b.cfg));
+    if (std::string(b.pointer).empty()) {
+      EXPECT_TRUE(r.program) << r.error;
+      continue;
+    }
+    EXPECT_FALSE(r.program) << b.cfg.dump();
+    EXPECT_NE(r.error.find(b.pointer), std::string::npos) << r.error;
+  }
+  std::string err;
+  EXPECT_FALSE(parse_config("{\"tilling\": {}}", "c.json", err));
+  EXPECT_NE(err.find("/tilling"), std::string::npos);
+  LowerOptions o;
+  o.pos = 256;  // toy max_seq is 256
+  EXPECT_FALSE(run("toy-1L", "h100", default_config(), o).program);
+}
+
+TEST(Passes, DefaultConfigAssignsEveryTaskAndAllocatesPages) {
+  for (const auto& n : builtin_model_names()) {
+    ir::Program p = must(run(n, "h100", default_config()));
+    EXPECT_TRUE(std::all_of(p.tasks.begin(), p.tasks.end(),
+                            [](const ir::Task& t) { return t.sm.has_value(); }));
+    ASSERT_TRUE(p.pages.has_value()) << n;
+    expect_valid(p, n);
+  }
+}
+
+TEST(Passes, GraphColorUsesLessScratchThanLinearOnEveryModel) {
+  for (const auto& n : builtin_model_names()) {
+    ir::Program lin = must(
+        run(n, "h100",
+            config({{"tiling", {{"gemv", {{"N_tile", 64}}}}}, {"page_allocation", "linear"}})));
+    ir::Program col = must(run(
+        n, "h100",
+        config({{"tiling", {{"gemv", {{"N_tile", 64}}}}}, {"page_allocation", "graph_color"}})));
+    const int64_t a = lin.pages->total_scratch_bytes(), b = col.pages->total_scratch_bytes();
+    EXPECT_LT(b, a) << n;
+    expect_valid(lin, n + " linear");
+    expect_valid(col, n + " graph_color");
+    RecordProperty(n + "_linear_bytes", std::to_string(a));
+    RecordProperty(n + "_graph_color_bytes", std::to_string(b));
+  }
+  EXPECT_FALSE(run("toy-1L", "h100", config({{"page_allocation", "none"}})).program->pages);
+}
+
+TEST(Passes, LoadBalanceNeverLosesToRoundRobinOnLlama1B) {
+  // Llama decode is a chain of all-joins whose nodes have <= 64 equal tiles, so round-robin
+  // already spreads every node and both reach the critical path; load_balance must never lose.
+  for (const char* tn : {"h100", "t4", "a2a3", "tx8"}) {
+    const targets::TargetSpec h = target(tn);
+    ir::Program rr = must(run("llama-3.2-1b", tn, config({{"sm_assignment", "round_robin"}})));
+    ir::Program lb = must(run("llama-3.2-1b", tn, config({{"sm_assignment", "load_balance"}})));
+    const CostEstimate a = estimate(rr, h.record), b = estimate(lb, h.record);
+    EXPECT_LE(b.amk_makespan_us, a.amk_makespan_us) << tn;
+    EXPECT_LE(b.queue_us, a.queue_us) << tn;
+    EXPECT_LE(b.makespan_us, a.makespan_us) << tn;
+    RecordProperty(std::string(tn) + "_round_robin_us", std::to_string(a.makespan_us));
+    RecordProperty(std::string(tn) + "_load_balance_us", std::to_string(b.makespan_us));
+  }
+}
+
+TEST(Passes, ExplicitSmMapIsHonouredAndTheRestIsPlaced) {
+  ir::Program p = must(run("toy-1L", "h100", config({{"sm_assignment", {{"0", 7}, {"5", 3}}}})));
+  EXPECT_EQ(p.tasks[0].sm, 7);
+  EXPECT_EQ(p.tasks[5].sm, 3);
+  expect_valid(p, "explicit");
+  LowerResult bad = run("toy-1L", "h100", config({{"sm_assignment", {{"999", 1}}}}));
+  EXPECT_FALSE(bad.program);
+  EXPECT_NE(bad.error.find("/config/sm_assignment/999"), std::string::npos) << bad.error;
+}
+
+TEST(Passes, FusionMakesFusedTasksWithValidRecipes) {
+  ir::Program plain = must(run("toy-2L", "h100", default_config()));
+  ir::Program f =
+      must(run("toy-2L", "h100",
+               config({{"tiling", {{"gemv", {{"N_tile", 64}}}}},
+                       {"fusion_grouping", json::array({json::array({"rope_q.reshape", "rope_q"}),
+                                                        json::array({"rope_k.reshape", "rope_k"}),
+                                                        json::array({"swiglu", "down_proj"})})}})));
+  const auto fused = std::count_if(f.tasks.begin(), f.tasks.end(),
+                                   [](const ir::Task& t) { return t.op == ir::Op::FUSED; });
+  EXPECT_EQ(fused, 6);  // three groups in each of two layers
+  EXPECT_EQ(f.tasks.size(), plain.tasks.size() - 6);
+  expect_valid(f, "fused");
+  // A tiled op cannot be fused: the error names the group and the op.
+  LowerResult bad =
+      run("toy-2L", "h100",
+          config({{"fusion_grouping", json::array({json::array({"gate_proj", "swiglu"})})}}));
+  EXPECT_FALSE(bad.program);
+  EXPECT_NE(bad.error.find("/config/fusion_grouping/0"), std::string::npos) << bad.error;
+  EXPECT_NE(bad.error.find("L0.gate_proj"), std::string::npos) << bad.error;
+  LowerResult none =
+      run("toy-2L", "h100",
+          config({{"fusion_grouping", json::array({json::array({"conv", "relu"})})}}));
+  EXPECT_FALSE(none.program);
+  EXPECT_NE(none.error.find("op names"), std::string::npos) << none.error;
+}
+
+TEST(Passes, KvBlockSplitsAttentionAndCombinesThePartials) {
+  LowerOptions o;
+  o.pos = 100;
+  ir::Program p =
+      must(run("toy-1L", "h100", config({{"tiling", {{"attention", {{"kv_block", 32}}}}}}), o));
+  const auto shards = std::count_if(p.tasks.begin(), p.tasks.end(), [](const ir::Task& t) {
+    return t.op == ir::Op::ATTENTION_TILE;
+  });
+  EXPECT_EQ(shards, 4);  // ceil(101 / 32)
+  EXPECT_EQ(std::count_if(p.tasks.begin(), p.tasks.end(),
+                          [](const ir::Task& t) { return t.op == ir::Op::ATTENTION_COMBINE; }),
+            1);
+  expect_valid(p, "split");
+}
+
+TEST(Passes, QuantisedAndReducedPrecisionLoweringsValidate) {
+  for (Quant q : {Quant::Int8, Quant::Int4})
+    for (ir::DType d : {ir::DType::F32, ir::DType::BF16, ir::DType::F16}) {
+      LowerOptions o;
+      o.quant = q;
+      o.dtype = d;
+      o.quant_group = 32;
+      ir::Program p = must(run("toy-2L", "h100", default_config(), o));
+      expect_valid(p, "quant");
+      EXPECT_TRUE(p.meta.json()["quantized"].get<bool>());
+      const auto& t = p.tasks[2];
+      EXPECT_EQ(t.int_param("qdtype"), q == Quant::Int8 ? 6 : 7);
+      EXPECT_EQ(t.inputs.size(), 3u);
+    }
+}
+
+TEST(Passes, EveryTargetLowersEveryModelToAValidProgram) {
+  for (const auto& t : targets::builtin_target_names())
+    for (const char* m : {"toy-2L", "small-4L"})
+      expect_valid(must(run(m, t, default_config())), t + "/" + m);
+}
+
+TEST(TensorMapTest, RawWawWarAndDisjointRegions) {
+  TensorMap tm;
+  std::vector<uint32_t> d;
+  const Access whole{0, {}}, left{0, {1, 0, 8}}, right{0, {1, 8, 16}}, other{1, {}};
+  tm.record(0, {}, std::vector<Access>{left}, d);
+  EXPECT_TRUE(d.empty());
+  tm.record(1, {}, std::vector<Access>{right}, d);
+  EXPECT_TRUE(d.empty());  // disjoint tiles of one buffer
+  tm.record(2, std::vector<Access>{whole}, std::vector<Access>{other}, d);
+  EXPECT_EQ(d, (std::vector<uint32_t>{0, 1}));  // RAW on both tiles
+  d.clear();
+  tm.record(3, {}, std::vector<Access>{left}, d);
+  EXPECT_EQ(d, (std::vector<uint32_t>{0, 2}));  // WAW on the left tile, WAR on the reader
+  d.clear();
+  tm.record(4, std::vector<Access>{other}, {}, d);
+  EXPECT_EQ(d, (std::vector<uint32_t>{2}));
+}
+
+TEST(Property, RandomValidConfigsOfSmallModelsAlwaysValidate) {
+  validate::Validator v;
+  int checked = 0;
+  for (const char* name : {"toy-1L", "toy-2L", "small-4L"}) {
+    const ModelSpec m = model(name);
+    for (const char* tn : {"h100", "a2a3", "tx8"}) {
+      const targets::TargetSpec t = target(tn);
+      const int n = std::string(name) == "small-4L" ? 150 : 400;
+      for (int s = 0; s < n; ++s) {
+        const ir::ScheduleConfig c = random_config(static_cast<uint64_t>(s), m, t);
+        LowerOptions o;
+        o.pos = (s * 37) % 120;
+        o.dtype = s % 5 == 0 ? ir::DType::BF16 : ir::DType::F32;
+        o.quant = s % 7 == 0 ? Quant::Int8 : s % 11 == 0 ? Quant::Int4 : Quant::None;
+        LowerResult r = lower(m, t, c, o);
+        ASSERT_TRUE(r.program) << name << " " << tn << " seed " << s << ": " << r.error;
+        validate::Result res = v.validate(*r.program);
+        ASSERT_TRUE(res.ok) << name << " " << tn << " seed " << s << "\n" << res.report(true);
+        ++checked;
+      }
+    }
+  }
+  RecordProperty("configs_checked", checked);
+}
+
+}  // namespace
+}  // namespace amk::lower

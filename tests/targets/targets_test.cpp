@@ -1,0 +1,109 @@
+// Targets as data: every built-in record parses, round-trips, matches AMK's values and names its
+// workers; malformed target files are errors with a pointer, never crashes.
+#include "targets/target.h"
+
+#include <gtest/gtest.h>
+
+#include "ir/json_io.h"
+#include "support.h"
+
+namespace amk::targets {
+namespace {
+
+TargetSpec must_load(const std::string& name) {
+  std::string err;
+  auto t = load_target(name, err);
+  if (!t) throw std::runtime_error(err);
+  return *t;
+}
+
+TEST(Targets, EveryBuiltinParsesAndItsWorkersAddUpToNumSms) {
+  const auto names = builtin_target_names();
+  for (const char* want :
+       {"rtx5090", "b200", "h100", "a100", "l4", "t4", "a10g", "l40s", "a2a3", "a5", "tx8"})
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  for (const auto& n : names) {
+    TargetSpec t = must_load(n);
+    EXPECT_EQ(t.record.name, n);
+    EXPECT_EQ(t.num_workers(), t.record.num_sms.i) << n;
+    EXPECT_GT(t.record.hbm_bandwidth_gbs.as_double(), 0) << n;
+  }
+}
+
+TEST(Targets, RoundTripThroughTheFileFormatIsIdentity) {
+  for (const auto& n : builtin_target_names()) {
+    TargetSpec t = must_load(n);
+    std::string err;
+    auto back = parse_target_spec(write_target_spec(t), "roundtrip", err);
+    ASSERT_TRUE(back) << err;
+    EXPECT_EQ(*back, t) << n;
+  }
+}
+
+TEST(Targets, GpuRecordsCarryAmksValues) {
+  TargetSpec h = must_load("h100");
+  EXPECT_EQ(h.record.num_sms.i, 132);
+  EXPECT_EQ(h.record.sm_arch.i, 90);
+  EXPECT_EQ(h.record.hbm_bandwidth_gbs.as_double(), 3350.0);
+  EXPECT_EQ(h.record.measured_bw_gbs.as_double(), 3089.0);
+  EXPECT_EQ(h.count_of("sm"), 132);
+  TargetSpec t4 = must_load("t4");
+  EXPECT_EQ(t4.record.num_sms.i, 40);
+  EXPECT_EQ(t4.record.max_threads_per_sm.i, 1024);
+  EXPECT_EQ(t4.record.l2_bytes.i, 4 << 20);
+}
+
+TEST(Targets, AscendAndTx8DescribeTheirTopology) {
+  TargetSpec a = must_load("a2a3");
+  EXPECT_EQ(a.clusters, 24);
+  EXPECT_EQ(a.count_of("aic"), 24);
+  EXPECT_EQ(a.count_of("aiv"), 48);
+  EXPECT_EQ(a.aicpu_threads, 4);
+  EXPECT_EQ(a.record.num_sms.i, 72);
+  TargetSpec a5 = must_load("a5");
+  EXPECT_EQ(a5.clusters, 36);
+  TargetSpec x = must_load("tx8");
+  EXPECT_EQ(x.mesh, (std::vector<int64_t>{4, 4}));
+  EXPECT_EQ(x.count_of("tile"), 16);
+}
+
+TEST(Targets, Rtx5090RecordIsByteIdenticalToAmksEmbeddedOne) {
+  if (test::conformance_dir().empty()) GTEST_SKIP() << "../shared/conformance is absent";
+  auto lr = ir::load_program((test::conformance_dir() / "programs/toy_1L_default.json").string());
+  ASSERT_TRUE(lr.ok());
+  EXPECT_EQ(ir::write_target(must_load("rtx5090").record), ir::write_target(*lr.program->target));
+}
+
+TEST(Targets, MalformedFilesAreErrorsWithPointers) {
+  const std::string base = write_target_spec(must_load("h100"));
+  struct Case {
+    std::string from, to, expect;
+  };
+  const Case cases[] = {
+      {"\"count\": 132", "\"count\": 131", "/num_sms"},
+      {"\"family\": \"gpu\"", "\"family\": 7", "/amk/family"},
+      {"\"amk\": {", "\"amk2\": 1, \"amk\": {", "/amk2"},
+      {"\"scratch_bytes\": 52428800", "\"scratch_bytes\": -1", "/amk/scratch_bytes"},
+      {"\"num_sms\": 132", "\"num_sms\": \"many\"", "/num_sms"},
+      {"\"workers\": [", "\"mesh\": [0], \"workers\": [", "/amk/mesh"},
+  };
+  for (const Case& c : cases) {
+    std::string text = base;
+    const auto at = text.find(c.from);
+    ASSERT_NE(at, std::string::npos) << c.from;
+    text.replace(at, c.from.size(), c.to);
+    std::string err;
+    EXPECT_FALSE(parse_target_spec(text, "t.json", err)) << c.to;
+    EXPECT_NE(err.find("t.json"), std::string::npos) << err;
+    EXPECT_NE(err.find(c.expect), std::string::npos) << err;
+  }
+  std::string err;
+  EXPECT_FALSE(parse_target_spec("[1]", "t.json", err));
+  EXPECT_FALSE(parse_target_spec("{\"name\": \"x\"", "t.json", err));
+  EXPECT_FALSE(load_target("h1000", err));
+  EXPECT_NE(err.find("h100"), std::string::npos) << err;  // lists the built-ins
+  EXPECT_FALSE(load_target("/nonexistent/t.json", err));
+}
+
+}  // namespace
+}  // namespace amk::targets
