@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/lowering.h"
 #include "vm/safetensors.h"
 #include "vm/vm.h"
 
@@ -33,6 +34,8 @@ int cmd_run(int argc, char** argv) {
       "sm (SMs multiplexed on the workers), sm-threads (one OS thread per SM), deterministic")(
       "seed", po::value<uint64_t>()->default_value(0), "interleaving seed of --mode deterministic")(
       "sms", po::value<int64_t>()->default_value(0), "SM count (default: the program's target)")(
+      "target,t", po::value<std::string>(),
+      "run on this target instead of the program's (built-in name or target .json)")(
       "placement", po::value<std::string>()->default_value("lpt"),
       "SMs of tasks without Task.sm: lpt (AMK's loader) or round-robin")(
       "no-pages", "give every activation its own memory even when the program shares pages")(
@@ -49,6 +52,11 @@ int cmd_run(int argc, char** argv) {
   const auto path = args.get<std::string>("program");
   auto prog = load(path, false);
   if (!prog) return kUnreadable;
+  if (args.has("target")) {
+    auto t = resolve_target("run", args.get<std::string>("target"));
+    if (!t) return kUnreadable;
+    prog->target = t->record;  // the validator then proves the program for this target's SMs
+  }
 
   vm::LoadOptions lo;
   lo.num_sms = args.get<int64_t>("sms");

@@ -31,7 +31,7 @@ std::string assign_workers(Plan& p) {
   for (size_t i = 0; i < n; ++i) {
     const double t = task_time_sm_us(p.program, p.tasks[i].task, p.target->record, p.knobs.depth);
     double ready = 0;
-    for (uint32_t d : p.deps[i]) ready = std::max(ready, fin[d]);
+    for (uint32_t d : p.deps(i)) ready = std::max(ready, fin[d]);
     size_t best = 0;
     if (fixed[i] >= 0) {
       best = static_cast<size_t>(fixed[i]);

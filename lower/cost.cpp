@@ -45,11 +45,7 @@ Parts task_parts(const ir::Program& p, const ir::Task& t, const ir::Target& tg, 
               static_cast<double>(t.int_param("head_dim").value_or(0));
     }
   }
-  int64_t d = depth;
-  if (const auto& x = t.extra.json();
-      x.is_object() && x.contains("prefetch") && x["prefetch"].is_number_integer())
-    d = x["prefetch"].get<int64_t>();
-  const double exposed = std::max(0.5, 1.0 / (1.0 + 0.6 * static_cast<double>(d)));
+  const double exposed = std::max(0.5, 1.0 / (1.0 + 0.6 * static_cast<double>(depth)));
   const double bw = tg.hbm_bandwidth_gbs.as_double(), tf = tg.fp16_tflops.as_double();
   const double sms = std::max(1.0, tg.num_sms.as_double());
   const double sm_bw = std::min(bw, bw * kSmShare / sms);

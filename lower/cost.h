@@ -21,8 +21,8 @@ struct CostEstimate {
   bool cyclic = false;          ///< dependency cycle: AMK's makespan = Σt
 };
 
-/// Predicted microseconds of one task (AMK's formula; `depth` = pipelining depth, overridden by
-/// the task's "prefetch" field that amk's lowering records).
+/// Predicted microseconds of one task (AMK's formula; `depth` = pipelining depth: the exposed
+/// fraction of weight streaming is max(0.5, 1 / (1 + 0.6 depth))).
 double task_time_us(const ir::Program& p, const ir::Task& t, const ir::Target& tg, int64_t depth);
 /// Like task_time_us, but one SM streams at most 4x its fair share of the HBM bandwidth.
 double task_time_sm_us(const ir::Program& p, const ir::Task& t, const ir::Target& tg,

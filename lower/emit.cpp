@@ -20,7 +20,7 @@ std::string emit(Plan& p) {
     ir::Task t = std::move(pt.task);
     t.out_counter = c;
     t.waits.clear();
-    for (uint32_t d : p.deps[i]) {
+    for (uint32_t d : p.deps(i)) {
       const int64_t g = p.tasks[d].group;
       if (g == pt.group) continue;
       const int64_t dc = counter[static_cast<size_t>(g)];

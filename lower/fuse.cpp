@@ -1,6 +1,9 @@
 #include "lower/fuse.h"
 
 #include <algorithm>
+#include <array>
+#include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -54,22 +57,57 @@ json params_json(const std::vector<ir::Param>& ps) {
   return o;
 }
 
-// Fuses the tasks of `members` (group ids, in order) into one FUSED task.
-std::string fuse_members(Plan& p, const std::vector<int64_t>& members) {
+// Indexes built once per pass: task count and first task per group, readers per buffer, group
+// per (layer, name).
+struct Index {
+  std::vector<uint32_t> group_size, group_task;                // group -> #tasks, its first task
+  std::vector<uint32_t> readers;                               // buffer -> #tasks reading it
+  std::map<std::pair<int64_t, std::string>, int64_t> by_name;  // (layer, name or role) -> group
+  std::vector<char> taken;                                     // task already in a fusion
+  std::vector<char> drop;                                      // task replaced
+  std::vector<std::optional<PlanTask>> insert_at;              // FUSED task taking task i's slot
+
+  explicit Index(const Plan& p)
+      : group_size(p.group_names.size(), 0),
+        group_task(p.group_names.size(), 0),
+        readers(p.program.buffers.size(), 0),
+        taken(p.tasks.size(), 0),
+        drop(p.tasks.size(), 0),
+        insert_at(p.tasks.size()) {
+    for (size_t i = 0; i < p.tasks.size(); ++i) {
+      const PlanTask& t = p.tasks[i];
+      const auto g = static_cast<size_t>(t.group);
+      for (size_t k = 0; k < t.task.inputs.size(); ++k)
+        if (std::find(t.task.inputs.begin(), t.task.inputs.begin() + static_cast<std::ptrdiff_t>(k),
+                      t.task.inputs[k]) == t.task.inputs.begin() + static_cast<std::ptrdiff_t>(k))
+          ++readers[static_cast<size_t>(t.task.inputs[k])];
+      if (group_size[g]++ > 0) continue;
+      group_task[g] = static_cast<uint32_t>(i);
+      if (t.node < 0) continue;
+      const int64_t layer = p.graph[static_cast<size_t>(t.node)].layer;
+      const std::string& name = p.group_names[g];
+      by_name.emplace(std::pair{layer, name}, t.group);
+      by_name.emplace(std::pair{layer, role_of(name)}, t.group);
+    }
+  }
+};
+
+// Plans one FUSED task for `members` (group ids, in order); applied by fuse() in one rebuild.
+std::string fuse_members(Plan& p, Index& ix, const std::vector<int64_t>& members) {
   std::vector<size_t> idx;  // task index per member
   for (int64_t g : members) {
-    std::vector<size_t> ts;
-    for (size_t i = 0; i < p.tasks.size(); ++i)
-      if (p.tasks[i].group == g) ts.push_back(i);
     const std::string& name = p.group_names[static_cast<size_t>(g)];
-    if (ts.size() != 1)
+    const uint32_t n = ix.group_size[static_cast<size_t>(g)];
+    if (n != 1)
       return fmt::format(
           "cannot fuse {}: it is {} tasks (a FUSED task writes one whole output; "
           "tile it as one, e.g. a larger gemv N_tile, or drop it from the group)",
-          name, ts.size());
+          name, n);
+    const std::array<size_t, 1> ts{ix.group_task[static_cast<size_t>(g)]};
     const ir::Task& t = p.tasks[ts[0]].task;
     if (t.op == ir::Op::KV_APPEND || t.op == ir::Op::FUSED || t.outputs.size() != 1)
       return fmt::format("cannot fuse {}: {} updates state in place", name, ir::name(t.op));
+    if (ix.taken[ts[0]]) return fmt::format("cannot fuse {}: it is in two fusion groups", name);
     if (!idx.empty() && ts[0] < idx.back())
       return fmt::format("cannot fuse {}: list a group's ops in execution order", name);
     idx.push_back(ts[0]);
@@ -119,26 +157,25 @@ std::string fuse_members(Plan& p, const std::vector<int64_t>& members) {
     return fmt::format("cannot fuse {}: the FUSED task would read {} buffers (ABI max {})", label,
                        inputs.size(), ir::kMaxInputs);
   // Members whose output is read outside the group keep their task (recomputed in the FUSED one).
-  std::set<size_t> drop;
   for (size_t k = 0; k + 1 < idx.size(); ++k) {
     const int64_t b = produced[k];
-    bool outside = false;
-    for (size_t i = 0; i < p.tasks.size() && !outside; ++i) {
-      if (std::find(idx.begin(), idx.end(), i) != idx.end()) continue;
-      const auto& in = p.tasks[i].task.inputs;
-      outside = std::find(in.begin(), in.end(), b) != in.end();
+    uint32_t inside = 0;  // members reading b
+    for (size_t r : idx) {
+      const auto& in = p.tasks[r].task.inputs;
+      inside += std::find(in.begin(), in.end(), b) != in.end();
     }
+    const bool outside = ix.readers[static_cast<size_t>(b)] > inside;
     const ir::Buffer& buf = p.program.buffers[static_cast<size_t>(b)];
     if (outside || buf.kind != ir::BufferKind::ACTIVATION) {
-      p.log.push_back(
-          fmt::format("  fuse: kept {} ({} is read outside the group; recomputed in "
-                      "the FUSED task)",
-                      p.tasks[idx[k]].task.label, buf.name));
+      p.log.push_back(fmt::format(
+          "  fuse: kept {} ({} is read outside the group; recomputed in the FUSED task)",
+          p.tasks[idx[k]].task.label, buf.name));
     } else {
-      drop.insert(idx[k]);
+      ix.drop[idx[k]] = 1;
     }
   }
-  drop.insert(idx.back());
+  for (size_t i : idx) ix.taken[i] = 1;
+  ix.drop[idx.back()] = 1;
   PlanTask f;
   f.task.op = ir::Op::FUSED;
   f.task.inputs = inputs;
@@ -149,53 +186,35 @@ std::string fuse_members(Plan& p, const std::vector<int64_t>& members) {
   f.task.est_flops = flops;
   f.task.label = label;
   f.group = p.add_group(label);
-  for (int64_t b : inputs) f.reads.push_back({b, {}});
-  f.writes.push_back({produced.back(), {}});
-  std::vector<PlanTask> next;
-  next.reserve(p.tasks.size());
-  for (size_t i = 0; i < p.tasks.size(); ++i) {
-    if (i == idx.back()) next.push_back(std::move(f));
-    if (!drop.count(i)) next.push_back(std::move(p.tasks[i]));
-  }
-  p.tasks = std::move(next);
+  ix.insert_at[idx.back()] = std::move(f);
   return "";
 }
 
 }  // namespace
 
 std::string fuse(Plan& p) {
-  if (p.opt.amk_compat || p.opt.reference) return "";
+  if (p.opt.amk_compat || p.opt.reference || p.knobs.fusion.empty()) return "";
+  Index ix(p);
   for (size_t gi = 0; gi < p.knobs.fusion.size(); ++gi) {
     const auto& names = p.knobs.fusion[gi];
-    // Scopes: each layer, then the global ops (-1).
-    std::vector<int64_t> scopes;
-    for (int64_t L = 0; L < p.model->n_layers; ++L) scopes.push_back(L);
-    scopes.push_back(-1);
     int fused = 0;
-    for (int64_t scope : scopes) {
+    for (int64_t scope = -1; scope < p.model->n_layers; ++scope) {
       std::vector<int64_t> members;
       for (const std::string& want : names) {
-        int64_t found = -1;
-        for (const PlanTask& t : p.tasks) {
-          if (t.node < 0 || p.graph[static_cast<size_t>(t.node)].layer != scope) continue;
-          const std::string& gname = p.group_names[static_cast<size_t>(t.group)];
-          if (gname == want || role_of(gname) == want) {
-            found = t.group;
-            break;
-          }
-        }
-        if (found < 0) break;
-        members.push_back(found);
+        auto it = ix.by_name.find({scope, want});
+        if (it == ix.by_name.end()) break;
+        members.push_back(it->second);
       }
       if (members.size() != names.size()) continue;
-      if (std::string e = fuse_members(p, members); !e.empty())
+      if (std::string e = fuse_members(p, ix, members); !e.empty())
         return fmt::format("/config/fusion_grouping/{}: {}", gi, e);
       ++fused;
     }
     if (fused == 0) {
       std::set<std::string> roles;
-      for (const PlanTask& t : p.tasks)
-        if (t.node >= 0) roles.insert(role_of(p.group_names[static_cast<size_t>(t.group)]));
+      for (const auto& [key, g] : ix.by_name)
+        if (key.second.find('.') == std::string::npos || key.second.ends_with(".reshape"))
+          roles.insert(role_of(key.second));
       std::string known;
       for (const std::string& r : roles) known += (known.empty() ? "" : ", ") + r;
       return fmt::format("/config/fusion_grouping/{}: no layer has all of its ops (op names: {})",
@@ -203,6 +222,16 @@ std::string fuse(Plan& p) {
     }
     p.log.push_back(fmt::format("  fuse: group {} fused in {} place(s)", gi, fused));
   }
+  size_t w = 0;  // compact in place; a FUSED task takes its last member's slot
+  for (size_t i = 0; i < p.tasks.size(); ++i) {
+    if (ix.insert_at[i]) {
+      p.tasks[w++] = std::move(*ix.insert_at[i]);
+    } else if (!ix.drop[i]) {
+      if (w != i) p.tasks[w] = std::move(p.tasks[i]);
+      ++w;
+    }
+  }
+  p.tasks.resize(w);
   return "";
 }
 

@@ -23,7 +23,7 @@ std::string allocate_pages(Plan& p) {
   std::vector<uint64_t> anc(ng * words, 0);
   for (size_t i = 0; i < n; ++i) {
     uint64_t* a = &anc[gof[i] * words];
-    for (uint32_t dep : p.deps[i]) {
+    for (uint32_t dep : p.deps(i)) {
       const size_t g = gof[dep];
       if (g == gof[i]) continue;
       const uint64_t* b = &anc[g * words];
@@ -39,6 +39,7 @@ std::string allocate_pages(Plan& p) {
   };
   std::vector<Use> use(p.program.buffers.size());
   std::vector<int64_t> order;
+  std::vector<Access> reads, writes;
   for (size_t i = 0; i < n; ++i) {
     auto touch = [&](int64_t b, bool write) {
       const ir::Buffer& buf = p.program.buffers[static_cast<size_t>(b)];
@@ -54,8 +55,9 @@ std::string allocate_pages(Plan& p) {
       if (write && std::find(u.writers.begin(), u.writers.end(), gof[i]) == u.writers.end())
         u.writers.push_back(gof[i]);
     };
-    for (const Access& a : p.tasks[i].reads) touch(a.buffer, false);
-    for (const Access& a : p.tasks[i].writes) touch(a.buffer, true);
+    p.tasks[i].accesses(reads, writes);
+    for (const Access& a : reads) touch(a.buffer, false);
+    for (const Access& a : writes) touch(a.buffer, true);
   }
   ir::PageAllocation pa;
   std::vector<std::vector<int64_t>> occupants;
@@ -68,12 +70,11 @@ std::string allocate_pages(Plan& p) {
     if (color && !u.writers.empty()) {
       int64_t best_fit = -1, largest = -1;
       for (size_t pg = 0; pg < occupants.size(); ++pg) {
+        // Occupants are chained (each one's accesses happen-before the next one's writers), so
+        // the last occupant's accesses happening-before our writers covers them all.
         bool free = true;
-        for (int64_t a : occupants[pg]) {
-          for (size_t g : use[static_cast<size_t>(a)].groups)
-            for (size_t w : u.writers) free = free && before(g, w);
-          if (!free) break;
-        }
+        for (size_t g : use[static_cast<size_t>(occupants[pg].back())].groups)
+          for (size_t w : u.writers) free = free && before(g, w);
         if (!free) continue;
         const int64_t sz = pa.pages[pg].nbytes;
         if (sz >= need && (best_fit < 0 || sz < pa.pages[static_cast<size_t>(best_fit)].nbytes))

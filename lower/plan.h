@@ -1,9 +1,11 @@
 // The state the lowering passes hand each other: options, parsed knobs, buffers and task plans.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,12 +55,23 @@ struct Access {
   Region region;
 };
 
-/// A task before counters exist: its ir::Task (out_counter/waits unset), counter group, accesses.
+/// A task before counters exist: its ir::Task (out_counter/waits unset), counter group and the
+/// region of its outputs it writes. It reads its inputs whole, except an input that is also an
+/// output (in place: the prior state, e.g. a KV cache being appended to).
 struct PlanTask {
   ir::Task task;
   int64_t group = 0;  ///< tasks of one group share one counter (tiles of one projection)
   int64_t node = -1;  ///< op-graph node it came from (-1: several, after fusion)
-  std::vector<Access> reads, writes;
+  Region out_region;  ///< GEMV/GEMM tiles: their columns; others: whole outputs
+  /// The accesses TensorMap and page allocation see (vectors cleared first).
+  void accesses(std::vector<Access>& reads, std::vector<Access>& writes) const {
+    reads.clear();
+    writes.clear();
+    for (int64_t b : task.inputs)
+      if (std::find(task.outputs.begin(), task.outputs.end(), b) == task.outputs.end())
+        reads.push_back({b, {}});
+    for (int64_t b : task.outputs) writes.push_back({b, out_region});
+  }
 };
 
 /// Everything the passes share. `program` holds buffers, meta, target and config until emit
@@ -73,8 +86,12 @@ struct Plan {
   std::vector<PlanTask> tasks;
   std::vector<std::string> group_notes;     ///< counter note per group
   std::vector<std::string> group_names;     ///< op name per group ("L0.q_proj")
-  std::vector<std::vector<uint32_t>> deps;  ///< per task: earlier tasks it must follow
+  std::vector<uint32_t> dep_off, dep_list;  ///< CSR: earlier tasks each task must follow
   std::vector<std::string> log;
+  /// The earlier tasks task `i` must follow (after the dependency pass).
+  std::span<const uint32_t> deps(size_t i) const {
+    return {dep_list.data() + dep_off[i], dep_off[i + 1] - dep_off[i]};
+  }
   /// A new counter group named `name` (note defaults to the name); returns its id.
   int64_t add_group(std::string name, std::string note = {}) {
     group_notes.push_back(note.empty() ? name : std::move(note));

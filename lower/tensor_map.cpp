@@ -18,12 +18,15 @@ bool covers(const Region& outer, const Region& inner) {
 }  // namespace
 
 void TensorMap::clear() {
-  for (auto& v : by_buffer_) v.clear();
+  for (auto& v : by_buffer_) {
+    v.writes.clear();
+    v.reads.clear();
+  }
 }
 
 void TensorMap::record(uint32_t task, std::span<const Access> reads, std::span<const Access> writes,
                        std::vector<uint32_t>& deps) {
-  if (seen_.size() <= task) seen_.resize(task + 1, 0);
+  if (seen_.size() <= task) seen_.resize(std::max<size_t>(task + 1, seen_.size() * 2), 0);
   if (++stamp_ == 0) {
     std::fill(seen_.begin(), seen_.end(), 0);
     stamp_ = 1;
@@ -33,32 +36,45 @@ void TensorMap::record(uint32_t task, std::span<const Access> reads, std::span<c
     seen_[t] = stamp_;
     deps.push_back(t);
   };
-  auto slot = [&](int64_t b) -> std::vector<Entry>& {
+  auto slot = [&](int64_t b) -> Slot& {
     const auto i = static_cast<size_t>(b);
     if (by_buffer_.size() <= i) by_buffer_.resize(i + 1);
     return by_buffer_[i];
   };
-  for (const Access& a : reads)
-    for (const Entry& e : slot(a.buffer))
-      if (e.write && overlaps(e.region, a.region)) dep(e.task);
-  for (const Access& a : writes)
-    for (const Entry& e : slot(a.buffer))
+  for (const Access& a : reads)  // RAW
+    for (const Entry& e : slot(a.buffer).writes)
       if (overlaps(e.region, a.region)) dep(e.task);
+  for (const Access& a : writes) {  // WAW, WAR
+    Slot& s = slot(a.buffer);
+    for (const Entry& e : s.writes)
+      if (overlaps(e.region, a.region)) dep(e.task);
+    for (const Entry& e : s.reads)
+      if (overlaps(e.region, a.region)) dep(e.task);
+  }
   // Stale-entry cleanup: a write supersedes every entry it covers (later accesses that overlap
   // those entries overlap this write too, and this write already follows them).
   for (const Access& a : writes) {
-    auto& v = slot(a.buffer);
-    std::erase_if(v, [&](const Entry& e) { return e.task != task && covers(a.region, e.region); });
-    v.push_back({task, a.region, true});
+    Slot& s = slot(a.buffer);
+    auto covered = [&](const Entry& e) { return e.task != task && covers(a.region, e.region); };
+    std::erase_if(s.writes, covered);
+    std::erase_if(s.reads, covered);
+    s.writes.push_back({task, a.region});
   }
-  for (const Access& a : reads) slot(a.buffer).push_back({task, a.region, false});
+  for (const Access& a : reads) slot(a.buffer).reads.push_back({task, a.region});
 }
 
 void derive_dependencies(Plan& p) {
   TensorMap tm;
-  p.deps.assign(p.tasks.size(), {});
-  for (size_t i = 0; i < p.tasks.size(); ++i)
-    tm.record(static_cast<uint32_t>(i), p.tasks[i].reads, p.tasks[i].writes, p.deps[i]);
+  std::vector<Access> reads, writes;
+  p.dep_off.assign(1, 0);
+  p.dep_off.reserve(p.tasks.size() + 1);
+  p.dep_list.clear();
+  p.dep_list.reserve(p.tasks.size() * 3);
+  for (size_t i = 0; i < p.tasks.size(); ++i) {
+    p.tasks[i].accesses(reads, writes);
+    tm.record(static_cast<uint32_t>(i), reads, writes, p.dep_list);
+    p.dep_off.push_back(static_cast<uint32_t>(p.dep_list.size()));
+  }
 }
 
 }  // namespace amk::lower

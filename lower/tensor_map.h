@@ -24,9 +24,11 @@ class TensorMap {
   struct Entry {
     uint32_t task;
     Region region;
-    bool write;
   };
-  std::vector<std::vector<Entry>> by_buffer_;
+  struct Slot {
+    std::vector<Entry> writes, reads;  // live entries (covered ones are dropped)
+  };
+  std::vector<Slot> by_buffer_;
   std::vector<uint32_t> seen_;
   uint32_t stamp_ = 0;
 };

@@ -5,7 +5,6 @@
 #include <map>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 namespace amk::lower {
 namespace {
@@ -62,10 +61,7 @@ struct Tiler {
     pt.task.est_flops = flops;
     pt.group = group;
     pt.node = node;
-    for (int64_t b : pt.task.inputs)
-      if (std::find(pt.task.outputs.begin(), pt.task.outputs.end(), b) == pt.task.outputs.end())
-        pt.reads.push_back({b, {}});
-    for (int64_t b : pt.task.outputs) pt.writes.push_back({b, {}});
+    pt.task.params.reserve(7);
     p.tasks.push_back(std::move(pt));
     return p.tasks.back();
   }
@@ -122,11 +118,7 @@ struct Tiler {
         param(t, "qdtype", ParamValue::of_int(bits == 8 ? 6 : 7));
         param(t, "group", ParamValue::of_int(group));
       }
-      // pipelining_depth, per task: an amk field after AMK's (AMK drops unknown task fields;
-      // it is not an ABI param, so it never reaches amk_params_t).
-      if (!p.opt.amk_compat && !p.opt.reference)
-        t.task.extra = ir::JsonValue(nlohmann::ordered_json{{"prefetch", p.knobs.depth}});
-      t.writes[0].region = {
+      t.out_region = {
           static_cast<int>(p.program.buffers[static_cast<size_t>(out)].shape.size()) - 1, off,
           off + w};
     }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -109,6 +110,59 @@ TEST(CliGen, WritesDeterministicProgramsAndRejectsUnknownNames) {
   auto r = run_amk({"gen", "--defect", "cycle", "-o", (dir / "d.json").string()});
   EXPECT_EQ(r.rc, 0);
   EXPECT_NE(r.err.find("defect:"), std::string::npos);
+}
+
+TEST(CliLower, WritesAValidatedProgramAndBadInputExitsTwoWithoutWriting) {
+  fs::path dir = test::temp_dir();
+  const std::string out = (dir / "toy.json").string();
+  auto r = run_amk({"lower", "toy-2L", "--target", "h100", "--pos", "3", "--log", "-o", out});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("tile"), std::string::npos) << r.err;  // --log: one line per pass
+  EXPECT_NE(r.err.find("predicted"), std::string::npos) << r.err;
+  EXPECT_EQ(run_amk({"validate", "--brief", out}).rc, 0);
+  const std::string before = test::slurp(out);
+  std::ofstream(dir / "bad.json") << R"({"tiling": {"gemv": {"N_tile": -4}}})";
+  r = run_amk({"lower", "toy-2L", "-t", "h100", "-c", (dir / "bad.json").string(), "-o", out});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("/config/tiling/gemv/N_tile"), std::string::npos) << r.err;
+  EXPECT_EQ(run_amk({"lower", "toy-9L", "-t", "h100", "-o", out}).rc, 2);
+  EXPECT_EQ(run_amk({"lower", "toy-2L", "-t", "z80", "-o", out}).rc, 2);
+  EXPECT_EQ(test::slurp(out), before);  // failed runs left the file alone
+  auto info = run_amk({"info", out, "--target", "t4"});
+  EXPECT_EQ(info.rc, 0);
+  EXPECT_NE(info.out.find("cost on t4"), std::string::npos) << info.out;
+}
+
+TEST(CliLower, TargetsAndModelsListTheBuiltins) {
+  auto t = run_amk({"targets"});
+  ASSERT_EQ(t.rc, 0);
+  for (const char* n : {"h100", "a2a3", "tx8", "rtx5090"})
+    EXPECT_NE(t.out.find(n), std::string::npos);
+  auto j = run_amk({"targets", "--json"});
+  ASSERT_EQ(j.rc, 0);
+  EXPECT_EQ(nlohmann::json::parse(j.out).size(), 11u);
+  auto m = run_amk({"models"});
+  ASSERT_EQ(m.rc, 0);
+  EXPECT_NE(m.out.find("llama-3.2-1b"), std::string::npos);
+  EXPECT_EQ(run_amk({"models", "gpt-2"}).rc, 2);
+}
+
+TEST(CliGenerate, LowersPerPositionAndVerifiesAgainstTheDirectEvaluation) {
+  fs::path dir = test::temp_dir();
+  const std::string w = (dir / "w.safetensors").string();
+  ASSERT_EQ(run_amk({"gen-weights", "toy-1L", "--seed", "4", "-o", w}).rc, 0);
+  std::ofstream(dir / "c.json")
+      << R"({"tiling": {"gemv": {"N_tile": 16}, "attention": {"n_partitions": 3}},
+    "fusion_grouping": [["rope_q.reshape", "rope_q"]], "sm_assignment": "round_robin"})";
+  auto r =
+      run_amk({"generate", "toy-1L", "-t", "a2a3", "-c", (dir / "c.json").string(), "--weights", w,
+               "--prompt-ids", "1,2,3", "--max-tokens", "20", "--verify", "--workers", "2"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("verified 22 steps"), std::string::npos) << r.out;
+  EXPECT_EQ(
+      run_amk({"generate", "toy-1L", "--weights", w, "--prompt-ids", "1", "--max-tokens", "300"})
+          .rc,
+      2);  // beyond max_seq 256
 }
 
 TEST(CliDispatch, UnknownCommandsAndOptionsSuggestTheClosestName) {
