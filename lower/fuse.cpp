@@ -66,6 +66,7 @@ struct Index {
   std::vector<char> taken;                                     // task already in a fusion
   std::vector<char> drop;                                      // task replaced
   std::vector<std::optional<PlanTask>> insert_at;              // FUSED task taking task i's slot
+  std::vector<std::string> kept;  // current group: members kept because others read their output
 
   explicit Index(const Plan& p)
       : group_size(p.group_names.size(), 0),
@@ -167,9 +168,7 @@ std::string fuse_members(Plan& p, Index& ix, const std::vector<int64_t>& members
     const bool outside = ix.readers[static_cast<size_t>(b)] > inside;
     const ir::Buffer& buf = p.program.buffers[static_cast<size_t>(b)];
     if (outside || buf.kind != ir::BufferKind::ACTIVATION) {
-      p.log.push_back(fmt::format(
-          "  fuse: kept {} ({} is read outside the group; recomputed in the FUSED task)",
-          p.tasks[idx[k]].task.label, buf.name));
+      ix.kept.push_back(fmt::format("{} ({})", p.tasks[idx[k]].task.label, buf.name));
     } else {
       ix.drop[idx[k]] = 1;
     }
@@ -198,6 +197,7 @@ std::string fuse(Plan& p) {
   for (size_t gi = 0; gi < p.knobs.fusion.size(); ++gi) {
     const auto& names = p.knobs.fusion[gi];
     int fused = 0;
+    ix.kept.clear();
     for (int64_t scope = -1; scope < p.model->n_layers; ++scope) {
       std::vector<int64_t> members;
       for (const std::string& want : names) {
@@ -221,6 +221,11 @@ std::string fuse(Plan& p) {
                          gi, known);
     }
     p.log.push_back(fmt::format("  fuse: group {} fused in {} place(s)", gi, fused));
+    if (!ix.kept.empty())
+      p.log.push_back(fmt::format(
+          "  fuse: group {} kept {} member task(s) whose output is read outside the group "
+          "(recomputed in the FUSED task), e.g. {}",
+          gi, ix.kept.size(), ix.kept.front()));
   }
   size_t w = 0;  // compact in place; a FUSED task takes its last member's slot
   for (size_t i = 0; i < p.tasks.size(); ++i) {
