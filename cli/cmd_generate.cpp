@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/lowering.h"
+#include "cli/run_options.h"
 #include "vm/safetensors.h"
 #include "vm/vm.h"
 
@@ -88,7 +89,7 @@ std::optional<int> decode_step(ir::Program prog, const std::string& origin,
 int cmd_generate(int argc, char** argv) {
   Args args(
       "amk generate MODEL [--target T] [--config C] [--dtype D] [--quant Q] --weights W\n"
-      "                   --prompt-ids 1,2,3 --max-tokens N [--verify] [--workers N]\n"
+      "                   --prompt-ids 1,2,3 --max-tokens N [--verify] [--workers N] [--mode M]\n"
       "       amk generate PROGRAM... --weights W --prompt-ids ... --max-tokens N",
       "Greedy decode loop on the reference VM. With a MODEL (built-in name, spec or HF\n"
       "config.json) every position is lowered for the target under the config, validated and\n"
@@ -105,12 +106,10 @@ int cmd_generate(int argc, char** argv) {
       "max-tokens", po::value<int>()->default_value(1), "tokens to generate")(
       "verify", "compare every step's logits with a direct evaluation (MODEL only)")(
       "tolerance", po::value<double>()->default_value(1e-4),
-      "--verify: max |logit difference| allowed")("workers", po::value<int>()->default_value(0),
-                                                  "OS threads (0: hardware threads)")(
-      "watchdog-ms", po::value<int64_t>()->default_value(10000),
-      "abort after this long without progress")("kv-out", po::value<std::string>(),
-                                                "write the final KV caches here (safetensors)");
+      "--verify: max |logit difference| allowed")(
+      "kv-out", po::value<std::string>(), "write the final KV caches here (safetensors)");
   add_lowering_options(args, false);
+  add_run_options(args);
   args.positional("program", -1);
   if (auto rc = args.parse(argc, argv)) return *rc;
   if (!args.has("program") || !args.has("prompt-ids")) {
@@ -158,8 +157,7 @@ int cmd_generate(int argc, char** argv) {
     return kUnreadable;
   }
   vm::RunOptions ro;
-  ro.workers = args.get<int>("workers");
-  ro.watchdog_ms = args.get<int64_t>("watchdog-ms");
+  if (!resolve_run_options(args, "generate", la ? &la->target : nullptr, ro)) return kUnreadable;
   vm::RunOptions ref_ro = ro;
   ref_ro.mode = vm::Mode::Deterministic;
   const bool verify = args.has("verify");

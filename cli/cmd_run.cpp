@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 #include <thread>
 
@@ -8,6 +9,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/lowering.h"
+#include "cli/run_options.h"
 #include "vm/safetensors.h"
 #include "vm/vm.h"
 
@@ -16,33 +18,34 @@ namespace amk::cli {
 int cmd_run(int argc, char** argv) {
   Args args(
       "amk run PROGRAM [--weights W] [--inputs I] [--kv KV] [--out O] [--workers N] [--mode M]\n"
-      "               [--sms N] [--trace T] [--watchdog-ms MS] [--unsafe-skip-validate]",
+      "               [--sms N] [--target T] [--schedulers N] [--core-threads N]\n"
+      "               [--core-type ID=aic|aiv,...] [--trace T] [--watchdog-ms MS]\n"
+      "               [--unsafe-skip-validate]",
       "Runs a program on the reference VM: loads it (refusing what `amk validate` rejects), binds\n"
       "WEIGHT/CONST buffers to --weights by Buffer.source (memory-mapped), IO_INPUT buffers to\n"
       "--inputs by name and KV_CACHE buffers to --kv (zeros when absent), runs every task on the\n"
       "target's SMs, and writes IO_OUTPUT and KV_CACHE buffers to --out (safetensors, "
       "atomically).\n"
+      "--mode aicore (the default on a target with clusters, e.g. a2a3) runs the Ascend model instead:\n"
+      "AICPU scheduler threads own disjoint clusters of 1 AIC + 2 AIV cores, dispatch ready tasks\n"
+      "through an emulated DMB/COND register handshake (GEMV/GEMM/attention tiles on AIC, the rest\n"
+      "on AIV), and the cores run on a few OS threads.\n"
       "Prints one summary line. Exit 0 ok, 1 rejected by the validator, 2 unreadable input or a\n"
-      "kernel error, 3 deadlock or watchdog (with a report of every blocked SM).");
+      "kernel error, 3 deadlock or watchdog (with a report of every blocked SM or core).");
   args.add()("program", po::value<std::string>(), "program JSON")(
       "weights", po::value<std::string>(), "safetensors with the WEIGHT/CONST tensors")(
       "inputs", po::value<std::string>(), "safetensors with the IO_INPUT tensors")(
       "kv", po::value<std::string>(), "safetensors with KV caches from a previous step")(
       "out", po::value<std::string>(), "write IO_OUTPUT and KV_CACHE tensors here")(
-      "workers", po::value<int>()->default_value(0), "OS threads (0: hardware threads)")(
-      "mode", po::value<std::string>()->default_value("sm"),
-      "sm (SMs multiplexed on the workers), sm-threads (one OS thread per SM), deterministic")(
-      "seed", po::value<uint64_t>()->default_value(0), "interleaving seed of --mode deterministic")(
       "sms", po::value<int64_t>()->default_value(0), "SM count (default: the program's target)")(
       "target,t", po::value<std::string>(),
       "run on this target instead of the program's (built-in name or target .json)")(
       "placement", po::value<std::string>()->default_value("lpt"),
       "SMs of tasks without Task.sm: lpt (AMK's loader) or round-robin")(
       "no-pages", "give every activation its own memory even when the program shares pages")(
-      "watchdog-ms", po::value<int64_t>()->default_value(10000),
-      "abort after this long without progress")("trace", po::value<std::string>(),
-                                                "write a Chrome/Perfetto trace JSON")(
+      "trace", po::value<std::string>(), "write a Chrome/Perfetto trace JSON")(
       "unsafe-skip-validate", "run even if the validator rejects the program (watchdog tests)");
+  add_run_options(args);
   args.positional("program", 1);
   if (auto rc = args.parse(argc, argv)) return *rc;
   if (!args.has("program")) {
@@ -52,10 +55,16 @@ int cmd_run(int argc, char** argv) {
   const auto path = args.get<std::string>("program");
   auto prog = load(path, false);
   if (!prog) return kUnreadable;
+  std::optional<targets::TargetSpec> spec;
   if (args.has("target")) {
-    auto t = resolve_target("run", args.get<std::string>("target"));
-    if (!t) return kUnreadable;
-    prog->target = t->record;  // the validator then proves the program for this target's SMs
+    spec = resolve_target("run", args.get<std::string>("target"));
+    if (!spec) return kUnreadable;
+    prog->target = spec->record;  // the validator then proves the program for this target's SMs
+  } else if (prog->target) {  // the built-in target of that name, for its worker topology
+    std::string ignored;
+    const auto names = targets::builtin_target_names();
+    if (std::find(names.begin(), names.end(), prog->target->name) != names.end())
+      spec = targets::load_target(prog->target->name, ignored);
   }
 
   vm::LoadOptions lo;
@@ -69,21 +78,8 @@ int cmd_run(int argc, char** argv) {
   }
   lo.placement = placement == "lpt" ? vm::Placement::Lpt : vm::Placement::RoundRobin;
   vm::RunOptions ro;
-  ro.workers = args.get<int>("workers");
+  if (!resolve_run_options(args, "run", spec ? &*spec : nullptr, ro)) return kUnreadable;
   lo.default_sms = ro.workers > 0 ? ro.workers : std::max(1u, std::thread::hardware_concurrency());
-  const auto mode = args.get<std::string>("mode");
-  if (mode == "sm") {
-    ro.mode = vm::Mode::Multiplexed;
-  } else if (mode == "sm-threads") {
-    ro.mode = vm::Mode::ThreadPerSm;
-  } else if (mode == "deterministic") {
-    ro.mode = vm::Mode::Deterministic;
-  } else {
-    std::cerr << "amk run: --mode must be sm, sm-threads or deterministic\n";
-    return kUnreadable;
-  }
-  ro.seed = args.get<uint64_t>("seed");
-  ro.watchdog_ms = args.get<int64_t>("watchdog-ms");
   ro.trace = args.has("trace");
 
   std::string err;
@@ -131,11 +127,19 @@ int cmd_run(int argc, char** argv) {
     }
   }
   const double wall = std::max(r.wall_s, 1e-9);
+  std::string where =
+      fmt::format("{} SMs ({} worker{})", m->num_sms(), r.workers, r.workers == 1 ? "" : "s");
+  if (ro.mode == vm::Mode::Aicore) {
+    const int sched = ro.aicore.deterministic ? 1 : r.workers - ro.aicore.core_threads;
+    const int cthreads = ro.aicore.deterministic ? 0 : ro.aicore.core_threads;
+    where = fmt::format("{} AICore cores ({} scheduler thread{}, {} core thread{})",
+                        r.lanes.size() - static_cast<size_t>(sched), sched, sched == 1 ? "" : "s",
+                        cthreads, cthreads == 1 ? "" : "s");
+  }
   std::cout << fmt::format(
-      "ran {} tasks on {} SMs ({} worker{}) in {:.3f} ms: {:.0f} tasks/s, {:.2f} MB moved, {:.2f} "
-      "GB/s\n",
-      r.tasks_done, m->num_sms(), r.workers, r.workers == 1 ? "" : "s", r.wall_s * 1e3,
-      static_cast<double>(r.tasks_done) / wall, r.bytes / 1e6, r.bytes / wall / 1e9);
+      "ran {} tasks on {} in {:.3f} ms: {:.0f} tasks/s, {:.2f} MB moved, {:.2f} GB/s\n",
+      r.tasks_done, where, r.wall_s * 1e3, static_cast<double>(r.tasks_done) / wall, r.bytes / 1e6,
+      r.bytes / wall / 1e9);
   return kOk;
 }
 

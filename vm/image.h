@@ -34,6 +34,7 @@ class Image {
   // Host-side execution tables (dense, by task id).
   std::vector<uint32_t>
       gate_init;  ///< unsatisfied waits at reset + 1 when an SM predecessor exists
+  std::vector<uint32_t> gate_init_waits;  ///< unsatisfied waits at reset (AICore mode)
   /// What the executor touches per completed task, packed in one record.
   struct Hot {
     uint32_t out_counter;

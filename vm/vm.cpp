@@ -439,20 +439,21 @@ std::unique_ptr<Vm> Vm::load(ir::Program p, const LoadOptions& opts, std::string
   std::vector<int32_t> fill(qlen, qlen + num_sms);
   int32_t* q = im.queue();
   for (uint32_t t : order) q[fill[*p.tasks[t].sm]++] = static_cast<int32_t>(t);
-  im.gate_init.assign(nt, 0);
+  im.gate_init_waits.assign(nt, 0);
   for (size_t t = 0; t < nt; ++t) im.hot[t].sm_next = -1;
-  for (int64_t s = 0; s < num_sms; ++s)
-    for (int32_t i = qlen[s]; i + 1 < qlen[s + 1]; ++i) {
-      im.hot[q[i]].sm_next = q[i + 1];
-      im.gate_init[q[i + 1]] = 1;
-    }
   im.waiter_off.assign(nc + 1, 0);
   for (size_t t = 0; t < nt; ++t)
     for (const ir::Wait& w : p.tasks[t].waits)
       if (w.threshold > static_cast<int64_t>(cinit[w.counter])) {
         ++im.waiter_off[w.counter + 1];
-        ++im.gate_init[t];
+        ++im.gate_init_waits[t];
       }
+  im.gate_init = im.gate_init_waits;
+  for (int64_t s = 0; s < num_sms; ++s)
+    for (int32_t i = qlen[s]; i + 1 < qlen[s + 1]; ++i) {
+      im.hot[q[i]].sm_next = q[i + 1];
+      ++im.gate_init[q[i + 1]];
+    }
   for (size_t c = 0; c < nc; ++c) im.waiter_off[c + 1] += im.waiter_off[c];
   im.waiters.resize(im.waiter_off[nc]);
   std::vector<uint32_t> wfill(im.waiter_off.begin(), im.waiter_off.end() - 1);

@@ -36,6 +36,31 @@ enum class Mode : uint8_t {
   Multiplexed,    ///< logical SMs multiplexed on `workers` OS threads (event-driven, no spinning)
   ThreadPerSm,    ///< one OS thread per SM walking its queue, spinning then blocking on counters
   Deterministic,  ///< one thread, seeded choice among ready SM heads; replayable from the seed
+  Aicore,  ///< Ascend model: AICPU scheduler threads dispatch ready tasks to AIC/AIV cores
+};
+
+/// The two AICore kinds of an Ascend cluster.
+enum class CoreType : uint8_t {
+  Aic,  ///< cube core: matrix work
+  Aiv   ///< vector core: everything else
+};
+
+/// The core type AICore mode gives an opcode: GEMV_TILE, GEMM_TILE and ATTENTION_TILE (and a FUSED
+/// task with any of them in its recipe) run on AIC, every other opcode on AIV.
+CoreType core_type_of(const ir::Task& t);
+/// "AIC" or "AIV".
+std::string_view name(CoreType c);
+
+/// The Ascend topology and scheduler set-up of AICore mode.
+struct AicoreOptions {
+  int64_t clusters = 0;  ///< 0: 24 (a2a3)
+  int64_t aic_per_cluster = 1;
+  int64_t aiv_per_cluster = 2;
+  int schedulers = 0;  ///< AICPU scheduler threads owning disjoint clusters; 0: min(clusters, 3)
+  int core_threads = 0;  ///< OS threads running the cores' kernels; 0: each scheduler thread runs
+                         ///< the kernels of its own cores between its dispatch and completion scans
+  bool deterministic = false;  ///< one thread, seeded choices (RunOptions::seed); replayable
+  std::vector<std::pair<int64_t, CoreType>> overrides;  ///< per-task core type (task id, type)
 };
 
 /// Run options.
@@ -47,9 +72,11 @@ struct RunOptions {
   bool trace = false;           ///< record one slice per task (for chrome_trace)
   inst::Kernel (*kernel_for)(ir::Op) =
       inst::kernel_for;  ///< the kernel registry (a seam for tests)
+  AicoreOptions aicore;  ///< Mode::Aicore only
 };
 
-/// One SM that could not finish: its head task and what it waits for.
+/// One SM that could not finish: its head task and what it waits for. In AICore mode (sm -1) a
+/// task that never became ready.
 struct BlockedSm {
   int64_t sm = 0;
   int64_t task = 0;
@@ -68,6 +95,18 @@ struct TraceEvent {
   int64_t head_ns = 0;   ///< became its SM's queue head
   int64_t ready_ns = 0;  ///< all its waits held
   int64_t start_ns = 0, end_ns = 0;
+  int32_t scheduler = -1;   ///< AICore mode: the scheduler thread that dispatched it
+  int64_t dispatch_ns = 0;  ///< AICore mode: its token written to the core's dispatch register
+  int64_t retire_ns = 0;    ///< AICore mode: its FIN seen by the scheduler (consumers released)
+};
+
+/// AICore mode: a core whose task had been dispatched but not finished when the run stopped.
+struct BusyCore {
+  int64_t core = 0;
+  CoreType type = CoreType::Aiv;
+  int64_t task = 0;
+  /// Dispatched (token in DMB, no ACK yet), Running (ACK, no FIN), Finished (FIN, not retired).
+  enum class State : uint8_t { Dispatched, Running, Finished } state = State::Dispatched;
 };
 
 /// The outcome of one launch.
@@ -75,6 +114,14 @@ struct RunResult {
   enum class Status : uint8_t { Ok, KernelError, Stuck } status = Status::Ok;
   std::string error;  ///< KernelError: "task N (label): message"; Stuck: a one-line cause
   std::vector<BlockedSm> blocked;
+  /// AICore mode, Stuck: PTO's stall class ("running-stalled", "ready-but-idle",
+  /// "dependency-deadlock", "orchestrator-starvation"), the busy cores, ready tasks left.
+  std::string stall_class;
+  std::vector<BusyCore> busy;
+  int64_t ready_left = 0;
+  /// Trace lanes by TraceEvent::worker (AICore mode: "AIC 0", "AIV 24", ..., then
+  /// "AICPU scheduler 0", ...); empty: one lane per SM.
+  std::vector<std::string> lanes;
   int64_t tasks = 0, tasks_done = 0;
   double wall_s = 0;
   double bytes = 0;  ///< Σ bytes moved by the tasks that ran (est_bytes, else their tensors' bytes)

@@ -57,7 +57,8 @@ struct Decoder {
   }
 };
 
-// Decodes `steps` positions with the scheduled program and with the direct evaluation.
+// Decodes `steps` positions with the scheduled program and with the direct evaluation. In AICore
+// mode the topology and scheduler count come from the target and `workers` is the core threads.
 double max_error(const std::string& name, const std::string& tgt, const ir::ScheduleConfig& cfg,
                  int steps, int workers, vm::Mode mode, ir::DType dtype = ir::DType::F32) {
   const ModelSpec m = model(name);
@@ -77,6 +78,13 @@ double max_error(const std::string& name, const std::string& tgt, const ir::Sche
   sched.ro.workers = workers;
   sched.ro.mode = mode;
   sched.ro.seed = 5;
+  if (mode == vm::Mode::Aicore) {
+    sched.ro.aicore.clusters = t.clusters;
+    sched.ro.aicore.aic_per_cluster = t.cluster_aic;
+    sched.ro.aicore.aiv_per_cluster = t.cluster_aiv;
+    sched.ro.aicore.schedulers = static_cast<int>(t.aicpu_threads);
+    sched.ro.aicore.core_threads = workers;
+  }
   Decoder direct{m, t, cfg, ro, {}, {}};
   direct.ro.mode = vm::Mode::Deterministic;
   double worst = 0;
@@ -132,6 +140,17 @@ TEST(VmEquivalence, DeterministicSeedsAndThreadPerSmAgreeToo) {
     EXPECT_LE(max_error("toy-1L", "tx8", config(c.cfg), 12, 2, vm::Mode::ThreadPerSm), 1e-5)
         << c.name;
   }
+}
+
+TEST(VmEquivalence, AicoreModeOnAscendTargetsMatchesTheDirectEvaluation) {
+  for (const Case& c : kCases)
+    for (int core_threads : {0, 2}) {
+      EXPECT_LE(max_error("toy-2L", "a2a3", config(c.cfg), 8, core_threads, vm::Mode::Aicore),
+                1e-5)
+          << c.name << " core threads " << core_threads;
+      EXPECT_LE(max_error("toy-1L", "a5", config(c.cfg), 8, core_threads, vm::Mode::Aicore), 1e-5)
+          << c.name << " core threads " << core_threads;
+    }
 }
 
 TEST(VmEquivalence, Bf16SchedulesMatchTheirDirectEvaluation) {

@@ -90,15 +90,34 @@ std::vector<RunOptions> every_mode() {
   RunOptions t;
   t.mode = Mode::ThreadPerSm;
   v.push_back(t);
+  // AICore mode on a2a3's topology: schedulers x core threads (0: cores run on their scheduler),
+  // then seeded single-thread interleavings.
+  for (auto [sched, cores] : {std::pair{1, 0}, {3, 0}, {2, 2}, {4, 1}}) {
+    RunOptions o;
+    o.mode = Mode::Aicore;
+    o.aicore.schedulers = sched;
+    o.aicore.core_threads = cores;
+    v.push_back(o);
+  }
+  for (uint64_t seed : {1, 2}) {
+    RunOptions o;
+    o.mode = Mode::Aicore;
+    o.aicore.deterministic = true;
+    o.seed = seed;
+    v.push_back(o);
+  }
   return v;
 }
 
 std::string describe(const RunOptions& o) {
   const char* m = o.mode == Mode::Multiplexed     ? "sm"
                   : o.mode == Mode::Deterministic ? "deterministic"
+                  : o.mode == Mode::Aicore        ? "aicore"
                                                   : "sm-threads";
   return std::string(m) + " workers=" + std::to_string(o.workers) +
-         " seed=" + std::to_string(o.seed);
+         " seed=" + std::to_string(o.seed) + " schedulers=" + std::to_string(o.aicore.schedulers) +
+         " core_threads=" + std::to_string(o.aicore.core_threads) +
+         (o.aicore.deterministic ? " deterministic" : "");
 }
 
 const float* logits_of(const Vm& m) {
@@ -273,7 +292,15 @@ TEST(VmWatchdog, ADeadlockedProgramEndsWithAReportNotAHang) {
     ASSERT_FALSE(r.blocked.empty());
     const std::string rep = stuck_report(m->program(), r);
     EXPECT_NE(rep.find("deadlock"), std::string::npos) << rep;
-    EXPECT_NE(rep.find("head task 0 (t0, NOP)"), std::string::npos) << rep;
+    if (o.mode == Mode::Aicore) {
+      EXPECT_EQ(r.stall_class, "dependency-deadlock") << rep;
+      EXPECT_NE(rep.find("stall class: dependency-deadlock; 0 ready task(s) not dispatched"),
+                std::string::npos)
+          << rep;
+      EXPECT_NE(rep.find("task 0 (t0, NOP) never became ready"), std::string::npos) << rep;
+    } else {
+      EXPECT_NE(rep.find("head task 0 (t0, NOP)"), std::string::npos) << rep;
+    }
     EXPECT_NE(rep.find("waits on counter 5 'c5' >= 1 (value 0); producers that never ran: 5 (t5)"),
               std::string::npos)
         << rep;
@@ -474,6 +501,24 @@ TEST(VmCli, RunWritesOutputsAtomicallyAndUsesTheContractsExitCodes) {
   EXPECT_EQ(r.rc, 3);
   EXPECT_NE(r.err.find("SM 0: head task 0 (embed, EMBED)"), std::string::npos) << r.err;
   EXPECT_EQ(test::slurp(out), before);
+  // On a target with clusters the default is AICore mode: same bytes out as SM mode.
+  const auto out2 = (dir / "out2.safetensors").string();
+  r = test::run_amk({"run", prog, "--target", "a2a3", "--weights", w, "--inputs", in, "--out", out2,
+                     "--core-threads", "1", "--trace", (dir / "t2.json").string()});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("ran 27 tasks on 72 AICore cores (4 scheduler threads, 1 core thread)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(test::slurp(out2), before);
+  EXPECT_NE(test::slurp(dir / "t2.json").find("AICPU scheduler 3"), std::string::npos);
+  r = test::run_amk({"run", bad, "--target", "a2a3", "--weights", w, "--inputs", in,
+                     "--unsafe-skip-validate", "--watchdog-ms", "1000"});
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_NE(r.err.find("stall class: dependency-deadlock"), std::string::npos) << r.err;
+  r = test::run_amk({"run", prog, "--target", "a2a3", "--weights", w, "--inputs", in,
+                     "--core-type", "3=gpu"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--core-type takes ID=aic|aiv"), std::string::npos) << r.err;
 }
 
 TEST(VmCli, GenerateCarriesKvAcrossPositionsAndPicksAmksArgmax) {

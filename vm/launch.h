@@ -1,0 +1,415 @@
+// Internal: the per-launch state shared by the SM-mode and AICore-mode executors (counters,
+// gates, task states, the once-per-launch ready ring, the sleep/wake epoch).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "vm/image.h"
+#include "vm/vm.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define AMK_PAUSE() _mm_pause()
+#else
+#define AMK_PAUSE() std::this_thread::yield()
+#endif
+
+namespace amk::vm::detail {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint32_t kNone = UINT32_MAX;
+constexpr int kSpin = 2000;  // pauses before an idle worker blocks
+
+inline int64_t ns_since(Clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+}
+
+// Counter or gate cells: atomics when several threads share them, plain integers (reused across
+// launches) otherwise.
+template <bool Concurrent>
+struct Cells {
+  using Cell = std::conditional_t<Concurrent, std::atomic<uint32_t>, uint32_t>;
+  std::unique_ptr<Cell[]> owned;
+  Cell* v = nullptr;
+  void reset(size_t n, const uint32_t* init, std::vector<uint32_t>& reuse) {
+    if constexpr (Concurrent) {
+      owned.reset(new Cell[n ? n : 1]);
+      v = owned.get();
+      for (size_t i = 0; i < n; ++i) v[i].store(init[i], std::memory_order_relaxed);
+    } else {
+      reuse.resize(n ? n : 1);
+      v = reuse.data();
+      if (n) std::memcpy(v, init, n * sizeof(uint32_t));
+    }
+  }
+  uint32_t get(size_t i) const {
+    if constexpr (Concurrent)
+      return v[i].load(std::memory_order_acquire);
+    else
+      return v[i];
+  }
+  uint32_t inc(size_t i) {
+    if constexpr (Concurrent)
+      return v[i].fetch_add(1, std::memory_order_acq_rel) + 1;
+    else
+      return ++v[i];
+  }
+  uint32_t dec(size_t i) {
+    if constexpr (Concurrent)
+      return v[i].fetch_sub(1, std::memory_order_acq_rel) - 1;
+    else
+      return --v[i];
+  }
+};
+
+// Per-task progress: atomics when shared, plain bytes otherwise.
+template <bool Concurrent>
+struct States {
+  using Cell = std::conditional_t<Concurrent, std::atomic<uint8_t>, uint8_t>;
+  std::unique_ptr<Cell[]> owned;
+  Cell* v = nullptr;
+  void reset(size_t n, std::vector<uint8_t>& reuse) {
+    if constexpr (Concurrent) {
+      owned.reset(new Cell[n ? n : 1]);
+      v = owned.get();
+      for (size_t i = 0; i < n; ++i) v[i].store(0, std::memory_order_relaxed);
+    } else {
+      reuse.assign(n ? n : 1, 0);
+      v = reuse.data();
+    }
+  }
+  void done(size_t i) {
+    if constexpr (Concurrent)
+      v[i].store(1, std::memory_order_relaxed);
+    else
+      v[i] = 1;
+  }
+  bool is_done(size_t i) const {
+    if constexpr (Concurrent)
+      return v[i].load(std::memory_order_relaxed) != 0;
+    else
+      return v[i] != 0;
+  }
+};
+
+struct alignas(64) PaddedCount {
+  std::atomic<uint64_t> v{0};
+};
+
+// State shared by the workers of one launch.
+template <bool Concurrent>
+struct Launch {
+  Image& im;
+  const RunOptions& o;
+  const uint32_t nt;
+  Cells<Concurrent> counters, gates;
+  States<Concurrent> state;
+  std::atomic<bool> abort{false}, finished{false};
+  std::mutex err_mu;
+  std::string error;
+  bool kernel_failed = false;
+  Clock::time_point t0;
+  // Trace (written by one thread per task, read after join).
+  std::vector<int64_t> head_ns, ready_ns, start_ns, end_ns;
+  std::vector<int32_t> worker_of;
+
+  const bool sm_order;  // a task also waits for its predecessor in its SM's queue (SM modes)
+
+  Launch(Image& image, const RunOptions& opts, bool sm_queues = true)
+      : im(image), o(opts), nt(static_cast<uint32_t>(image.prog.tasks.size())), sm_order(sm_queues) {
+    counters.reset(im.prog.counters.size(), im.counter_init(), im.serial_counters);
+    gates.reset(nt, sm_order ? im.gate_init.data() : im.gate_init_waits.data(), im.serial_gates);
+    state.reset(nt, im.serial_state);
+    if (o.trace) {
+      head_ns.assign(nt, 0), ready_ns.assign(nt, 0), start_ns.assign(nt, 0), end_ns.assign(nt, 0);
+      worker_of.assign(nt, 0);
+    }
+  }
+
+  void fail(uint32_t t, std::string_view msg) {
+    std::lock_guard lock(err_mu);
+    if (!kernel_failed) {
+      kernel_failed = true;
+      error = fmt::format("task {} ({}): {}", t, im.prog.tasks[t].display(), msg);
+    }
+    abort.store(true, std::memory_order_release);
+  }
+
+  // Runs task t's kernel; false when it failed (the run is then aborted).
+  bool exec(uint32_t t, inst::Workspace& ws, int32_t worker) {
+    if (o.trace) {
+      start_ns[t] = ns_since(t0);
+      worker_of[t] = worker;
+    }
+    if (im.hot[t].runs_kernel || o.kernel_for != inst::kernel_for) {
+      const ir::Task& k = im.prog.tasks[t];
+      const inst::Tensor* v = im.tensors.data() + im.io_off[t];
+      const auto ni = k.inputs.size(), no = k.outputs.size();
+      const ir::Recipe* recipe = im.recipes[t] ? &*im.recipes[t] : nullptr;
+      inst::KernelArgs a{k.op, {v, ni}, {v + ni, no}, im.params[t], &k, recipe, ws};
+      inst::Status s;
+      try {
+        inst::Kernel kern = o.kernel_for(k.op);
+        s = kern ? kern(a) : inst::Status::fail("no kernel for this opcode");
+      } catch (const std::exception& e) {
+        s = inst::Status::fail(fmt::format("kernel threw: {}", e.what()));
+      } catch (...) {
+        s = inst::Status::fail("kernel threw a non-standard exception");
+      }
+      if (!s.ok()) {
+        fail(t, s.error);
+        return false;
+      }
+    }
+    if (o.trace) end_ns[t] = ns_since(t0);
+    state.done(t);
+    return true;
+  }
+
+  // Publishes t's completion; calls on_ready(u) for every task whose gate opens.
+  template <class F>
+  void complete(uint32_t t, F&& on_ready) {
+    const Image::Hot& h = im.hot[t];
+    const uint32_t v = counters.inc(h.out_counter);
+    const CounterWaiter* b = im.waiters.data() + h.wbegin;
+    const CounterWaiter* e = im.waiters.data() + h.wend;
+    if (e - b > 8)
+      b = std::lower_bound(b, e, v,
+                           [](const CounterWaiter& w, uint32_t x) { return w.threshold < x; });
+    else
+      while (b != e && b->threshold < v) ++b;
+    for (; b != e && b->threshold == v; ++b) open(b->task, on_ready);
+    const int32_t n = sm_order ? h.sm_next : -1;
+    if (n >= 0) {
+      if (o.trace) head_ns[n] = ns_since(t0);
+      open(static_cast<uint32_t>(n), on_ready);
+    }
+  }
+
+  template <class F>
+  void open(uint32_t u, F& on_ready) {
+    if (gates.dec(u) == 0) {
+      if (o.trace) ready_ns[u] = ns_since(t0);
+      on_ready(u);
+    }
+  }
+
+  uint32_t counter_value(size_t c) const { return counters.get(c); }
+};
+
+
+/// The seeded interleavings' generator (splitmix64).
+struct SplitMix {
+  uint64_t s;
+  explicit SplitMix(uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull) {}
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  /// Uniform-ish in [0, n).
+  size_t below(size_t n) { return static_cast<size_t>(next() % n); }
+};
+
+/// A lock-free MPMC queue of task ids in which each task enters at most once per launch, so an
+/// array of nt slots never wraps.
+struct ReadyRing {
+  explicit ReadyRing(uint32_t nt) : slots(new std::atomic<uint32_t>[nt ? nt : 1]) {
+    for (uint32_t i = 0; i < nt; ++i) slots[i].store(0, std::memory_order_relaxed);
+  }
+  std::unique_ptr<std::atomic<uint32_t>[]> slots;
+  alignas(64) std::atomic<uint32_t> head{0};
+  alignas(64) std::atomic<uint32_t> tail{0};
+
+  void push(uint32_t t) {
+    const uint32_t i = tail.fetch_add(1, std::memory_order_seq_cst);
+    slots[i].store(t + 1, std::memory_order_release);
+  }
+  bool has_items() const {
+    return head.load(std::memory_order_seq_cst) < tail.load(std::memory_order_seq_cst);
+  }
+  uint32_t try_pop() {
+    uint32_t h = head.load(std::memory_order_relaxed);
+    for (;;) {
+      if (h >= tail.load(std::memory_order_acquire)) return kNone;
+      if (head.compare_exchange_weak(h, h + 1, std::memory_order_acq_rel,
+                                     std::memory_order_relaxed))
+        break;
+    }
+    uint32_t v;
+    while ((v = slots[h].load(std::memory_order_acquire)) == 0) AMK_PAUSE();  // pusher mid-publish
+    return v - 1;
+  }
+};
+
+/// Worker bookkeeping of one launch: a ready ring, per-thread completion counts (the watchdog's
+/// progress signal), and an epoch word idle threads block on after a bounded spin.
+struct Pool {
+  explicit Pool(uint32_t nt, int workers) : ready(nt), done(static_cast<size_t>(workers)) {}
+  ReadyRing ready;
+  alignas(64) std::atomic<uint32_t> epoch{0};
+  alignas(64) std::atomic<int> sleepers{0};
+  std::atomic<int> active{0};  // threads not yet returned
+  std::vector<PaddedCount> done;
+
+  void push(uint32_t t) {
+    ready.push(t);
+    wake_one();
+  }
+  void wake_one() {
+    if (sleepers.load(std::memory_order_seq_cst) > 0) {
+      epoch.fetch_add(1, std::memory_order_seq_cst);
+      epoch.notify_one();
+    }
+  }
+  bool has_items() const { return ready.has_items(); }
+  uint32_t try_pop() { return ready.try_pop(); }
+  uint64_t total_done() const {
+    uint64_t s = 0;
+    for (const auto& d : done) s += d.v.load(std::memory_order_acquire);
+    return s;
+  }
+  void wake_all() {
+    epoch.fetch_add(1, std::memory_order_seq_cst);
+    epoch.notify_all();
+  }
+  /// Blocks until the epoch moves, unless `keep_awake()` holds once registered as a sleeper.
+  template <class F>
+  void sleep(F&& keep_awake) {
+    const uint32_t e = epoch.load(std::memory_order_seq_cst);
+    sleepers.fetch_add(1, std::memory_order_seq_cst);
+    if (!keep_awake()) epoch.wait(e, std::memory_order_seq_cst);
+    sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  }
+};
+
+/// Watches progress; aborts after `watchdog_ms` without any, or at once when every worker sleeps
+/// while `pending()` is false (nothing can ever change). Sets `cause`.
+template <bool C, class Pending, class OnAbort>
+void watchdog(Launch<C>& L, Pool& P, Pending&& pending, OnAbort&& on_abort, std::mutex& mu,
+              std::condition_variable& cv, bool& stop, std::string& cause) {
+  const auto limit = std::chrono::milliseconds(std::max<int64_t>(1, L.o.watchdog_ms));
+  const auto slice = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(20), limit);
+  uint64_t last = P.total_done();
+  auto last_change = Clock::now();
+  int quiet = 0;
+  std::unique_lock lock(mu);
+  while (!stop) {
+    cv.wait_for(lock, slice);
+    if (stop) break;
+    const uint64_t now = P.total_done();
+    if (now != last) {
+      last = now;
+      last_change = Clock::now();
+      quiet = 0;
+      continue;
+    }
+    const int active = P.active.load(std::memory_order_seq_cst);
+    const bool all_asleep = active > 0 && P.sleepers.load(std::memory_order_seq_cst) == active &&
+                            !pending() && !L.finished.load();
+    quiet = all_asleep ? quiet + 1 : 0;
+    if (quiet >= 2) {
+      cause = fmt::format(
+          "deadlock: every worker is blocked and no task can run ({} of {} tasks done)", now, L.nt);
+    } else if (Clock::now() - last_change >= limit) {
+      cause = fmt::format("watchdog: no progress for {} ms ({} of {} tasks done)", L.o.watchdog_ms,
+                          now, L.nt);
+    } else {
+      continue;
+    }
+    on_abort();
+    L.abort.store(true, std::memory_order_seq_cst);
+    P.wake_all();
+    break;
+  }
+}
+
+/// Fills the per-task part of a result (done count, bytes, kernel error, trace slices).
+template <bool C>
+void fill_common(Launch<C>& L, RunResult& r) {
+  const Image& im = L.im;
+  r.tasks = L.nt;
+  for (uint32_t t = 0; t < L.nt; ++t) r.tasks_done += L.state.is_done(t);
+  if (r.tasks_done == r.tasks) {
+    r.bytes = im.total_bytes;
+  } else {
+    for (uint32_t t = 0; t < L.nt; ++t)
+      if (L.state.is_done(t)) r.bytes += im.task_bytes[t];
+  }
+  if (L.kernel_failed) {
+    r.status = RunResult::Status::KernelError;
+    r.error = L.error;
+  } else if (r.tasks_done < r.tasks) {
+    r.status = RunResult::Status::Stuck;
+  }
+  if (L.o.trace)
+    for (uint32_t t = 0; t < L.nt; ++t)
+      if (L.state.is_done(t))
+        r.trace.push_back({t, L.worker_of[t], L.head_ns[t], std::max(L.head_ns[t], L.ready_ns[t]),
+                           L.start_ns[t], L.end_ns[t]});
+}
+
+/// The first unsatisfied wait of task t (counter, threshold, value) and the producers of that
+/// counter that never ran (`done(u)` false); counter -1 when every wait holds.
+template <bool C, class Done>
+BlockedSm blocked_on(Launch<C>& L, uint32_t t, Done&& done) {
+  const ir::Program& p = L.im.prog;
+  BlockedSm b;
+  b.task = t;
+  for (const ir::Wait& w : p.tasks[t].waits) {
+    const uint32_t v = L.counter_value(static_cast<size_t>(w.counter));
+    if (static_cast<int64_t>(v) < w.threshold) {
+      b.counter = w.counter, b.threshold = w.threshold, b.value = v;
+      break;
+    }
+  }
+  if (b.counter >= 0)
+    for (uint32_t u = 0; u < L.nt; ++u)
+      if (p.tasks[u].out_counter == b.counter && !done(u)) b.idle_producers.push_back(u);
+  return b;
+}
+
+/// Runs `n` threads of `body(w)` next to a watchdog (which calls `on_abort()` just before it
+/// aborts the run); returns the watchdog's cause ("" if none).
+template <bool C, class Body, class Pending, class OnAbort>
+std::string run_threads(Launch<C>& L, Pool& P, int n, Body&& body, Pending&& pending,
+                        OnAbort&& on_abort) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  std::string cause;
+  P.active.store(n);
+  std::thread dog([&] { watchdog(L, P, pending, on_abort, mu, cv, stop, cause); });
+  {
+    std::vector<std::jthread> pool;
+    pool.reserve(static_cast<size_t>(n));
+    for (int w = 0; w < n; ++w)
+      pool.emplace_back([&, w] {
+        body(w);
+        P.active.fetch_sub(1);
+      });
+  }
+  {
+    std::lock_guard lock(mu);
+    stop = true;
+  }
+  cv.notify_all();
+  dog.join();
+  return cause;
+}
+
+}  // namespace amk::vm::detail
