@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/program.h"
+#include "ir/tensor_map.h"
 #include "lower/graph.h"
 #include "lower/model.h"
 #include "targets/target.h"
@@ -43,17 +44,8 @@ struct Knobs {
   int64_t threads = 256, smem = 0;
 };
 
-/// A region of a buffer: the whole buffer, or [lo, hi) along one axis (GEMV tile columns).
-struct Region {
-  int axis = -1;
-  int64_t lo = 0, hi = 0;
-};
-
-/// One buffer access of a task.
-struct Access {
-  int64_t buffer = 0;
-  Region region;
-};
+using ir::Access;  ///< one buffer access of a task
+using ir::Region;  ///< the whole buffer, or [lo, hi) along one axis (GEMV tile columns)
 
 /// A task before counters exist: its ir::Task (out_counter/waits unset), counter group and the
 /// region of its outputs it writes. It reads its inputs whole, except an input that is also an

@@ -1,0 +1,591 @@
+// The orchestration runtime (PTO2's tensormap_and_ringbuffer model, host-side).
+//
+// Submit: ir::TensorMap gives the earlier tasks the new one must follow (RAW, WAW and WAR); the
+// task takes a slot of the task ring (blocking while `task_window` tasks are alive) and wires
+// itself PTO-style: fanin = producers still running + 1, each such producer gets it on its fanout
+// list under the producer's lock (a finished producer counts as done at once), then the extra 1
+// is released, which may make it ready. Workers run ready tasks; completion releases consumers
+// and drops one reference on each producer. A task is CONSUMED when it has completed, its
+// consumers have completed and its scope has ended (the scope reference); the watermark
+// (`last_alive`) advances over consumed tasks in order, which frees ring slots, dependency-pool
+// entries and heap blocks (in allocation order, once past their last user and unpinned by their
+// scope's end). A submit that would wait on resources only the open scope can free is a provable
+// deadlock, reported at once instead of hanging.
+#include "vm/orchestrator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace amk::vm {
+
+namespace {
+
+enum : uint8_t { kPending = 0, kCompleted = 1, kConsumed = 2 };
+constexpr int64_t kAlign = 64;
+
+struct Slot {
+  std::mutex mu;                    // PTO's fanout_lock
+  std::vector<uint32_t> fanout;     // consumers to release (mu)
+  uint32_t edges = 0;               // dependency-pool entries this producer holds (mu)
+  int32_t refs = 0;                 // consumers not done + the scope reference (mu)
+  uint8_t state = kPending;         // (mu)
+  std::atomic<int32_t> fanin{0};    // producers not done (+1 while wiring)
+  std::vector<uint32_t> producers;  // the producers holding a reference for this task
+  // Execution (written by the orchestrator before the task can become ready).
+  ir::Task task;
+  ir::ParamTable params;
+  std::vector<inst::Tensor> views;
+  size_t n_in = 0;
+  int scope = -1;  // innermost open scope at submit (-1: none)
+};
+
+struct TensorInfo {
+  ir::Buffer buf;
+  std::byte* data = nullptr;
+  int64_t block = -1;  // heap block (global index), -1 for caller memory
+  int scope = -1;      // make_tensor: the scope that owns it
+};
+
+struct HeapBlock {
+  int64_t off = 0, size = 0;
+  uint32_t last_user = 0;  // last task using it (+1; 0: none yet)
+  bool pinned = true;      // its scope has not ended
+  int scope = -1;
+};
+
+}  // namespace
+
+struct Orchestrator::State {
+  OrchestratorOptions opt;
+  std::unique_ptr<Slot[]> slots;
+  std::unique_ptr<std::byte[]> heap;
+
+  // Orchestrator thread only.
+  ir::TensorMap tm;
+  std::vector<TensorInfo> tensors;
+  std::vector<ir::Task> tasks;                // every submitted task (for record())
+  std::vector<std::vector<uint32_t>> deps;    // and what it follows
+  std::vector<uint8_t> sub_region;            // a task used a proper sub-region
+  std::vector<CoreType> cores;                // per task
+  std::vector<int> open;                      // open scope ids, innermost last
+  std::vector<std::vector<uint32_t>> scope_tasks;  // by scope id
+  std::vector<uint32_t> scope_size;                // tasks per scope id
+  int next_scope = 0;
+  std::string error;
+  OrchestratorStats st;
+  std::vector<uint32_t> reads_tmp;
+  std::vector<ir::Access> acc_r, acc_w;
+
+  // Shared, under wm_mu.
+  std::mutex wm_mu;
+  std::condition_variable space_cv;
+  uint32_t next_id = 0, last_alive = 0;
+  uint64_t dep_used = 0;
+  std::deque<HeapBlock> blocks;  // allocation order
+  int64_t blocks_popped = 0;     // global index of blocks.front()
+  int64_t heap_used = 0;
+
+  // Ready queue and workers.
+  std::mutex ready_mu;
+  std::condition_variable ready_cv, done_cv;
+  std::deque<uint32_t> ready;
+  bool stop = false;
+  uint64_t completed = 0;  // ready_mu
+  std::atomic<bool> failed{false};
+  std::string kernel_error;  // ready_mu
+  std::vector<std::thread> workers;
+
+  Slot& slot(uint32_t id) { return slots[id % opt.rings.task_window]; }
+
+  void push_ready(uint32_t id) {
+    {
+      std::lock_guard lk(ready_mu);
+      ready.push_back(id);
+    }
+    ready_cv.notify_one();
+  }
+
+  // Advances the watermark over consumed tasks; frees ring slots, pool entries, heap blocks.
+  void advance() {
+    {
+      std::lock_guard lk(wm_mu);
+      while (last_alive < next_id) {
+        Slot& s = slot(last_alive);
+        std::lock_guard sl(s.mu);
+        if (s.state != kConsumed) break;
+        dep_used -= s.edges;
+        s.edges = 0;
+        ++last_alive;
+      }
+      free_blocks_locked();
+    }
+    space_cv.notify_all();
+  }
+
+  void free_blocks_locked() {
+    while (!blocks.empty() && !blocks.front().pinned && blocks.front().last_user <= last_alive) {
+      heap_used -= blocks.front().size;
+      blocks.pop_front();
+      ++blocks_popped;
+    }
+  }
+
+  // Drops one reference on task id (a consumer finished, or its scope ended).
+  void release(uint32_t id) {
+    Slot& s = slot(id);
+    bool consumed = false;
+    {
+      std::lock_guard lk(s.mu);
+      if (--s.refs == 0 && s.state == kCompleted) {
+        s.state = kConsumed;
+        consumed = true;
+      }
+    }
+    if (consumed) advance();
+  }
+
+  void complete(uint32_t id) {
+    Slot& s = slot(id);
+    std::vector<uint32_t> fan, prods;  // the slot may be reused once the lock is dropped
+    bool consumed = false;
+    {
+      std::lock_guard lk(s.mu);
+      s.state = kCompleted;
+      fan.swap(s.fanout);
+      prods.swap(s.producers);
+      if (s.refs == 0) {
+        s.state = kConsumed;
+        consumed = true;
+      }
+    }
+    for (uint32_t c : fan)
+      if (slot(c).fanin.fetch_sub(1, std::memory_order_acq_rel) == 1) push_ready(c);
+    for (uint32_t p : prods) release(p);
+    if (consumed) advance();
+    {
+      std::lock_guard lk(ready_mu);
+      ++completed;
+    }
+    done_cv.notify_all();
+  }
+
+  void work() {
+    inst::Workspace ws;
+    for (;;) {
+      uint32_t id;
+      {
+        std::unique_lock lk(ready_mu);
+        ready_cv.wait(lk, [&] { return !ready.empty() || stop; });
+        if (ready.empty()) return;
+        id = ready.front();
+        ready.pop_front();
+      }
+      Slot& s = slot(id);
+      if (!failed.load(std::memory_order_acquire)) {
+        inst::KernelArgs a{s.task.op,
+                           {s.views.data(), s.n_in},
+                           {s.views.data() + s.n_in, s.views.size() - s.n_in},
+                           s.params,
+                           &s.task,
+                           nullptr,
+                           ws};
+        inst::Status r;
+        try {
+          inst::Kernel k = opt.kernel_for(s.task.op);
+          r = k ? k(a) : inst::Status::fail("no kernel for this opcode");
+        } catch (const std::exception& e) {
+          r = inst::Status::fail(fmt::format("kernel threw: {}", e.what()));
+        }
+        if (!r.ok()) {
+          std::lock_guard lk(ready_mu);
+          if (kernel_error.empty())
+            kernel_error = fmt::format("task {} ({}): {}", id, s.task.display(), r.error);
+          failed.store(true, std::memory_order_release);
+        }
+      }
+      complete(id);  // a failed run still drains, so nothing waits forever
+    }
+  }
+
+  bool scope_open(int scope) const {
+    return scope >= 0 && std::find(open.begin(), open.end(), scope) != open.end();
+  }
+
+  // Under wm_mu: why waiting for the heap (`heap`) or the task ring / dependency pool can never
+  // end, or "" when progress is still possible.
+  std::string diagnose_locked(bool on_heap) {
+    if (on_heap && !blocks.empty() && blocks.front().pinned) {
+      const HeapBlock& b = blocks.front();
+      if (b.scope < 0 || scope_open(b.scope))
+        return fmt::format(
+            "FATAL: Heap Ring Deadlock Detected! (heap ring full)\n"
+            "  heap ring: {} of {} bytes in use; the oldest block ({} bytes at offset {}) belongs "
+            "to {} and is freed only when it ends, which the blocked orchestrator cannot reach\n"
+            "  Solution: heap_bytes of at least {} (2x what is in use)",
+            heap_used, opt.rings.heap_bytes, b.size, b.off,
+            b.scope < 0 ? std::string("the top level (freed at finish())")
+                        : fmt::format("scope #{}, still open,", b.scope),
+            std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(2 * heap_used, 1024))));
+    }
+    if (last_alive < next_id) {
+      Slot& head = slot(last_alive);
+      if (scope_open(head.scope)) {
+        const uint32_t active = next_id - last_alive;
+        const uint32_t in_scope = scope_size[static_cast<size_t>(head.scope)];
+        return fmt::format(
+            "FATAL: Flow Control Deadlock Detected! ({} full)\n"
+            "  task ring: window {}, active tasks {}/{}; dependency pool {} of {} entries; heap "
+            "ring {} of {} bytes in use\n"
+            "  the oldest live task {} ({}) belongs to scope #{}, still open with {} task(s): its "
+            "slot is reclaimed only at scope_end(), which the blocked orchestrator cannot reach\n"
+            "  Solution: a task window larger than the scope's tasks; recommended "
+            "task_window = {} (at least 2x the scope's {} tasks)",
+            on_heap ? "heap ring" : "task ring / dependency pool", opt.rings.task_window, active,
+            opt.rings.task_window, dep_used, opt.rings.dep_pool, heap_used, opt.rings.heap_bytes,
+            last_alive, head.task.display(), head.scope, in_scope,
+            std::bit_ceil(std::max<uint32_t>(2 * in_scope, 4)), in_scope);
+      }
+    }
+    return {};
+  }
+
+  // Waits (under lk) until `ready()` holds; false with `error` set on a provable deadlock.
+  template <class F>
+  bool wait_for_space(std::unique_lock<std::mutex>& lk, bool on_heap, F&& ready_now) {
+    if (ready_now()) return true;
+    ++st.blocked;
+    for (;;) {
+      if (std::string why = diagnose_locked(on_heap); !why.empty()) {
+        error = std::move(why);
+        return false;
+      }
+      space_cv.wait_for(lk, std::chrono::milliseconds(20));
+      if (ready_now()) return true;
+    }
+  }
+};
+
+Orchestrator::Orchestrator(const OrchestratorOptions& o) : s_(std::make_unique<State>()) {
+  State& s = *s_;
+  s.opt = o;
+  s.opt.rings.task_window = std::max<uint32_t>(2, o.rings.task_window);
+  s.opt.rings.heap_bytes = std::max<int64_t>(0, o.rings.heap_bytes);
+  s.slots.reset(new Slot[s.opt.rings.task_window]);
+  s.heap.reset(new std::byte[static_cast<size_t>(std::max<int64_t>(s.opt.rings.heap_bytes, 1))]);
+  const int n = std::max(1, o.workers);
+  for (int w = 0; w < n; ++w) s.workers.emplace_back([&s] { s.work(); });
+}
+
+Orchestrator::~Orchestrator() {
+  finish();
+  {
+    std::lock_guard lk(s_->ready_mu);
+    s_->stop = true;
+  }
+  s_->ready_cv.notify_all();
+  for (auto& w : s_->workers) w.join();
+}
+
+int64_t Orchestrator::tensor(std::string name, ir::DType dtype, std::vector<int64_t> shape,
+                             void* data, ir::BufferKind kind) {
+  TensorInfo t;
+  t.buf.name = std::move(name);
+  t.buf.dtype = dtype;
+  t.buf.shape = std::move(shape);
+  t.buf.kind = kind;
+  t.data = static_cast<std::byte*>(data);
+  s_->tensors.push_back(std::move(t));
+  return static_cast<int64_t>(s_->tensors.size()) - 1;
+}
+
+std::optional<int64_t> Orchestrator::make_tensor(std::string name, ir::DType dtype,
+                                                 std::vector<int64_t> shape) {
+  State& s = *s_;
+  TensorInfo t;
+  t.buf.name = std::move(name);
+  t.buf.dtype = dtype;
+  t.buf.shape = std::move(shape);
+  t.buf.kind = ir::BufferKind::ACTIVATION;
+  const int64_t bytes = (t.buf.nbytes() + kAlign - 1) / kAlign * kAlign;
+  if (bytes > s.opt.rings.heap_bytes) {
+    s.error = fmt::format("make_tensor '{}': {} bytes exceed the heap ring ({} bytes)", t.buf.name,
+                          bytes, s.opt.rings.heap_bytes);
+    return std::nullopt;
+  }
+  t.scope = s.open.empty() ? -1 : s.open.back();
+  std::unique_lock lk(s.wm_mu);
+  int64_t off = -1;
+  auto place = [&] {
+    const int64_t H = s.opt.rings.heap_bytes;
+    if (s.blocks.empty()) {
+      off = 0;
+      return true;
+    }
+    const int64_t top = s.blocks.back().off + s.blocks.back().size, tail = s.blocks.front().off;
+    if (top > tail || (top == tail && s.heap_used == 0)) {
+      if (top + bytes <= H) off = top;
+      else if (bytes <= tail) off = 0;  // wrap; never straddle the end
+    } else if (top + bytes <= tail) {
+      off = top;
+    }
+    return off >= 0;
+  };
+  if (!s.wait_for_space(lk, true, place)) return std::nullopt;
+  s.blocks.push_back({off, bytes, 0, true, t.scope});
+  s.heap_used += bytes;
+  s.st.max_heap_bytes = std::max(s.st.max_heap_bytes, s.heap_used);
+  t.block = s.blocks_popped + static_cast<int64_t>(s.blocks.size()) - 1;
+  lk.unlock();
+  t.data = s.heap.get() + off;
+  std::memset(t.data, 0, static_cast<size_t>(t.buf.nbytes()));
+  s.tensors.push_back(std::move(t));
+  return static_cast<int64_t>(s.tensors.size()) - 1;
+}
+
+bool Orchestrator::submit(ir::Op op, CoreType core, std::vector<TensorArg> args,
+                          std::vector<ir::Param> params, std::string label) {
+  State& s = *s_;
+  if (!s.error.empty()) return false;
+  const auto id = static_cast<uint32_t>(s.tasks.size());
+  // Arguments: views, accesses, the ir::Task.
+  ir::Task task;
+  task.op = op;
+  task.label = label.empty() ? fmt::format("{}#{}", ir::name(op), id) : std::move(label);
+  task.params = std::move(params);
+  std::vector<inst::Tensor> in, out;
+  s.acc_r.clear();
+  s.acc_w.clear();
+  bool sub = false;
+  for (const TensorArg& a : args) {
+    if (a.tensor < 0 || a.tensor >= static_cast<int64_t>(s.tensors.size())) {
+      s.error = fmt::format("submit {}: no tensor {}", task.label, a.tensor);
+      return false;
+    }
+    const TensorInfo& t = s.tensors[static_cast<size_t>(a.tensor)];
+    if (t.block >= 0 && t.scope >= 0 && !s.scope_open(t.scope)) {
+      s.error = fmt::format("submit {}: tensor '{}' escaped its scope #{} (it ended; its heap "
+                            "bytes may already hold another tensor)",
+                            task.label, t.buf.name, t.scope);
+      return false;
+    }
+    std::vector<int64_t> shape = t.buf.shape;
+    std::byte* ptr = t.data;
+    if (a.region.axis >= 0) {
+      const int64_t rows = shape.empty() ? 0 : shape[0];
+      if (a.region.axis != 0 || a.region.lo < 0 || a.region.hi > rows ||
+          a.region.lo >= a.region.hi) {
+        s.error = fmt::format("submit {}: region [{}, {}) on axis {} of tensor '{}' ({} rows): "
+                              "only non-empty row ranges within axis 0 are views",
+                              task.label, a.region.lo, a.region.hi, a.region.axis, t.buf.name,
+                              shape.empty() ? 0 : shape[0]);
+        return false;
+      }
+      const int64_t row_bytes = rows ? t.buf.nbytes() / rows : 0;
+      ptr += a.region.lo * row_bytes;
+      shape[0] = a.region.hi - a.region.lo;
+      sub = sub || a.region.lo != 0 || a.region.hi != rows;
+    }
+    const inst::Tensor v = inst::Tensor::of(ptr, t.buf.dtype, shape);
+    if (a.dir != ArgDir::Output) {
+      in.push_back(v);
+      task.inputs.push_back(a.tensor);
+      s.acc_r.push_back({a.tensor, a.region});
+    }
+    if (a.dir != ArgDir::Input) {
+      out.push_back(v);
+      task.outputs.push_back(a.tensor);
+      s.acc_w.push_back({a.tensor, a.region});
+    }
+  }
+  std::vector<uint32_t> deps;
+  s.tm.record(id, s.acc_r, s.acc_w, deps);
+  {  // WAR-only edges: the producer only read what this task writes
+    for (uint32_t p : deps) {
+      const ir::Task& pt = s.tasks[p];
+      bool raw_or_waw = false;
+      for (int64_t b : pt.outputs)
+        for (const auto* list : {&s.acc_r, &s.acc_w})
+          for (const ir::Access& x : *list) raw_or_waw = raw_or_waw || x.buffer == b;
+      s.st.war_edges += !raw_or_waw;
+    }
+  }
+  // A slot in the task ring and room in the dependency pool.
+  const uint64_t need = deps.size();
+  if (need > s.opt.rings.dep_pool) {
+    s.error = fmt::format("submit {}: {} dependencies exceed the dependency pool ({} entries)",
+                          task.label, need, s.opt.rings.dep_pool);
+    return false;
+  }
+  s.cores.push_back(core);
+  std::unique_lock lk(s.wm_mu);
+  if (!s.wait_for_space(lk, false, [&] {
+        return s.next_id - s.last_alive < s.opt.rings.task_window &&
+               s.dep_used + need <= s.opt.rings.dep_pool;
+      }))
+    return false;
+  Slot& sl = s.slot(id);
+  s.next_id = id + 1;
+  s.dep_used += need;
+  s.st.max_active = std::max(s.st.max_active, s.next_id - s.last_alive);
+  for (const TensorArg& a : args) {  // heap blocks live until past their last user
+    const TensorInfo& t = s.tensors[static_cast<size_t>(a.tensor)];
+    if (t.block >= s.blocks_popped)
+      s.blocks[static_cast<size_t>(t.block - s.blocks_popped)].last_user = id + 1;
+  }
+  const uint32_t alive_floor = s.last_alive;
+  lk.unlock();
+
+  const int scope = s.open.empty() ? -1 : s.open.back();
+  sl.task = task;
+  sl.params = ir::ParamTable::of(sl.task);
+  sl.n_in = in.size();
+  sl.views = std::move(in);
+  sl.views.insert(sl.views.end(), out.begin(), out.end());
+  sl.scope = scope;
+  sl.producers.clear();
+  sl.fanout.clear();
+  sl.edges = 0;
+  sl.refs = scope >= 0 ? 1 : 0;
+  sl.state = kPending;
+  sl.fanin.store(static_cast<int32_t>(deps.size()) + 1, std::memory_order_relaxed);
+  int32_t early = 0;
+  uint64_t unused = 0;
+  for (uint32_t p : deps) {
+    if (p < alive_floor) {  // already reclaimed: done
+      ++early, ++unused;
+      continue;
+    }
+    Slot& ps = s.slot(p);
+    std::lock_guard pl(ps.mu);
+    if (ps.state != kPending) {
+      ++early, ++unused;
+    } else {
+      ps.fanout.push_back(id);
+      ++ps.refs;
+      ++ps.edges;
+      sl.producers.push_back(p);
+    }
+  }
+  if (unused) {
+    std::lock_guard l2(s.wm_mu);
+    s.dep_used -= unused;
+  }
+  s.st.edges += deps.size();
+  ++s.st.tasks;
+  if (scope >= 0) {
+    s.scope_tasks[static_cast<size_t>(scope)].push_back(id);
+    ++s.scope_size[static_cast<size_t>(scope)];
+  }
+  s.tasks.push_back(std::move(task));
+  s.deps.push_back(std::move(deps));
+  s.sub_region.push_back(sub);
+  if (sl.fanin.fetch_sub(early + 1, std::memory_order_acq_rel) == early + 1) s.push_ready(id);
+  if ((id & 63) == 63) {  // stale TensorMap entries of reclaimed tasks
+    uint32_t floor;
+    {
+      std::lock_guard l3(s.wm_mu);
+      floor = s.last_alive;
+    }
+    s.tm.forget_before(floor);
+  }
+  return true;
+}
+
+void Orchestrator::scope_begin() {
+  State& s = *s_;
+  s.open.push_back(s.next_scope++);
+  s.scope_tasks.emplace_back();
+  s.scope_size.push_back(0);
+}
+
+void Orchestrator::scope_end() {
+  State& s = *s_;
+  if (s.open.empty()) return;
+  const int id = s.open.back();
+  s.open.pop_back();
+  {
+    std::lock_guard lk(s.wm_mu);
+    for (HeapBlock& b : s.blocks)
+      if (b.scope == id) b.pinned = false;
+    s.free_blocks_locked();
+  }
+  std::vector<uint32_t> tasks;
+  tasks.swap(s.scope_tasks[static_cast<size_t>(id)]);
+  for (uint32_t t : tasks) s.release(t);
+  s.advance();
+}
+
+bool Orchestrator::finish() {
+  State& s = *s_;
+  while (!s.open.empty()) scope_end();
+  {
+    std::lock_guard lk(s.wm_mu);
+    for (HeapBlock& b : s.blocks)
+      if (b.scope < 0) b.pinned = false;
+    s.free_blocks_locked();
+  }
+  std::unique_lock lk(s.ready_mu);
+  uint64_t seen = s.completed;
+  auto last = std::chrono::steady_clock::now();
+  const auto limit = std::chrono::milliseconds(std::max<int64_t>(1, s.opt.watchdog_ms));
+  while (s.completed < s.st.tasks) {
+    s.done_cv.wait_for(lk, std::chrono::milliseconds(20));
+    if (s.completed != seen) {
+      seen = s.completed;
+      last = std::chrono::steady_clock::now();
+    } else if (std::chrono::steady_clock::now() - last >= limit) {
+      if (s.error.empty())
+        s.error = fmt::format("watchdog: no task finished for {} ms ({} of {} done)",
+                              s.opt.watchdog_ms, s.completed, s.st.tasks);
+      return false;
+    }
+  }
+  if (!s.kernel_error.empty() && s.error.empty()) s.error = s.kernel_error;
+  return s.error.empty();
+}
+
+const std::string& Orchestrator::error() const { return s_->error; }
+
+OrchestratorStats Orchestrator::stats() const { return s_->st; }
+
+std::vector<std::pair<int64_t, CoreType>> Orchestrator::core_types() const {
+  std::vector<std::pair<int64_t, CoreType>> v;
+  for (size_t t = 0; t < s_->cores.size(); ++t) v.emplace_back(static_cast<int64_t>(t), s_->cores[t]);
+  return v;
+}
+
+std::optional<ir::Program> Orchestrator::record() {
+  State& s = *s_;
+  ir::Program p;
+  for (const TensorInfo& t : s.tensors)
+    p.add_buffer(t.buf.name, t.buf.kind, t.buf.dtype, t.buf.shape);
+  for (size_t t = 0; t < s.tasks.size(); ++t) {
+    if (s.sub_region[t] != 0) {
+      s.error = fmt::format("record(): task {} ({}) uses a sub-region of a tensor; amk tasks "
+                            "address whole buffers",
+                            t, s.tasks[t].display());
+      return std::nullopt;
+    }
+    p.add_counter(s.tasks[t].label);
+  }
+  for (size_t t = 0; t < s.tasks.size(); ++t) {
+    ir::Task k = s.tasks[t];
+    k.out_counter = static_cast<int64_t>(t);
+    std::vector<uint32_t> d = s.deps[t];
+    std::sort(d.begin(), d.end());
+    for (uint32_t q : d) k.waits.push_back({static_cast<int64_t>(q), 1, {}});
+    p.add_task(std::move(k));
+  }
+  return p;
+}
+
+}  // namespace amk::vm

@@ -1,0 +1,113 @@
+// The PTO2 programming model on amk: submit kernels with INPUT/OUTPUT/INOUT tensor regions, in
+// scopes, with runtime-allocated intermediates; dependencies come from ir::TensorMap (WAR included);
+// a bounded task ring, heap ring and dependency pool apply back-pressure while worker threads run
+// the tasks; record() turns the orchestration into an ordinary amk program.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/program.h"
+#include "ir/tensor_map.h"
+#include "vm/vm.h"
+
+namespace amk::vm {
+
+/// How a task uses a tensor argument.
+enum class ArgDir : uint8_t { Input, Output, InOut };
+
+/// One tensor argument: a buffer of the orchestration (a tensor() or make_tensor() id), the
+/// region used (whole, or rows [lo, hi) on axis 0), and the direction.
+struct TensorArg {
+  int64_t tensor = 0;
+  ArgDir dir = ArgDir::Input;
+  ir::Region region{};
+};
+
+/// The bounded resources (PTO2_RING_TASK_WINDOW, PTO2_RING_HEAP, PTO2_RING_DEP_POOL).
+struct RingSizes {
+  uint32_t task_window = 65536;  ///< tasks alive at once (submitted, not yet reclaimed)
+  int64_t heap_bytes = int64_t{64} << 20;  ///< make_tensor() memory (a ring, never straddled)
+  uint32_t dep_pool = 65536;               ///< producer -> consumer edges alive at once
+};
+
+/// Orchestrator set-up.
+struct OrchestratorOptions {
+  RingSizes rings;
+  int workers = 2;              ///< OS threads executing tasks while the orchestrator submits
+  int64_t watchdog_ms = 10000;  ///< finish(): no task completing for this long is an error
+  inst::Kernel (*kernel_for)(ir::Op) = inst::kernel_for;  ///< the kernel registry (a seam)
+};
+
+/// What a run did.
+struct OrchestratorStats {
+  uint64_t tasks = 0;
+  uint64_t edges = 0;          ///< dependencies wired (WAR ones included)
+  uint64_t war_edges = 0;      ///< of those, write-after-read only (PTO does not track these)
+  uint64_t blocked = 0;        ///< submits that waited for a ring or pool (back-pressure)
+  uint32_t max_active = 0;     ///< most tasks alive at once
+  int64_t max_heap_bytes = 0;  ///< most heap bytes in use at once
+};
+
+/// Builds and runs a task graph; methods are called from one (the orchestrating) thread.
+class Orchestrator {
+ public:
+  explicit Orchestrator(const OrchestratorOptions& o = {});
+  ~Orchestrator();  ///< waits for the submitted tasks
+  Orchestrator(const Orchestrator&) = delete;
+  Orchestrator& operator=(const Orchestrator&) = delete;
+
+  /// Registers caller-owned memory (`data` must outlive the run) as a tensor; its kind is what
+  /// record() gives the buffer (WEIGHT, IO_INPUT, IO_OUTPUT, KV_CACHE, CONST).
+  int64_t tensor(std::string name, ir::DType dtype, std::vector<int64_t> shape, void* data,
+                 ir::BufferKind kind);
+  /// A runtime intermediate from the heap ring (zeroed), valid until its scope ends; blocks while
+  /// the heap is full. nullopt and `error()` set on a provable heap deadlock.
+  std::optional<int64_t> make_tensor(std::string name, ir::DType dtype, std::vector<int64_t> shape);
+  /// Submits a task; it runs once every task it depends on has finished. Blocks while the task
+  /// ring or the dependency pool is full. False and `error()` set on a bad argument or a provable
+  /// deadlock (the scope holds more tasks than the ring).
+  bool submit(ir::Op op, CoreType core, std::vector<TensorArg> args,
+              std::vector<ir::Param> params = {}, std::string label = {});
+  /// Opens a scope: its tasks keep their ring slots (and its tensors their heap bytes) until it
+  /// ends.
+  void scope_begin();
+  /// Ends the innermost scope.
+  void scope_end();
+  /// Waits for every submitted task; false and `error()` on a kernel error or watchdog timeout.
+  bool finish();
+  /// The first error (deadlock diagnosis, kernel error, misuse).
+  const std::string& error() const;
+  /// Counts of this run.
+  OrchestratorStats stats() const;
+  /// The orchestration as an amk program: one counter per task, a threshold-1 wait on each task
+  /// it depends on. nullopt and `error()` when a task used a proper sub-region (amk tasks address
+  /// whole buffers).
+  std::optional<ir::Program> record();
+  /// The core type each submitted task asked for (AicoreOptions::overrides for the recorded
+  /// program).
+  std::vector<std::pair<int64_t, CoreType>> core_types() const;
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> s_;
+};
+
+/// RAII scope: scope_begin() now, scope_end() at the end of the block.
+class Scope {
+ public:
+  explicit Scope(Orchestrator& o) : o_(o) { o_.scope_begin(); }
+  ~Scope() { o_.scope_end(); }
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+ private:
+  Orchestrator& o_;
+};
+
+}  // namespace amk::vm

@@ -1,0 +1,41 @@
+// The PTO seed's batch paged attention, written against the orchestration API: one scope per
+// chunk of `chunk` sequences (batched as the kv heads of one attention call), a hub task that
+// stages the chunk's queries, one split-KV partial per KV block, and a combine; checked against a
+// direct evaluation.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ir/program.h"
+#include "vm/orchestrator.h"
+
+namespace amk::vm {
+
+/// Sizes of one run (defaults: the seed's batch 256 in chunks of 16).
+struct PagedAttentionCase {
+  int64_t batch = 256;
+  int64_t chunk = 16;  ///< sequences per scope (IN_CORE_BATCH)
+  int64_t head_dim = 256;
+  int64_t context = 128;  ///< cached positions per sequence
+  int64_t block = 16;     ///< positions per KV block (context / block <= 8 partials per combine)
+  uint64_t seed = 1;
+  bool record = false;  ///< also return the orchestration as an amk program
+};
+
+/// What a run produced.
+struct PagedAttentionResult {
+  bool ok = false;
+  std::string error;
+  double max_abs_error = 0;  ///< against the direct evaluation (double precision)
+  OrchestratorStats stats;
+  double wall_s = 0;  ///< submit + execute
+  std::optional<ir::Program> program;
+};
+
+/// Builds, runs and checks the example.
+PagedAttentionResult run_paged_attention(const PagedAttentionCase& c,
+                                         const OrchestratorOptions& o);
+
+}  // namespace amk::vm
