@@ -1,6 +1,7 @@
 // VM benchmarks. (1) Scheduling overhead on NOP programs (chain, fan-out/fan-in, Llama-like,
 // random mesh from `amk gen`) against a oneTBB flow::graph of the same DAG in the same run; each
-// reports ns/task and the ratio TBB/VM. (2) A decode step of the Llama-3.2-1B-shaped conformance
+// reports ns/task and the ratio TBB/VM; AICore mode's dispatch cost (and its ratio to SM mode) and
+// the orchestration API's submit cost on the same DAGs, and the paged-attention example. (2) A decode step of the Llama-3.2-1B-shaped conformance
 // program with random fp32 and bf16 weights on all cores, against the machine's read bandwidth
 // (streaming sum on every core) measured in the same run; reports GB/s, the ratio and tokens/s.
 #include <benchmark/benchmark.h>
@@ -23,6 +24,8 @@
 #include "ir/gen.h"
 #include "ir/graph.h"
 #include "ir/json_io.h"
+#include "vm/orchestrator.h"
+#include "vm/paged_attention.h"
 #include "vm/vm.h"
 #include "vm/weights.h"
 
@@ -33,6 +36,7 @@ namespace flow = oneapi::tbb::flow;
 
 struct Ratios : benchmark::ConsoleReporter {
   std::map<std::string, double> tbb_ns;  // DAG name -> TBB ns/task
+  std::map<std::string, double> sm_ns;   // DAG name -> SM-mode ns/task with one worker
   double stream = 0;
   void ReportRuns(const std::vector<Run>& runs) override {
     std::vector<Run> copy = runs;
@@ -44,8 +48,14 @@ struct Ratios : benchmark::ConsoleReporter {
         const double v = r.counters["ns_per_task"].value;
         tbb_ns[dag] = tbb_ns.count(dag) ? std::min(tbb_ns[dag], v) : v;
       }
-      if (name.starts_with("BM_Vm/") && tbb_ns.count(dag))
+      if ((name.starts_with("BM_Vm/") || name.starts_with("BM_VmAicore/")) && tbb_ns.count(dag))
         r.counters["tbb_over_vm"] = tbb_ns[dag] / r.counters["ns_per_task"].value;
+      if (name.starts_with("BM_Vm/") && name.find("workers:1") != std::string::npos)
+        sm_ns[dag] = r.counters["ns_per_task"].value;
+      if (name.starts_with("BM_VmAicore/") && sm_ns.count(dag))
+        r.counters["aicore_over_sm"] = r.counters["ns_per_task"].value / sm_ns[dag];
+      if (name.starts_with("BM_OrchestratorSubmit/") && tbb_ns.count(dag))
+        r.counters["submit_over_tbb"] = r.counters["submit_ns_per_task"].value / tbb_ns[dag];
       if (r.counters.count("read_GBs")) stream = r.counters["read_GBs"].value;
       if (r.counters.count("weight_GBs") && stream > 0)
         r.counters["ratio_vs_stream"] = r.counters["weight_GBs"].value / stream;
@@ -128,6 +138,101 @@ void BM_TbbFlowGraph(benchmark::State& st, int which, int threads) {
     st.counters["ns_per_task"] =
         ns / static_cast<double>(st.iterations()) / static_cast<double>(p.tasks.size());
   });
+}
+
+// AICore mode on a2a3's topology (24 clusters = 72 cores): `schedulers` AICPU threads, each running
+// its own cores' (NOP) kernels, so ns/task is dispatch + handshake + completion.
+void BM_VmAicore(benchmark::State& st, int which, int schedulers) {
+  const ir::Program& p = nop_program(which);
+  vm::LoadOptions lo;
+  lo.num_sms = 132;
+  std::string err;
+  auto m = vm::Vm::load(p, lo, err);
+  if (!m) {
+    st.SkipWithError(err.c_str());
+    return;
+  }
+  vm::RunOptions o;
+  o.mode = vm::Mode::Aicore;
+  o.aicore.schedulers = schedulers;
+  double ns = 0;
+  for (auto _ : st) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = m->run(o);
+    ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    if (!r.ok()) st.SkipWithError(r.error.c_str());
+  }
+  st.counters["ns_per_task"] =
+      ns / static_cast<double>(st.iterations()) / static_cast<double>(p.tasks.size());
+}
+
+// The orchestration API on the same DAG: task t writes its own tensor and reads its producers'
+// (TensorMap finds the edges). submit_ns_per_task: the orchestrator thread's time in submit()
+// (lookup, ring, wiring) while `workers` threads run the NOP tasks concurrently.
+void BM_OrchestratorSubmit(benchmark::State& st, int which, int workers) {
+  const ir::Program& p = nop_program(which);
+  const ir::Graph g = ir::Graph::build(p);
+  std::vector<std::vector<uint32_t>> prods(p.tasks.size());
+  for (uint32_t t = 0; t < p.tasks.size(); ++t)
+    for (uint32_t c : g.consumers(t))
+      if (c != t) prods[c].push_back(t);
+  std::vector<float> cells(p.tasks.size());
+  double submit_ns = 0, total_ns = 0;
+  uint64_t blocked = 0;
+  for (auto _ : st) {
+    vm::OrchestratorOptions oo;
+    oo.workers = workers;
+    oo.rings.dep_pool = 1u << 20;
+    const auto t0 = std::chrono::steady_clock::now();
+    vm::Orchestrator orch(oo);
+    std::vector<int64_t> ids(p.tasks.size());
+    for (size_t t = 0; t < p.tasks.size(); ++t)
+      ids[t] = orch.tensor("t", ir::DType::F32, {1}, &cells[t], ir::BufferKind::IO_OUTPUT);
+    double in_submit = 0;
+    std::vector<vm::TensorArg> args;
+    for (uint32_t t = 0; t < p.tasks.size(); ++t) {
+      args.clear();
+      for (uint32_t q : prods[t]) args.push_back({ids[q], vm::ArgDir::Input});
+      args.push_back({ids[t], vm::ArgDir::Output});
+      const auto s0 = std::chrono::steady_clock::now();
+      const bool ok = orch.submit(ir::Op::NOP, vm::CoreType::Aiv, args, {}, "n");
+      in_submit +=
+          std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - s0).count();
+      if (!ok) {
+        st.SkipWithError(orch.error().c_str());
+        return;
+      }
+    }
+    if (!orch.finish()) st.SkipWithError(orch.error().c_str());
+    total_ns +=
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    submit_ns += in_submit;
+    blocked += orch.stats().blocked;
+  }
+  const double n = static_cast<double>(st.iterations()) * static_cast<double>(p.tasks.size());
+  st.counters["submit_ns_per_task"] = submit_ns / n;
+  st.counters["total_ns_per_task"] = total_ns / n;
+  st.counters["blocked_submits"] = static_cast<double>(blocked) / static_cast<double>(st.iterations());
+}
+
+// The paged-attention example at the seed's batch 256 (160 tasks) with rings of 16 and 65536.
+void BM_PagedAttention(benchmark::State& st, uint32_t window) {
+  vm::PagedAttentionCase c;
+  vm::OrchestratorOptions o;
+  o.rings.task_window = window;
+  double err = 0;
+  uint64_t blocked = 0;
+  for (auto _ : st) {
+    auto r = vm::run_paged_attention(c, o);
+    if (!r.ok) {
+      st.SkipWithError(r.error.c_str());
+      return;
+    }
+    err = std::max(err, r.max_abs_error);
+    blocked += r.stats.blocked;
+  }
+  st.counters["max_abs_error"] = err;
+  st.counters["blocked_submits"] = static_cast<double>(blocked) / static_cast<double>(st.iterations());
 }
 
 // ---- decode step -------------------------------------------------------------------------------
@@ -216,7 +321,23 @@ int main(int argc, char** argv) {
                                    BM_Vm, d, w)
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();
+    for (int s : {1, 3})
+      benchmark::RegisterBenchmark(
+          fmt::format("BM_VmAicore/{}/schedulers:{}", kDags[d].name, s).c_str(), BM_VmAicore, d, s)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    if (kDags[d].shape != ir::GenShape::Fan)  // the fan's join would take 100k arguments
+      benchmark::RegisterBenchmark(
+          fmt::format("BM_OrchestratorSubmit/{}/workers:1", kDags[d].name).c_str(),
+          BM_OrchestratorSubmit, d, 1)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
   }
+  for (uint32_t w : {16u, 65536u})
+    benchmark::RegisterBenchmark(fmt::format("BM_PagedAttention/b256/window:{}", w).c_str(),
+                                 BM_PagedAttention, w)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   benchmark::RegisterBenchmark("BM_StreamAllCores", BM_StreamAllCores)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();

@@ -15,10 +15,12 @@ bool covers(const Region& outer, const Region& inner) {
 }
 
 void TensorMap::clear() {
-  for (auto& v : by_buffer_) {
-    v.writes.clear();
-    v.reads.clear();
+  for (int64_t b : live_) {
+    by_buffer_[static_cast<size_t>(b)].writes.clear();
+    by_buffer_[static_cast<size_t>(b)].reads.clear();
+    in_live_[static_cast<size_t>(b)] = 0;
   }
+  live_.clear();
 }
 
 void TensorMap::record(uint32_t task, std::span<const Access> reads, std::span<const Access> writes,
@@ -35,7 +37,14 @@ void TensorMap::record(uint32_t task, std::span<const Access> reads, std::span<c
   };
   auto slot = [&](int64_t b) -> Slot& {
     const auto i = static_cast<size_t>(b);
-    if (by_buffer_.size() <= i) by_buffer_.resize(i + 1);
+    if (by_buffer_.size() <= i) {
+      by_buffer_.resize(std::max(i + 1, by_buffer_.size() * 2));
+      in_live_.resize(by_buffer_.size(), 0);
+    }
+    if (!in_live_[i]) {
+      in_live_[i] = 1;
+      live_.push_back(b);
+    }
     return by_buffer_[i];
   };
   for (const Access& a : reads)  // RAW
@@ -62,15 +71,22 @@ void TensorMap::record(uint32_t task, std::span<const Access> reads, std::span<c
 
 void TensorMap::forget_before(uint32_t task) {
   auto stale = [&](const Entry& e) { return e.task < task; };
-  for (Slot& s : by_buffer_) {
+  std::erase_if(live_, [&](int64_t b) {
+    Slot& s = by_buffer_[static_cast<size_t>(b)];
     std::erase_if(s.writes, stale);
     std::erase_if(s.reads, stale);
-  }
+    const bool empty = s.writes.empty() && s.reads.empty();
+    if (empty) in_live_[static_cast<size_t>(b)] = 0;
+    return empty;
+  });
 }
 
 size_t TensorMap::entries() const {
   size_t n = 0;
-  for (const Slot& s : by_buffer_) n += s.writes.size() + s.reads.size();
+  for (int64_t b : live_) {
+    const Slot& s = by_buffer_[static_cast<size_t>(b)];
+    n += s.writes.size() + s.reads.size();
+  }
   return n;
 }
 

@@ -51,6 +51,8 @@ class TensorMap {
     std::vector<Entry> writes, reads;  // live entries (covered ones are dropped)
   };
   std::vector<Slot> by_buffer_;
+  std::vector<int64_t> live_;     // buffers that may hold entries (each once)
+  std::vector<uint8_t> in_live_;  // by buffer
   std::vector<uint32_t> seen_;
   uint32_t stamp_ = 0;
 };

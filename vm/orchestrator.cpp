@@ -21,9 +21,17 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <span>
 #include <thread>
 
 #include <fmt/format.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define AMK_ORCH_PAUSE() _mm_pause()
+#else
+#define AMK_ORCH_PAUSE() std::this_thread::yield()
+#endif
 
 namespace amk::vm {
 
@@ -73,7 +81,7 @@ struct Orchestrator::State {
   ir::TensorMap tm;
   std::vector<TensorInfo> tensors;
   std::vector<ir::Task> tasks;                // every submitted task (for record())
-  std::vector<std::vector<uint32_t>> deps;    // and what it follows
+  std::vector<uint32_t> dep_off{0}, dep_list;  // CSR: what each task follows
   std::vector<uint8_t> sub_region;            // a task used a proper sub-region
   std::vector<CoreType> cores;                // per task
   std::vector<int> open;                      // open scope ids, innermost last
@@ -82,14 +90,15 @@ struct Orchestrator::State {
   int next_scope = 0;
   std::string error;
   OrchestratorStats st;
-  std::vector<uint32_t> reads_tmp;
+  std::vector<inst::Tensor> in_tmp, out_tmp;
   std::vector<ir::Access> acc_r, acc_w;
 
-  // Shared, under wm_mu.
+  // Shared. next_id is written by the orchestrator only; last_alive and the heap under wm_mu (the
+  // orchestrator's fast path reads the atomics without it).
   std::mutex wm_mu;
   std::condition_variable space_cv;
-  uint32_t next_id = 0, last_alive = 0;
-  uint64_t dep_used = 0;
+  std::atomic<uint32_t> next_id{0}, last_alive{0};
+  std::atomic<uint64_t> dep_used{0};
   std::deque<HeapBlock> blocks;  // allocation order
   int64_t blocks_popped = 0;     // global index of blocks.front()
   int64_t heap_used = 0;
@@ -98,6 +107,8 @@ struct Orchestrator::State {
   std::mutex ready_mu;
   std::condition_variable ready_cv, done_cv;
   std::deque<uint32_t> ready;
+  std::atomic<size_t> queued{0};  // ready.size(), for spinning workers
+  int sleeping = 0;               // workers blocked on ready_cv (ready_mu)
   bool stop = false;
   uint64_t completed = 0;  // ready_mu
   std::atomic<bool> failed{false};
@@ -107,32 +118,40 @@ struct Orchestrator::State {
   Slot& slot(uint32_t id) { return slots[id % opt.rings.task_window]; }
 
   void push_ready(uint32_t id) {
+    bool wake;
     {
       std::lock_guard lk(ready_mu);
       ready.push_back(id);
+      queued.store(ready.size(), std::memory_order_release);
+      wake = sleeping > 0;
     }
-    ready_cv.notify_one();
+    if (wake) ready_cv.notify_one();
   }
 
   // Advances the watermark over consumed tasks; frees ring slots, pool entries, heap blocks.
   void advance() {
     {
       std::lock_guard lk(wm_mu);
-      while (last_alive < next_id) {
-        Slot& s = slot(last_alive);
+      uint32_t a = last_alive.load(std::memory_order_relaxed);
+      const uint32_t end = next_id.load(std::memory_order_acquire);
+      uint64_t freed = 0;
+      for (; a < end; ++a) {
+        Slot& s = slot(a);
         std::lock_guard sl(s.mu);
         if (s.state != kConsumed) break;
-        dep_used -= s.edges;
+        freed += s.edges;
         s.edges = 0;
-        ++last_alive;
       }
+      dep_used.fetch_sub(freed, std::memory_order_acq_rel);
+      last_alive.store(a, std::memory_order_release);
       free_blocks_locked();
     }
     space_cv.notify_all();
   }
 
   void free_blocks_locked() {
-    while (!blocks.empty() && !blocks.front().pinned && blocks.front().last_user <= last_alive) {
+    while (!blocks.empty() && !blocks.front().pinned &&
+           blocks.front().last_user <= last_alive.load(std::memory_order_relaxed)) {
       heap_used -= blocks.front().size;
       blocks.pop_front();
       ++blocks_popped;
@@ -182,12 +201,19 @@ struct Orchestrator::State {
     inst::Workspace ws;
     for (;;) {
       uint32_t id;
+      for (int spin = 0; spin < 20000 && queued.load(std::memory_order_acquire) == 0; ++spin)
+        AMK_ORCH_PAUSE();
       {
         std::unique_lock lk(ready_mu);
-        ready_cv.wait(lk, [&] { return !ready.empty() || stop; });
+        while (ready.empty() && !stop) {
+          ++sleeping;
+          ready_cv.wait(lk);
+          --sleeping;
+        }
         if (ready.empty()) return;
         id = ready.front();
         ready.pop_front();
+        queued.store(ready.size(), std::memory_order_release);
       }
       Slot& s = slot(id);
       if (!failed.load(std::memory_order_acquire)) {
@@ -236,10 +262,11 @@ struct Orchestrator::State {
                         : fmt::format("scope #{}, still open,", b.scope),
             std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(2 * heap_used, 1024))));
     }
-    if (last_alive < next_id) {
-      Slot& head = slot(last_alive);
+    const uint32_t oldest = last_alive.load(), end = next_id.load();
+    if (oldest < end) {
+      Slot& head = slot(oldest);
       if (scope_open(head.scope)) {
-        const uint32_t active = next_id - last_alive;
+        const uint32_t active = end - oldest;
         const uint32_t in_scope = scope_size[static_cast<size_t>(head.scope)];
         return fmt::format(
             "FATAL: Flow Control Deadlock Detected! ({} full)\n"
@@ -250,8 +277,8 @@ struct Orchestrator::State {
             "  Solution: a task window larger than the scope's tasks; recommended "
             "task_window = {} (at least 2x the scope's {} tasks)",
             on_heap ? "heap ring" : "task ring / dependency pool", opt.rings.task_window, active,
-            opt.rings.task_window, dep_used, opt.rings.dep_pool, heap_used, opt.rings.heap_bytes,
-            last_alive, head.task.display(), head.scope, in_scope,
+            opt.rings.task_window, dep_used.load(), opt.rings.dep_pool, heap_used,
+            opt.rings.heap_bytes, oldest, head.task.display(), head.scope, in_scope,
             std::bit_ceil(std::max<uint32_t>(2 * in_scope, 4)), in_scope);
       }
     }
@@ -290,6 +317,7 @@ Orchestrator::~Orchestrator() {
   {
     std::lock_guard lk(s_->ready_mu);
     s_->stop = true;
+    s_->queued.store(1, std::memory_order_release);  // end the spinning too
   }
   s_->ready_cv.notify_all();
   for (auto& w : s_->workers) w.join();
@@ -361,7 +389,10 @@ bool Orchestrator::submit(ir::Op op, CoreType core, std::vector<TensorArg> args,
   task.op = op;
   task.label = label.empty() ? fmt::format("{}#{}", ir::name(op), id) : std::move(label);
   task.params = std::move(params);
-  std::vector<inst::Tensor> in, out;
+  std::vector<inst::Tensor>& in = s.in_tmp;
+  std::vector<inst::Tensor>& out = s.out_tmp;
+  in.clear();
+  out.clear();
   s.acc_r.clear();
   s.acc_w.clear();
   bool sub = false;
@@ -406,8 +437,10 @@ bool Orchestrator::submit(ir::Op op, CoreType core, std::vector<TensorArg> args,
       s.acc_w.push_back({a.tensor, a.region});
     }
   }
-  std::vector<uint32_t> deps;
-  s.tm.record(id, s.acc_r, s.acc_w, deps);
+  const size_t dep_begin = s.dep_list.size();
+  s.tm.record(id, s.acc_r, s.acc_w, s.dep_list);
+  const std::span<const uint32_t> deps(s.dep_list.data() + dep_begin,
+                                       s.dep_list.size() - dep_begin);
   {  // WAR-only edges: the producer only read what this task writes
     for (uint32_t p : deps) {
       const ir::Task& pt = s.tasks[p];
@@ -423,40 +456,51 @@ bool Orchestrator::submit(ir::Op op, CoreType core, std::vector<TensorArg> args,
   if (need > s.opt.rings.dep_pool) {
     s.error = fmt::format("submit {}: {} dependencies exceed the dependency pool ({} entries)",
                           task.label, need, s.opt.rings.dep_pool);
-    return false;
+    return false;  // the orchestration is over (error() is sticky)
   }
   s.cores.push_back(core);
-  std::unique_lock lk(s.wm_mu);
-  if (!s.wait_for_space(lk, false, [&] {
-        return s.next_id - s.last_alive < s.opt.rings.task_window &&
-               s.dep_used + need <= s.opt.rings.dep_pool;
-      }))
-    return false;
-  Slot& sl = s.slot(id);
-  s.next_id = id + 1;
-  s.dep_used += need;
-  s.st.max_active = std::max(s.st.max_active, s.next_id - s.last_alive);
-  for (const TensorArg& a : args) {  // heap blocks live until past their last user
-    const TensorInfo& t = s.tensors[static_cast<size_t>(a.tensor)];
-    if (t.block >= s.blocks_popped)
-      s.blocks[static_cast<size_t>(t.block - s.blocks_popped)].last_user = id + 1;
+  auto room = [&] {
+    return id - s.last_alive.load(std::memory_order_acquire) < s.opt.rings.task_window &&
+           s.dep_used.load(std::memory_order_acquire) + need <= s.opt.rings.dep_pool;
+  };
+  if (!room()) {  // back-pressure: wait for the workers to reclaim, or diagnose a deadlock
+    std::unique_lock lk(s.wm_mu);
+    if (!s.wait_for_space(lk, false, room)) return false;
   }
-  const uint32_t alive_floor = s.last_alive;
-  lk.unlock();
+  s.dep_used.fetch_add(need, std::memory_order_acq_rel);
+  bool heap_arg = false;
+  for (const TensorArg& a : args) heap_arg = heap_arg || s.tensors[static_cast<size_t>(a.tensor)].block >= 0;
+  if (heap_arg) {  // heap blocks live until the watermark passes their last user
+    std::lock_guard lk(s.wm_mu);
+    for (const TensorArg& a : args) {
+      const TensorInfo& t = s.tensors[static_cast<size_t>(a.tensor)];
+      if (t.block >= s.blocks_popped)
+        s.blocks[static_cast<size_t>(t.block - s.blocks_popped)].last_user = id + 1;
+    }
+  }
+  const uint32_t alive_floor = s.last_alive.load(std::memory_order_acquire);
+  s.st.max_active = std::max(s.st.max_active, id + 1 - alive_floor);
 
+  // The slot is free (its previous task was reclaimed); fill it before publishing next_id, so the
+  // watermark never reads the previous occupant's state.
+  Slot& sl = s.slot(id);
   const int scope = s.open.empty() ? -1 : s.open.back();
   sl.task = task;
   sl.params = ir::ParamTable::of(sl.task);
   sl.n_in = in.size();
-  sl.views = std::move(in);
+  sl.views.assign(in.begin(), in.end());
   sl.views.insert(sl.views.end(), out.begin(), out.end());
   sl.scope = scope;
   sl.producers.clear();
   sl.fanout.clear();
   sl.edges = 0;
-  sl.refs = scope >= 0 ? 1 : 0;
-  sl.state = kPending;
+  {
+    std::lock_guard l0(sl.mu);
+    sl.refs = scope >= 0 ? 1 : 0;
+    sl.state = kPending;
+  }
   sl.fanin.store(static_cast<int32_t>(deps.size()) + 1, std::memory_order_relaxed);
+  s.next_id.store(id + 1, std::memory_order_release);
   int32_t early = 0;
   uint64_t unused = 0;
   for (uint32_t p : deps) {
@@ -475,10 +519,7 @@ bool Orchestrator::submit(ir::Op op, CoreType core, std::vector<TensorArg> args,
       sl.producers.push_back(p);
     }
   }
-  if (unused) {
-    std::lock_guard l2(s.wm_mu);
-    s.dep_used -= unused;
-  }
+  if (unused) s.dep_used.fetch_sub(unused, std::memory_order_acq_rel);
   s.st.edges += deps.size();
   ++s.st.tasks;
   if (scope >= 0) {
@@ -486,16 +527,11 @@ bool Orchestrator::submit(ir::Op op, CoreType core, std::vector<TensorArg> args,
     ++s.scope_size[static_cast<size_t>(scope)];
   }
   s.tasks.push_back(std::move(task));
-  s.deps.push_back(std::move(deps));
+  s.dep_off.push_back(static_cast<uint32_t>(s.dep_list.size()));
   s.sub_region.push_back(sub);
   if (sl.fanin.fetch_sub(early + 1, std::memory_order_acq_rel) == early + 1) s.push_ready(id);
   if ((id & 63) == 63) {  // stale TensorMap entries of reclaimed tasks
-    uint32_t floor;
-    {
-      std::lock_guard l3(s.wm_mu);
-      floor = s.last_alive;
-    }
-    s.tm.forget_before(floor);
+    s.tm.forget_before(s.last_alive.load(std::memory_order_acquire));
   }
   return true;
 }
@@ -580,7 +616,7 @@ std::optional<ir::Program> Orchestrator::record() {
   for (size_t t = 0; t < s.tasks.size(); ++t) {
     ir::Task k = s.tasks[t];
     k.out_counter = static_cast<int64_t>(t);
-    std::vector<uint32_t> d = s.deps[t];
+    std::vector<uint32_t> d(s.dep_list.begin() + s.dep_off[t], s.dep_list.begin() + s.dep_off[t + 1]);
     std::sort(d.begin(), d.end());
     for (uint32_t q : d) k.waits.push_back({static_cast<int64_t>(q), 1, {}});
     p.add_task(std::move(k));
