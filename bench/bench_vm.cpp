@@ -1,9 +1,10 @@
 // VM benchmarks. (1) Scheduling overhead on NOP programs (chain, fan-out/fan-in, Llama-like,
 // random mesh from `amk gen`) against a oneTBB flow::graph of the same DAG in the same run; each
 // reports ns/task and the ratio TBB/VM; AICore mode's dispatch cost (and its ratio to SM mode) and
-// the orchestration API's submit cost on the same DAGs, and the paged-attention example. (2) A decode step of the Llama-3.2-1B-shaped conformance
-// program with random fp32 and bf16 weights on all cores, against the machine's read bandwidth
-// (streaming sum on every core) measured in the same run; reports GB/s, the ratio and tokens/s.
+// the orchestration API's submit cost on the same DAGs, and the paged-attention example. (2) A
+// decode step of the Llama-3.2-1B-shaped conformance program with random fp32 and bf16 weights on
+// all cores, against the machine's read bandwidth (streaming sum on every core) measured in the
+// same run; reports GB/s, the ratio and tokens/s.
 #include <benchmark/benchmark.h>
 
 #include <oneapi/tbb/flow_graph.h>
@@ -212,7 +213,8 @@ void BM_OrchestratorSubmit(benchmark::State& st, int which, int workers) {
   const double n = static_cast<double>(st.iterations()) * static_cast<double>(p.tasks.size());
   st.counters["submit_ns_per_task"] = submit_ns / n;
   st.counters["total_ns_per_task"] = total_ns / n;
-  st.counters["blocked_submits"] = static_cast<double>(blocked) / static_cast<double>(st.iterations());
+  st.counters["blocked_submits"] =
+      static_cast<double>(blocked) / static_cast<double>(st.iterations());
 }
 
 // The paged-attention example at the seed's batch 256 (160 tasks) with rings of 16 and 65536.
@@ -232,7 +234,8 @@ void BM_PagedAttention(benchmark::State& st, uint32_t window) {
     blocked += r.stats.blocked;
   }
   st.counters["max_abs_error"] = err;
-  st.counters["blocked_submits"] = static_cast<double>(blocked) / static_cast<double>(st.iterations());
+  st.counters["blocked_submits"] =
+      static_cast<double>(blocked) / static_cast<double>(st.iterations());
 }
 
 // ---- decode step -------------------------------------------------------------------------------

@@ -106,8 +106,8 @@ int cmd_generate(int argc, char** argv) {
       "max-tokens", po::value<int>()->default_value(1), "tokens to generate")(
       "verify", "compare every step's logits with a direct evaluation (MODEL only)")(
       "tolerance", po::value<double>()->default_value(1e-4),
-      "--verify: max |logit difference| allowed")(
-      "kv-out", po::value<std::string>(), "write the final KV caches here (safetensors)");
+      "--verify: max |logit difference| allowed")("kv-out", po::value<std::string>(),
+                                                  "write the final KV caches here (safetensors)");
   add_lowering_options(args, false);
   add_run_options(args);
   args.positional("program", -1);

@@ -26,9 +26,11 @@ int cmd_run(int argc, char** argv) {
       "--inputs by name and KV_CACHE buffers to --kv (zeros when absent), runs every task on the\n"
       "target's SMs, and writes IO_OUTPUT and KV_CACHE buffers to --out (safetensors, "
       "atomically).\n"
-      "--mode aicore (the default on a target with clusters, e.g. a2a3) runs the Ascend model instead:\n"
+      "--mode aicore (the default on a target with clusters, e.g. a2a3) runs the Ascend model "
+      "instead:\n"
       "AICPU scheduler threads own disjoint clusters of 1 AIC + 2 AIV cores, dispatch ready tasks\n"
-      "through an emulated DMB/COND register handshake (GEMV/GEMM/attention tiles on AIC, the rest\n"
+      "through an emulated DMB/COND register handshake (GEMV/GEMM/attention tiles on AIC, the "
+      "rest\n"
       "on AIV), and the cores run on a few OS threads.\n"
       "Prints one summary line. Exit 0 ok, 1 rejected by the validator, 2 unreadable input or a\n"
       "kernel error, 3 deadlock or watchdog (with a report of every blocked SM or core).");
@@ -60,7 +62,7 @@ int cmd_run(int argc, char** argv) {
     spec = resolve_target("run", args.get<std::string>("target"));
     if (!spec) return kUnreadable;
     prog->target = spec->record;  // the validator then proves the program for this target's SMs
-  } else if (prog->target) {  // the built-in target of that name, for its worker topology
+  } else if (prog->target) {      // the built-in target of that name, for its worker topology
     std::string ignored;
     const auto names = targets::builtin_target_names();
     if (std::find(names.begin(), names.end(), prog->target->name) != names.end())

@@ -43,8 +43,8 @@ void add_run_options(Args& args) {
       "mode", po::value<std::string>(),
       "sm (SMs multiplexed on the workers), sm-threads (one OS thread per SM), deterministic, "
       "aicore (AICPU schedulers + AIC/AIV cores), aicore-deterministic; default: aicore on a "
-      "target with clusters, else sm")(
-      "seed", po::value<uint64_t>()->default_value(0), "interleaving seed of the deterministic modes")(
+      "target with clusters, else sm")("seed", po::value<uint64_t>()->default_value(0),
+                                       "interleaving seed of the deterministic modes")(
       "watchdog-ms", po::value<int64_t>()->default_value(10000),
       "abort after this long without progress")(
       "schedulers", po::value<int>()->default_value(0),
@@ -55,8 +55,8 @@ void add_run_options(Args& args) {
       "aicore: per-task core types, e.g. 3=aiv,17=aic (default: by opcode)");
 }
 
-bool resolve_run_options(const Args& args, std::string_view cmd,
-                         const targets::TargetSpec* target, vm::RunOptions& ro) {
+bool resolve_run_options(const Args& args, std::string_view cmd, const targets::TargetSpec* target,
+                         vm::RunOptions& ro) {
   ro.workers = args.get<int>("workers");
   ro.seed = args.get<uint64_t>("seed");
   ro.watchdog_ms = args.get<int64_t>("watchdog-ms");

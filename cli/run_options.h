@@ -14,7 +14,7 @@ namespace amk::cli {
 void add_run_options(Args& args);
 /// Resolves them; `target` (may be null) gives the AICore topology and makes aicore the default
 /// mode when it has clusters. Prints "amk CMD: error" and returns false on a bad value.
-bool resolve_run_options(const Args& args, std::string_view cmd,
-                         const targets::TargetSpec* target, vm::RunOptions& ro);
+bool resolve_run_options(const Args& args, std::string_view cmd, const targets::TargetSpec* target,
+                         vm::RunOptions& ro);
 
 }  // namespace amk::cli

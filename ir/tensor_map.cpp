@@ -90,5 +90,4 @@ size_t TensorMap::entries() const {
   return n;
 }
 
-
 }  // namespace amk::ir

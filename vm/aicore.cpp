@@ -7,9 +7,10 @@
 // validator's race proof uses counter edges only, and its deadlock proof holds without the queue
 // order). Ready tasks go to one queue per core type; a scheduler pops for its idle cores of that
 // type and dispatches through an emulated register handshake:
-//   scheduler: payload = task; DMB = token (release)        -- a per-core sequence, never a sentinel
-//   core:      sees a new DMB (acquire); COND = ACK(token); runs the kernel; COND = FIN(token)
-//   scheduler: sees COND == FIN(token) (acquire); increments the task's counter (consumers whose
+//   scheduler: payload = task; DMB = token (release)        -- a per-core sequence, never a
+//   sentinel core:      sees a new DMB (acquire); COND = ACK(token); runs the kernel; COND =
+//   FIN(token) scheduler: sees COND == FIN(token) (acquire); increments the task's counter
+//   (consumers whose
 //              last wait it satisfies become ready); the core is idle again.
 // COND: bit 31 = FIN (1) or ACK (0), bits 30..0 = the token, as in PTO's MAKE_ACK/MAKE_FIN_VALUE.
 // Cores' kernels run on `core_threads` OS threads (each serving a fixed set of cores) or, with
@@ -48,7 +49,9 @@ CoreType core_type_of(const ir::Task& t) {
   return CoreType::Aiv;
 }
 
-std::string_view name(CoreType c) { return c == CoreType::Aic ? "AIC" : "AIV"; }
+std::string_view name(CoreType c) {
+  return c == CoreType::Aic ? "AIC" : "AIV";
+}
 
 namespace {
 
@@ -347,8 +350,8 @@ void run_deterministic(Machine<false>& M, uint64_t seed) {
     int can_dispatch[2], n_dispatch = 0;
     for (int k = 0; k < 2; ++k)
       if (!ready[k].empty() && !idle[k].empty()) can_dispatch[n_dispatch++] = k;
-    const size_t moves = static_cast<size_t>(n_dispatch) + (busy.empty() ? 0 : 1) +
-                         (finished.empty() ? 0 : 1);
+    const size_t moves =
+        static_cast<size_t>(n_dispatch) + (busy.empty() ? 0 : 1) + (finished.empty() ? 0 : 1);
     if (moves == 0) return;
     size_t m = rng.below(moves);
     if (m < static_cast<size_t>(n_dispatch)) {

@@ -129,7 +129,10 @@ struct Launch {
   const bool sm_order;  // a task also waits for its predecessor in its SM's queue (SM modes)
 
   Launch(Image& image, const RunOptions& opts, bool sm_queues = true)
-      : im(image), o(opts), nt(static_cast<uint32_t>(image.prog.tasks.size())), sm_order(sm_queues) {
+      : im(image),
+        o(opts),
+        nt(static_cast<uint32_t>(image.prog.tasks.size())),
+        sm_order(sm_queues) {
     counters.reset(im.prog.counters.size(), im.counter_init(), im.serial_counters);
     gates.reset(nt, sm_order ? im.gate_init.data() : im.gate_init_waits.data(), im.serial_gates);
     state.reset(nt, im.serial_state);
@@ -209,7 +212,6 @@ struct Launch {
 
   uint32_t counter_value(size_t c) const { return counters.get(c); }
 };
-
 
 /// The seeded interleavings' generator (splitmix64).
 struct SplitMix {

@@ -80,11 +80,11 @@ struct Orchestrator::State {
   // Orchestrator thread only.
   ir::TensorMap tm;
   std::vector<TensorInfo> tensors;
-  std::vector<ir::Task> tasks;                // every submitted task (for record())
-  std::vector<uint32_t> dep_off{0}, dep_list;  // CSR: what each task follows
-  std::vector<uint8_t> sub_region;            // a task used a proper sub-region
-  std::vector<CoreType> cores;                // per task
-  std::vector<int> open;                      // open scope ids, innermost last
+  std::vector<ir::Task> tasks;                     // every submitted task (for record())
+  std::vector<uint32_t> dep_off{0}, dep_list;      // CSR: what each task follows
+  std::vector<uint8_t> sub_region;                 // a task used a proper sub-region
+  std::vector<CoreType> cores;                     // per task
+  std::vector<int> open;                           // open scope ids, innermost last
   std::vector<std::vector<uint32_t>> scope_tasks;  // by scope id
   std::vector<uint32_t> scope_size;                // tasks per scope id
   int next_scope = 0;
@@ -360,8 +360,10 @@ std::optional<int64_t> Orchestrator::make_tensor(std::string name, ir::DType dty
     }
     const int64_t top = s.blocks.back().off + s.blocks.back().size, tail = s.blocks.front().off;
     if (top > tail || (top == tail && s.heap_used == 0)) {
-      if (top + bytes <= H) off = top;
-      else if (bytes <= tail) off = 0;  // wrap; never straddle the end
+      if (top + bytes <= H)
+        off = top;
+      else if (bytes <= tail)
+        off = 0;  // wrap; never straddle the end
     } else if (top + bytes <= tail) {
       off = top;
     }
@@ -403,9 +405,10 @@ bool Orchestrator::submit(ir::Op op, CoreType core, std::vector<TensorArg> args,
     }
     const TensorInfo& t = s.tensors[static_cast<size_t>(a.tensor)];
     if (t.block >= 0 && t.scope >= 0 && !s.scope_open(t.scope)) {
-      s.error = fmt::format("submit {}: tensor '{}' escaped its scope #{} (it ended; its heap "
-                            "bytes may already hold another tensor)",
-                            task.label, t.buf.name, t.scope);
+      s.error = fmt::format(
+          "submit {}: tensor '{}' escaped its scope #{} (it ended; its heap "
+          "bytes may already hold another tensor)",
+          task.label, t.buf.name, t.scope);
       return false;
     }
     std::vector<int64_t> shape = t.buf.shape;
@@ -414,10 +417,11 @@ bool Orchestrator::submit(ir::Op op, CoreType core, std::vector<TensorArg> args,
       const int64_t rows = shape.empty() ? 0 : shape[0];
       if (a.region.axis != 0 || a.region.lo < 0 || a.region.hi > rows ||
           a.region.lo >= a.region.hi) {
-        s.error = fmt::format("submit {}: region [{}, {}) on axis {} of tensor '{}' ({} rows): "
-                              "only non-empty row ranges within axis 0 are views",
-                              task.label, a.region.lo, a.region.hi, a.region.axis, t.buf.name,
-                              shape.empty() ? 0 : shape[0]);
+        s.error = fmt::format(
+            "submit {}: region [{}, {}) on axis {} of tensor '{}' ({} rows): "
+            "only non-empty row ranges within axis 0 are views",
+            task.label, a.region.lo, a.region.hi, a.region.axis, t.buf.name,
+            shape.empty() ? 0 : shape[0]);
         return false;
       }
       const int64_t row_bytes = rows ? t.buf.nbytes() / rows : 0;
@@ -469,7 +473,8 @@ bool Orchestrator::submit(ir::Op op, CoreType core, std::vector<TensorArg> args,
   }
   s.dep_used.fetch_add(need, std::memory_order_acq_rel);
   bool heap_arg = false;
-  for (const TensorArg& a : args) heap_arg = heap_arg || s.tensors[static_cast<size_t>(a.tensor)].block >= 0;
+  for (const TensorArg& a : args)
+    heap_arg = heap_arg || s.tensors[static_cast<size_t>(a.tensor)].block >= 0;
   if (heap_arg) {  // heap blocks live until the watermark passes their last user
     std::lock_guard lk(s.wm_mu);
     for (const TensorArg& a : args) {
@@ -589,13 +594,18 @@ bool Orchestrator::finish() {
   return s.error.empty();
 }
 
-const std::string& Orchestrator::error() const { return s_->error; }
+const std::string& Orchestrator::error() const {
+  return s_->error;
+}
 
-OrchestratorStats Orchestrator::stats() const { return s_->st; }
+OrchestratorStats Orchestrator::stats() const {
+  return s_->st;
+}
 
 std::vector<std::pair<int64_t, CoreType>> Orchestrator::core_types() const {
   std::vector<std::pair<int64_t, CoreType>> v;
-  for (size_t t = 0; t < s_->cores.size(); ++t) v.emplace_back(static_cast<int64_t>(t), s_->cores[t]);
+  for (size_t t = 0; t < s_->cores.size(); ++t)
+    v.emplace_back(static_cast<int64_t>(t), s_->cores[t]);
   return v;
 }
 
@@ -606,9 +616,10 @@ std::optional<ir::Program> Orchestrator::record() {
     p.add_buffer(t.buf.name, t.buf.kind, t.buf.dtype, t.buf.shape);
   for (size_t t = 0; t < s.tasks.size(); ++t) {
     if (s.sub_region[t] != 0) {
-      s.error = fmt::format("record(): task {} ({}) uses a sub-region of a tensor; amk tasks "
-                            "address whole buffers",
-                            t, s.tasks[t].display());
+      s.error = fmt::format(
+          "record(): task {} ({}) uses a sub-region of a tensor; amk tasks "
+          "address whole buffers",
+          t, s.tasks[t].display());
       return std::nullopt;
     }
     p.add_counter(s.tasks[t].label);
@@ -616,7 +627,8 @@ std::optional<ir::Program> Orchestrator::record() {
   for (size_t t = 0; t < s.tasks.size(); ++t) {
     ir::Task k = s.tasks[t];
     k.out_counter = static_cast<int64_t>(t);
-    std::vector<uint32_t> d(s.dep_list.begin() + s.dep_off[t], s.dep_list.begin() + s.dep_off[t + 1]);
+    std::vector<uint32_t> d(s.dep_list.begin() + s.dep_off[t],
+                            s.dep_list.begin() + s.dep_off[t + 1]);
     std::sort(d.begin(), d.end());
     for (uint32_t q : d) k.waits.push_back({static_cast<int64_t>(q), 1, {}});
     p.add_task(std::move(k));

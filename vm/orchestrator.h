@@ -1,7 +1,7 @@
 // The PTO2 programming model on amk: submit kernels with INPUT/OUTPUT/INOUT tensor regions, in
-// scopes, with runtime-allocated intermediates; dependencies come from ir::TensorMap (WAR included);
-// a bounded task ring, heap ring and dependency pool apply back-pressure while worker threads run
-// the tasks; record() turns the orchestration into an ordinary amk program.
+// scopes, with runtime-allocated intermediates; dependencies come from ir::TensorMap (WAR
+// included); a bounded task ring, heap ring and dependency pool apply back-pressure while worker
+// threads run the tasks; record() turns the orchestration into an ordinary amk program.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,7 @@ struct TensorArg {
 
 /// The bounded resources (PTO2_RING_TASK_WINDOW, PTO2_RING_HEAP, PTO2_RING_DEP_POOL).
 struct RingSizes {
-  uint32_t task_window = 65536;  ///< tasks alive at once (submitted, not yet reclaimed)
+  uint32_t task_window = 65536;            ///< tasks alive at once (submitted, not yet reclaimed)
   int64_t heap_bytes = int64_t{64} << 20;  ///< make_tensor() memory (a ring, never straddled)
   uint32_t dep_pool = 65536;               ///< producer -> consumer edges alive at once
 };

@@ -11,7 +11,9 @@ namespace amk::vm {
 
 namespace {
 
-ir::Param iparam(const char* k, int64_t v) { return {k, ir::ParamValue::of_int(v)}; }
+ir::Param iparam(const char* k, int64_t v) {
+  return {k, ir::ParamValue::of_int(v)};
+}
 
 }  // namespace
 
@@ -19,8 +21,7 @@ PagedAttentionResult run_paged_attention(const PagedAttentionCase& c,
                                          const OrchestratorOptions& o) {
   PagedAttentionResult res;
   const int64_t B = c.batch, S = c.chunk, D = c.head_dim, T = c.context, bs = c.block;
-  if (B <= 0 || S <= 0 || B % S != 0 || D <= 0 || T <= 0 || bs <= 0 || T % bs != 0 ||
-      T / bs > 8) {
+  if (B <= 0 || S <= 0 || B % S != 0 || D <= 0 || T <= 0 || bs <= 0 || T % bs != 0 || T / bs > 8) {
     res.error = fmt::format(
         "paged attention: batch {} in chunks of {}, context {} in blocks of {} (need batch a "
         "multiple of chunk and 1..8 whole blocks)",
@@ -62,15 +63,19 @@ PagedAttentionResult run_paged_attention(const PagedAttentionCase& c,
         return fail();
       std::vector<TensorArg> parts;
       for (int64_t j = 0; j < nb; ++j) {
-        auto pj = orch.make_tensor(n(fmt::format("part{}", j).c_str()), ir::DType::F32,
-                                   {S, D + 2});
+        auto pj = orch.make_tensor(n(fmt::format("part{}", j).c_str()), ir::DType::F32, {S, D + 2});
         if (!pj) return fail();
         // QK -> softmax -> PV over KV block j: an un-normalised split-KV partial [acc | m | l].
         if (!orch.submit(ir::Op::ATTENTION_TILE, CoreType::Aic,
-                         {{*qs, ArgDir::Input}, {kc, ArgDir::Input}, {vc, ArgDir::Input},
+                         {{*qs, ArgDir::Input},
+                          {kc, ArgDir::Input},
+                          {vc, ArgDir::Input},
                           {*pj, ArgDir::Output}},
-                         {iparam("head_dim", D), iparam("n_heads", S), iparam("n_kv_heads", S),
-                          iparam("kv_start", j * bs), iparam("kv_len", bs),
+                         {iparam("head_dim", D),
+                          iparam("n_heads", S),
+                          iparam("n_kv_heads", S),
+                          iparam("kv_start", j * bs),
+                          iparam("kv_len", bs),
                           {"scale", ir::ParamValue::of_float(1.0 / std::sqrt(double(D)))},
                           iparam("flags", 2)},
                          n(fmt::format("block{}", j).c_str())))
@@ -112,8 +117,9 @@ PagedAttentionResult run_paged_attention(const PagedAttentionCase& c,
     for (int64_t d = 0; d < D; ++d) {
       double y = 0;
       for (int64_t t = 0; t < T; ++t) y += s[static_cast<size_t>(t)] * kv_at(v, t, d);
-      res.max_abs_error = std::max(
-          res.max_abs_error, std::abs(y / l - static_cast<double>(out[static_cast<size_t>(b * D + d)])));
+      res.max_abs_error =
+          std::max(res.max_abs_error,
+                   std::abs(y / l - static_cast<double>(out[static_cast<size_t>(b * D + d)])));
     }
   }
   res.ok = true;

@@ -35,7 +35,6 @@ struct PagedAttentionResult {
 };
 
 /// Builds, runs and checks the example.
-PagedAttentionResult run_paged_attention(const PagedAttentionCase& c,
-                                         const OrchestratorOptions& o);
+PagedAttentionResult run_paged_attention(const PagedAttentionCase& c, const OrchestratorOptions& o);
 
 }  // namespace amk::vm

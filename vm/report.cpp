@@ -24,13 +24,12 @@ std::string stuck_report(const ir::Program& p, const RunResult& r) {
                        r.ready_left);
     for (const BusyCore& c : r.busy) {
       const ir::Task& t = p.tasks[static_cast<size_t>(c.task)];
-      out += fmt::format("  core {} ({}): task {} ({}, {}) {}\n", c.core, name(c.type), c.task,
-                         t.display(), ir::name(t.op),
-                         c.state == BusyCore::State::Running
-                             ? "acknowledged (ACK) and never finished (no FIN)"
-                         : c.state == BusyCore::State::Finished
-                             ? "finished (FIN) and not retired by its scheduler"
-                             : "dispatched and never acknowledged (no ACK)");
+      out += fmt::format(
+          "  core {} ({}): task {} ({}, {}) {}\n", c.core, name(c.type), c.task, t.display(),
+          ir::name(t.op),
+          c.state == BusyCore::State::Running    ? "acknowledged (ACK) and never finished (no FIN)"
+          : c.state == BusyCore::State::Finished ? "finished (FIN) and not retired by its scheduler"
+                                                 : "dispatched and never acknowledged (no ACK)");
     }
   }
   for (const BlockedSm& b : r.blocked) {
@@ -39,8 +38,8 @@ std::string stuck_report(const ir::Program& p, const RunResult& r) {
       out += fmt::format("  SM {}: head task {} ({}, {}), {} task(s) left", b.sm, b.task,
                          t.display(), ir::name(t.op), b.remaining);
     else
-      out += fmt::format("  task {} ({}, {}) never became ready", b.task, t.display(),
-                         ir::name(t.op));
+      out +=
+          fmt::format("  task {} ({}, {}) never became ready", b.task, t.display(), ir::name(t.op));
     if (b.counter >= 0) {
       const auto& note = static_cast<size_t>(b.counter) < p.counters.size()
                              ? p.counters[b.counter].note

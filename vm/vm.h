@@ -36,7 +36,7 @@ enum class Mode : uint8_t {
   Multiplexed,    ///< logical SMs multiplexed on `workers` OS threads (event-driven, no spinning)
   ThreadPerSm,    ///< one OS thread per SM walking its queue, spinning then blocking on counters
   Deterministic,  ///< one thread, seeded choice among ready SM heads; replayable from the seed
-  Aicore,  ///< Ascend model: AICPU scheduler threads dispatch ready tasks to AIC/AIV cores
+  Aicore,         ///< Ascend model: AICPU scheduler threads dispatch ready tasks to AIC/AIV cores
 };
 
 /// The two AICore kinds of an Ascend cluster.
@@ -56,7 +56,7 @@ struct AicoreOptions {
   int64_t clusters = 0;  ///< 0: 24 (a2a3)
   int64_t aic_per_cluster = 1;
   int64_t aiv_per_cluster = 2;
-  int schedulers = 0;  ///< AICPU scheduler threads owning disjoint clusters; 0: min(clusters, 3)
+  int schedulers = 0;    ///< AICPU scheduler threads owning disjoint clusters; 0: min(clusters, 3)
   int core_threads = 0;  ///< OS threads running the cores' kernels; 0: each scheduler thread runs
                          ///< the kernels of its own cores between its dispatch and completion scans
   bool deterministic = false;  ///< one thread, seeded choices (RunOptions::seed); replayable

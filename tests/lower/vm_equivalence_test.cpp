@@ -145,8 +145,7 @@ TEST(VmEquivalence, DeterministicSeedsAndThreadPerSmAgreeToo) {
 TEST(VmEquivalence, AicoreModeOnAscendTargetsMatchesTheDirectEvaluation) {
   for (const Case& c : kCases)
     for (int core_threads : {0, 2}) {
-      EXPECT_LE(max_error("toy-2L", "a2a3", config(c.cfg), 8, core_threads, vm::Mode::Aicore),
-                1e-5)
+      EXPECT_LE(max_error("toy-2L", "a2a3", config(c.cfg), 8, core_threads, vm::Mode::Aicore), 1e-5)
           << c.name << " core threads " << core_threads;
       EXPECT_LE(max_error("toy-1L", "a5", config(c.cfg), 8, core_threads, vm::Mode::Aicore), 1e-5)
           << c.name << " core threads " << core_threads;

@@ -50,18 +50,19 @@ TEST(AicoreCoreTypes, MatrixWorkGoesToAicEverythingElseToAiv) {
   for (int k = 0; k < ir::kOpCount; ++k) {
     ir::Task t;
     t.op = static_cast<ir::Op>(k);
-    const bool matrix = t.op == ir::Op::GEMV_TILE || t.op == ir::Op::GEMM_TILE ||
-                        t.op == ir::Op::ATTENTION_TILE;
+    const bool matrix =
+        t.op == ir::Op::GEMV_TILE || t.op == ir::Op::GEMM_TILE || t.op == ir::Op::ATTENTION_TILE;
     EXPECT_EQ(core_type_of(t), matrix ? CoreType::Aic : CoreType::Aiv) << ir::name(t.op);
   }
   auto fused = [](int first_op) {
     ir::Task t;
     t.op = ir::Op::FUSED;
     t.inputs = {0, 1, 2};
-    nlohmann::json steps = nlohmann::json::array(
-        {{{"op", first_op}, {"args", {{{"in", 0}}, {{"in", 1}}}}, {"out", 0}},
-         {{"op", static_cast<int>(ir::Op::ADD)}, {"args", {{{"s", 0}}, {{"in", 2}}}},
-          {"out", "final"}}});
+    nlohmann::json steps =
+        nlohmann::json::array({{{"op", first_op}, {"args", {{{"in", 0}}, {{"in", 1}}}}, {"out", 0}},
+                               {{"op", static_cast<int>(ir::Op::ADD)},
+                                {"args", {{{"s", 0}}, {{"in", 2}}}},
+                                {"out", "final"}}});
     t.params.push_back(
         {"recipe", ir::ParamValue::of_json(ir::JsonValue(nlohmann::json{{"steps", steps}}))});
     return t;

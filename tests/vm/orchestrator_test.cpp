@@ -27,7 +27,9 @@ inst::Status logging_kernel(const inst::KernelArgs& a) {
   g_log.push_back(a.task->label);
   return {};
 }
-inst::Kernel logging_registry(ir::Op) { return logging_kernel; }
+inst::Kernel logging_registry(ir::Op) {
+  return logging_kernel;
+}
 
 size_t pos(const std::string& label) {
   return static_cast<size_t>(std::find(g_log.begin(), g_log.end(), label) - g_log.begin());
@@ -123,8 +125,7 @@ TEST(OrchestratorDeadlock, AHeapTooSmallForOneScopeIsDiagnosedToo) {
   o.rings.heap_bytes = 12 * 1024;  // q_staged 4 KiB + 2 partials of ~4.2 KiB, then full
   const PagedAttentionResult r = run_paged_attention(c, o);
   ASSERT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("FATAL: Heap Ring Deadlock Detected! (heap ring full)"),
-            std::string::npos)
+  EXPECT_NE(r.error.find("FATAL: Heap Ring Deadlock Detected! (heap ring full)"), std::string::npos)
       << r.error;
   EXPECT_NE(r.error.find("scope #0, still open"), std::string::npos) << r.error;
 }

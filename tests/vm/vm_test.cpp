@@ -515,8 +515,8 @@ TEST(VmCli, RunWritesOutputsAtomicallyAndUsesTheContractsExitCodes) {
                      "--unsafe-skip-validate", "--watchdog-ms", "1000"});
   EXPECT_EQ(r.rc, 3);
   EXPECT_NE(r.err.find("stall class: dependency-deadlock"), std::string::npos) << r.err;
-  r = test::run_amk({"run", prog, "--target", "a2a3", "--weights", w, "--inputs", in,
-                     "--core-type", "3=gpu"});
+  r = test::run_amk(
+      {"run", prog, "--target", "a2a3", "--weights", w, "--inputs", in, "--core-type", "3=gpu"});
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("--core-type takes ID=aic|aiv"), std::string::npos) << r.err;
 }
