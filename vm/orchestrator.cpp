@@ -40,8 +40,22 @@ namespace {
 enum : uint8_t { kPending = 0, kCompleted = 1, kConsumed = 2 };
 constexpr int64_t kAlign = 64;
 
+// PTO's per-task fanout_lock: held for a few instructions, so a spinlock (a futex sleep would cost
+// more than any critical section here).
+class SpinLock {
+ public:
+  void lock() {
+    while (f_.test_and_set(std::memory_order_acquire))
+      while (f_.test(std::memory_order_relaxed)) AMK_ORCH_PAUSE();
+  }
+  void unlock() { f_.clear(std::memory_order_release); }
+
+ private:
+  std::atomic_flag f_;
+};
+
 struct Slot {
-  std::mutex mu;                    // PTO's fanout_lock
+  SpinLock mu;                      // PTO's fanout_lock
   std::vector<uint32_t> fanout;     // consumers to release (mu)
   uint32_t edges = 0;               // dependency-pool entries this producer holds (mu)
   int32_t refs = 0;                 // consumers not done + the scope reference (mu)
@@ -49,7 +63,7 @@ struct Slot {
   std::atomic<int32_t> fanin{0};    // producers not done (+1 while wiring)
   std::vector<uint32_t> producers;  // the producers holding a reference for this task
   // Execution (written by the orchestrator before the task can become ready).
-  ir::Task task;
+  const ir::Task* task = nullptr;  // in State::tasks (a deque: elements never move)
   ir::ParamTable params;
   std::vector<inst::Tensor> views;
   size_t n_in = 0;
@@ -80,7 +94,7 @@ struct Orchestrator::State {
   // Orchestrator thread only.
   ir::TensorMap tm;
   std::vector<TensorInfo> tensors;
-  std::vector<ir::Task> tasks;                     // every submitted task (for record())
+  std::deque<ir::Task> tasks;  // every submitted task (record(); slots point into it)
   std::vector<uint32_t> dep_off{0}, dep_list;      // CSR: what each task follows
   std::vector<uint8_t> sub_region;                 // a task used a proper sub-region
   std::vector<CoreType> cores;                     // per task
@@ -174,13 +188,16 @@ struct Orchestrator::State {
 
   void complete(uint32_t id) {
     Slot& s = slot(id);
-    std::vector<uint32_t> fan, prods;  // the slot may be reused once the lock is dropped
+    // Copies (the slot may be reused once the lock is dropped); per-thread, so no allocation once
+    // warm and no freeing of the orchestrator's memory on this thread.
+    thread_local std::vector<uint32_t> fan, prods;
     bool consumed = false;
     {
       std::lock_guard lk(s.mu);
       s.state = kCompleted;
-      fan.swap(s.fanout);
-      prods.swap(s.producers);
+      fan.assign(s.fanout.begin(), s.fanout.end());
+      prods.assign(s.producers.begin(), s.producers.end());
+      s.fanout.clear();
       if (s.refs == 0) {
         s.state = kConsumed;
         consumed = true;
@@ -217,16 +234,16 @@ struct Orchestrator::State {
       }
       Slot& s = slot(id);
       if (!failed.load(std::memory_order_acquire)) {
-        inst::KernelArgs a{s.task.op,
+        inst::KernelArgs a{s.task->op,
                            {s.views.data(), s.n_in},
                            {s.views.data() + s.n_in, s.views.size() - s.n_in},
                            s.params,
-                           &s.task,
+                           s.task,
                            nullptr,
                            ws};
         inst::Status r;
         try {
-          inst::Kernel k = opt.kernel_for(s.task.op);
+          inst::Kernel k = opt.kernel_for(s.task->op);
           r = k ? k(a) : inst::Status::fail("no kernel for this opcode");
         } catch (const std::exception& e) {
           r = inst::Status::fail(fmt::format("kernel threw: {}", e.what()));
@@ -234,7 +251,7 @@ struct Orchestrator::State {
         if (!r.ok()) {
           std::lock_guard lk(ready_mu);
           if (kernel_error.empty())
-            kernel_error = fmt::format("task {} ({}): {}", id, s.task.display(), r.error);
+            kernel_error = fmt::format("task {} ({}): {}", id, s.task->display(), r.error);
           failed.store(true, std::memory_order_release);
         }
       }
@@ -278,7 +295,7 @@ struct Orchestrator::State {
             "task_window = {} (at least 2x the scope's {} tasks)",
             on_heap ? "heap ring" : "task ring / dependency pool", opt.rings.task_window, active,
             opt.rings.task_window, dep_used.load(), opt.rings.dep_pool, heap_used,
-            opt.rings.heap_bytes, oldest, head.task.display(), head.scope, in_scope,
+            opt.rings.heap_bytes, oldest, head.task->display(), head.scope, in_scope,
             std::bit_ceil(std::max<uint32_t>(2 * in_scope, 4)), in_scope);
       }
     }
@@ -462,7 +479,6 @@ bool Orchestrator::submit(ir::Op op, CoreType core, std::vector<TensorArg> args,
                           task.label, need, s.opt.rings.dep_pool);
     return false;  // the orchestration is over (error() is sticky)
   }
-  s.cores.push_back(core);
   auto room = [&] {
     return id - s.last_alive.load(std::memory_order_acquire) < s.opt.rings.task_window &&
            s.dep_used.load(std::memory_order_acquire) + need <= s.opt.rings.dep_pool;
@@ -472,6 +488,7 @@ bool Orchestrator::submit(ir::Op op, CoreType core, std::vector<TensorArg> args,
     if (!s.wait_for_space(lk, false, room)) return false;
   }
   s.dep_used.fetch_add(need, std::memory_order_acq_rel);
+  s.cores.push_back(core);
   bool heap_arg = false;
   for (const TensorArg& a : args)
     heap_arg = heap_arg || s.tensors[static_cast<size_t>(a.tensor)].block >= 0;
@@ -490,8 +507,9 @@ bool Orchestrator::submit(ir::Op op, CoreType core, std::vector<TensorArg> args,
   // watermark never reads the previous occupant's state.
   Slot& sl = s.slot(id);
   const int scope = s.open.empty() ? -1 : s.open.back();
-  sl.task = task;
-  sl.params = ir::ParamTable::of(sl.task);
+  s.tasks.push_back(std::move(task));
+  sl.task = &s.tasks.back();
+  sl.params = ir::ParamTable::of(*sl.task);
   sl.n_in = in.size();
   sl.views.assign(in.begin(), in.end());
   sl.views.insert(sl.views.end(), out.begin(), out.end());
@@ -531,7 +549,6 @@ bool Orchestrator::submit(ir::Op op, CoreType core, std::vector<TensorArg> args,
     s.scope_tasks[static_cast<size_t>(scope)].push_back(id);
     ++s.scope_size[static_cast<size_t>(scope)];
   }
-  s.tasks.push_back(std::move(task));
   s.dep_off.push_back(static_cast<uint32_t>(s.dep_list.size()));
   s.sub_region.push_back(sub);
   if (sl.fanin.fetch_sub(early + 1, std::memory_order_acq_rel) == early + 1) s.push_ready(id);
