@@ -398,7 +398,7 @@ std::optional<int64_t> Orchestrator::make_tensor(std::string name, ir::DType dty
   return static_cast<int64_t>(s.tensors.size()) - 1;
 }
 
-bool Orchestrator::submit(ir::Op op, CoreType core, std::vector<TensorArg> args,
+bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>& args,
                           std::vector<ir::Param> params, std::string label) {
   State& s = *s_;
   if (!s.error.empty()) return false;
@@ -428,25 +428,24 @@ bool Orchestrator::submit(ir::Op op, CoreType core, std::vector<TensorArg> args,
           task.label, t.buf.name, t.scope);
       return false;
     }
-    std::vector<int64_t> shape = t.buf.shape;
     std::byte* ptr = t.data;
+    inst::Tensor v = inst::Tensor::of(ptr, t.buf.dtype, t.buf.shape);
     if (a.region.axis >= 0) {
-      const int64_t rows = shape.empty() ? 0 : shape[0];
+      const int64_t rows = t.buf.shape.empty() ? 0 : t.buf.shape[0];
       if (a.region.axis != 0 || a.region.lo < 0 || a.region.hi > rows ||
           a.region.lo >= a.region.hi) {
         s.error = fmt::format(
             "submit {}: region [{}, {}) on axis {} of tensor '{}' ({} rows): "
             "only non-empty row ranges within axis 0 are views",
-            task.label, a.region.lo, a.region.hi, a.region.axis, t.buf.name,
-            shape.empty() ? 0 : shape[0]);
+            task.label, a.region.lo, a.region.hi, a.region.axis, t.buf.name, rows);
         return false;
       }
       const int64_t row_bytes = rows ? t.buf.nbytes() / rows : 0;
-      ptr += a.region.lo * row_bytes;
+      std::vector<int64_t> shape = t.buf.shape;
       shape[0] = a.region.hi - a.region.lo;
+      v = inst::Tensor::of(ptr + a.region.lo * row_bytes, t.buf.dtype, shape);
       sub = sub || a.region.lo != 0 || a.region.hi != rows;
     }
-    const inst::Tensor v = inst::Tensor::of(ptr, t.buf.dtype, shape);
     if (a.dir != ArgDir::Output) {
       in.push_back(v);
       task.inputs.push_back(a.tensor);

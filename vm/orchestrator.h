@@ -71,7 +71,7 @@ class Orchestrator {
   /// Submits a task; it runs once every task it depends on has finished. Blocks while the task
   /// ring or the dependency pool is full. False and `error()` set on a bad argument or a provable
   /// deadlock (the scope holds more tasks than the ring).
-  bool submit(ir::Op op, CoreType core, std::vector<TensorArg> args,
+  bool submit(ir::Op op, CoreType core, const std::vector<TensorArg>& args,
               std::vector<ir::Param> params = {}, std::string label = {});
   /// Opens a scope: its tasks keep their ring slots (and its tensors their heap bytes) until it
   /// ends.
