@@ -123,6 +123,12 @@ PagedAttentionResult run_paged_attention(const PagedAttentionCase& c,
     }
   }
   res.ok = true;
+  if (c.record) {
+    res.q = std::move(q);
+    res.k = std::move(k);
+    res.v = std::move(v);
+    res.out = std::move(out);
+  }
   return res;
 }
 

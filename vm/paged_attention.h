@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ir/program.h"
 #include "vm/orchestrator.h"
@@ -32,6 +33,8 @@ struct PagedAttentionResult {
   OrchestratorStats stats;
   double wall_s = 0;  ///< submit + execute
   std::optional<ir::Program> program;
+  /// With `record`: the data (per chunk: q [S, D], K/V caches [T, S, D]) and the output [B, D].
+  std::vector<float> q, k, v, out;
 };
 
 /// Builds, runs and checks the example.

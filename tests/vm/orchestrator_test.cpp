@@ -1,7 +1,7 @@
 // The orchestration API: dependencies from overlapping regions (RAW, WAW and the WAR edges PTO
 // leaves out), back-pressure from a small task ring, the paged-attention example against a direct
 // evaluation at ring sizes 16..65536, PTO's deadlock diagnosis instead of a hang, scope escapes,
-// and record() giving a program the validator proves.
+// and record() giving a program the validator proves and AICore mode runs to the same output.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -9,6 +9,8 @@
 #include <cstring>
 #include <thread>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "ir/json_io.h"
 #include "validate/validate.h"
@@ -144,7 +146,7 @@ TEST(OrchestratorScopes, ATensorUsedAfterItsScopeEndedIsAnError) {
       << orch.error();
 }
 
-TEST(OrchestratorRecord, TheRecordedProgramIsProvedByTheValidatorAndRoundTripsThroughJson) {
+TEST(OrchestratorRecord, TheRecordedProgramIsProvedAndRunsInAicoreModeToTheSameOutput) {
   PagedAttentionCase c;
   c.batch = 32;
   c.head_dim = 32;
@@ -167,6 +169,47 @@ TEST(OrchestratorRecord, TheRecordedProgramIsProvedByTheValidatorAndRoundTripsTh
   auto back = ir::parse_program(text);
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(ir::write_program(*back.program), text);
+
+  // The recorded program on the VM in AICore mode (a2a3's topology): the same outputs, bit for bit.
+  std::string err;
+  auto m = Vm::load(p, {}, err);
+  ASSERT_TRUE(m) << err;
+  const int64_t S = c.chunk, D = c.head_dim, T = c.context;
+  TensorStore kv;
+  for (int64_t ch = 0; ch < c.batch / S; ++ch) {
+    StTensor q{fmt::format("c{}.q", ch),
+               StDType::F32,
+               {S, D},
+               reinterpret_cast<const uint8_t*>(r.q.data() + ch * S * D),
+               static_cast<size_t>(S * D * 4)};
+    ASSERT_FALSE(m->set_input(q, "test"));
+    for (const auto* src : {&r.k, &r.v}) {
+      TensorStore::Entry e{ir::DType::F32, {T, S, D}, {}};
+      const auto* b = reinterpret_cast<const uint8_t*>(src->data() + ch * T * S * D);
+      e.bytes.assign(b, b + T * S * D * 4);
+      kv.tensors[fmt::format("c{}.{}", ch, src == &r.k ? "k_cache" : "v_cache")] = std::move(e);
+    }
+  }
+  ASSERT_FALSE(m->bind_kv(kv));
+  for (int sched : {1, 4}) {
+    RunOptions ro;  // core types by opcode: the partials on AIC, hub and combine on AIV
+    ro.mode = Mode::Aicore;
+    ro.aicore.schedulers = sched;
+    RunResult run = m->run(ro);
+    ASSERT_TRUE(run.ok()) << run.error;
+    int64_t compared = 0;
+    for (size_t b = 0; b < p.buffers.size(); ++b) {
+      const std::string& n = p.buffers[b].name;
+      if (!n.ends_with(".out")) continue;
+      const int64_t ch = std::stoll(n.substr(1, n.find('.') - 1));
+      EXPECT_EQ(std::memcmp(m->data(static_cast<int64_t>(b)), r.out.data() + ch * S * D,
+                            static_cast<size_t>(S * D * 4)),
+                0)
+          << n << " schedulers " << sched;
+      ++compared;
+    }
+    EXPECT_EQ(compared, c.batch / S);
+  }
 }
 
 }  // namespace
