@@ -88,7 +88,8 @@ const ir::Program& nop_program(int which) {
   return it->second;
 }
 
-void BM_Vm(benchmark::State& st, int which, int workers) {
+// Runs the NOP program `which` (loaded for h100's 132 SMs) with `o`; reports ns_per_task.
+void time_nop_runs(benchmark::State& st, int which, const vm::RunOptions& o) {
   const ir::Program& p = nop_program(which);
   vm::LoadOptions lo;
   lo.num_sms = 132;  // h100
@@ -98,8 +99,6 @@ void BM_Vm(benchmark::State& st, int which, int workers) {
     st.SkipWithError(err.c_str());
     return;
   }
-  vm::RunOptions o;
-  o.workers = workers;
   double ns = 0;
   for (auto _ : st) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -110,6 +109,12 @@ void BM_Vm(benchmark::State& st, int which, int workers) {
   st.counters["tasks"] = static_cast<double>(p.tasks.size());
   st.counters["ns_per_task"] =
       ns / static_cast<double>(st.iterations()) / static_cast<double>(p.tasks.size());
+}
+
+void BM_Vm(benchmark::State& st, int which, int workers) {
+  vm::RunOptions o;
+  o.workers = workers;
+  time_nop_runs(st, which, o);
 }
 
 void BM_TbbFlowGraph(benchmark::State& st, int which, int threads) {
@@ -144,27 +149,10 @@ void BM_TbbFlowGraph(benchmark::State& st, int which, int threads) {
 // AICore mode on a2a3's topology (24 clusters = 72 cores): `schedulers` AICPU threads, each running
 // its own cores' (NOP) kernels, so ns/task is dispatch + handshake + completion.
 void BM_VmAicore(benchmark::State& st, int which, int schedulers) {
-  const ir::Program& p = nop_program(which);
-  vm::LoadOptions lo;
-  lo.num_sms = 132;
-  std::string err;
-  auto m = vm::Vm::load(p, lo, err);
-  if (!m) {
-    st.SkipWithError(err.c_str());
-    return;
-  }
   vm::RunOptions o;
   o.mode = vm::Mode::Aicore;
   o.aicore.schedulers = schedulers;
-  double ns = 0;
-  for (auto _ : st) {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto r = m->run(o);
-    ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
-    if (!r.ok()) st.SkipWithError(r.error.c_str());
-  }
-  st.counters["ns_per_task"] =
-      ns / static_cast<double>(st.iterations()) / static_cast<double>(p.tasks.size());
+  time_nop_runs(st, which, o);
 }
 
 // The orchestration API on the same DAG: task t writes its own tensor and reads its producers'

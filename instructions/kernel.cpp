@@ -56,6 +56,17 @@ Kernel kernel_for(ir::Op op) {
   return kTable[static_cast<size_t>(op)];
 }
 
+Status call_kernel(Kernel k, const KernelArgs& a) {
+  if (!k) return Status::fail("no kernel for this opcode");
+  try {
+    return k(a);
+  } catch (const std::exception& e) {
+    return Status::fail(fmt::format("kernel threw: {}", e.what()));
+  } catch (...) {
+    return Status::fail("kernel threw a non-standard exception");
+  }
+}
+
 Status run_task(const ir::Task& task, std::span<const Tensor> in, std::span<const Tensor> out,
                 Workspace& ws, const ir::Recipe* recipe) {
   const ir::ParamTable pt = ir::ParamTable::of(task);

@@ -58,6 +58,8 @@ using Kernel = Status (*)(const KernelArgs&);
 
 /// The registry: the kernel of an opcode (every opcode has one).
 Kernel kernel_for(ir::Op op);
+/// Calls `k` on `a` (null: "no kernel for this opcode"); an exception becomes a failed Status.
+Status call_kernel(Kernel k, const KernelArgs& a);
 /// Runs one task's kernel on already-bound tensors (decodes params; parses a FUSED recipe).
 Status run_task(const ir::Task& task, std::span<const Tensor> in, std::span<const Tensor> out,
                 Workspace& ws, const ir::Recipe* recipe = nullptr);

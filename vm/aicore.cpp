@@ -21,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -37,16 +38,22 @@ bool is_matrix(ir::Op op) {
 
 }  // namespace
 
+CoreType core_type_of(ir::Op op, const ir::Recipe* recipe) {
+  if (is_matrix(op)) return CoreType::Aic;
+  if (op == ir::Op::FUSED && recipe)
+    for (const ir::RecipeStep& s : recipe->steps)
+      if (is_matrix(s.op)) return CoreType::Aic;
+  return CoreType::Aiv;
+}
+
 CoreType core_type_of(const ir::Task& t) {
-  if (is_matrix(t.op)) return CoreType::Aic;
+  std::optional<ir::Recipe> r;
   if (t.op == ir::Op::FUSED)
     if (const ir::ParamValue* rv = t.param("recipe")) {
       std::vector<std::string> errs;
-      if (auto r = ir::parse_recipe(rv->other, static_cast<int64_t>(t.inputs.size()), errs))
-        for (const ir::RecipeStep& s : r->steps)
-          if (is_matrix(s.op)) return CoreType::Aic;
+      r = ir::parse_recipe(rv->other, static_cast<int64_t>(t.inputs.size()), errs);
     }
-  return CoreType::Aiv;
+  return core_type_of(t.op, r ? &*r : nullptr);
 }
 
 std::string_view name(CoreType c) {
@@ -266,17 +273,12 @@ void scheduler(Machine<true>& M, int s) {
       spin = 0;
       continue;
     }
-    if (spin < kSpin) {
-      ++spin;
-      AMK_PAUSE();
-      continue;
-    }
-    if (M.P.total_done() == L.nt) {
+    if (spin == kSpin && M.P.total_done() == L.nt) {
       L.finished.store(true, std::memory_order_release);
       M.P.wake_all();
       return;
     }
-    M.P.sleep([&] {
+    M.P.idle(spin, [&] {
       if (L.abort.load(std::memory_order_seq_cst) || L.finished.load(std::memory_order_seq_cst))
         return true;
       for (int k = 0; k < 2; ++k)
@@ -287,7 +289,6 @@ void scheduler(Machine<true>& M, int s) {
           return true;
       return false;
     });
-    spin = 0;
   }
 }
 
@@ -313,19 +314,13 @@ void core_thread(Machine<true>& M, int w) {
       spin = 0;
       continue;
     }
-    if (spin < kSpin) {
-      ++spin;
-      AMK_PAUSE();
-      continue;
-    }
-    M.P.sleep([&] {
+    M.P.idle(spin, [&] {
       if (L.abort.load(std::memory_order_seq_cst) || L.finished.load(std::memory_order_seq_cst))
         return true;
       for (int64_t c = w; c < M.topo.cores(); c += W)
         if (M.has_new_token(c)) return true;
       return false;
     });
-    spin = 0;
   }
 }
 
@@ -427,8 +422,7 @@ RunResult run_aicore(Image& im, const RunOptions& o) {
   const Topology topo = topology_of(o.aicore);
   const auto nt = static_cast<uint32_t>(im.prog.tasks.size());
   r.tasks = nt;
-  std::vector<uint8_t> types(nt);
-  for (uint32_t t = 0; t < nt; ++t) types[t] = static_cast<uint8_t>(core_type_of(im.prog.tasks[t]));
+  std::vector<uint8_t> types = im.core_type;  // by opcode, decided at load
   for (auto [t, c] : o.aicore.overrides) {
     if (t < 0 || t >= static_cast<int64_t>(nt)) {
       r.status = RunResult::Status::KernelError;
@@ -456,9 +450,7 @@ RunResult run_aicore(Image& im, const RunOptions& o) {
     r.wall_s = std::chrono::duration<double>(Clock::now() - L.t0).count();
     r.workers = 1;
     fill_result(M, r);
-    if (r.status == RunResult::Status::Stuck)
-      r.error =
-          fmt::format("deadlock: no task can run ({} of {} tasks done)", r.tasks_done, r.tasks);
+    if (r.status == RunResult::Status::Stuck) r.error = serial_deadlock(r);
     return r;
   }
   Launch<true> L(im, o, false);

@@ -6,6 +6,8 @@
 
 namespace amk::vm {
 
+/// The core type of an opcode whose FUSED recipe (if any) is already parsed (see core_type_of).
+CoreType core_type_of(ir::Op op, const ir::Recipe* recipe);
 /// Runs one launch of a wired image in AICore mode.
 RunResult run_aicore(Image& im, const RunOptions& o);
 

@@ -61,21 +61,15 @@ void run_pool(Launch<true>& L, Pool& P, int w) {
         if (L.abort.load(std::memory_order_acquire) || L.finished.load(std::memory_order_acquire))
           return;
         if ((t = P.try_pop()) != kNone) break;
-        if (spin < kSpin) {
-          ++spin;
-          AMK_PAUSE();
-          continue;
-        }
-        if (P.total_done() == L.nt) {
+        if (spin == kSpin && P.total_done() == L.nt) {
           L.finished.store(true, std::memory_order_release);
           P.wake_all();
           return;
         }
-        P.sleep([&] {
+        P.idle(spin, [&] {
           return P.has_items() || L.abort.load(std::memory_order_seq_cst) ||
                  L.finished.load(std::memory_order_seq_cst);
         });
-        spin = 0;
       }
     }
     if (L.abort.load(std::memory_order_relaxed)) return;
@@ -101,12 +95,7 @@ void run_sm_thread(Launch<true>& L, Pool& P, int64_t sm) {
       const auto th = static_cast<uint32_t>(std::clamp<int64_t>(wt.threshold, 0, UINT32_MAX));
       for (int spin = 0; L.counters.get(static_cast<size_t>(wt.counter)) < th;) {
         if (L.abort.load(std::memory_order_acquire)) return;
-        if (spin < kSpin) {
-          ++spin;
-          AMK_PAUSE();
-          continue;
-        }
-        P.sleep([&] {
+        P.idle(spin, [&] {
           return L.counters.get(static_cast<size_t>(wt.counter)) >= th ||
                  L.abort.load(std::memory_order_seq_cst);
         });
@@ -166,9 +155,7 @@ RunResult Vm::run(const RunOptions& o) {
     r.wall_s = std::chrono::duration<double>(Clock::now() - L.t0).count();
     r.workers = 1;
     fill_result(L, r);
-    if (r.status == RunResult::Status::Stuck)
-      r.error =
-          fmt::format("deadlock: no task can run ({} of {} tasks done)", r.tasks_done, r.tasks);
+    if (r.status == RunResult::Status::Stuck) r.error = serial_deadlock(r);
     return r;
   }
   Launch<true> L(im, o);

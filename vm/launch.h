@@ -163,15 +163,7 @@ struct Launch {
       const auto ni = k.inputs.size(), no = k.outputs.size();
       const ir::Recipe* recipe = im.recipes[t] ? &*im.recipes[t] : nullptr;
       inst::KernelArgs a{k.op, {v, ni}, {v + ni, no}, im.params[t], &k, recipe, ws};
-      inst::Status s;
-      try {
-        inst::Kernel kern = o.kernel_for(k.op);
-        s = kern ? kern(a) : inst::Status::fail("no kernel for this opcode");
-      } catch (const std::exception& e) {
-        s = inst::Status::fail(fmt::format("kernel threw: {}", e.what()));
-      } catch (...) {
-        s = inst::Status::fail("kernel threw a non-standard exception");
-      }
+      const inst::Status s = inst::call_kernel(o.kernel_for(k.op), a);
       if (!s.ok()) {
         fail(t, s.error);
         return false;
@@ -289,6 +281,18 @@ struct Pool {
     epoch.fetch_add(1, std::memory_order_seq_cst);
     epoch.notify_all();
   }
+  /// One idle step of a worker: a pause while `spin` < kSpin, then (spin == kSpin) a block on the
+  /// epoch unless `keep_awake()` holds, after which the spinning starts over.
+  template <class F>
+  void idle(int& spin, F&& keep_awake) {
+    if (spin < kSpin) {
+      ++spin;
+      AMK_PAUSE();
+      return;
+    }
+    sleep(keep_awake);
+    spin = 0;
+  }
   /// Blocks until the epoch moves, unless `keep_awake()` holds once registered as a sleeper.
   template <class F>
   void sleep(F&& keep_awake) {
@@ -363,6 +367,11 @@ void fill_common(Launch<C>& L, RunResult& r) {
       if (L.state.is_done(t))
         r.trace.push_back({t, L.worker_of[t], L.head_ns[t], std::max(L.head_ns[t], L.ready_ns[t]),
                            L.start_ns[t], L.end_ns[t]});
+}
+
+/// The error of a stuck single-thread run (no watchdog: nothing else could have moved).
+inline std::string serial_deadlock(const RunResult& r) {
+  return fmt::format("deadlock: no task can run ({} of {} tasks done)", r.tasks_done, r.tasks);
 }
 
 /// The first unsatisfied wait of task t (counter, threshold, value) and the producers of that

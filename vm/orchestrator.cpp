@@ -124,7 +124,8 @@ struct Orchestrator::State {
   std::atomic<size_t> queued{0};  // ready.size(), for spinning workers
   int sleeping = 0;               // workers blocked on ready_cv (ready_mu)
   bool stop = false;
-  uint64_t completed = 0;  // ready_mu
+  std::atomic<uint64_t> completed{0};  // tasks finished
+  std::atomic<uint64_t> submitted{0};  // tasks submitted (st.tasks, readable by the workers)
   std::atomic<bool> failed{false};
   std::string kernel_error;  // ready_mu
   std::vector<std::thread> workers;
@@ -207,11 +208,12 @@ struct Orchestrator::State {
       if (slot(c).fanin.fetch_sub(1, std::memory_order_acq_rel) == 1) push_ready(c);
     for (uint32_t p : prods) release(p);
     if (consumed) advance();
-    {
-      std::lock_guard lk(ready_mu);
-      ++completed;
+    // Only the completion that catches up with the submits can end finish()'s wait.
+    if (completed.fetch_add(1, std::memory_order_acq_rel) + 1 ==
+        submitted.load(std::memory_order_acquire)) {
+      std::lock_guard lk(ready_mu);  // finish() checks under it: no lost wake-up
+      done_cv.notify_all();
     }
-    done_cv.notify_all();
   }
 
   void work() {
@@ -241,13 +243,7 @@ struct Orchestrator::State {
                            s.task,
                            nullptr,
                            ws};
-        inst::Status r;
-        try {
-          inst::Kernel k = opt.kernel_for(s.task->op);
-          r = k ? k(a) : inst::Status::fail("no kernel for this opcode");
-        } catch (const std::exception& e) {
-          r = inst::Status::fail(fmt::format("kernel threw: {}", e.what()));
-        }
+        const inst::Status r = inst::call_kernel(opt.kernel_for(s.task->op), a);
         if (!r.ok()) {
           std::lock_guard lk(ready_mu);
           if (kernel_error.empty())
@@ -544,6 +540,7 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
   if (unused) s.dep_used.fetch_sub(unused, std::memory_order_acq_rel);
   s.st.edges += deps.size();
   ++s.st.tasks;
+  s.submitted.store(s.st.tasks, std::memory_order_release);
   if (scope >= 0) {
     s.scope_tasks[static_cast<size_t>(scope)].push_back(id);
     ++s.scope_size[static_cast<size_t>(scope)];
@@ -591,18 +588,18 @@ bool Orchestrator::finish() {
     s.free_blocks_locked();
   }
   std::unique_lock lk(s.ready_mu);
-  uint64_t seen = s.completed;
+  uint64_t seen = s.completed.load();
   auto last = std::chrono::steady_clock::now();
   const auto limit = std::chrono::milliseconds(std::max<int64_t>(1, s.opt.watchdog_ms));
-  while (s.completed < s.st.tasks) {
+  while (s.completed.load() < s.st.tasks) {
     s.done_cv.wait_for(lk, std::chrono::milliseconds(20));
-    if (s.completed != seen) {
-      seen = s.completed;
+    if (s.completed.load() != seen) {
+      seen = s.completed.load();
       last = std::chrono::steady_clock::now();
     } else if (std::chrono::steady_clock::now() - last >= limit) {
       if (s.error.empty())
         s.error = fmt::format("watchdog: no task finished for {} ms ({} of {} done)",
-                              s.opt.watchdog_ms, s.completed, s.st.tasks);
+                              s.opt.watchdog_ms, s.completed.load(), s.st.tasks);
       return false;
     }
   }

@@ -11,6 +11,7 @@
 #include "instructions/dtype.h"
 #include "ir/graph.h"
 #include "validate/validate.h"
+#include "vm/aicore.h"
 #include "vm/image.h"
 
 namespace amk::vm {
@@ -383,6 +384,7 @@ std::unique_ptr<Vm> Vm::load(ir::Program p, const LoadOptions& opts, std::string
   abi::amk_instruction_t* ins = im.instructions();
   im.params.resize(nt);
   im.recipes.resize(nt);
+  im.core_type.assign(nt, 0);
   im.io_off.resize(nt + 1);
   im.hot.resize(nt);
   im.task_bytes.resize(nt);
@@ -417,6 +419,8 @@ std::unique_ptr<Vm> Vm::load(ir::Program p, const LoadOptions& opts, std::string
         std::vector<std::string> errs;
         im.recipes[t] = ir::parse_recipe(rv->other, static_cast<int64_t>(k.inputs.size()), errs);
       }
+    im.core_type[t] =
+        static_cast<uint8_t>(core_type_of(k.op, im.recipes[t] ? &*im.recipes[t] : nullptr));
     im.hot[t].out_counter = static_cast<uint32_t>(k.out_counter);
     im.hot[t].runs_kernel = k.op != ir::Op::NOP;
     double bytes = static_cast<double>(k.est_bytes);
