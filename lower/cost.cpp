@@ -14,6 +14,8 @@ namespace {
 
 struct Parts {
   double mem_us = 0, compute_us = 0;
+  double hbm_us = 0;     // the bytes at the achievable HBM bandwidth: prefetching hides latency,
+                         // it does not move bytes faster, so the shared-HBM bound has no `exposed`
   double mem_sm_us = 0;  // at one SM's share: kSmShare x (bandwidth / num_sms), at most all of it
 };
 
@@ -49,8 +51,8 @@ Parts task_parts(const ir::Program& p, const ir::Task& t, const ir::Target& tg, 
   const double bw = tg.hbm_bandwidth_gbs.as_double(), tf = tg.fp16_tflops.as_double();
   const double sms = std::max(1.0, tg.num_sms.as_double());
   const double sm_bw = std::min(bw, bw * kSmShare / sms);
-  return {bw > 0 ? bytes / (bw * 1e3 * 0.80) * exposed : 0.0,
-          tf > 0 ? flops / (tf * 1e6 * 0.70) : 0.0,
+  const double hbm = bw > 0 ? bytes / (bw * 1e3 * 0.80) : 0.0;
+  return {hbm * exposed, tf > 0 ? flops / (tf * 1e6 * 0.70) : 0.0, hbm,
           sm_bw > 0 ? bytes / (sm_bw * 1e3 * 0.80) * exposed : 0.0};
 }
 
@@ -83,7 +85,7 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg) {
     t[i] = finish(q, q.mem_us, p.tasks[i]);
     ts[i] = finish(q, q.mem_sm_us, p.tasks[i]);
     r.total_us += t[i];
-    r.bandwidth_us += q.mem_us;
+    r.bandwidth_us += q.hbm_us;
   }
   const double w = static_cast<double>(p.total_weight_bytes());
   r.floor_us = tg.bandwidth_bound_us(w);

@@ -12,7 +12,7 @@ namespace amk::lower {
 struct CostEstimate {
   double makespan_us = 0;       ///< amk's prediction: per-SM bandwidth share, shared HBM
   double amk_makespan_us = 0;   ///< AMK's formula: every SM streams at full bandwidth at once
-  double bandwidth_us = 0;      ///< Σ per-task memory time: all SMs share one HBM
+  double bandwidth_us = 0;      ///< Σ bytes at 80% of HBM bandwidth: all SMs share one HBM
   double queue_us = 0;          ///< per-SM queues with each SM's bandwidth share (placement)
   double critical_path_us = 0;  ///< longest dependency chain (ignoring SM queues)
   double total_us = 0;          ///< Σ task times
