@@ -157,8 +157,9 @@ void BM_VmAicore(benchmark::State& st, int which, int schedulers) {
 
 // The orchestration API on the same DAG: task t writes its own tensor and reads its producers'
 // (TensorMap finds the edges). submit_ns_per_task: the orchestrator thread's time in submit()
-// (lookup, ring, wiring) while `workers` threads run the NOP tasks concurrently.
-void BM_OrchestratorSubmit(benchmark::State& st, int which, int workers) {
+// (lookup, ring, wiring) while `schedulers` AICPU scheduler threads dispatch the NOP tasks to
+// a2a3's 72 cores concurrently.
+void BM_OrchestratorSubmit(benchmark::State& st, int which, int schedulers) {
   const ir::Program& p = nop_program(which);
   const ir::Graph g = ir::Graph::build(p);
   std::vector<std::vector<uint32_t>> prods(p.tasks.size());
@@ -170,7 +171,7 @@ void BM_OrchestratorSubmit(benchmark::State& st, int which, int workers) {
   uint64_t blocked = 0;
   for (auto _ : st) {
     vm::OrchestratorOptions oo;
-    oo.workers = workers;
+    oo.machine.schedulers = schedulers;
     oo.rings.dep_pool = 1u << 20;
     const auto t0 = std::chrono::steady_clock::now();
     vm::Orchestrator orch(oo);
@@ -319,7 +320,7 @@ int main(int argc, char** argv) {
           ->UseRealTime();
     if (kDags[d].shape != ir::GenShape::Fan)  // the fan's join would take 100k arguments
       benchmark::RegisterBenchmark(
-          fmt::format("BM_OrchestratorSubmit/{}/workers:1", kDags[d].name).c_str(),
+          fmt::format("BM_OrchestratorSubmit/{}/schedulers:1", kDags[d].name).c_str(),
           BM_OrchestratorSubmit, d, 1)
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();

@@ -4,13 +4,16 @@
 // task takes a slot of the task ring (blocking while `task_window` tasks are alive) and wires
 // itself PTO-style: fanin = producers still running + 1, each such producer gets it on its fanout
 // list under the producer's lock (a finished producer counts as done at once), then the extra 1
-// is released, which may make it ready. Workers run ready tasks; completion releases consumers
-// and drops one reference on each producer. A task is CONSUMED when it has completed, its
-// consumers have completed and its scope has ended (the scope reference); the watermark
+// is released, which may make it ready. Ready tasks run on the AICore machine (machine.h: AICPU
+// schedulers dispatch to AIC/AIV cores through the register handshake); a retired task releases
+// its consumers and drops one reference on each producer. A task is CONSUMED when it has completed,
+// its consumers have completed and its scope has ended (the scope reference); the watermark
 // (`last_alive`) advances over consumed tasks in order, which frees ring slots, dependency-pool
 // entries and heap blocks (in allocation order, once past their last user and unpinned by their
 // scope's end). A submit that would wait on resources only the open scope can free is a provable
-// deadlock, reported at once instead of hanging.
+// deadlock, reported at once instead of hanging. A monitor thread is the schedulers' timeout:
+// no retirement for watchdog_ms fails the run with PTO's stall class (S1 running-stalled, S3
+// ready-but-idle, S4 dependency-deadlock, S5 orchestrator-starvation).
 #include "vm/orchestrator.h"
 
 #include <algorithm>
@@ -26,18 +29,15 @@
 
 #include <fmt/format.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define AMK_ORCH_PAUSE() _mm_pause()
-#else
-#define AMK_ORCH_PAUSE() std::this_thread::yield()
-#endif
+#include "vm/machine.h"
 
 namespace amk::vm {
 
 namespace {
 
 enum : uint8_t { kPending = 0, kCompleted = 1, kConsumed = 2 };
+// Where the orchestrating thread is, for the starvation check.
+enum : uint8_t { kNotStarted = 0, kOrchestrating = 1, kFinishing = 2 };
 constexpr int64_t kAlign = 64;
 
 // PTO's per-task fanout_lock: held for a few instructions, so a spinlock (a futex sleep would cost
@@ -46,7 +46,7 @@ class SpinLock {
  public:
   void lock() {
     while (f_.test_and_set(std::memory_order_acquire))
-      while (f_.test(std::memory_order_relaxed)) AMK_ORCH_PAUSE();
+      while (f_.test(std::memory_order_relaxed)) AMK_PAUSE();
   }
   void unlock() { f_.clear(std::memory_order_release); }
 
@@ -67,7 +67,8 @@ struct Slot {
   ir::ParamTable params;
   std::vector<inst::Tensor> views;
   size_t n_in = 0;
-  int scope = -1;  // innermost open scope at submit (-1: none)
+  int scope = -1;    // innermost open scope at submit (-1: none)
+  uint8_t core = 0;  // CoreType
 };
 
 struct TensorInfo {
@@ -117,31 +118,25 @@ struct Orchestrator::State {
   int64_t blocks_popped = 0;     // global index of blocks.front()
   int64_t heap_used = 0;
 
-  // Ready queue and workers.
-  std::mutex ready_mu;
-  std::condition_variable ready_cv, done_cv;
-  std::deque<uint32_t> ready;
-  std::atomic<size_t> queued{0};  // ready.size(), for spinning workers
-  int sleeping = 0;               // workers blocked on ready_cv (ready_mu)
-  bool stop = false;
+  // Execution: the machine and its threads, completion counts for finish(), the stall monitor.
+  detail::Topology topo;
+  std::atomic<bool> abort{false}, finished{false};  // the machine host's flags (see machine.h)
+  std::unique_ptr<detail::Machine<State>> M;
+  std::vector<std::thread> threads;
+  std::mutex done_mu;  // done_cv, kernel_error, stall
+  std::condition_variable done_cv;
   std::atomic<uint64_t> completed{0};  // tasks finished
-  std::atomic<uint64_t> submitted{0};  // tasks submitted (st.tasks, readable by the workers)
-  std::atomic<bool> failed{false};
-  std::string kernel_error;  // ready_mu
-  std::vector<std::thread> workers;
+  std::atomic<uint64_t> submitted{0};  // tasks submitted (st.tasks, readable by the schedulers)
+  std::atomic<bool> failed{false};     // a kernel failed: later kernels are skipped
+  std::atomic<bool> stalled{false};    // the monitor timed out (stall_report set)
+  std::atomic<uint8_t> phase{kNotStarted};
+  std::string kernel_error, stall_report, stall_class;  // done_mu
+  std::thread monitor;
+  std::mutex mon_mu;
+  std::condition_variable mon_cv;
+  bool mon_stop = false;  // mon_mu
 
   Slot& slot(uint32_t id) { return slots[id % opt.rings.task_window]; }
-
-  void push_ready(uint32_t id) {
-    bool wake;
-    {
-      std::lock_guard lk(ready_mu);
-      ready.push_back(id);
-      queued.store(ready.size(), std::memory_order_release);
-      wake = sleeping > 0;
-    }
-    if (wake) ready_cv.notify_one();
-  }
 
   // Advances the watermark over consumed tasks; frees ring slots, pool entries, heap blocks.
   void advance() {
@@ -187,7 +182,35 @@ struct Orchestrator::State {
     if (consumed) advance();
   }
 
-  void complete(uint32_t id) {
+  // The machine host (machine.h).
+  uint8_t type_of(uint32_t id) { return slot(id).core; }
+  bool all_done(uint64_t) const { return false; }  // the schedulers run until the destructor
+  void on_dispatch(uint32_t, int) {}
+  void on_retire(uint32_t) {}
+  // Runs the kernel unless an earlier one failed; always true, so a failed run still drains and
+  // nothing waits forever.
+  bool exec(uint32_t id, inst::Workspace& ws, int32_t) {
+    Slot& s = slot(id);
+    if (failed.load(std::memory_order_acquire)) return true;
+    inst::KernelArgs a{s.task->op,
+                       {s.views.data(), s.n_in},
+                       {s.views.data() + s.n_in, s.views.size() - s.n_in},
+                       s.params,
+                       s.task,
+                       nullptr,
+                       ws};
+    const inst::Status r = inst::call_kernel(opt.kernel_for(s.task->op), a);
+    if (!r.ok()) {
+      std::lock_guard lk(done_mu);
+      if (kernel_error.empty())
+        kernel_error = fmt::format("task {} ({}): {}", id, s.task->display(), r.error);
+      failed.store(true, std::memory_order_release);
+    }
+    return true;
+  }
+
+  template <class F>
+  void complete(uint32_t id, F&& on_ready) {
     Slot& s = slot(id);
     // Copies (the slot may be reused once the lock is dropped); per-thread, so no allocation once
     // warm and no freeing of the orchestrator's memory on this thread.
@@ -205,54 +228,90 @@ struct Orchestrator::State {
       }
     }
     for (uint32_t c : fan)
-      if (slot(c).fanin.fetch_sub(1, std::memory_order_acq_rel) == 1) push_ready(c);
+      if (slot(c).fanin.fetch_sub(1, std::memory_order_acq_rel) == 1) on_ready(c);
     for (uint32_t p : prods) release(p);
     if (consumed) advance();
     // Only the completion that catches up with the submits can end finish()'s wait.
     if (completed.fetch_add(1, std::memory_order_acq_rel) + 1 ==
         submitted.load(std::memory_order_acquire)) {
-      std::lock_guard lk(ready_mu);  // finish() checks under it: no lost wake-up
+      std::lock_guard lk(done_mu);  // finish() checks under it: no lost wake-up
       done_cv.notify_all();
     }
   }
 
-  void work() {
-    inst::Workspace ws;
-    for (;;) {
-      uint32_t id;
-      for (int spin = 0; spin < 20000 && queued.load(std::memory_order_acquire) == 0; ++spin)
-        AMK_ORCH_PAUSE();
-      {
-        std::unique_lock lk(ready_mu);
-        while (ready.empty() && !stop) {
-          ++sleeping;
-          ready_cv.wait(lk);
-          --sleeping;
-        }
-        if (ready.empty()) return;
-        id = ready.front();
-        ready.pop_front();
-        queued.store(ready.size(), std::memory_order_release);
+  // The schedulers' timeout (PTO's SCHEDULER_TIMEOUT with its sub-classes): wakes every 20 ms;
+  // no retirement for watchdog_ms while a task is pending, or while the orchestration is open and
+  // nothing is pending, classifies the stall and fails the run.
+  void watch() {
+    const auto limit = std::chrono::milliseconds(std::max<int64_t>(1, opt.watchdog_ms));
+    const auto slice = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(20), limit);
+    uint64_t last = M->P.total_done();
+    auto since = detail::Clock::now();
+    std::unique_lock lk(mon_mu);
+    while (!mon_stop) {
+      mon_cv.wait_for(lk, slice);
+      if (mon_stop) return;
+      const uint64_t retired = M->P.total_done();
+      const auto now = detail::Clock::now();
+      const uint64_t sub = submitted.load(std::memory_order_acquire);
+      const bool pending = completed.load(std::memory_order_acquire) < sub;
+      const bool open_orch = phase.load(std::memory_order_acquire) == kOrchestrating;
+      if (retired != last || (!pending && !open_orch)) {  // progress, or at rest
+        last = retired;
+        since = now;
+        continue;
       }
-      Slot& s = slot(id);
-      if (!failed.load(std::memory_order_acquire)) {
-        inst::KernelArgs a{s.task->op,
-                           {s.views.data(), s.n_in},
-                           {s.views.data() + s.n_in, s.views.size() - s.n_in},
-                           s.params,
-                           s.task,
-                           nullptr,
-                           ws};
-        const inst::Status r = inst::call_kernel(opt.kernel_for(s.task->op), a);
-        if (!r.ok()) {
-          std::lock_guard lk(ready_mu);
-          if (kernel_error.empty())
-            kernel_error = fmt::format("task {} ({}): {}", id, s.task->display(), r.error);
-          failed.store(true, std::memory_order_release);
-        }
-      }
-      complete(id);  // a failed run still drains, so nothing waits forever
+      if (now - since < limit) continue;
+      classify(sub, !open_orch);
+      return;
     }
+  }
+
+  // Records the stall (class and counts as in PTO's TIMEOUT_EXIT line) and fails the run.
+  void classify(uint64_t sub, bool orch_done) {
+    const std::vector<BusyCore> busy = M->busy_cores();
+    const int64_t ready = M->ready_count();
+    const uint64_t done = completed.load(std::memory_order_acquire);
+    const auto running = static_cast<int64_t>(busy.size());
+    const int64_t waiting =
+        std::max<int64_t>(0, static_cast<int64_t>(sub - std::min(sub, done)) - running - ready);
+    const BusyCore* stuck = nullptr;
+    for (const BusyCore& b : busy)
+      if (!stuck || b.state == BusyCore::State::Running) stuck = &b;
+    const char* cls = stuck         ? "running-stalled"
+                      : ready > 0   ? "ready-but-idle"
+                      : waiting > 0 ? "dependency-deadlock"
+                                    : "orchestrator-starvation";
+    std::string msg = fmt::format(
+        "FATAL: Scheduler Timeout ({}): no task retired for {} ms; completed {}/{}, running {}, "
+        "ready {}, waiting {}, orchestrator {}",
+        cls, opt.watchdog_ms, done, sub, running, ready, waiting, orch_done ? "done" : "not done");
+    if (stuck)
+      msg += fmt::format("; stuck task {} on {} core {} ({})", stuck->task, name(stuck->type),
+                         stuck->core,
+                         stuck->state == BusyCore::State::Running      ? "ACK, no FIN"
+                         : stuck->state == BusyCore::State::Dispatched ? "dispatched, no ACK"
+                                                                       : "FIN, not retired");
+    else if (!orch_done && waiting == 0)
+      msg += "; every submitted task has run and the orchestrator has submitted nothing since";
+    {
+      std::lock_guard g(done_mu);
+      stall_class = cls;
+      stall_report = std::move(msg);
+      failed.store(true, std::memory_order_release);
+      stalled.store(true, std::memory_order_release);
+    }
+    done_cv.notify_all();
+    space_cv.notify_all();
+  }
+
+  // The orchestrating thread takes over a stall report as its error; true if there was one.
+  bool take_stall() {
+    if (!stalled.load(std::memory_order_acquire)) return false;
+    std::lock_guard g(done_mu);
+    if (error.empty()) error = stall_report;
+    st.stall_class = stall_class;
+    return true;
   }
 
   bool scope_open(int scope) const {
@@ -304,6 +363,7 @@ struct Orchestrator::State {
     if (ready_now()) return true;
     ++st.blocked;
     for (;;) {
+      if (take_stall()) return false;
       if (std::string why = diagnose_locked(on_heap); !why.empty()) {
         error = std::move(why);
         return false;
@@ -321,19 +381,24 @@ Orchestrator::Orchestrator(const OrchestratorOptions& o) : s_(std::make_unique<S
   s.opt.rings.heap_bytes = std::max<int64_t>(0, o.rings.heap_bytes);
   s.slots.reset(new Slot[s.opt.rings.task_window]);
   s.heap.reset(new std::byte[static_cast<size_t>(std::max<int64_t>(s.opt.rings.heap_bytes, 1))]);
-  const int n = std::max(1, o.workers);
-  for (int w = 0; w < n; ++w) s.workers.emplace_back([&s] { s.work(); });
+  s.topo = detail::topology_of(o.machine);
+  const int n = s.topo.schedulers + s.topo.core_threads;
+  s.M = std::make_unique<detail::Machine<State>>(s, s.topo, s.opt.rings.task_window, n);
+  for (int w = 0; w < n; ++w) s.threads.emplace_back([&s, w] { detail::machine_thread(*s.M, w); });
+  s.monitor = std::thread([&s] { s.watch(); });
 }
 
 Orchestrator::~Orchestrator() {
   finish();
   {
-    std::lock_guard lk(s_->ready_mu);
-    s_->stop = true;
-    s_->queued.store(1, std::memory_order_release);  // end the spinning too
+    std::lock_guard lk(s_->mon_mu);
+    s_->mon_stop = true;
   }
-  s_->ready_cv.notify_all();
-  for (auto& w : s_->workers) w.join();
+  s_->mon_cv.notify_all();
+  s_->monitor.join();
+  s_->finished.store(true, std::memory_order_seq_cst);
+  s_->M->P.wake_all();
+  for (auto& w : s_->threads) w.join();
 }
 
 int64_t Orchestrator::tensor(std::string name, ir::DType dtype, std::vector<int64_t> shape,
@@ -397,7 +462,9 @@ std::optional<int64_t> Orchestrator::make_tensor(std::string name, ir::DType dty
 bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>& args,
                           std::vector<ir::Param> params, std::string label) {
   State& s = *s_;
-  if (!s.error.empty()) return false;
+  if (!s.error.empty() || s.take_stall()) return false;
+  if (s.phase.load(std::memory_order_relaxed) != kOrchestrating)
+    s.phase.store(kOrchestrating, std::memory_order_release);
   const auto id = static_cast<uint32_t>(s.tasks.size());
   // Arguments: views, accesses, the ir::Task.
   ir::Task task;
@@ -410,6 +477,11 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
   out.clear();
   s.acc_r.clear();
   s.acc_w.clear();
+  if (s.topo.cores_of(core) == 0) {
+    s.error = fmt::format("submit {}: it runs on an {} core and the machine has none", task.label,
+                          name(core));
+    return false;
+  }
   bool sub = false;
   for (const TensorArg& a : args) {
     if (a.tensor < 0 || a.tensor >= static_cast<int64_t>(s.tensors.size())) {
@@ -478,7 +550,7 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
     return id - s.last_alive.load(std::memory_order_acquire) < s.opt.rings.task_window &&
            s.dep_used.load(std::memory_order_acquire) + need <= s.opt.rings.dep_pool;
   };
-  if (!room()) {  // back-pressure: wait for the workers to reclaim, or diagnose a deadlock
+  if (!room()) {  // back-pressure: wait for the cores to reclaim, or diagnose a deadlock
     std::unique_lock lk(s.wm_mu);
     if (!s.wait_for_space(lk, false, room)) return false;
   }
@@ -509,6 +581,7 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
   sl.views.assign(in.begin(), in.end());
   sl.views.insert(sl.views.end(), out.begin(), out.end());
   sl.scope = scope;
+  sl.core = static_cast<uint8_t>(core);
   sl.producers.clear();
   sl.fanout.clear();
   sl.edges = 0;
@@ -547,7 +620,7 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
   }
   s.dep_off.push_back(static_cast<uint32_t>(s.dep_list.size()));
   s.sub_region.push_back(sub);
-  if (sl.fanin.fetch_sub(early + 1, std::memory_order_acq_rel) == early + 1) s.push_ready(id);
+  if (sl.fanin.fetch_sub(early + 1, std::memory_order_acq_rel) == early + 1) s.M->make_ready(id);
   if ((id & 63) == 63) {  // stale TensorMap entries of reclaimed tasks
     s.tm.forget_before(s.last_alive.load(std::memory_order_acquire));
   }
@@ -580,6 +653,7 @@ void Orchestrator::scope_end() {
 
 bool Orchestrator::finish() {
   State& s = *s_;
+  s.phase.store(kFinishing, std::memory_order_release);
   while (!s.open.empty()) scope_end();
   {
     std::lock_guard lk(s.wm_mu);
@@ -587,22 +661,15 @@ bool Orchestrator::finish() {
       if (b.scope < 0) b.pinned = false;
     s.free_blocks_locked();
   }
-  std::unique_lock lk(s.ready_mu);
-  uint64_t seen = s.completed.load();
-  auto last = std::chrono::steady_clock::now();
-  const auto limit = std::chrono::milliseconds(std::max<int64_t>(1, s.opt.watchdog_ms));
-  while (s.completed.load() < s.st.tasks) {
-    s.done_cv.wait_for(lk, std::chrono::milliseconds(20));
-    if (s.completed.load() != seen) {
-      seen = s.completed.load();
-      last = std::chrono::steady_clock::now();
-    } else if (std::chrono::steady_clock::now() - last >= limit) {
-      if (s.error.empty())
-        s.error = fmt::format("watchdog: no task finished for {} ms ({} of {} done)",
-                              s.opt.watchdog_ms, s.completed.load(), s.st.tasks);
-      return false;
-    }
+  {
+    std::unique_lock lk(s.done_mu);
+    s.done_cv.wait(lk, [&] {
+      return s.completed.load(std::memory_order_acquire) >= s.st.tasks ||
+             s.stalled.load(std::memory_order_acquire);
+    });
   }
+  if (s.take_stall()) return false;
+  std::lock_guard lk(s.done_mu);
   if (!s.kernel_error.empty() && s.error.empty()) s.error = s.kernel_error;
   return s.error.empty();
 }

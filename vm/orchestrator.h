@@ -38,8 +38,14 @@ struct RingSizes {
 /// Orchestrator set-up.
 struct OrchestratorOptions {
   RingSizes rings;
-  int workers = 2;              ///< OS threads executing tasks while the orchestrator submits
-  int64_t watchdog_ms = 10000;  ///< finish(): no task completing for this long is an error
+  /// The machine running the tasks while the orchestrator submits: clusters of AIC/AIV cores,
+  /// AICPU scheduler threads and core threads (deterministic and overrides do not apply).
+  AicoreOptions machine;
+  /// The schedulers' timeout: no task retired for this long while tasks are pending, or while the
+  /// orchestration is open (submitted to, not finished) and nothing is pending, fails the run
+  /// with PTO's stall class: running-stalled, ready-but-idle, dependency-deadlock or
+  /// orchestrator-starvation.
+  int64_t watchdog_ms = 10000;
   inst::Kernel (*kernel_for)(ir::Op) = inst::kernel_for;  ///< the kernel registry (a seam)
 };
 
@@ -51,13 +57,16 @@ struct OrchestratorStats {
   uint64_t blocked = 0;        ///< submits that waited for a ring or pool (back-pressure)
   uint32_t max_active = 0;     ///< most tasks alive at once
   int64_t max_heap_bytes = 0;  ///< most heap bytes in use at once
+  std::string stall_class;     ///< the schedulers' timeout class ("" if none; see watchdog_ms)
 };
 
-/// Builds and runs a task graph; methods are called from one (the orchestrating) thread.
+/// Builds and runs a task graph; methods are called from one (the orchestrating) thread. Ready
+/// tasks go to per-core-type queues; AICPU scheduler threads dispatch them to idle AIC/AIV cores
+/// through the register handshake of AICore mode.
 class Orchestrator {
  public:
   explicit Orchestrator(const OrchestratorOptions& o = {});
-  ~Orchestrator();  ///< waits for the submitted tasks
+  ~Orchestrator();  ///< waits for the submitted tasks (and for kernels still running after a stall)
   Orchestrator(const Orchestrator&) = delete;
   Orchestrator& operator=(const Orchestrator&) = delete;
 
@@ -78,7 +87,7 @@ class Orchestrator {
   void scope_begin();
   /// Ends the innermost scope.
   void scope_end();
-  /// Waits for every submitted task; false and `error()` on a kernel error or watchdog timeout.
+  /// Waits for every submitted task; false and `error()` on a kernel error or a stall.
   bool finish();
   /// The first error (deadlock diagnosis, kernel error, misuse).
   const std::string& error() const;

@@ -1,7 +1,8 @@
 // The orchestration API: dependencies from overlapping regions (RAW, WAW and the WAR edges PTO
 // leaves out), back-pressure from a small task ring, the paged-attention example against a direct
 // evaluation at ring sizes 16..65536, PTO's deadlock diagnosis instead of a hang, scope escapes,
-// and record() giving a program the validator proves and AICore mode runs to the same output.
+// the schedulers' stall classes (orchestrator starvation, a running stall), and record() giving a
+// program the validator proves and AICore mode runs to the same output.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -40,7 +41,7 @@ size_t pos(const std::string& label) {
 TEST(OrchestratorDeps, RawWawWarAndDisjointRowRegions) {
   g_log.clear();
   OrchestratorOptions o;
-  o.workers = 3;
+  o.machine.schedulers = 3;
   o.kernel_for = logging_registry;
   std::vector<float> x(8 * 4), y(8 * 4);
   Orchestrator orch(o);
@@ -73,13 +74,13 @@ TEST(OrchestratorPagedAttention, MatchesTheDirectEvaluationAtRingSizesFrom16To65
   c.batch = 64;
   c.head_dim = 64;
   for (uint32_t window : {16u, 64u, 1024u, 65536u})
-    for (int workers : {1, 2, 4}) {
+    for (int schedulers : {1, 2, 4}) {
       OrchestratorOptions o;
       o.rings.task_window = window;
-      o.workers = workers;
+      o.machine.schedulers = schedulers;
       const PagedAttentionResult r = run_paged_attention(c, o);
       ASSERT_TRUE(r.ok) << r.error;
-      EXPECT_LE(r.max_abs_error, 1e-5) << "window " << window << " workers " << workers;
+      EXPECT_LE(r.max_abs_error, 1e-5) << "window " << window << " schedulers " << schedulers;
       EXPECT_EQ(r.stats.tasks, 4u * 10u);  // 4 chunks x (hub + 8 blocks + combine)
       EXPECT_LE(r.stats.max_active, window);
     }
@@ -144,6 +145,90 @@ TEST(OrchestratorScopes, ATensorUsedAfterItsScopeEndedIsAnError) {
   EXPECT_FALSE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{*t, ArgDir::Input}}, {}, "late"));
   EXPECT_NE(orch.error().find("submit late: tensor 'tmp' escaped its scope #0"), std::string::npos)
       << orch.error();
+}
+
+// A kernel that holds its core until the test lets it go (the label "hold" marks it).
+std::atomic<bool> g_release{false};
+inst::Status holding_kernel(const inst::KernelArgs& a) {
+  if (a.task->label == "hold")
+    while (!g_release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return {};
+}
+inst::Kernel holding_registry(ir::Op) {
+  return holding_kernel;
+}
+
+TEST(OrchestratorStalls, AnIdleMachineWhileTheOrchestrationIsOpenIsOrchestratorStarvation) {
+  for (int core_threads : {0, 2}) {
+    OrchestratorOptions o;
+    o.watchdog_ms = 40;
+    o.machine.schedulers = 2;
+    o.machine.core_threads = core_threads;
+    Orchestrator orch(o);
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));  // not started: no stall
+    float x = 0;
+    const int64_t t = orch.tensor("x", ir::DType::F32, {1}, &x, ir::BufferKind::IO_OUTPUT);
+    ASSERT_TRUE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{t, ArgDir::Output}}, {}, "first"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // slow host code
+    EXPECT_FALSE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{t, ArgDir::InOut}}, {}, "second"));
+    EXPECT_EQ(orch.stats().stall_class, "orchestrator-starvation");
+    EXPECT_NE(orch.error().find("FATAL: Scheduler Timeout (orchestrator-starvation): no task "
+                                "retired for 40 ms; completed 1/1, running 0, ready 0, waiting 0, "
+                                "orchestrator not done; every submitted task has run"),
+              std::string::npos)
+        << orch.error();
+    EXPECT_FALSE(orch.finish());
+  }
+}
+
+TEST(OrchestratorStalls, AFinishedOrchestrationAtRestIsNotAStall) {
+  OrchestratorOptions o;
+  o.watchdog_ms = 30;
+  Orchestrator orch(o);
+  float x = 0;
+  const int64_t t = orch.tensor("x", ir::DType::F32, {1}, &x, ir::BufferKind::IO_OUTPUT);
+  ASSERT_TRUE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{t, ArgDir::Output}}));
+  ASSERT_TRUE(orch.finish()) << orch.error();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(orch.submit(ir::Op::NOP, CoreType::Aic, {{t, ArgDir::InOut}})) << orch.error();
+  EXPECT_TRUE(orch.finish()) << orch.error();
+  EXPECT_EQ(orch.stats().stall_class, "");
+}
+
+TEST(OrchestratorStalls, AKernelThatNeverFinishesIsRunningStalledAndFinishReturns) {
+  for (int core_threads : {0, 1}) {
+    g_release = false;
+    OrchestratorOptions o;
+    o.watchdog_ms = 50;
+    o.machine.schedulers = 1;
+    o.machine.core_threads = core_threads;
+    o.kernel_for = holding_registry;
+    Orchestrator orch(o);
+    float x = 0, y = 0;
+    const int64_t a = orch.tensor("a", ir::DType::F32, {1}, &x, ir::BufferKind::IO_OUTPUT);
+    const int64_t b = orch.tensor("b", ir::DType::F32, {1}, &y, ir::BufferKind::IO_OUTPUT);
+    ASSERT_TRUE(orch.submit(ir::Op::GEMV_TILE, CoreType::Aic, {{a, ArgDir::Output}}, {}, "hold"));
+    ASSERT_TRUE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{a, ArgDir::Input}, {b, ArgDir::Output}},
+                            {}, "after"));
+    EXPECT_FALSE(orch.finish());
+    EXPECT_EQ(orch.stats().stall_class, "running-stalled");
+    EXPECT_NE(orch.error().find("FATAL: Scheduler Timeout (running-stalled): no task retired for "
+                                "50 ms; completed 0/2, running 1, ready 0, waiting 1, orchestrator "
+                                "done; stuck task 0 on AIC core 0 (ACK, no FIN)"),
+              std::string::npos)
+        << orch.error();
+    g_release = true;  // the destructor waits for the running kernel
+  }
+}
+
+TEST(OrchestratorStalls, ACoreTypeTheMachineLacksIsRefusedAtSubmit) {
+  OrchestratorOptions o;
+  o.machine.aic_per_cluster = 0;
+  Orchestrator orch(o);
+  float x = 0;
+  const int64_t t = orch.tensor("x", ir::DType::F32, {1}, &x, ir::BufferKind::IO_OUTPUT);
+  EXPECT_FALSE(orch.submit(ir::Op::GEMV_TILE, CoreType::Aic, {{t, ArgDir::Output}}, {}, "mm"));
+  EXPECT_EQ(orch.error(), "submit mm: it runs on an AIC core and the machine has none");
 }
 
 TEST(OrchestratorRecord, TheRecordedProgramIsProvedAndRunsInAicoreModeToTheSameOutput) {
