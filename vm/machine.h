@@ -100,9 +100,12 @@ struct Machine {
     }
   }
 
+  // Wakes every sleeper: threads are not interchangeable (a scheduler dispatches only to its own
+  // idle cores of the task's type; core threads dispatch nothing), so waking one could pick a
+  // thread that cannot take the task and leave the one that can asleep.
   void make_ready(uint32_t u) {
     ready[H.type_of(u)].push(u);
-    P.wake_one();
+    if (P.sleepers.load(std::memory_order_seq_cst) > 0) P.wake_all();
   }
   bool any_ready() const { return ready[0].has_items() || ready[1].has_items(); }
   int64_t ready_count() const { return ready[0].size() + ready[1].size(); }
