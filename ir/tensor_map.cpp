@@ -14,80 +14,129 @@ bool covers(const Region& outer, const Region& inner) {
          (outer.axis == inner.axis && outer.lo <= inner.lo && inner.hi <= outer.hi);
 }
 
+void TensorMap::push(List& l, uint32_t task, const Region& r) {
+  int32_t i;
+  if (free_ >= 0) {
+    i = free_;
+    free_ = pool_[static_cast<size_t>(i)].next;
+    pool_[static_cast<size_t>(i)] = {task, -1, r};
+  } else {
+    i = static_cast<int32_t>(pool_.size());
+    pool_.push_back({task, -1, r});
+  }
+  if (l.tail >= 0)
+    pool_[static_cast<size_t>(l.tail)].next = i;
+  else
+    l.head = i;
+  l.tail = i;
+  ++live_entries_;
+}
+
+template <class Pred>
+void TensorMap::erase_if(List& l, Pred&& stale) {
+  int32_t prev = -1;
+  for (int32_t i = l.head; i >= 0;) {
+    Node& n = pool_[static_cast<size_t>(i)];
+    const int32_t next = n.next;
+    if (stale(n)) {
+      (prev >= 0 ? pool_[static_cast<size_t>(prev)].next : l.head) = next;
+      n.next = free_;
+      free_ = i;
+      --live_entries_;
+    } else {
+      prev = i;
+    }
+    i = next;
+  }
+  l.tail = prev;
+}
+
+TensorMap::Slot& TensorMap::slot(int64_t b) {
+  const auto i = static_cast<size_t>(b);
+  if (by_buffer_.size() <= i) {
+    by_buffer_.resize(std::max(i + 1, by_buffer_.size() * 2));
+    in_live_.resize(by_buffer_.size(), 0);
+  }
+  if (!in_live_[i]) {
+    in_live_[i] = 1;
+    live_.push_back(b);
+  }
+  return by_buffer_[i];
+}
+
 void TensorMap::clear() {
   for (int64_t b : live_) {
-    by_buffer_[static_cast<size_t>(b)].writes.clear();
-    by_buffer_[static_cast<size_t>(b)].reads.clear();
+    by_buffer_[static_cast<size_t>(b)] = {};
     in_live_[static_cast<size_t>(b)] = 0;
   }
   live_.clear();
+  pool_.clear();
+  free_ = -1;
+  live_entries_ = 0;
 }
 
 void TensorMap::record(uint32_t task, std::span<const Access> reads, std::span<const Access> writes,
-                       std::vector<uint32_t>& deps) {
-  if (seen_.size() <= task) seen_.resize(std::max<size_t>(task + 1, seen_.size() * 2), 0);
+                       std::vector<uint32_t>& deps, std::vector<uint8_t>* war_only) {
+  if (seen_.size() <= task) {
+    seen_.resize(std::max<size_t>(task + 1, seen_.size() * 2), 0);
+    pos_.resize(seen_.size(), 0);
+  }
   if (++stamp_ == 0) {
     std::fill(seen_.begin(), seen_.end(), 0);
     stamp_ = 1;
   }
-  auto dep = [&](uint32_t t) {
-    if (t == task || seen_[t] == stamp_) return;
+  auto dep = [&](uint32_t t, bool war) {
+    if (t == task) return;
+    if (seen_[t] == stamp_) {
+      if (war_only && !war) (*war_only)[pos_[t]] = 0;
+      return;
+    }
     seen_[t] = stamp_;
     deps.push_back(t);
-  };
-  auto slot = [&](int64_t b) -> Slot& {
-    const auto i = static_cast<size_t>(b);
-    if (by_buffer_.size() <= i) {
-      by_buffer_.resize(std::max(i + 1, by_buffer_.size() * 2));
-      in_live_.resize(by_buffer_.size(), 0);
+    if (war_only) {
+      pos_[t] = static_cast<uint32_t>(war_only->size());
+      war_only->push_back(war);
     }
-    if (!in_live_[i]) {
-      in_live_[i] = 1;
-      live_.push_back(b);
-    }
-    return by_buffer_[i];
   };
-  for (const Access& a : reads)  // RAW
-    for (const Entry& e : slot(a.buffer).writes)
-      if (overlaps(e.region, a.region)) dep(e.task);
-  for (const Access& a : writes) {  // WAW, WAR
+  auto each = [&](const List& l, const Region& r, bool war) {
+    for (int32_t i = l.head; i >= 0;) {
+      const Node& n = pool_[static_cast<size_t>(i)];
+      if (overlaps(n.region, r)) dep(n.task, war);
+      i = n.next;
+    }
+  };
+  for (const Access& a : reads) each(slot(a.buffer).writes, a.region, false);  // RAW
+  for (const Access& a : writes) {                                             // WAW, WAR
     Slot& s = slot(a.buffer);
-    for (const Entry& e : s.writes)
-      if (overlaps(e.region, a.region)) dep(e.task);
-    for (const Entry& e : s.reads)
-      if (overlaps(e.region, a.region)) dep(e.task);
+    each(s.writes, a.region, false);
+    each(s.reads, a.region, true);
   }
   // Stale-entry cleanup: a write supersedes every entry it covers (later accesses that overlap
   // those entries overlap this write too, and this write already follows them).
   for (const Access& a : writes) {
     Slot& s = slot(a.buffer);
-    auto covered = [&](const Entry& e) { return e.task != task && covers(a.region, e.region); };
-    std::erase_if(s.writes, covered);
-    std::erase_if(s.reads, covered);
-    s.writes.push_back({task, a.region});
+    auto covered = [&](const Node& e) { return e.task != task && covers(a.region, e.region); };
+    erase_if(s.writes, covered);
+    erase_if(s.reads, covered);
+    push(s.writes, task, a.region);
   }
-  for (const Access& a : reads) slot(a.buffer).reads.push_back({task, a.region});
+  for (const Access& a : reads) push(slot(a.buffer).reads, task, a.region);
 }
 
 void TensorMap::forget_before(uint32_t task) {
-  auto stale = [&](const Entry& e) { return e.task < task; };
+  auto stale = [&](const Node& e) { return e.task < task; };
   std::erase_if(live_, [&](int64_t b) {
     Slot& s = by_buffer_[static_cast<size_t>(b)];
-    std::erase_if(s.writes, stale);
-    std::erase_if(s.reads, stale);
-    const bool empty = s.writes.empty() && s.reads.empty();
+    erase_if(s.writes, stale);
+    erase_if(s.reads, stale);
+    const bool empty = s.writes.head < 0 && s.reads.head < 0;
     if (empty) in_live_[static_cast<size_t>(b)] = 0;
     return empty;
   });
 }
 
 size_t TensorMap::entries() const {
-  size_t n = 0;
-  for (int64_t b : live_) {
-    const Slot& s = by_buffer_[static_cast<size_t>(b)];
-    n += s.writes.size() + s.reads.size();
-  }
-  return n;
+  return live_entries_;
 }
 
 }  // namespace amk::ir

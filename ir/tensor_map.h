@@ -32,8 +32,10 @@ class TensorMap {
   /// Records `task`'s accesses; appends to `deps` the earlier tasks it must follow: writers of
   /// what it reads (RAW), writers and readers of what it writes (WAW, WAR). Each task once; ids
   /// increase from call to call.
+  /// With `war_only`, appends one flag per appended dependency: 1 when it comes only from a
+  /// read entry of what this task writes (write-after-read).
   void record(uint32_t task, std::span<const Access> reads, std::span<const Access> writes,
-              std::vector<uint32_t>& deps);
+              std::vector<uint32_t>& deps, std::vector<uint8_t>* war_only = nullptr);
   /// Stale-entry cleanup: drops the entries of tasks before `task` (retired: nothing can wait on
   /// them any more).
   void forget_before(uint32_t task);
@@ -43,17 +45,32 @@ class TensorMap {
   void clear();
 
  private:
-  struct Entry {
+  // Entries live in one pool of nodes with a free list, chained per buffer in insertion order:
+  // no allocation once the pool has grown to the live entries.
+  struct Node {
     uint32_t task;
+    int32_t next;  // -1: end
     Region region;
   };
-  struct Slot {
-    std::vector<Entry> writes, reads;  // live entries (covered ones are dropped)
+  struct List {
+    int32_t head = -1, tail = -1;
   };
+  struct Slot {
+    List writes, reads;  // live entries (covered ones are dropped)
+  };
+  void push(List& l, uint32_t task, const Region& r);
+  template <class Pred>
+  void erase_if(List& l, Pred&& stale);
+  Slot& slot(int64_t buffer);
+
+  std::vector<Node> pool_;
+  int32_t free_ = -1;
+  size_t live_entries_ = 0;
   std::vector<Slot> by_buffer_;
   std::vector<int64_t> live_;     // buffers that may hold entries (each once)
   std::vector<uint8_t> in_live_;  // by buffer
-  std::vector<uint32_t> seen_;
+  std::vector<uint32_t> seen_;    // by task: stamp_ once it is in this call's deps
+  std::vector<uint32_t> pos_;     // by task: its index in war_only (when seen_)
   uint32_t stamp_ = 0;
 };
 

@@ -285,11 +285,22 @@ TEST(TensorMapTest, RawWawWarAndDisjointRegions) {
   tm.record(2, std::vector<Access>{whole}, std::vector<Access>{other}, d);
   EXPECT_EQ(d, (std::vector<uint32_t>{0, 1}));  // RAW on both tiles
   d.clear();
-  tm.record(3, {}, std::vector<Access>{left}, d);
+  std::vector<uint8_t> war;
+  tm.record(3, {}, std::vector<Access>{left}, d, &war);
   EXPECT_EQ(d, (std::vector<uint32_t>{0, 2}));  // WAW on the left tile, WAR on the reader
+  EXPECT_EQ(war, (std::vector<uint8_t>{0, 1}));
   d.clear();
   tm.record(4, std::vector<Access>{other}, {}, d);
   EXPECT_EQ(d, (std::vector<uint32_t>{2}));
+  // Task 2 both wrote `other` and read buffer 0: writing both, task 5 follows it by WAW, so the
+  // edge is not WAR-only although a read entry of task 2 matches too.
+  d.clear(), war.clear();
+  tm.record(5, {}, std::vector<Access>{whole, other}, d, &war);
+  EXPECT_EQ(d, (std::vector<uint32_t>{1, 3, 2, 4}));
+  EXPECT_EQ(war, (std::vector<uint8_t>{0, 0, 0, 1}));
+  EXPECT_EQ(tm.entries(), 2u);  // task 5's two writes cover everything before them
+  tm.forget_before(6);
+  EXPECT_EQ(tm.entries(), 0u);
 }
 
 TEST(Property, RandomValidConfigsOfSmallModelsAlwaysValidate) {
