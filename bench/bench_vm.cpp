@@ -159,7 +159,7 @@ void BM_VmAicore(benchmark::State& st, int which, int schedulers) {
 // (TensorMap finds the edges). submit_ns_per_task: the orchestrator thread's time in submit()
 // (lookup, ring, wiring) while `schedulers` AICPU scheduler threads dispatch the NOP tasks to
 // a2a3's 72 cores concurrently.
-void BM_OrchestratorSubmit(benchmark::State& st, int which, int schedulers) {
+void BM_OrchestratorSubmit(benchmark::State& st, int which, int schedulers, bool record) {
   const ir::Program& p = nop_program(which);
   const ir::Graph g = ir::Graph::build(p);
   std::vector<std::vector<uint32_t>> prods(p.tasks.size());
@@ -172,6 +172,7 @@ void BM_OrchestratorSubmit(benchmark::State& st, int which, int schedulers) {
   for (auto _ : st) {
     vm::OrchestratorOptions oo;
     oo.machine.schedulers = schedulers;
+    oo.record = record;
     oo.rings.dep_pool = 1u << 20;
     const auto t0 = std::chrono::steady_clock::now();
     vm::Orchestrator orch(oo);
@@ -319,11 +320,13 @@ int main(int argc, char** argv) {
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();
     if (kDags[d].shape != ir::GenShape::Fan)  // the fan's join would take 100k arguments
-      benchmark::RegisterBenchmark(
-          fmt::format("BM_OrchestratorSubmit/{}/schedulers:1", kDags[d].name).c_str(),
-          BM_OrchestratorSubmit, d, 1)
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime();
+      for (bool rec : {false, true})
+        benchmark::RegisterBenchmark(
+            fmt::format("BM_OrchestratorSubmit/{}/schedulers:1/record:{}", kDags[d].name, rec)
+                .c_str(),
+            BM_OrchestratorSubmit, d, 1, rec)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
   }
   for (uint32_t w : {16u, 65536u})
     benchmark::RegisterBenchmark(fmt::format("BM_PagedAttention/b256/window:{}", w).c_str(),

@@ -63,7 +63,7 @@ struct Slot {
   std::atomic<int32_t> fanin{0};    // producers not done (+1 while wiring)
   std::vector<uint32_t> producers;  // the producers holding a reference for this task
   // Execution (written by the orchestrator before the task can become ready).
-  const ir::Task* task = nullptr;  // in State::tasks (a deque: elements never move)
+  ir::Task task;  // reused in place: its vectors and label keep their capacity
   ir::ParamTable params;
   std::vector<inst::Tensor> views;
   size_t n_in = 0;
@@ -105,7 +105,11 @@ struct Orchestrator::State {
   int next_scope = 0;
   std::string error;
   OrchestratorStats st;
-  std::vector<inst::Tensor> in_tmp, out_tmp;
+  std::vector<uint32_t> deps_tmp;  // a submit's dependencies when not recording
+  std::vector<uint8_t> war_tmp;    // which of them are write-after-read only
+  uint32_t alive_cache = 0;        // last_alive as last read (a lower bound)
+  uint64_t dep_alloc = 0;          // dependency-pool entries ever taken (orchestrator only)
+  uint64_t freed_cache = 0;        // dep_freed as last read (a lower bound)
   std::vector<ir::Access> acc_r, acc_w;
 
   // Shared. next_id is written by the orchestrator only; last_alive and the heap under wm_mu (the
@@ -113,9 +117,9 @@ struct Orchestrator::State {
   std::mutex wm_mu;
   std::condition_variable space_cv;
   std::atomic<uint32_t> next_id{0}, last_alive{0};
-  std::atomic<uint64_t> dep_used{0};
-  std::deque<HeapBlock> blocks;  // allocation order
-  int64_t blocks_popped = 0;     // global index of blocks.front()
+  std::atomic<uint64_t> dep_freed{0};  // entries returned (in use: dep_alloc - dep_freed)
+  std::deque<HeapBlock> blocks;        // allocation order
+  int64_t blocks_popped = 0;           // global index of blocks.front()
   int64_t heap_used = 0;
 
   // Execution: the machine and its threads, completion counts for finish(), the stall monitor.
@@ -152,7 +156,7 @@ struct Orchestrator::State {
         freed += s.edges;
         s.edges = 0;
       }
-      dep_used.fetch_sub(freed, std::memory_order_acq_rel);
+      if (freed) dep_freed.fetch_add(freed, std::memory_order_acq_rel);
       last_alive.store(a, std::memory_order_release);
       free_blocks_locked();
     }
@@ -192,18 +196,18 @@ struct Orchestrator::State {
   bool exec(uint32_t id, inst::Workspace& ws, int32_t) {
     Slot& s = slot(id);
     if (failed.load(std::memory_order_acquire)) return true;
-    inst::KernelArgs a{s.task->op,
+    inst::KernelArgs a{s.task.op,
                        {s.views.data(), s.n_in},
                        {s.views.data() + s.n_in, s.views.size() - s.n_in},
                        s.params,
-                       s.task,
+                       &s.task,
                        nullptr,
                        ws};
-    const inst::Status r = inst::call_kernel(opt.kernel_for(s.task->op), a);
+    const inst::Status r = inst::call_kernel(opt.kernel_for(s.task.op), a);
     if (!r.ok()) {
       std::lock_guard lk(done_mu);
       if (kernel_error.empty())
-        kernel_error = fmt::format("task {} ({}): {}", id, s.task->display(), r.error);
+        kernel_error = fmt::format("task {} ({}): {}", id, s.task.display(), r.error);
       failed.store(true, std::memory_order_release);
     }
     return true;
@@ -349,8 +353,8 @@ struct Orchestrator::State {
             "  Solution: a task window larger than the scope's tasks; recommended "
             "task_window = {} (at least 2x the scope's {} tasks)",
             on_heap ? "heap ring" : "task ring / dependency pool", opt.rings.task_window, active,
-            opt.rings.task_window, dep_used.load(), opt.rings.dep_pool, heap_used,
-            opt.rings.heap_bytes, oldest, head.task->display(), head.scope, in_scope,
+            opt.rings.task_window, dep_alloc - dep_freed.load(), opt.rings.dep_pool, heap_used,
+            opt.rings.heap_bytes, oldest, head.task.display(), head.scope, in_scope,
             std::bit_ceil(std::max<uint32_t>(2 * in_scope, 4)), in_scope);
       }
     }
@@ -465,27 +469,20 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
   if (!s.error.empty() || s.take_stall()) return false;
   if (s.phase.load(std::memory_order_relaxed) != kOrchestrating)
     s.phase.store(kOrchestrating, std::memory_order_release);
-  const auto id = static_cast<uint32_t>(s.tasks.size());
-  // Arguments: views, accesses, the ir::Task.
-  ir::Task task;
-  task.op = op;
-  task.label = label.empty() ? fmt::format("{}#{}", ir::name(op), id) : std::move(label);
-  task.params = std::move(params);
-  std::vector<inst::Tensor>& in = s.in_tmp;
-  std::vector<inst::Tensor>& out = s.out_tmp;
-  in.clear();
-  out.clear();
-  s.acc_r.clear();
-  s.acc_w.clear();
+  const auto id = static_cast<uint32_t>(s.st.tasks);
+  auto what = [&] { return label.empty() ? fmt::format("{}#{}", ir::name(op), id) : label; };
   if (s.topo.cores_of(core) == 0) {
-    s.error = fmt::format("submit {}: it runs on an {} core and the machine has none", task.label,
+    s.error = fmt::format("submit {}: it runs on an {} core and the machine has none", what(),
                           name(core));
     return false;
   }
-  bool sub = false;
+  // Arguments: checked, and their accesses for the TensorMap.
+  s.acc_r.clear();
+  s.acc_w.clear();
+  bool sub = false, heap_arg = false;
   for (const TensorArg& a : args) {
     if (a.tensor < 0 || a.tensor >= static_cast<int64_t>(s.tensors.size())) {
-      s.error = fmt::format("submit {}: no tensor {}", task.label, a.tensor);
+      s.error = fmt::format("submit {}: no tensor {}", what(), a.tensor);
       return false;
     }
     const TensorInfo& t = s.tensors[static_cast<size_t>(a.tensor)];
@@ -493,11 +490,10 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
       s.error = fmt::format(
           "submit {}: tensor '{}' escaped its scope #{} (it ended; its heap "
           "bytes may already hold another tensor)",
-          task.label, t.buf.name, t.scope);
+          what(), t.buf.name, t.scope);
       return false;
     }
-    std::byte* ptr = t.data;
-    inst::Tensor v = inst::Tensor::of(ptr, t.buf.dtype, t.buf.shape);
+    heap_arg = heap_arg || t.block >= 0;
     if (a.region.axis >= 0) {
       const int64_t rows = t.buf.shape.empty() ? 0 : t.buf.shape[0];
       if (a.region.axis != 0 || a.region.lo < 0 || a.region.hi > rows ||
@@ -505,60 +501,42 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
         s.error = fmt::format(
             "submit {}: region [{}, {}) on axis {} of tensor '{}' ({} rows): "
             "only non-empty row ranges within axis 0 are views",
-            task.label, a.region.lo, a.region.hi, a.region.axis, t.buf.name, rows);
+            what(), a.region.lo, a.region.hi, a.region.axis, t.buf.name, rows);
         return false;
       }
-      const int64_t row_bytes = rows ? t.buf.nbytes() / rows : 0;
-      std::vector<int64_t> shape = t.buf.shape;
-      shape[0] = a.region.hi - a.region.lo;
-      v = inst::Tensor::of(ptr + a.region.lo * row_bytes, t.buf.dtype, shape);
       sub = sub || a.region.lo != 0 || a.region.hi != rows;
     }
-    if (a.dir != ArgDir::Output) {
-      in.push_back(v);
-      task.inputs.push_back(a.tensor);
-      s.acc_r.push_back({a.tensor, a.region});
-    }
-    if (a.dir != ArgDir::Input) {
-      out.push_back(v);
-      task.outputs.push_back(a.tensor);
-      s.acc_w.push_back({a.tensor, a.region});
-    }
+    if (a.dir != ArgDir::Output) s.acc_r.push_back({a.tensor, a.region});
+    if (a.dir != ArgDir::Input) s.acc_w.push_back({a.tensor, a.region});
   }
-  const size_t dep_begin = s.dep_list.size();
-  s.tm.record(id, s.acc_r, s.acc_w, s.dep_list);
-  const std::span<const uint32_t> deps(s.dep_list.data() + dep_begin,
-                                       s.dep_list.size() - dep_begin);
-  {  // WAR-only edges: the producer only read what this task writes
-    for (uint32_t p : deps) {
-      const ir::Task& pt = s.tasks[p];
-      bool raw_or_waw = false;
-      for (int64_t b : pt.outputs)
-        for (const auto* list : {&s.acc_r, &s.acc_w})
-          for (const ir::Access& x : *list) raw_or_waw = raw_or_waw || x.buffer == b;
-      s.st.war_edges += !raw_or_waw;
-    }
-  }
-  // A slot in the task ring and room in the dependency pool.
+  std::vector<uint32_t>& dl = s.opt.record ? s.dep_list : s.deps_tmp;
+  if (!s.opt.record) dl.clear();
+  const size_t dep_begin = dl.size();
+  s.war_tmp.clear();
+  s.tm.record(id, s.acc_r, s.acc_w, dl, &s.war_tmp);
+  const std::span<const uint32_t> deps(dl.data() + dep_begin, dl.size() - dep_begin);
+  for (uint8_t w : s.war_tmp) s.st.war_edges += w;
+  // A slot in the task ring and room in the dependency pool (the cached watermark and pool
+  // counts are re-read only when they say no).
   const uint64_t need = deps.size();
   if (need > s.opt.rings.dep_pool) {
     s.error = fmt::format("submit {}: {} dependencies exceed the dependency pool ({} entries)",
-                          task.label, need, s.opt.rings.dep_pool);
+                          what(), need, s.opt.rings.dep_pool);
     return false;  // the orchestration is over (error() is sticky)
   }
+  const uint32_t window = s.opt.rings.task_window;
+  const uint64_t pool = s.opt.rings.dep_pool;
   auto room = [&] {
-    return id - s.last_alive.load(std::memory_order_acquire) < s.opt.rings.task_window &&
-           s.dep_used.load(std::memory_order_acquire) + need <= s.opt.rings.dep_pool;
+    if (id - s.alive_cache >= window) s.alive_cache = s.last_alive.load(std::memory_order_acquire);
+    if (s.dep_alloc - s.freed_cache + need > pool)
+      s.freed_cache = s.dep_freed.load(std::memory_order_acquire);
+    return id - s.alive_cache < window && s.dep_alloc - s.freed_cache + need <= pool;
   };
   if (!room()) {  // back-pressure: wait for the cores to reclaim, or diagnose a deadlock
     std::unique_lock lk(s.wm_mu);
     if (!s.wait_for_space(lk, false, room)) return false;
   }
-  s.dep_used.fetch_add(need, std::memory_order_acq_rel);
-  s.cores.push_back(core);
-  bool heap_arg = false;
-  for (const TensorArg& a : args)
-    heap_arg = heap_arg || s.tensors[static_cast<size_t>(a.tensor)].block >= 0;
+  s.dep_alloc += need;
   if (heap_arg) {  // heap blocks live until the watermark passes their last user
     std::lock_guard lk(s.wm_mu);
     for (const TensorArg& a : args) {
@@ -567,28 +545,53 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
         s.blocks[static_cast<size_t>(t.block - s.blocks_popped)].last_user = id + 1;
     }
   }
-  const uint32_t alive_floor = s.last_alive.load(std::memory_order_acquire);
+  // Tasks before alive_floor are reclaimed; the slot of any later one is not reused yet (it is
+  // more recent than id - window).
+  const uint32_t alive_floor = s.alive_cache;
   s.st.max_active = std::max(s.st.max_active, id + 1 - alive_floor);
 
   // The slot is free (its previous task was reclaimed); fill it before publishing next_id, so the
   // watermark never reads the previous occupant's state.
   Slot& sl = s.slot(id);
   const int scope = s.open.empty() ? -1 : s.open.back();
-  s.tasks.push_back(std::move(task));
-  sl.task = &s.tasks.back();
-  sl.params = ir::ParamTable::of(*sl.task);
-  sl.n_in = in.size();
-  sl.views.assign(in.begin(), in.end());
-  sl.views.insert(sl.views.end(), out.begin(), out.end());
+  ir::Task& task = sl.task;
+  task.op = op;
+  task.label = std::move(label);
+  task.params = std::move(params);
+  task.inputs.clear();
+  task.outputs.clear();
+  sl.views.clear();
+  for (int pass = 0; pass < 2; ++pass)  // inputs, then outputs
+    for (const TensorArg& a : args) {
+      if (pass == 0 ? a.dir == ArgDir::Output : a.dir == ArgDir::Input) continue;
+      const TensorInfo& t = s.tensors[static_cast<size_t>(a.tensor)];
+      inst::Tensor v = inst::Tensor::of(t.data, t.buf.dtype, t.buf.shape);
+      if (a.region.axis >= 0) {  // a row view (checked above)
+        const int64_t rows = t.buf.shape[0];
+        v.data = t.data + a.region.lo * (t.buf.nbytes() / rows);
+        v.shape[0] = a.region.hi - a.region.lo;
+        v.numel = v.numel / rows * v.shape[0];
+      }
+      sl.views.push_back(v);
+      (pass == 0 ? task.inputs : task.outputs).push_back(a.tensor);
+    }
+  sl.n_in = task.inputs.size();
+  sl.params = ir::ParamTable::of(task);
   sl.scope = scope;
   sl.core = static_cast<uint8_t>(core);
   sl.producers.clear();
   sl.fanout.clear();
   sl.edges = 0;
-  {
-    std::lock_guard l0(sl.mu);
-    sl.refs = scope >= 0 ? 1 : 0;
-    sl.state = kPending;
+  // No lock: the last thread to touch this slot was advance(), which read it under its lock before
+  // its release store of a last_alive past the previous occupant, and room() read that store
+  // (acquire) before this submit could take the slot.
+  sl.refs = scope >= 0 ? 1 : 0;
+  sl.state = kPending;
+  if (s.opt.record) {
+    s.tasks.push_back(task);
+    s.cores.push_back(core);
+    s.dep_off.push_back(static_cast<uint32_t>(s.dep_list.size()));
+    s.sub_region.push_back(sub);
   }
   sl.fanin.store(static_cast<int32_t>(deps.size()) + 1, std::memory_order_relaxed);
   s.next_id.store(id + 1, std::memory_order_release);
@@ -610,7 +613,7 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
       sl.producers.push_back(p);
     }
   }
-  if (unused) s.dep_used.fetch_sub(unused, std::memory_order_acq_rel);
+  s.dep_alloc -= unused;
   s.st.edges += deps.size();
   ++s.st.tasks;
   s.submitted.store(s.st.tasks, std::memory_order_release);
@@ -618,9 +621,9 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
     s.scope_tasks[static_cast<size_t>(scope)].push_back(id);
     ++s.scope_size[static_cast<size_t>(scope)];
   }
-  s.dep_off.push_back(static_cast<uint32_t>(s.dep_list.size()));
-  s.sub_region.push_back(sub);
-  if (sl.fanin.fetch_sub(early + 1, std::memory_order_acq_rel) == early + 1) s.M->make_ready(id);
+  // Linked to no running producer: nobody else can touch fanin, so no atomic read-modify-write.
+  if (sl.producers.empty() || sl.fanin.fetch_sub(early + 1, std::memory_order_acq_rel) == early + 1)
+    s.M->make_ready(id);
   if ((id & 63) == 63) {  // stale TensorMap entries of reclaimed tasks
     s.tm.forget_before(s.last_alive.load(std::memory_order_acquire));
   }
@@ -691,6 +694,10 @@ std::vector<std::pair<int64_t, CoreType>> Orchestrator::core_types() const {
 
 std::optional<ir::Program> Orchestrator::record() {
   State& s = *s_;
+  if (!s.opt.record) {
+    s.error = "record(): this orchestrator was created with OrchestratorOptions::record = false";
+    return std::nullopt;
+  }
   ir::Program p;
   for (const TensorInfo& t : s.tensors)
     p.add_buffer(t.buf.name, t.buf.kind, t.buf.dtype, t.buf.shape);
@@ -702,6 +709,8 @@ std::optional<ir::Program> Orchestrator::record() {
           t, s.tasks[t].display());
       return std::nullopt;
     }
+    if (s.tasks[t].label.empty())
+      s.tasks[t].label = fmt::format("{}#{}", ir::name(s.tasks[t].op), t);
     p.add_counter(s.tasks[t].label);
   }
   for (size_t t = 0; t < s.tasks.size(); ++t) {

@@ -46,6 +46,9 @@ struct OrchestratorOptions {
   /// with PTO's stall class: running-stalled, ready-but-idle, dependency-deadlock or
   /// orchestrator-starvation.
   int64_t watchdog_ms = 10000;
+  /// Keep every submitted task for record() and core_types() (PTO keeps none: off saves a copy
+  /// of each task).
+  bool record = true;
   inst::Kernel (*kernel_for)(ir::Op) = inst::kernel_for;  ///< the kernel registry (a seam)
 };
 
@@ -55,7 +58,7 @@ struct OrchestratorStats {
   uint64_t edges = 0;          ///< dependencies wired (WAR ones included)
   uint64_t war_edges = 0;      ///< of those, write-after-read only (PTO does not track these)
   uint64_t blocked = 0;        ///< submits that waited for a ring or pool (back-pressure)
-  uint32_t max_active = 0;     ///< most tasks alive at once
+  uint32_t max_active = 0;     ///< most tasks alive at once (as the orchestrator saw them)
   int64_t max_heap_bytes = 0;  ///< most heap bytes in use at once
   std::string stall_class;     ///< the schedulers' timeout class ("" if none; see watchdog_ms)
 };
