@@ -100,8 +100,8 @@ class Orchestrator {
   /// it depends on. nullopt and `error()` when a task used a proper sub-region (amk tasks address
   /// whole buffers).
   std::optional<ir::Program> record();
-  /// The core type each submitted task asked for (AicoreOptions::overrides for the recorded
-  /// program).
+  /// The core type each submitted task asked for: AicoreOptions::overrides for the recorded
+  /// program (empty without OrchestratorOptions::record).
   std::vector<std::pair<int64_t, CoreType>> core_types() const;
 
   struct State;

@@ -78,6 +78,7 @@ TEST(OrchestratorPagedAttention, MatchesTheDirectEvaluationAtRingSizesFrom16To65
       OrchestratorOptions o;
       o.rings.task_window = window;
       o.machine.schedulers = schedulers;
+      o.record = schedulers != 2;  // the run does not depend on keeping the record
       const PagedAttentionResult r = run_paged_attention(c, o);
       ASSERT_TRUE(r.ok) << r.error;
       EXPECT_LE(r.max_abs_error, 1e-5) << "window " << window << " schedulers " << schedulers;
@@ -229,6 +230,19 @@ TEST(OrchestratorStalls, ACoreTypeTheMachineLacksIsRefusedAtSubmit) {
   const int64_t t = orch.tensor("x", ir::DType::F32, {1}, &x, ir::BufferKind::IO_OUTPUT);
   EXPECT_FALSE(orch.submit(ir::Op::GEMV_TILE, CoreType::Aic, {{t, ArgDir::Output}}, {}, "mm"));
   EXPECT_EQ(orch.error(), "submit mm: it runs on an AIC core and the machine has none");
+}
+
+TEST(OrchestratorRecord, WithoutRecordingRecordIsAClearError) {
+  OrchestratorOptions o;
+  o.record = false;
+  Orchestrator orch(o);
+  float x = 0;
+  const int64_t t = orch.tensor("x", ir::DType::F32, {1}, &x, ir::BufferKind::IO_OUTPUT);
+  ASSERT_TRUE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{t, ArgDir::Output}}));
+  ASSERT_TRUE(orch.finish());
+  EXPECT_FALSE(orch.record());
+  EXPECT_EQ(orch.error(),
+            "record(): this orchestrator was created with OrchestratorOptions::record = false");
 }
 
 TEST(OrchestratorRecord, TheRecordedProgramIsProvedAndRunsInAicoreModeToTheSameOutput) {
