@@ -71,9 +71,15 @@ struct Slot {
   uint8_t core = 0;  // CoreType
 };
 
+// A task's name in messages and in record(): its label, or "OP#id".
+std::string label_of(const std::string& label, ir::Op op, uint64_t id) {
+  return label.empty() ? fmt::format("{}#{}", ir::name(op), id) : label;
+}
+
 struct TensorInfo {
   ir::Buffer buf;
   std::byte* data = nullptr;
+  inst::Tensor view;   // the whole tensor, made once (submit narrows it for a row region)
   int64_t block = -1;  // heap block (global index), -1 for caller memory
   int scope = -1;      // make_tensor: the scope that owns it
 };
@@ -207,7 +213,8 @@ struct Orchestrator::State {
     if (!r.ok()) {
       std::lock_guard lk(done_mu);
       if (kernel_error.empty())
-        kernel_error = fmt::format("task {} ({}): {}", id, s.task.display(), r.error);
+        kernel_error =
+            fmt::format("task {} ({}): {}", id, label_of(s.task.label, s.task.op, id), r.error);
       failed.store(true, std::memory_order_release);
     }
     return true;
@@ -354,8 +361,8 @@ struct Orchestrator::State {
             "task_window = {} (at least 2x the scope's {} tasks)",
             on_heap ? "heap ring" : "task ring / dependency pool", opt.rings.task_window, active,
             opt.rings.task_window, dep_alloc - dep_freed.load(), opt.rings.dep_pool, heap_used,
-            opt.rings.heap_bytes, oldest, head.task.display(), head.scope, in_scope,
-            std::bit_ceil(std::max<uint32_t>(2 * in_scope, 4)), in_scope);
+            opt.rings.heap_bytes, oldest, label_of(head.task.label, head.task.op, oldest),
+            head.scope, in_scope, std::bit_ceil(std::max<uint32_t>(2 * in_scope, 4)), in_scope);
       }
     }
     return {};
@@ -400,8 +407,7 @@ Orchestrator::~Orchestrator() {
   }
   s_->mon_cv.notify_all();
   s_->monitor.join();
-  s_->finished.store(true, std::memory_order_seq_cst);
-  s_->M->P.wake_all();
+  s_->M->finish_run();
   for (auto& w : s_->threads) w.join();
 }
 
@@ -413,6 +419,7 @@ int64_t Orchestrator::tensor(std::string name, ir::DType dtype, std::vector<int6
   t.buf.shape = std::move(shape);
   t.buf.kind = kind;
   t.data = static_cast<std::byte*>(data);
+  t.view = inst::Tensor::of(t.data, t.buf.dtype, t.buf.shape);
   s_->tensors.push_back(std::move(t));
   return static_cast<int64_t>(s_->tensors.size()) - 1;
 }
@@ -458,6 +465,7 @@ std::optional<int64_t> Orchestrator::make_tensor(std::string name, ir::DType dty
   t.block = s.blocks_popped + static_cast<int64_t>(s.blocks.size()) - 1;
   lk.unlock();
   t.data = s.heap.get() + off;
+  t.view = inst::Tensor::of(t.data, t.buf.dtype, t.buf.shape);
   std::memset(t.data, 0, static_cast<size_t>(t.buf.nbytes()));
   s.tensors.push_back(std::move(t));
   return static_cast<int64_t>(s.tensors.size()) - 1;
@@ -470,7 +478,7 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
   if (s.phase.load(std::memory_order_relaxed) != kOrchestrating)
     s.phase.store(kOrchestrating, std::memory_order_release);
   const auto id = static_cast<uint32_t>(s.st.tasks);
-  auto what = [&] { return label.empty() ? fmt::format("{}#{}", ir::name(op), id) : label; };
+  auto what = [&] { return label_of(label, op, id); };
   if (s.topo.cores_of(core) == 0) {
     s.error = fmt::format("submit {}: it runs on an {} core and the machine has none", what(),
                           name(core));
@@ -565,7 +573,7 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
     for (const TensorArg& a : args) {
       if (pass == 0 ? a.dir == ArgDir::Output : a.dir == ArgDir::Input) continue;
       const TensorInfo& t = s.tensors[static_cast<size_t>(a.tensor)];
-      inst::Tensor v = inst::Tensor::of(t.data, t.buf.dtype, t.buf.shape);
+      inst::Tensor v = t.view;
       if (a.region.axis >= 0) {  // a row view (checked above)
         const int64_t rows = t.buf.shape[0];
         v.data = t.data + a.region.lo * (t.buf.nbytes() / rows);
@@ -709,8 +717,7 @@ std::optional<ir::Program> Orchestrator::record() {
           t, s.tasks[t].display());
       return std::nullopt;
     }
-    if (s.tasks[t].label.empty())
-      s.tasks[t].label = fmt::format("{}#{}", ir::name(s.tasks[t].op), t);
+    s.tasks[t].label = label_of(s.tasks[t].label, s.tasks[t].op, t);
     p.add_counter(s.tasks[t].label);
   }
   for (size_t t = 0; t < s.tasks.size(); ++t) {

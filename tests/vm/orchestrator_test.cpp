@@ -222,6 +222,29 @@ TEST(OrchestratorStalls, AKernelThatNeverFinishesIsRunningStalledAndFinishReturn
   }
 }
 
+inst::Status failing_kernel(const inst::KernelArgs& a) {
+  if (a.op == ir::Op::ADD) return {"bad tile"};
+  return {};
+}
+inst::Kernel failing_registry(ir::Op) {
+  return failing_kernel;
+}
+
+TEST(OrchestratorErrors, AFailingKernelNamesItsTaskAndTheRunStillDrains) {
+  OrchestratorOptions o;
+  o.kernel_for = failing_registry;
+  Orchestrator orch(o);
+  float x = 0, y = 0;
+  const int64_t a = orch.tensor("a", ir::DType::F32, {1}, &x, ir::BufferKind::IO_OUTPUT);
+  const int64_t b = orch.tensor("b", ir::DType::F32, {1}, &y, ir::BufferKind::IO_OUTPUT);
+  ASSERT_TRUE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{a, ArgDir::Output}}));
+  ASSERT_TRUE(orch.submit(ir::Op::ADD, CoreType::Aiv, {{a, ArgDir::Input}, {b, ArgDir::Output}}));
+  ASSERT_TRUE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{b, ArgDir::InOut}}));
+  EXPECT_FALSE(orch.finish());
+  EXPECT_EQ(orch.error(), "task 1 (ADD#1): bad tile");
+  EXPECT_EQ(orch.stats().tasks, 3u);
+}
+
 TEST(OrchestratorStalls, ACoreTypeTheMachineLacksIsRefusedAtSubmit) {
   OrchestratorOptions o;
   o.machine.aic_per_cluster = 0;
