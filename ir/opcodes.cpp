@@ -132,21 +132,26 @@ std::string_view param_name(ParamField f) {
 
 ParamTable ParamTable::of(const Task& t) {
   ParamTable pt;
+  pt.set(t);
+  return pt;
+}
+
+void ParamTable::set(const Task& t) {
+  present = ints = reals = 0;
   for (const Param& p : t.params) {
-    auto f = param_field(p.key);
-    if (!f) continue;
-    auto k = static_cast<int>(*f);
-    pt.present |= 1u << k;
+    auto field = param_field(p.key);
+    if (!field) continue;
+    auto k = static_cast<int>(*field);
+    present |= 1u << k;
     if (p.value.is_int()) {
-      pt.ints |= 1u << k;
-      pt.i[k] = p.value.i;
+      ints |= 1u << k;
+      i[k] = p.value.i;
     }
     if (p.value.is_number()) {
-      pt.reals |= 1u << k;
-      pt.f[k] = p.value.as_double();
+      reals |= 1u << k;
+      f[k] = p.value.as_double();
     }
   }
-  return pt;
 }
 
 }  // namespace amk::ir

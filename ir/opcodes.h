@@ -70,6 +70,8 @@ struct ParamTable {
   double f[kParamFieldCount];   // valid where `reals` has the bit
   /// Decodes the known fields of a task's params (unknown keys are skipped).
   static ParamTable of(const Task& t);
+  /// Like of(), in place: writes the bit masks and only the fields present.
+  void set(const Task& t);
   /// True when the field holds a non-bool int.
   bool has_int(ParamField k) const { return ints >> static_cast<int>(k) & 1u; }
   /// The int value of a field, or `fallback` when it is absent or not an int.

@@ -41,6 +41,8 @@ class TensorMap {
   void forget_before(uint32_t task);
   /// Live entries (for tests and the orchestrator's pool accounting).
   size_t entries() const;
+  /// Buffers that may hold entries (what forget_before visits).
+  size_t buffers() const { return live_.size(); }
   /// Forgets everything (memory kept).
   void clear();
 

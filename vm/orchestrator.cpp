@@ -11,7 +11,10 @@
 // (`last_alive`) advances over consumed tasks in order, which frees ring slots, dependency-pool
 // entries and heap blocks (in allocation order, once past their last user and unpinned by their
 // scope's end). A submit that would wait on resources only the open scope can free is a provable
-// deadlock, reported at once instead of hanging. A monitor thread is the schedulers' timeout:
+// deadlock, reported at once instead of hanging. Submits hand their tasks to the schedulers in
+// groups (publish(): the watermark's bound and the tasks ready at submit), so one hand-over
+// between threads serves publish_every tasks; an idle orchestrator's rest is published by the
+// monitor. A monitor thread is the schedulers' timeout:
 // no retirement for watchdog_ms fails the run with PTO's stall class (S1 running-stalled, S3
 // ready-but-idle, S4 dependency-deadlock, S5 orchestrator-starvation).
 #include "vm/orchestrator.h"
@@ -54,21 +57,35 @@ class SpinLock {
   std::atomic_flag f_;
 };
 
-struct Slot {
-  SpinLock mu;                      // PTO's fanout_lock
-  std::vector<uint32_t> fanout;     // consumers to release (mu)
-  uint32_t edges = 0;               // dependency-pool entries this producer holds (mu)
-  int32_t refs = 0;                 // consumers not done + the scope reference (mu)
-  uint8_t state = kPending;         // (mu)
-  std::atomic<int32_t> fanin{0};    // producers not done (+1 while wiring)
-  std::vector<uint32_t> producers;  // the producers holding a reference for this task
+// One task-ring slot, allocation-free: consumers and producers live in the dependency pool, and
+// up to kInlineViews tensor views in the slot. The first cache line holds what the schedulers
+// write at completion (PTO's fanout_lock, the counts under it, fanin); the rest is written by
+// the orchestrator before the task can run. Slots are line-aligned, so a neighbour's payload
+// never shares that line.
+constexpr size_t kInlineViews = 5;
+
+struct alignas(64) Slot {
+  SpinLock mu;                           // PTO's fanout_lock
+  std::atomic<uint8_t> state{kPending};  // written under mu; kPending -> done is read without it
+  uint8_t core = 0;                      // CoreType
+  int32_t refs = 0;                      // consumers not done + the scope reference (mu)
+  std::atomic<int32_t> fanin{0};         // producers not done (+1 while wiring)
+  int32_t fan_head = -1, fan_tail = -1;  // consumers to release: pool entries, in order (mu)
+  int scope = -1;                        // innermost open scope at submit (-1: none)
+  uint32_t n_linked = 0;                 // pool entries [dep_begin, + n_linked): its producers
+  uint64_t dep_begin = 0;
   // Execution (written by the orchestrator before the task can become ready).
-  ir::Task task;  // reused in place: its vectors and label keep their capacity
-  ir::ParamTable params;
-  std::vector<inst::Tensor> views;
-  size_t n_in = 0;
-  int scope = -1;    // innermost open scope at submit (-1: none)
-  uint8_t core = 0;  // CoreType
+  uint32_t n_in = 0, n_views = 0;
+  inst::Tensor views[kInlineViews];  // inputs then outputs, when they fit
+  std::vector<inst::Tensor> more;    // all of them, when they do not
+  ir::Task task;  // op, label and params (reused in place: the vectors keep their capacity)
+  const inst::Tensor* view_data() const { return n_views <= kInlineViews ? views : more.data(); }
+};
+
+// A dependency-pool entry: `consumer` waits for `producer`; `next` chains the producer's fanout.
+struct DepEntry {
+  uint32_t producer = 0, consumer = 0;
+  int32_t next = -1;
 };
 
 // A task's name in messages and in record(): its label, or "OP#id".
@@ -84,6 +101,15 @@ struct TensorInfo {
   int scope = -1;      // make_tensor: the scope that owns it
 };
 
+// A submitted task as record() needs it, without an allocation per task.
+struct Recorded {
+  ir::Op op = ir::Op::NOP;
+  uint32_t bufs = 0, n_in = 0, n_out = 0;  // rec_bufs[bufs, + n_in): inputs, then outputs
+  bool sub = false;                        // it used a proper sub-region of a tensor
+  std::string label;
+  std::vector<ir::Param> params;
+};
+
 struct HeapBlock {
   int64_t off = 0, size = 0;
   uint32_t last_user = 0;  // last task using it (+1; 0: none yet)
@@ -96,16 +122,17 @@ struct HeapBlock {
 struct Orchestrator::State {
   OrchestratorOptions opt;
   std::unique_ptr<Slot[]> slots;
+  std::unique_ptr<DepEntry[]> pool;  // the dependency pool (a ring, freed with the watermark)
   std::unique_ptr<std::byte[]> heap;
 
   // Orchestrator thread only.
-  ir::TensorMap tm;
+  alignas(64) ir::TensorMap tm;
   std::vector<TensorInfo> tensors;
-  std::deque<ir::Task> tasks;  // every submitted task (record(); slots point into it)
-  std::vector<uint32_t> dep_off{0}, dep_list;      // CSR: what each task follows
-  std::vector<uint8_t> sub_region;                 // a task used a proper sub-region
-  std::vector<CoreType> cores;                     // per task
-  std::vector<int> open;                           // open scope ids, innermost last
+  std::vector<Recorded> recorded;              // every submitted task (OrchestratorOptions::record)
+  std::vector<int64_t> rec_bufs;               // their buffers (Recorded::bufs)
+  std::vector<uint32_t> dep_off{0}, dep_list;  // CSR: what each task follows
+  std::vector<CoreType> cores;                 // per task
+  std::vector<int> open;                       // open scope ids, innermost last
   std::vector<std::vector<uint32_t>> scope_tasks;  // by scope id
   std::vector<uint32_t> scope_size;                // tasks per scope id
   int next_scope = 0;
@@ -114,32 +141,44 @@ struct Orchestrator::State {
   std::vector<uint32_t> deps_tmp;  // a submit's dependencies when not recording
   std::vector<uint8_t> war_tmp;    // which of them are write-after-read only
   uint32_t alive_cache = 0;        // last_alive as last read (a lower bound)
+  uint32_t swept = 0;              // the TensorMap's last stale-entry sweep was up to this task
   uint64_t dep_alloc = 0;          // dependency-pool entries ever taken (orchestrator only)
   uint64_t freed_cache = 0;        // dep_freed as last read (a lower bound)
   std::vector<ir::Access> acc_r, acc_w;
 
-  // Shared. next_id is written by the orchestrator only; last_alive and the heap under wm_mu (the
-  // orchestrator's fast path reads the atomics without it).
-  std::mutex wm_mu;
-  std::condition_variable space_cv;
-  std::atomic<uint32_t> next_id{0}, last_alive{0};
+  // Shared, grouped by writer on separate cache lines (a store to a line another thread polls
+  // costs a transfer). next_id (tasks published: see publish()) is written by the orchestrator
+  // only.
+  alignas(64) std::atomic<uint32_t> next_id{0};
+  std::atomic<uint8_t> phase{kNotStarted};
+  // Publication (publish()): the orchestrator records each submit and each task found ready at
+  // submit with plain stores on lines only publishers read; publish() hands them over.
+  alignas(64) std::atomic<uint32_t> submitted{0};  // tasks submitted (published or not)
+  std::atomic<uint64_t> staged{0};                 // tasks ever put in stage
+  std::unique_ptr<uint32_t[]> stage;               // ready at submit, by staged count % task_window
+  alignas(64) SpinLock pub_mu;  // publish(): the orchestrator's, or the monitor's
+  uint64_t pub_cursor = 0;      // stage entries handed over (pub_mu)
+  // last_alive and the heap under wm_mu (the orchestrator's fast path reads the atomics without
+  // it).
+  alignas(64) std::mutex wm_mu;
+  std::atomic<uint32_t> last_alive{0};
   std::atomic<uint64_t> dep_freed{0};  // entries returned (in use: dep_alloc - dep_freed)
-  std::deque<HeapBlock> blocks;        // allocation order
-  int64_t blocks_popped = 0;           // global index of blocks.front()
+  std::condition_variable space_cv;
+  std::deque<HeapBlock> blocks;  // allocation order
+  int64_t blocks_popped = 0;     // global index of blocks.front()
   int64_t heap_used = 0;
+  alignas(64) std::atomic<uint64_t> completed{0};  // tasks finished
 
-  // Execution: the machine and its threads, completion counts for finish(), the stall monitor.
+  // Execution: the machine and its threads, finish()'s wait, the stall monitor. The flags are
+  // polled by every scheduler loop and written about once per run.
+  alignas(64) std::atomic<bool> abort{false}, finished{false};  // the machine host's (machine.h)
+  std::atomic<bool> failed{false};   // a kernel failed: later kernels are skipped
+  std::atomic<bool> stalled{false};  // the monitor timed out (stall_report set)
   detail::Topology topo;
-  std::atomic<bool> abort{false}, finished{false};  // the machine host's flags (see machine.h)
   std::unique_ptr<detail::Machine<State>> M;
   std::vector<std::thread> threads;
-  std::mutex done_mu;  // done_cv, kernel_error, stall
+  alignas(64) std::mutex done_mu;  // done_cv, kernel_error, stall
   std::condition_variable done_cv;
-  std::atomic<uint64_t> completed{0};  // tasks finished
-  std::atomic<uint64_t> submitted{0};  // tasks submitted (st.tasks, readable by the schedulers)
-  std::atomic<bool> failed{false};     // a kernel failed: later kernels are skipped
-  std::atomic<bool> stalled{false};    // the monitor timed out (stall_report set)
-  std::atomic<uint8_t> phase{kNotStarted};
   std::string kernel_error, stall_report, stall_class;  // done_mu
   std::thread monitor;
   std::mutex mon_mu;
@@ -148,7 +187,11 @@ struct Orchestrator::State {
 
   Slot& slot(uint32_t id) { return slots[id % opt.rings.task_window]; }
 
-  // Advances the watermark over consumed tasks; frees ring slots, pool entries, heap blocks.
+  DepEntry& entry(uint64_t i) { return pool[i % opt.rings.dep_pool]; }
+
+  // Advances the watermark over consumed tasks; frees ring slots, pool entries (a task's own, to
+  // its producers: every producer finished walking its fanout before the task could run), heap
+  // blocks.
   void advance() {
     {
       std::lock_guard lk(wm_mu);
@@ -158,11 +201,10 @@ struct Orchestrator::State {
       for (; a < end; ++a) {
         Slot& s = slot(a);
         std::lock_guard sl(s.mu);
-        if (s.state != kConsumed) break;
-        freed += s.edges;
-        s.edges = 0;
+        if (s.state.load(std::memory_order_relaxed) != kConsumed) break;
+        freed = s.dep_begin + s.n_linked;
       }
-      if (freed) dep_freed.fetch_add(freed, std::memory_order_acq_rel);
+      if (freed) dep_freed.store(freed, std::memory_order_release);
       last_alive.store(a, std::memory_order_release);
       free_blocks_locked();
     }
@@ -184,8 +226,8 @@ struct Orchestrator::State {
     bool consumed = false;
     {
       std::lock_guard lk(s.mu);
-      if (--s.refs == 0 && s.state == kCompleted) {
-        s.state = kConsumed;
+      if (--s.refs == 0 && s.state.load(std::memory_order_relaxed) == kCompleted) {
+        s.state.store(kConsumed, std::memory_order_relaxed);
         consumed = true;
       }
     }
@@ -202,13 +244,11 @@ struct Orchestrator::State {
   bool exec(uint32_t id, inst::Workspace& ws, int32_t) {
     Slot& s = slot(id);
     if (failed.load(std::memory_order_acquire)) return true;
-    inst::KernelArgs a{s.task.op,
-                       {s.views.data(), s.n_in},
-                       {s.views.data() + s.n_in, s.views.size() - s.n_in},
-                       s.params,
-                       &s.task,
-                       nullptr,
-                       ws};
+    ir::ParamTable params;
+    params.set(s.task);
+    const inst::Tensor* v = s.view_data();
+    inst::KernelArgs a{s.task.op, {v, s.n_in}, {v + s.n_in, s.n_views - s.n_in}, params, &s.task,
+                       nullptr,   ws};
     const inst::Status r = inst::call_kernel(opt.kernel_for(s.task.op), a);
     if (!r.ok()) {
       std::lock_guard lk(done_mu);
@@ -229,12 +269,18 @@ struct Orchestrator::State {
     bool consumed = false;
     {
       std::lock_guard lk(s.mu);
-      s.state = kCompleted;
-      fan.assign(s.fanout.begin(), s.fanout.end());
-      prods.assign(s.producers.begin(), s.producers.end());
-      s.fanout.clear();
+      s.state.store(kCompleted, std::memory_order_release);
+      fan.clear();
+      for (int32_t e = s.fan_head; e >= 0;) {
+        const DepEntry& d = pool[static_cast<size_t>(e)];
+        fan.push_back(d.consumer);
+        e = d.next;
+      }
+      prods.clear();
+      for (uint32_t k = 0; k < s.n_linked; ++k) prods.push_back(entry(s.dep_begin + k).producer);
+      s.fan_head = s.fan_tail = -1;
       if (s.refs == 0) {
-        s.state = kConsumed;
+        s.state.store(kConsumed, std::memory_order_relaxed);
         consumed = true;
       }
     }
@@ -242,29 +288,35 @@ struct Orchestrator::State {
       if (slot(c).fanin.fetch_sub(1, std::memory_order_acq_rel) == 1) on_ready(c);
     for (uint32_t p : prods) release(p);
     if (consumed) advance();
-    // Only the completion that catches up with the submits can end finish()'s wait.
-    if (completed.fetch_add(1, std::memory_order_acq_rel) + 1 ==
-        submitted.load(std::memory_order_acquire)) {
+    // Only a completion that catches up with the published tasks can end finish()'s wait (which
+    // publishes everything, then reads `completed`: seq_cst on both sides, so one of the two sees
+    // the other).
+    if (completed.fetch_add(1, std::memory_order_seq_cst) + 1 >=
+        next_id.load(std::memory_order_seq_cst)) {
       std::lock_guard lk(done_mu);  // finish() checks under it: no lost wake-up
       done_cv.notify_all();
     }
   }
 
-  // The schedulers' timeout (PTO's SCHEDULER_TIMEOUT with its sub-classes): wakes every 20 ms;
-  // no retirement for watchdog_ms while a task is pending, or while the orchestration is open and
-  // nothing is pending, classifies the stall and fails the run.
+  // The schedulers' timeout (PTO's SCHEDULER_TIMEOUT with its sub-classes): wakes every 2 ms,
+  // publishes what an idle orchestrator left unpublished; no retirement for watchdog_ms while a
+  // task is pending, or while the orchestration is open and nothing is pending, classifies the
+  // stall and fails the run.
   void watch() {
     const auto limit = std::chrono::milliseconds(std::max<int64_t>(1, opt.watchdog_ms));
-    const auto slice = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(20), limit);
+    // 2 ms ticks: also the longest a task stays unpublished behind an idle orchestrator.
+    const auto slice = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(2), limit);
     uint64_t last = M->P.total_done();
     auto since = detail::Clock::now();
     std::unique_lock lk(mon_mu);
     while (!mon_stop) {
       mon_cv.wait_for(lk, slice);
       if (mon_stop) return;
+      if (submitted.load(std::memory_order_acquire) != next_id.load(std::memory_order_acquire))
+        publish();
       const uint64_t retired = M->P.total_done();
       const auto now = detail::Clock::now();
-      const uint64_t sub = submitted.load(std::memory_order_acquire);
+      const uint64_t sub = next_id.load(std::memory_order_acquire);
       const bool pending = completed.load(std::memory_order_acquire) < sub;
       const bool open_orch = phase.load(std::memory_order_acquire) == kOrchestrating;
       if (retired != last || (!pending && !open_orch)) {  // progress, or at rest
@@ -368,10 +420,23 @@ struct Orchestrator::State {
     return {};
   }
 
+  // Makes the submitted tasks visible to the schedulers: next_id (the watermark's bound, the
+  // completion count finish() waits for) and the ready queue for the tasks that were ready at
+  // submit. Submits publish every opt.publish_every tasks and before anything that waits; the
+  // monitor publishes what an idle orchestrator left (any thread may call it).
+  void publish() {
+    std::lock_guard lk(pub_mu);
+    const uint32_t n = submitted.load(std::memory_order_acquire);
+    if (next_id.load(std::memory_order_relaxed) != n) next_id.store(n, std::memory_order_seq_cst);
+    const uint64_t k = staged.load(std::memory_order_acquire);
+    for (; pub_cursor < k; ++pub_cursor) M->make_ready(stage[pub_cursor % opt.rings.task_window]);
+  }
+
   // Waits (under lk) until `ready()` holds; false with `error` set on a provable deadlock.
   template <class F>
   bool wait_for_space(std::unique_lock<std::mutex>& lk, bool on_heap, F&& ready_now) {
     if (ready_now()) return true;
+    publish();  // what the cores must run to make room
     ++st.blocked;
     for (;;) {
       if (take_stall()) return false;
@@ -390,7 +455,11 @@ Orchestrator::Orchestrator(const OrchestratorOptions& o) : s_(std::make_unique<S
   s.opt = o;
   s.opt.rings.task_window = std::max<uint32_t>(2, o.rings.task_window);
   s.opt.rings.heap_bytes = std::max<int64_t>(0, o.rings.heap_bytes);
+  s.opt.rings.dep_pool = std::clamp<uint32_t>(o.rings.dep_pool, 1, INT32_MAX);
+  s.opt.publish_every = std::max<uint32_t>(1, o.publish_every);
   s.slots.reset(new Slot[s.opt.rings.task_window]);
+  s.stage.reset(new uint32_t[s.opt.rings.task_window]);
+  s.pool.reset(new DepEntry[s.opt.rings.dep_pool]);
   s.heap.reset(new std::byte[static_cast<size_t>(std::max<int64_t>(s.opt.rings.heap_bytes, 1))]);
   s.topo = detail::topology_of(o.machine);
   const int n = s.topo.schedulers + s.topo.core_threads;
@@ -484,6 +553,11 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
                           name(core));
     return false;
   }
+  {  // The slot two submits ahead was last written by a scheduler (its previous occupant's
+     // completion): start moving its lines here now, so that submit does not wait for them.
+    const auto* next = reinterpret_cast<const std::byte*>(&s.slot(id + 2));
+    for (size_t l = 0; l < 3; ++l) detail::prefetch_for_write(next + 64 * l);
+  }
   // Arguments: checked, and their accesses for the TensorMap.
   s.acc_r.clear();
   s.acc_w.clear();
@@ -544,7 +618,6 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
     std::unique_lock lk(s.wm_mu);
     if (!s.wait_for_space(lk, false, room)) return false;
   }
-  s.dep_alloc += need;
   if (heap_arg) {  // heap blocks live until the watermark passes their last user
     std::lock_guard lk(s.wm_mu);
     for (const TensorArg& a : args) {
@@ -566,74 +639,98 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
   task.op = op;
   task.label = std::move(label);
   task.params = std::move(params);
-  task.inputs.clear();
-  task.outputs.clear();
-  sl.views.clear();
-  for (int pass = 0; pass < 2; ++pass)  // inputs, then outputs
+  // Views: inputs, then outputs (the slot's task carries no buffer ids: kernels get views, and
+  // record() keeps its own copy).
+  sl.n_in = static_cast<uint32_t>(s.acc_r.size());
+  sl.n_views = static_cast<uint32_t>(s.acc_r.size() + s.acc_w.size());
+  inst::Tensor* out = sl.views;
+  if (sl.n_views > kInlineViews) {
+    sl.more.resize(sl.n_views);
+    out = sl.more.data();
+  }
+  for (int pass = 0; pass < 2; ++pass)
     for (const TensorArg& a : args) {
       if (pass == 0 ? a.dir == ArgDir::Output : a.dir == ArgDir::Input) continue;
       const TensorInfo& t = s.tensors[static_cast<size_t>(a.tensor)];
-      inst::Tensor v = t.view;
+      inst::Tensor& v = *out++ = t.view;
       if (a.region.axis >= 0) {  // a row view (checked above)
         const int64_t rows = t.buf.shape[0];
         v.data = t.data + a.region.lo * (t.buf.nbytes() / rows);
         v.shape[0] = a.region.hi - a.region.lo;
         v.numel = v.numel / rows * v.shape[0];
       }
-      sl.views.push_back(v);
-      (pass == 0 ? task.inputs : task.outputs).push_back(a.tensor);
     }
-  sl.n_in = task.inputs.size();
-  sl.params = ir::ParamTable::of(task);
   sl.scope = scope;
   sl.core = static_cast<uint8_t>(core);
-  sl.producers.clear();
-  sl.fanout.clear();
-  sl.edges = 0;
+  sl.fan_head = sl.fan_tail = -1;
+  sl.dep_begin = s.dep_alloc;
+  sl.n_linked = 0;
   // No lock: the last thread to touch this slot was advance(), which read it under its lock before
   // its release store of a last_alive past the previous occupant, and room() read that store
   // (acquire) before this submit could take the slot.
   sl.refs = scope >= 0 ? 1 : 0;
-  sl.state = kPending;
+  sl.state.store(kPending, std::memory_order_relaxed);
   if (s.opt.record) {
-    s.tasks.push_back(task);
+    Recorded& rec = s.recorded.emplace_back();
+    rec.op = op;
+    rec.bufs = static_cast<uint32_t>(s.rec_bufs.size());
+    rec.n_in = static_cast<uint32_t>(s.acc_r.size());
+    rec.n_out = static_cast<uint32_t>(s.acc_w.size());
+    rec.sub = sub;
+    rec.label = task.label;
+    rec.params = task.params;
+    for (const ir::Access& a : s.acc_r) s.rec_bufs.push_back(a.buffer);
+    for (const ir::Access& a : s.acc_w) s.rec_bufs.push_back(a.buffer);
     s.cores.push_back(core);
     s.dep_off.push_back(static_cast<uint32_t>(s.dep_list.size()));
-    s.sub_region.push_back(sub);
   }
   sl.fanin.store(static_cast<int32_t>(deps.size()) + 1, std::memory_order_relaxed);
-  s.next_id.store(id + 1, std::memory_order_release);
+  // Wiring: each producer still running gets a pool entry on its fanout list (under its lock);
+  // one already finished counts as done at once.
   int32_t early = 0;
-  uint64_t unused = 0;
   for (uint32_t p : deps) {
-    if (p < alive_floor) {  // already reclaimed: done
-      ++early, ++unused;
+    Slot& ps = s.slot(p);
+    if (p < alive_floor || ps.state.load(std::memory_order_acquire) != kPending) {
+      ++early;  // reclaimed, or finished: no lock needed
       continue;
     }
-    Slot& ps = s.slot(p);
+    const uint64_t ei = sl.dep_begin + sl.n_linked;
+    const auto e = static_cast<int32_t>(ei % pool);
+    s.pool[static_cast<size_t>(e)] = {p, id, -1};
     std::lock_guard pl(ps.mu);
-    if (ps.state != kPending) {
-      ++early, ++unused;
-    } else {
-      ps.fanout.push_back(id);
-      ++ps.refs;
-      ++ps.edges;
-      sl.producers.push_back(p);
+    if (ps.state.load(std::memory_order_relaxed) != kPending) {
+      ++early;
+      continue;
     }
+    (ps.fan_tail >= 0 ? s.pool[static_cast<size_t>(ps.fan_tail)].next : ps.fan_head) = e;
+    ps.fan_tail = e;
+    ++ps.refs;
+    ++sl.n_linked;
   }
-  s.dep_alloc -= unused;
+  s.dep_alloc = sl.dep_begin + sl.n_linked;
   s.st.edges += deps.size();
   ++s.st.tasks;
-  s.submitted.store(s.st.tasks, std::memory_order_release);
   if (scope >= 0) {
     s.scope_tasks[static_cast<size_t>(scope)].push_back(id);
     ++s.scope_size[static_cast<size_t>(scope)];
   }
   // Linked to no running producer: nobody else can touch fanin, so no atomic read-modify-write.
-  if (sl.producers.empty() || sl.fanin.fetch_sub(early + 1, std::memory_order_acq_rel) == early + 1)
-    s.M->make_ready(id);
+  // Ready now: staged for the next publish().
+  if (sl.n_linked == 0 || sl.fanin.fetch_sub(early + 1, std::memory_order_acq_rel) == early + 1) {
+    const uint64_t k = s.staged.load(std::memory_order_relaxed);
+    s.stage[k % window] = id;  // at most task_window tasks are alive, so never one unpublished
+    s.staged.store(k + 1, std::memory_order_release);
+  }
+  s.submitted.store(id + 1, std::memory_order_release);
+  if (id + 1 - s.next_id.load(std::memory_order_relaxed) >= s.opt.publish_every) s.publish();
   if ((id & 63) == 63) {  // stale TensorMap entries of reclaimed tasks
-    s.tm.forget_before(s.last_alive.load(std::memory_order_acquire));
+    // A sweep visits every buffer holding entries: only once the watermark has moved by a
+    // quarter of that count (at least 64 tasks), so its cost per task stays constant.
+    const uint32_t floor = s.last_alive.load(std::memory_order_acquire);
+    if (floor - s.swept >= std::max<uint64_t>(64, s.tm.buffers() / 4)) {
+      s.tm.forget_before(floor);
+      s.swept = floor;
+    }
   }
   return true;
 }
@@ -656,6 +753,7 @@ void Orchestrator::scope_end() {
       if (b.scope == id) b.pinned = false;
     s.free_blocks_locked();
   }
+  s.publish();  // the watermark passes only published tasks
   std::vector<uint32_t> tasks;
   tasks.swap(s.scope_tasks[static_cast<size_t>(id)]);
   for (uint32_t t : tasks) s.release(t);
@@ -665,6 +763,7 @@ void Orchestrator::scope_end() {
 bool Orchestrator::finish() {
   State& s = *s_;
   s.phase.store(kFinishing, std::memory_order_release);
+  s.publish();
   while (!s.open.empty()) scope_end();
   {
     std::lock_guard lk(s.wm_mu);
@@ -675,7 +774,7 @@ bool Orchestrator::finish() {
   {
     std::unique_lock lk(s.done_mu);
     s.done_cv.wait(lk, [&] {
-      return s.completed.load(std::memory_order_acquire) >= s.st.tasks ||
+      return s.completed.load(std::memory_order_seq_cst) >= s.st.tasks ||
              s.stalled.load(std::memory_order_acquire);
     });
   }
@@ -709,19 +808,26 @@ std::optional<ir::Program> Orchestrator::record() {
   ir::Program p;
   for (const TensorInfo& t : s.tensors)
     p.add_buffer(t.buf.name, t.buf.kind, t.buf.dtype, t.buf.shape);
-  for (size_t t = 0; t < s.tasks.size(); ++t) {
-    if (s.sub_region[t] != 0) {
+  for (size_t t = 0; t < s.recorded.size(); ++t) {
+    const Recorded& r = s.recorded[t];
+    if (r.sub) {
       s.error = fmt::format(
           "record(): task {} ({}) uses a sub-region of a tensor; amk tasks "
           "address whole buffers",
-          t, s.tasks[t].display());
+          t, label_of(r.label, r.op, t));
       return std::nullopt;
     }
-    s.tasks[t].label = label_of(s.tasks[t].label, s.tasks[t].op, t);
-    p.add_counter(s.tasks[t].label);
+    p.add_counter(label_of(r.label, r.op, t));
   }
-  for (size_t t = 0; t < s.tasks.size(); ++t) {
-    ir::Task k = s.tasks[t];
+  for (size_t t = 0; t < s.recorded.size(); ++t) {
+    const Recorded& r = s.recorded[t];
+    ir::Task k;
+    k.op = r.op;
+    k.label = label_of(r.label, r.op, t);
+    k.params = r.params;
+    const auto b = s.rec_bufs.begin() + r.bufs;
+    k.inputs.assign(b, b + r.n_in);
+    k.outputs.assign(b + r.n_in, b + r.n_in + r.n_out);
     k.out_counter = static_cast<int64_t>(t);
     std::vector<uint32_t> d(s.dep_list.begin() + s.dep_off[t],
                             s.dep_list.begin() + s.dep_off[t + 1]);

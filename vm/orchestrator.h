@@ -49,6 +49,11 @@ struct OrchestratorOptions {
   /// Keep every submitted task for record() and core_types() (PTO keeps none: off saves a copy
   /// of each task).
   bool record = true;
+  /// Submits make their tasks visible to the schedulers in groups of this many (1: each at once,
+  /// as PTO does). A group costs one hand-over between threads instead of one per task; a task
+  /// waits at most this many - 1 later submits (a blocked submit, scope_end() and finish()
+  /// publish at once).
+  uint32_t publish_every = 16;
   inst::Kernel (*kernel_for)(ir::Op) = inst::kernel_for;  ///< the kernel registry (a seam)
 };
 

@@ -79,9 +79,11 @@ TEST(OrchestratorPagedAttention, MatchesTheDirectEvaluationAtRingSizesFrom16To65
       o.rings.task_window = window;
       o.machine.schedulers = schedulers;
       o.record = schedulers != 2;  // the run does not depend on keeping the record
+      o.publish_every = schedulers == 4 ? 1 : window == 64 ? 1000 : 16;  // each, groups, > ring
       const PagedAttentionResult r = run_paged_attention(c, o);
       ASSERT_TRUE(r.ok) << r.error;
-      EXPECT_LE(r.max_abs_error, 1e-5) << "window " << window << " schedulers " << schedulers;
+      EXPECT_LE(r.max_abs_error, 1e-5) << "window " << window << " schedulers " << schedulers
+                                       << " publish_every " << o.publish_every;
       EXPECT_EQ(r.stats.tasks, 4u * 10u);  // 4 chunks x (hub + 8 blocks + combine)
       EXPECT_LE(r.stats.max_active, window);
     }
@@ -220,6 +222,35 @@ TEST(OrchestratorStalls, AKernelThatNeverFinishesIsRunningStalledAndFinishReturn
         << orch.error();
     g_release = true;  // the destructor waits for the running kernel
   }
+}
+
+std::atomic<int> g_ran{0};
+inst::Status counting_kernel(const inst::KernelArgs&) {
+  g_ran.fetch_add(1);
+  return {};
+}
+inst::Kernel counting_registry(ir::Op) {
+  return counting_kernel;
+}
+
+TEST(OrchestratorPublishing, TasksAnIdleOrchestratorLeftUnpublishedStillRun) {
+  g_ran = 0;
+  OrchestratorOptions o;
+  o.publish_every = 16;
+  o.kernel_for = counting_registry;
+  Orchestrator orch(o);
+  float x = 0;
+  const int64_t a = orch.tensor("a", ir::DType::F32, {1}, &x, ir::BufferKind::IO_OUTPUT);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{a, ArgDir::InOut}}));
+  // Fewer than publish_every, and no finish(): the monitor publishes them. The deadline only
+  // keeps a broken build from hanging; the monitor ticks every 2 ms.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (g_ran.load() < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(g_ran.load(), 3);
+  EXPECT_TRUE(orch.finish()) << orch.error();
+  EXPECT_EQ(g_ran.load(), 3);
 }
 
 inst::Status failing_kernel(const inst::KernelArgs& a) {
