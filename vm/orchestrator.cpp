@@ -187,7 +187,8 @@ struct Orchestrator::State {
 
   Slot& slot(uint32_t id) { return slots[id % opt.rings.task_window]; }
 
-  DepEntry& entry(uint64_t i) { return pool[i % opt.rings.dep_pool]; }
+  // The pool index of the i-th entry ever taken (a ring).
+  int32_t pool_at(uint64_t i) const { return static_cast<int32_t>(i % opt.rings.dep_pool); }
 
   // Advances the watermark over consumed tasks; frees ring slots, pool entries (a task's own, to
   // its producers: every producer finished walking its fanout before the task could run), heap
@@ -277,7 +278,8 @@ struct Orchestrator::State {
         e = d.next;
       }
       prods.clear();
-      for (uint32_t k = 0; k < s.n_linked; ++k) prods.push_back(entry(s.dep_begin + k).producer);
+      for (uint32_t k = 0; k < s.n_linked; ++k)
+        prods.push_back(pool[static_cast<size_t>(pool_at(s.dep_begin + k))].producer);
       s.fan_head = s.fan_tail = -1;
       if (s.refs == 0) {
         s.state.store(kConsumed, std::memory_order_relaxed);
@@ -694,8 +696,7 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
       ++early;  // reclaimed, or finished: no lock needed
       continue;
     }
-    const uint64_t ei = sl.dep_begin + sl.n_linked;
-    const auto e = static_cast<int32_t>(ei % pool);
+    const int32_t e = s.pool_at(sl.dep_begin + sl.n_linked);
     s.pool[static_cast<size_t>(e)] = {p, id, -1};
     std::lock_guard pl(ps.mu);
     if (ps.state.load(std::memory_order_relaxed) != kPending) {
