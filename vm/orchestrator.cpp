@@ -57,6 +57,13 @@ class SpinLock {
   std::atomic_flag f_;
 };
 
+// A kernel registered with Orchestrator::kernel(); held in a deque, so slots can point at it
+// while more are registered.
+struct UserKernel {
+  std::string name;
+  inst::Kernel fn = nullptr;
+};
+
 // One task-ring slot, allocation-free: consumers and producers live in the dependency pool, and
 // up to kInlineViews tensor views in the slot. The first cache line holds what the schedulers
 // write at completion (PTO's fanout_lock, the counts under it, fanin); the rest is written by
@@ -79,6 +86,7 @@ struct alignas(64) Slot {
   inst::Tensor views[kInlineViews];  // inputs then outputs, when they fit
   std::vector<inst::Tensor> more;    // all of them, when they do not
   ir::Task task;  // op, label and params (reused in place: the vectors keep their capacity)
+  const UserKernel* user = nullptr;  // a registered kernel's task (its op is NOP)
   const inst::Tensor* view_data() const { return n_views <= kInlineViews ? views : more.data(); }
 };
 
@@ -88,9 +96,11 @@ struct DepEntry {
   int32_t next = -1;
 };
 
-// A task's name in messages and in record(): its label, or "OP#id".
-std::string label_of(const std::string& label, ir::Op op, uint64_t id) {
-  return label.empty() ? fmt::format("{}#{}", ir::name(op), id) : label;
+// A task's name in messages and in record(): its label, or "OP#id" ("KERNEL#id" for a
+// registered kernel).
+std::string label_of(const std::string& label, ir::Op op, const UserKernel* user, uint64_t id) {
+  if (!label.empty()) return label;
+  return user ? fmt::format("{}#{}", user->name, id) : fmt::format("{}#{}", ir::name(op), id);
 }
 
 struct TensorInfo {
@@ -104,6 +114,7 @@ struct TensorInfo {
 // A submitted task as record() needs it, without an allocation per task.
 struct Recorded {
   ir::Op op = ir::Op::NOP;
+  const UserKernel* user = nullptr;
   uint32_t bufs = 0, n_in = 0, n_out = 0;  // rec_bufs[bufs, + n_in): inputs, then outputs
   bool sub = false;                        // it used a proper sub-region of a tensor
   std::string label;
@@ -128,11 +139,12 @@ struct Orchestrator::State {
   // Orchestrator thread only.
   alignas(64) ir::TensorMap tm;
   std::vector<TensorInfo> tensors;
-  std::vector<Recorded> recorded;              // every submitted task (OrchestratorOptions::record)
-  std::vector<int64_t> rec_bufs;               // their buffers (Recorded::bufs)
-  std::vector<uint32_t> dep_off{0}, dep_list;  // CSR: what each task follows
-  std::vector<CoreType> cores;                 // per task
-  std::vector<int> open;                       // open scope ids, innermost last
+  std::deque<UserKernel> kernels;  // Orchestrator::kernel() (stable addresses for the slots)
+  std::vector<Recorded> recorded;  // every submitted task (OrchestratorOptions::record)
+  std::vector<int64_t> rec_bufs;   // their buffers (Recorded::bufs)
+  std::vector<uint32_t> dep_off{0}, dep_list;      // CSR: what each task follows
+  std::vector<CoreType> cores;                     // per task
+  std::vector<int> open;                           // open scope ids, innermost last
   std::vector<std::vector<uint32_t>> scope_tasks;  // by scope id
   std::vector<uint32_t> scope_size;                // tasks per scope id
   int next_scope = 0;
@@ -250,12 +262,12 @@ struct Orchestrator::State {
     const inst::Tensor* v = s.view_data();
     inst::KernelArgs a{s.task.op, {v, s.n_in}, {v + s.n_in, s.n_views - s.n_in}, params, &s.task,
                        nullptr,   ws};
-    const inst::Status r = inst::call_kernel(opt.kernel_for(s.task.op), a);
+    const inst::Status r = inst::call_kernel(s.user ? s.user->fn : opt.kernel_for(s.task.op), a);
     if (!r.ok()) {
       std::lock_guard lk(done_mu);
       if (kernel_error.empty())
-        kernel_error =
-            fmt::format("task {} ({}): {}", id, label_of(s.task.label, s.task.op, id), r.error);
+        kernel_error = fmt::format("task {} ({}): {}", id,
+                                   label_of(s.task.label, s.task.op, s.user, id), r.error);
       failed.store(true, std::memory_order_release);
     }
     return true;
@@ -415,8 +427,9 @@ struct Orchestrator::State {
             "task_window = {} (at least 2x the scope's {} tasks)",
             on_heap ? "heap ring" : "task ring / dependency pool", opt.rings.task_window, active,
             opt.rings.task_window, dep_alloc - dep_freed.load(), opt.rings.dep_pool, heap_used,
-            opt.rings.heap_bytes, oldest, label_of(head.task.label, head.task.op, oldest),
-            head.scope, in_scope, std::bit_ceil(std::max<uint32_t>(2 * in_scope, 4)), in_scope);
+            opt.rings.heap_bytes, oldest,
+            label_of(head.task.label, head.task.op, head.user, oldest), head.scope, in_scope,
+            std::bit_ceil(std::max<uint32_t>(2 * in_scope, 4)), in_scope);
       }
     }
     return {};
@@ -542,14 +555,46 @@ std::optional<int64_t> Orchestrator::make_tensor(std::string name, ir::DType dty
   return static_cast<int64_t>(s.tensors.size()) - 1;
 }
 
-bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>& args,
+namespace {
+bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, CoreType core,
+                 const std::vector<TensorArg>& args, std::vector<ir::Param> params,
+                 std::string label);
+}  // namespace
+
+KernelId Orchestrator::kernel(std::string name, inst::Kernel fn) {
+  s_->kernels.push_back({std::move(name), fn});
+  return {static_cast<int32_t>(s_->kernels.size()) - 1};
+}
+
+bool Orchestrator::submit(KernelId kernel, CoreType core, const std::vector<TensorArg>& args,
                           std::vector<ir::Param> params, std::string label) {
   State& s = *s_;
+  if (kernel.id < 0 || kernel.id >= static_cast<int32_t>(s.kernels.size()) ||
+      !s.kernels[static_cast<size_t>(kernel.id)].fn) {
+    if (s.error.empty())
+      s.error = fmt::format("submit {}: kernel {} is not registered (or has no function)",
+                            label.empty() ? std::string("task") : label, kernel.id);
+    return false;
+  }
+  return submit_task(s, ir::Op::NOP, &s.kernels[static_cast<size_t>(kernel.id)], core, args,
+                     std::move(params), std::move(label));
+}
+
+bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>& args,
+                          std::vector<ir::Param> params, std::string label) {
+  return submit_task(*s_, op, nullptr, core, args, std::move(params), std::move(label));
+}
+
+namespace {
+
+bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, CoreType core,
+                 const std::vector<TensorArg>& args, std::vector<ir::Param> params,
+                 std::string label) {
   if (!s.error.empty() || s.take_stall()) return false;
   if (s.phase.load(std::memory_order_relaxed) != kOrchestrating)
     s.phase.store(kOrchestrating, std::memory_order_release);
   const auto id = static_cast<uint32_t>(s.st.tasks);
-  auto what = [&] { return label_of(label, op, id); };
+  auto what = [&] { return label_of(label, op, user, id); };
   if (s.topo.cores_of(core) == 0) {
     s.error = fmt::format("submit {}: it runs on an {} core and the machine has none", what(),
                           name(core));
@@ -641,6 +686,7 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
   task.op = op;
   task.label = std::move(label);
   task.params = std::move(params);
+  sl.user = user;
   // Views: inputs, then outputs (the slot's task carries no buffer ids: kernels get views, and
   // record() keeps its own copy).
   sl.n_in = static_cast<uint32_t>(s.acc_r.size());
@@ -675,6 +721,7 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
   if (s.opt.record) {
     Recorded& rec = s.recorded.emplace_back();
     rec.op = op;
+    rec.user = user;
     rec.bufs = static_cast<uint32_t>(s.rec_bufs.size());
     rec.n_in = static_cast<uint32_t>(s.acc_r.size());
     rec.n_out = static_cast<uint32_t>(s.acc_w.size());
@@ -735,6 +782,8 @@ bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>
   }
   return true;
 }
+
+}  // namespace
 
 void Orchestrator::scope_begin() {
   State& s = *s_;
@@ -811,20 +860,22 @@ std::optional<ir::Program> Orchestrator::record() {
     p.add_buffer(t.buf.name, t.buf.kind, t.buf.dtype, t.buf.shape);
   for (size_t t = 0; t < s.recorded.size(); ++t) {
     const Recorded& r = s.recorded[t];
-    if (r.sub) {
-      s.error = fmt::format(
-          "record(): task {} ({}) uses a sub-region of a tensor; amk tasks "
-          "address whole buffers",
-          t, label_of(r.label, r.op, t));
+    if (r.sub || r.user) {
+      s.error = fmt::format("record(): task {} ({}) {}", t, label_of(r.label, r.op, r.user, t),
+                            r.user ? fmt::format("runs the registered kernel '{}', which has no "
+                                                 "amk opcode",
+                                                 r.user->name)
+                                   : std::string("uses a sub-region of a tensor; amk tasks "
+                                                 "address whole buffers"));
       return std::nullopt;
     }
-    p.add_counter(label_of(r.label, r.op, t));
+    p.add_counter(label_of(r.label, r.op, nullptr, t));
   }
   for (size_t t = 0; t < s.recorded.size(); ++t) {
     const Recorded& r = s.recorded[t];
     ir::Task k;
     k.op = r.op;
-    k.label = label_of(r.label, r.op, t);
+    k.label = label_of(r.label, r.op, nullptr, t);
     k.params = r.params;
     const auto b = s.rec_bufs.begin() + r.bufs;
     k.inputs.assign(b, b + r.n_in);

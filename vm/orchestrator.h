@@ -57,6 +57,11 @@ struct OrchestratorOptions {
   inst::Kernel (*kernel_for)(ir::Op) = inst::kernel_for;  ///< the kernel registry (a seam)
 };
 
+/// A kernel registered with Orchestrator::kernel() (PTO's func_id).
+struct KernelId {
+  int32_t id = -1;
+};
+
 /// What a run did.
 struct OrchestratorStats {
   uint64_t tasks = 0;
@@ -90,6 +95,14 @@ class Orchestrator {
   /// deadlock (the scope holds more tasks than the ring).
   bool submit(ir::Op op, CoreType core, const std::vector<TensorArg>& args,
               std::vector<ir::Param> params = {}, std::string label = {});
+  /// Registers a kernel of the caller's (PTO's func_id) under `name`. Its tasks get the views
+  /// of their tensors (inputs and in-outs, then outputs and in-outs, each in argument order) and
+  /// their params; a failed Status fails the run as an opcode kernel's does. record() cannot
+  /// express such tasks (they have no amk opcode).
+  KernelId kernel(std::string name, inst::Kernel fn);
+  /// Submits a task of a registered kernel (as submit() above).
+  bool submit(KernelId kernel, CoreType core, const std::vector<TensorArg>& args,
+              std::vector<ir::Param> params = {}, std::string label = {});
   /// Opens a scope: its tasks keep their ring slots (and its tensors their heap bytes) until it
   /// ends.
   void scope_begin();
@@ -103,7 +116,7 @@ class Orchestrator {
   OrchestratorStats stats() const;
   /// The orchestration as an amk program: one counter per task, a threshold-1 wait on each task
   /// it depends on. nullopt and `error()` when a task used a proper sub-region (amk tasks address
-  /// whole buffers).
+  /// whole buffers) or a registered kernel.
   std::optional<ir::Program> record();
   /// The core type each submitted task asked for: AicoreOptions::overrides for the recorded
   /// program (empty without OrchestratorOptions::record).

@@ -1,8 +1,11 @@
 #include "vm/paged_attention.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <initializer_list>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -15,16 +18,188 @@ ir::Param iparam(const char* k, int64_t v) {
   return {k, ir::ParamValue::of_int(v)};
 }
 
+// The seed's kernels (kernel_config.py: QK, SF, PV, UP, AIV_HUB), F32, registered with
+// Orchestrator::kernel(). Shapes: q [S, D]; a K or V block [bs, S, D] (a row view of the
+// chunk's cache: position t, sequence i); s and p [S, bs]; m and l [S]; o [S, D].
+
+bool shaped(const inst::Tensor& t, std::initializer_list<int64_t> dims) {
+  if (t.dtype != ir::DType::F32 || t.rank != static_cast<int>(dims.size())) return false;
+  int r = 0;
+  for (int64_t d : dims)
+    if (t.shape[r++] != d) return false;
+  return true;
+}
+
+float* f32(const inst::Tensor& t) {
+  return static_cast<float*>(t.data);
+}
+
+inst::Status bad(const char* kernel, const char* want) {
+  return inst::Status::fail(fmt::format("{}: expects {}", kernel, want));
+}
+
+// QK (AIC): s[i, t] = scale * q[i] . k[t, i].
+inst::Status qk_matmul(const inst::KernelArgs& a) {
+  const char* want = "q [S, D] and a K block [bs, S, D] in, s [S, bs] out";
+  if (a.in.size() != 2 || a.out.size() != 1 || a.in[0].rank != 2 || a.in[1].rank != 3)
+    return bad("QK", want);
+  const int64_t S = a.in[0].shape[0], D = a.in[0].shape[1], bs = a.in[1].shape[0];
+  if (!shaped(a.in[0], {S, D}) || !shaped(a.in[1], {bs, S, D}) || !shaped(a.out[0], {S, bs}))
+    return bad("QK", want);
+  const auto scale = static_cast<float>(
+      a.params.real(ir::ParamField::scale, 1.0 / std::sqrt(static_cast<double>(D))));
+  const float *q = f32(a.in[0]), *k = f32(a.in[1]);
+  float* s = f32(a.out[0]);
+  for (int64_t i = 0; i < S; ++i)
+    for (int64_t t = 0; t < bs; ++t) {
+      float dot = 0;
+      for (int64_t d = 0; d < D; ++d) dot += q[i * D + d] * k[(t * S + i) * D + d];
+      s[i * bs + t] = dot * scale;
+    }
+  return {};
+}
+
+// SF (AIV): m = max_t s, p = exp(s - m), l = sum_t p (softmax-prepare).
+inst::Status softmax_prepare(const inst::KernelArgs& a) {
+  const char* want = "s [S, bs] in, p [S, bs], m [S], l [S] out";
+  if (a.in.size() != 1 || a.out.size() != 3 || a.in[0].rank != 2) return bad("SF", want);
+  const int64_t S = a.in[0].shape[0], bs = a.in[0].shape[1];
+  if (!shaped(a.in[0], {S, bs}) || !shaped(a.out[0], {S, bs}) || !shaped(a.out[1], {S}) ||
+      !shaped(a.out[2], {S}))
+    return bad("SF", want);
+  const float* s = f32(a.in[0]);
+  float *p = f32(a.out[0]), *m = f32(a.out[1]), *l = f32(a.out[2]);
+  for (int64_t i = 0; i < S; ++i) {
+    float mx = -INFINITY, sum = 0;
+    for (int64_t t = 0; t < bs; ++t) mx = std::max(mx, s[i * bs + t]);
+    for (int64_t t = 0; t < bs; ++t) sum += p[i * bs + t] = std::exp(s[i * bs + t] - mx);
+    m[i] = mx;
+    l[i] = sum;
+  }
+  return {};
+}
+
+// PV (AIC): o[i] = sum_t p[i, t] v[t, i].
+inst::Status pv_matmul(const inst::KernelArgs& a) {
+  const char* want = "p [S, bs] and a V block [bs, S, D] in, o [S, D] out";
+  if (a.in.size() != 2 || a.out.size() != 1 || a.in[0].rank != 2 || a.in[1].rank != 3)
+    return bad("PV", want);
+  const int64_t S = a.in[0].shape[0], bs = a.in[0].shape[1], D = a.in[1].shape[2];
+  if (!shaped(a.in[0], {S, bs}) || !shaped(a.in[1], {bs, S, D}) || !shaped(a.out[0], {S, D}))
+    return bad("PV", want);
+  const float *p = f32(a.in[0]), *v = f32(a.in[1]);
+  float* o = f32(a.out[0]);
+  for (int64_t i = 0; i < S; ++i)
+    for (int64_t d = 0; d < D; ++d) {
+      float acc = 0;
+      for (int64_t t = 0; t < bs; ++t) acc += p[i * bs + t] * v[(t * S + i) * D + d];
+      o[i * D + d] = acc;
+    }
+  return {};
+}
+
+// UP (AIV): folds a block (o_new, m_new, l_new) into the running accumulators (oi, li, mi:
+// in-outs, so they are outputs 0..2 too); with a 4th output (the last block) also writes
+// out = oi / li.
+inst::Status online_update(const inst::KernelArgs& a) {
+  const char* want = "o_new [S, D], m [S], l [S] in; oi [S, D], li [S], mi [S] in-out; [out]";
+  if (a.in.size() != 6 || (a.out.size() != 3 && a.out.size() != 4) || a.in[0].rank != 2)
+    return bad("UP", want);
+  const int64_t S = a.in[0].shape[0], D = a.in[0].shape[1];
+  if (!shaped(a.in[0], {S, D}) || !shaped(a.in[1], {S}) || !shaped(a.in[2], {S}) ||
+      !shaped(a.out[0], {S, D}) || !shaped(a.out[1], {S}) || !shaped(a.out[2], {S}) ||
+      (a.out.size() == 4 && !shaped(a.out[3], {S, D})))
+    return bad("UP", want);
+  const float *on = f32(a.in[0]), *mn = f32(a.in[1]), *ln = f32(a.in[2]);
+  float *oi = f32(a.out[0]), *li = f32(a.out[1]), *mi = f32(a.out[2]);
+  for (int64_t i = 0; i < S; ++i) {
+    const float m = std::max(mi[i], mn[i]);
+    const float wo = std::exp(mi[i] - m), wn = std::exp(mn[i] - m);  // mi = -inf: wo = 0
+    li[i] = wo * li[i] + wn * ln[i];
+    for (int64_t d = 0; d < D; ++d) oi[i * D + d] = wo * oi[i * D + d] + wn * on[i * D + d];
+    mi[i] = m;
+  }
+  if (a.out.size() == 4) {
+    float* out = f32(a.out[3]);
+    for (int64_t i = 0; i < S; ++i)
+      for (int64_t d = 0; d < D; ++d) out[i * D + d] = oi[i * D + d] / li[i];
+  }
+  return {};
+}
+
+// AIV_HUB: initialises the accumulators oi = 0, li = 0, mi = -inf.
+inst::Status hub(const inst::KernelArgs& a) {
+  const char* want = "oi [S, D], li [S], mi [S] out";
+  if (a.in.size() != 0 || a.out.size() != 3 || a.out[0].rank != 2) return bad("AIV_HUB", want);
+  const int64_t S = a.out[0].shape[0], D = a.out[0].shape[1];
+  if (!shaped(a.out[0], {S, D}) || !shaped(a.out[1], {S}) || !shaped(a.out[2], {S}))
+    return bad("AIV_HUB", want);
+  std::fill_n(f32(a.out[0]), S * D, 0.0f);
+  std::fill_n(f32(a.out[1]), S, 0.0f);
+  std::fill_n(f32(a.out[2]), S, -INFINITY);
+  return {};
+}
+
+struct SeedKernels {
+  KernelId qk, sf, pv, up, hub;
+};
+
+// One chunk in the seed's decomposition: the hub, then QK -> SF -> PV -> UP per KV block (the
+// UPs chained through their in-out accumulators). False when a submit failed.
+bool submit_seed_chunk(Orchestrator& orch, const SeedKernels& kn, int64_t ch, int64_t S, int64_t D,
+                       int64_t bs, int64_t nb, int64_t qc, int64_t kc, int64_t vc, int64_t oc) {
+  const auto n = [&](const std::string& what) { return fmt::format("c{}.{}", ch, what); };
+  auto oi = orch.make_tensor(n("oi"), ir::DType::F32, {S, D});
+  auto li = orch.make_tensor(n("li"), ir::DType::F32, {S});
+  auto mi = orch.make_tensor(n("mi"), ir::DType::F32, {S});
+  if (!oi || !li || !mi) return false;
+  if (!orch.submit(kn.hub, CoreType::Aiv,
+                   {{*oi, ArgDir::Output}, {*li, ArgDir::Output}, {*mi, ArgDir::Output}}, {},
+                   n("hub")))
+    return false;
+  const ir::Param scale{"scale", ir::ParamValue::of_float(1.0 / std::sqrt(static_cast<double>(D)))};
+  for (int64_t j = 0; j < nb; ++j) {
+    const std::string b = fmt::format("b{}", j);
+    auto sij = orch.make_tensor(n(b + ".s"), ir::DType::F32, {S, bs});
+    auto pij = orch.make_tensor(n(b + ".p"), ir::DType::F32, {S, bs});
+    auto mij = orch.make_tensor(n(b + ".m"), ir::DType::F32, {S});
+    auto lij = orch.make_tensor(n(b + ".l"), ir::DType::F32, {S});
+    auto oij = orch.make_tensor(n(b + ".o"), ir::DType::F32, {S, D});
+    if (!sij || !pij || !mij || !lij || !oij) return false;
+    const ir::Region rows{0, j * bs, (j + 1) * bs};
+    std::vector<TensorArg> up = {{*oij, ArgDir::Input}, {*mij, ArgDir::Input},
+                                 {*lij, ArgDir::Input}, {*oi, ArgDir::InOut},
+                                 {*li, ArgDir::InOut},  {*mi, ArgDir::InOut}};
+    if (j == nb - 1) up.push_back({oc, ArgDir::Output});
+    if (!orch.submit(kn.qk, CoreType::Aic,
+                     {{qc, ArgDir::Input}, {kc, ArgDir::Input, rows}, {*sij, ArgDir::Output}},
+                     {scale}, n(b + ".qk")) ||
+        !orch.submit(kn.sf, CoreType::Aiv,
+                     {{*sij, ArgDir::Input},
+                      {*pij, ArgDir::Output},
+                      {*mij, ArgDir::Output},
+                      {*lij, ArgDir::Output}},
+                     {}, n(b + ".sf")) ||
+        !orch.submit(kn.pv, CoreType::Aic,
+                     {{*pij, ArgDir::Input}, {vc, ArgDir::Input, rows}, {*oij, ArgDir::Output}}, {},
+                     n(b + ".pv")) ||
+        !orch.submit(kn.up, CoreType::Aiv, up, {}, n(b + ".up")))
+      return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 PagedAttentionResult run_paged_attention(const PagedAttentionCase& c,
                                          const OrchestratorOptions& o) {
   PagedAttentionResult res;
   const int64_t B = c.batch, S = c.chunk, D = c.head_dim, T = c.context, bs = c.block;
-  if (B <= 0 || S <= 0 || B % S != 0 || D <= 0 || T <= 0 || bs <= 0 || T % bs != 0 || T / bs > 8) {
+  if (B <= 0 || S <= 0 || B % S != 0 || D <= 0 || T <= 0 || bs <= 0 || T % bs != 0 ||
+      (!c.seed_kernels && T / bs > 8)) {
     res.error = fmt::format(
         "paged attention: batch {} in chunks of {}, context {} in blocks of {} (need batch a "
-        "multiple of chunk and 1..8 whole blocks)",
+        "multiple of chunk and whole blocks, at most 8 without seed_kernels)",
         B, S, T, bs);
     return res;
   }
@@ -44,6 +219,11 @@ PagedAttentionResult run_paged_attention(const PagedAttentionCase& c,
       res.error = orch.error();
       return res;
     };
+    SeedKernels kn;
+    if (c.seed_kernels)
+      kn = {orch.kernel("QK", qk_matmul), orch.kernel("SF", softmax_prepare),
+            orch.kernel("PV", pv_matmul), orch.kernel("UP", online_update),
+            orch.kernel("AIV_HUB", hub)};
     for (int64_t ch = 0; ch < chunks; ++ch) {
       const auto n = [&](const char* what) { return fmt::format("c{}.{}", ch, what); };
       const int64_t qc = orch.tensor(n("q"), ir::DType::F32, {S, D}, q.data() + ch * S * D,
@@ -55,6 +235,10 @@ PagedAttentionResult run_paged_attention(const PagedAttentionCase& c,
       const int64_t oc = orch.tensor(n("out"), ir::DType::F32, {S, D}, out.data() + ch * S * D,
                                      ir::BufferKind::IO_OUTPUT);
       Scope scope(orch);
+      if (c.seed_kernels) {
+        if (!submit_seed_chunk(orch, kn, ch, S, D, bs, nb, qc, kc, vc, oc)) return fail();
+        continue;
+      }
       auto qs = orch.make_tensor(n("q_staged"), ir::DType::F32, {S, D});
       if (!qs) return fail();
       // Hub: stage the chunk's queries (the accumulators are the partials below).

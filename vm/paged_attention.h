@@ -1,7 +1,8 @@
 // The PTO seed's batch paged attention, written against the orchestration API: one scope per
-// chunk of `chunk` sequences (batched as the kv heads of one attention call), a hub task that
-// stages the chunk's queries, one split-KV partial per KV block, and a combine; checked against a
-// direct evaluation.
+// chunk of `chunk` sequences. Either amk opcodes (a hub task that stages the chunk's queries,
+// one split-KV ATTENTION_TILE partial per KV block, an ATTENTION_COMBINE; recordable) or the
+// seed's own four kernels registered with Orchestrator::kernel(); checked against a direct
+// evaluation.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,12 @@ struct PagedAttentionCase {
   int64_t context = 128;  ///< cached positions per sequence
   int64_t block = 16;     ///< positions per KV block (context / block <= 8 partials per combine)
   uint64_t seed = 1;
+  /// The seed's decomposition: per chunk an AIV_HUB task that initialises the accumulators, then
+  /// per KV block QK (AIC) -> SF softmax-prepare (AIV) -> PV (AIC) -> UP online update (AIV,
+  /// in-out accumulators; the last one writes the output), as kernels registered with
+  /// Orchestrator::kernel(): 1 + 4 x blocks tasks per chunk (batch 256, context 48: 208). Not
+  /// recordable. Off: per block one ATTENTION_TILE split-KV partial, then ATTENTION_COMBINE.
+  bool seed_kernels = false;
   bool record = false;  ///< also return the orchestration as an amk program
 };
 

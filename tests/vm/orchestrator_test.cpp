@@ -103,6 +103,75 @@ TEST(OrchestratorPagedAttention, TheSeedsBatch256WithARingOf16AppliesBackPressur
   EXPECT_LE(r.stats.max_heap_bytes, int64_t{1} << 20);
 }
 
+TEST(OrchestratorPagedAttention, TheSeedsFourKernelsGive208TasksAndMatchAtRingsOf16And65536) {
+  PagedAttentionCase c;  // batch 256 in chunks of 16, head_dim 256
+  c.seed_kernels = true;
+  c.context = 48;  // 3 KV blocks of 16: hub + 3 x (QK, SF, PV, UP) = 13 tasks per chunk
+  for (uint32_t window : {16u, 65536u})
+    for (int schedulers : {1, 4}) {
+      OrchestratorOptions o;
+      o.rings.task_window = window;
+      o.machine.schedulers = schedulers;
+      o.record = false;
+      const PagedAttentionResult r = run_paged_attention(c, o);
+      ASSERT_TRUE(r.ok) << r.error;
+      EXPECT_LE(r.max_abs_error, 1e-5) << "window " << window << " schedulers " << schedulers;
+      EXPECT_EQ(r.stats.tasks, 208u);
+      // Per block: QK reads only caller tensors (no edge); SF <- QK; PV <- SF; UP <- PV, SF (m
+      // and l) and the accumulators' last writer (the hub or the previous UP).
+      EXPECT_EQ(r.stats.edges, 16u * 3u * 5u);
+      EXPECT_EQ(r.stats.war_edges, 0u);
+      EXPECT_LE(r.stats.max_active, window);
+      if (window == 16) {
+        EXPECT_GT(r.stats.blocked, 0u);  // back-pressure
+      }
+    }
+}
+
+TEST(OrchestratorKernels, ARegisteredKernelRunsItsTasksAndRecordRefusesThem) {
+  Orchestrator orch;
+  const KernelId twice = orch.kernel("TWICE", [](const inst::KernelArgs& a) {
+    const auto* in = static_cast<const float*>(a.in[0].data);
+    auto* out = static_cast<float*>(a.out[0].data);
+    for (int64_t i = 0; i < a.in[0].numel; ++i)
+      out[i] = 2 * in[i] + static_cast<float>(a.params.real(ir::ParamField::scale, 0));
+    return inst::Status{};
+  });
+  std::vector<float> x = {1, 2, 3}, y(3), z(3);
+  const int64_t tx = orch.tensor("x", ir::DType::F32, {3}, x.data(), ir::BufferKind::IO_INPUT);
+  const int64_t ty = orch.tensor("y", ir::DType::F32, {3}, y.data(), ir::BufferKind::IO_OUTPUT);
+  const int64_t tz = orch.tensor("z", ir::DType::F32, {3}, z.data(), ir::BufferKind::IO_OUTPUT);
+  ASSERT_TRUE(orch.submit(twice, CoreType::Aiv, {{tx, ArgDir::Input}, {ty, ArgDir::Output}}));
+  ASSERT_TRUE(orch.submit(twice, CoreType::Aic, {{ty, ArgDir::Input}, {tz, ArgDir::Output}},
+                          {{"scale", ir::ParamValue::of_float(0.5)}}));
+  ASSERT_TRUE(orch.finish()) << orch.error();
+  EXPECT_EQ(y, (std::vector<float>{2, 4, 6}));
+  EXPECT_EQ(z, (std::vector<float>{4.5, 8.5, 12.5}));  // after y: the edge was inferred
+  EXPECT_EQ(orch.stats().edges, 1u);
+  EXPECT_FALSE(orch.record());
+  EXPECT_EQ(orch.error(),
+            "record(): task 0 (TWICE#0) runs the registered kernel 'TWICE', which has no amk "
+            "opcode");
+}
+
+TEST(OrchestratorKernels, AnUnknownKernelIdAndAFailingKernelAreClearErrors) {
+  {
+    Orchestrator orch;
+    float x = 0;
+    const int64_t t = orch.tensor("x", ir::DType::F32, {1}, &x, ir::BufferKind::IO_OUTPUT);
+    EXPECT_FALSE(orch.submit(KernelId{3}, CoreType::Aiv, {{t, ArgDir::Output}}, {}, "k"));
+    EXPECT_EQ(orch.error(), "submit k: kernel 3 is not registered (or has no function)");
+  }
+  Orchestrator orch;
+  const KernelId boom = orch.kernel(
+      "BOOM", [](const inst::KernelArgs&) { return inst::Status::fail("out of range"); });
+  float x = 0;
+  const int64_t t = orch.tensor("x", ir::DType::F32, {1}, &x, ir::BufferKind::IO_OUTPUT);
+  ASSERT_TRUE(orch.submit(boom, CoreType::Aiv, {{t, ArgDir::Output}}));
+  EXPECT_FALSE(orch.finish());
+  EXPECT_EQ(orch.error(), "task 0 (BOOM#0): out of range");
+}
+
 TEST(OrchestratorDeadlock, AScopeLargerThanTheRingEndsInTheDiagnosisNotAHang) {
   PagedAttentionCase c;
   c.batch = 32;
