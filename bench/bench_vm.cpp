@@ -209,13 +209,17 @@ void BM_OrchestratorSubmit(benchmark::State& st, int which, int schedulers, bool
       static_cast<double>(blocked) / static_cast<double>(st.iterations());
 }
 
-// The paged-attention example at the seed's batch 256 (160 tasks) with rings of 16 and 65536.
-void BM_PagedAttention(benchmark::State& st, uint32_t window) {
+// The paged-attention example at the seed's batch 256 with rings of 16 and 65536: in amk opcodes
+// (context 128: 160 tasks), or in the seed's own four kernels (context 48: 208 tasks).
+void BM_PagedAttention(benchmark::State& st, uint32_t window, bool seed_kernels) {
   vm::PagedAttentionCase c;
+  c.seed_kernels = seed_kernels;
+  if (seed_kernels) c.context = 48;
   vm::OrchestratorOptions o;
   o.rings.task_window = window;
+  o.record = false;
   double err = 0;
-  uint64_t blocked = 0;
+  uint64_t blocked = 0, tasks = 0;
   for (auto _ : st) {
     auto r = vm::run_paged_attention(c, o);
     if (!r.ok) {
@@ -224,10 +228,12 @@ void BM_PagedAttention(benchmark::State& st, uint32_t window) {
     }
     err = std::max(err, r.max_abs_error);
     blocked += r.stats.blocked;
+    tasks = r.stats.tasks;
   }
   st.counters["max_abs_error"] = err;
   st.counters["blocked_submits"] =
       static_cast<double>(blocked) / static_cast<double>(st.iterations());
+  st.counters["tasks"] = static_cast<double>(tasks);
 }
 
 // ---- decode step -------------------------------------------------------------------------------
@@ -332,11 +338,14 @@ int main(int argc, char** argv) {
               ->Unit(benchmark::kMillisecond)
               ->UseRealTime();
   }
-  for (uint32_t w : {16u, 65536u})
-    benchmark::RegisterBenchmark(fmt::format("BM_PagedAttention/b256/window:{}", w).c_str(),
-                                 BM_PagedAttention, w)
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
+  for (bool seed : {false, true})
+    for (uint32_t w : {16u, 65536u})
+      benchmark::RegisterBenchmark(
+          fmt::format("BM_PagedAttention/b256/{}/window:{}", seed ? "seed_kernels" : "opcodes", w)
+              .c_str(),
+          BM_PagedAttention, w, seed)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
   benchmark::RegisterBenchmark("BM_StreamAllCores", BM_StreamAllCores)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
