@@ -121,6 +121,31 @@ struct Recorded {
   std::vector<ir::Param> params;
 };
 
+// An append-only array in chunks of 4096: growing never moves (or touches again) what is
+// already there, unlike a vector's doubling; a deque's 512-byte blocks would cost a malloc
+// every few records.
+template <class T>
+class Chunked {
+ public:
+  static constexpr size_t kChunk = 4096;
+  // The next element (default-constructed), now part of the array.
+  T& next() {
+    if (n_ % kChunk == 0) chunks_.emplace_back(new T[kChunk]);
+    return chunks_.back()[n_++ % kChunk];
+  }
+  void push_back(const T& v) { next() = v; }
+  void append(std::span<const T> v) {
+    for (const T& x : v) push_back(x);
+  }
+  T& operator[](size_t i) { return chunks_[i / kChunk][i % kChunk]; }
+  const T& operator[](size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
+  size_t size() const { return n_; }
+
+ private:
+  std::vector<std::unique_ptr<T[]>> chunks_;
+  size_t n_ = 0;
+};
+
 struct HeapBlock {
   int64_t off = 0, size = 0;
   uint32_t last_user = 0;  // last task using it (+1; 0: none yet)
@@ -140,17 +165,18 @@ struct Orchestrator::State {
   alignas(64) ir::TensorMap tm;
   std::vector<TensorInfo> tensors;
   std::deque<UserKernel> kernels;  // Orchestrator::kernel() (stable addresses for the slots)
-  std::vector<Recorded> recorded;  // every submitted task (OrchestratorOptions::record)
-  std::vector<int64_t> rec_bufs;   // their buffers (Recorded::bufs)
-  std::vector<uint32_t> dep_off{0}, dep_list;      // CSR: what each task follows
-  std::vector<CoreType> cores;                     // per task
+  // The record (OrchestratorOptions::record), grown by every submit.
+  Chunked<Recorded> recorded;                      // every submitted task
+  Chunked<int64_t> rec_bufs;                       // their buffers (Recorded::bufs)
+  Chunked<uint32_t> dep_off, dep_list;             // CSR: what each task follows (dep_off[0] = 0)
+  Chunked<CoreType> cores;                         // per task
   std::vector<int> open;                           // open scope ids, innermost last
   std::vector<std::vector<uint32_t>> scope_tasks;  // by scope id
   std::vector<uint32_t> scope_size;                // tasks per scope id
   int next_scope = 0;
   std::string error;
   OrchestratorStats st;
-  std::vector<uint32_t> deps_tmp;  // a submit's dependencies when not recording
+  std::vector<uint32_t> deps_tmp;  // a submit's dependencies
   std::vector<uint8_t> war_tmp;    // which of them are write-after-read only
   uint32_t alive_cache = 0;        // last_alive as last read (a lower bound)
   uint32_t swept = 0;              // the TensorMap's last stale-entry sweep was up to this task
@@ -472,6 +498,7 @@ Orchestrator::Orchestrator(const OrchestratorOptions& o) : s_(std::make_unique<S
   s.opt.rings.heap_bytes = std::max<int64_t>(0, o.rings.heap_bytes);
   s.opt.rings.dep_pool = std::clamp<uint32_t>(o.rings.dep_pool, 1, INT32_MAX);
   s.opt.publish_every = std::max<uint32_t>(1, o.publish_every);
+  s.dep_off.push_back(0);
   s.slots.reset(new Slot[s.opt.rings.task_window]);
   s.stage.reset(new uint32_t[s.opt.rings.task_window]);
   s.pool.reset(new DepEntry[s.opt.rings.dep_pool]);
@@ -638,12 +665,10 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
     if (a.dir != ArgDir::Output) s.acc_r.push_back({a.tensor, a.region});
     if (a.dir != ArgDir::Input) s.acc_w.push_back({a.tensor, a.region});
   }
-  std::vector<uint32_t>& dl = s.opt.record ? s.dep_list : s.deps_tmp;
-  if (!s.opt.record) dl.clear();
-  const size_t dep_begin = dl.size();
+  s.deps_tmp.clear();
   s.war_tmp.clear();
-  s.tm.record(id, s.acc_r, s.acc_w, dl, &s.war_tmp);
-  const std::span<const uint32_t> deps(dl.data() + dep_begin, dl.size() - dep_begin);
+  s.tm.record(id, s.acc_r, s.acc_w, s.deps_tmp, &s.war_tmp);
+  const std::span<const uint32_t> deps(s.deps_tmp);
   for (uint8_t w : s.war_tmp) s.st.war_edges += w;
   // A slot in the task ring and room in the dependency pool (the cached watermark and pool
   // counts are re-read only when they say no).
@@ -719,7 +744,7 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
   sl.refs = scope >= 0 ? 1 : 0;
   sl.state.store(kPending, std::memory_order_relaxed);
   if (s.opt.record) {
-    Recorded& rec = s.recorded.emplace_back();
+    Recorded& rec = s.recorded.next();
     rec.op = op;
     rec.user = user;
     rec.bufs = static_cast<uint32_t>(s.rec_bufs.size());
@@ -731,6 +756,7 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
     for (const ir::Access& a : s.acc_r) s.rec_bufs.push_back(a.buffer);
     for (const ir::Access& a : s.acc_w) s.rec_bufs.push_back(a.buffer);
     s.cores.push_back(core);
+    s.dep_list.append(deps);
     s.dep_off.push_back(static_cast<uint32_t>(s.dep_list.size()));
   }
   sl.fanin.store(static_cast<int32_t>(deps.size()) + 1, std::memory_order_relaxed);
@@ -877,12 +903,11 @@ std::optional<ir::Program> Orchestrator::record() {
     k.op = r.op;
     k.label = label_of(r.label, r.op, nullptr, t);
     k.params = r.params;
-    const auto b = s.rec_bufs.begin() + r.bufs;
-    k.inputs.assign(b, b + r.n_in);
-    k.outputs.assign(b + r.n_in, b + r.n_in + r.n_out);
+    for (uint32_t i = 0; i < r.n_in + r.n_out; ++i)
+      (i < r.n_in ? k.inputs : k.outputs).push_back(s.rec_bufs[r.bufs + i]);
     k.out_counter = static_cast<int64_t>(t);
-    std::vector<uint32_t> d(s.dep_list.begin() + s.dep_off[t],
-                            s.dep_list.begin() + s.dep_off[t + 1]);
+    std::vector<uint32_t> d;
+    for (uint32_t i = s.dep_off[t]; i < s.dep_off[t + 1]; ++i) d.push_back(s.dep_list[i]);
     std::sort(d.begin(), d.end());
     for (uint32_t q : d) k.waits.push_back({static_cast<int64_t>(q), 1, {}});
     p.add_task(std::move(k));
