@@ -355,6 +355,41 @@ TEST(OrchestratorStalls, ACoreTypeTheMachineLacksIsRefusedAtSubmit) {
   EXPECT_EQ(orch.error(), "submit mm: it runs on an AIC core and the machine has none");
 }
 
+TEST(OrchestratorRecord, ARecordSpanningSeveralChunksKeepsEveryTasksBuffersWaitsAndCore) {
+  constexpr int64_t n = 9000;  // the record grows in chunks of 4096 tasks
+  Orchestrator orch;
+  std::vector<float> cells(n);
+  std::vector<int64_t> ids;
+  for (int64_t t = 0; t < n; ++t)
+    ids.push_back(orch.tensor(fmt::format("c{}", t), ir::DType::F32, {1}, &cells[t],
+                              ir::BufferKind::IO_OUTPUT));
+  for (int64_t t = 0; t < n; ++t) {
+    std::vector<TensorArg> args;
+    if (t > 0) args.push_back({ids[t - 1], ArgDir::Input});
+    args.push_back({ids[t], ArgDir::Output});
+    ASSERT_TRUE(orch.submit(ir::Op::NOP, t % 3 ? CoreType::Aiv : CoreType::Aic, args,
+                            {{"n_off", ir::ParamValue::of_int(t)}}));
+  }
+  ASSERT_TRUE(orch.finish()) << orch.error();
+  const std::optional<ir::Program> p = orch.record();
+  ASSERT_TRUE(p) << orch.error();
+  ASSERT_EQ(p->tasks.size(), static_cast<size_t>(n));
+  const auto cores = orch.core_types();
+  ASSERT_EQ(cores.size(), static_cast<size_t>(n));
+  for (int64_t t = 0; t < n; ++t) {
+    const ir::Task& k = p->tasks[static_cast<size_t>(t)];
+    ASSERT_EQ(k.label, fmt::format("NOP#{}", t));
+    ASSERT_EQ(k.outputs, std::vector<int64_t>{t});
+    ASSERT_EQ(k.inputs, t ? std::vector<int64_t>{t - 1} : std::vector<int64_t>{});
+    ASSERT_EQ(k.waits.size(), t ? 1u : 0u);
+    if (t) {
+      ASSERT_EQ(k.waits[0].counter, t - 1);
+    }
+    ASSERT_EQ(k.int_param("n_off"), t);
+    ASSERT_EQ(cores[static_cast<size_t>(t)].second, t % 3 ? CoreType::Aiv : CoreType::Aic);
+  }
+}
+
 TEST(OrchestratorRecord, WithoutRecordingRecordIsAClearError) {
   OrchestratorOptions o;
   o.record = false;
