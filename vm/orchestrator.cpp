@@ -627,10 +627,11 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
                           name(core));
     return false;
   }
-  {  // The slot two submits ahead was last written by a scheduler (its previous occupant's
-     // completion): start moving its lines here now, so that submit does not wait for them.
+  {  // The slot two submits ahead was last touched by a scheduler and a core (its previous
+     // occupant's run and completion): start moving all its lines here now, so that submit does
+     // not wait for them (all of them: the first 3 alone left submit waiting on the others).
     const auto* next = reinterpret_cast<const std::byte*>(&s.slot(id + 2));
-    for (size_t l = 0; l < 3; ++l) detail::prefetch_for_write(next + 64 * l);
+    for (size_t l = 0; l < sizeof(Slot) / 64; ++l) detail::prefetch_for_write(next + 64 * l);
   }
   // Arguments: checked, and their accesses for the TensorMap.
   s.acc_r.clear();
