@@ -111,14 +111,16 @@ struct TensorInfo {
   int scope = -1;      // make_tensor: the scope that owns it
 };
 
-// A submitted task as record() needs it, without an allocation per task.
+// A submitted task as record() needs it, without an allocation per task: its label, params and
+// buffers live in the record's flat arrays.
 struct Recorded {
-  ir::Op op = ir::Op::NOP;
   const UserKernel* user = nullptr;
+  uint64_t label = 0;  // rec_chars[label, + label_len)
+  uint32_t label_len = 0;
   uint32_t bufs = 0, n_in = 0, n_out = 0;  // rec_bufs[bufs, + n_in): inputs, then outputs
-  bool sub = false;                        // it used a proper sub-region of a tensor
-  std::string label;
-  std::vector<ir::Param> params;
+  uint32_t params = 0, n_params = 0;       // rec_params[params, + n_params)
+  ir::Op op = ir::Op::NOP;
+  bool sub = false;  // it used a proper sub-region of a tensor
 };
 
 // An append-only array in chunks of 4096: growing never moves (or touches again) what is
@@ -168,6 +170,8 @@ struct Orchestrator::State {
   // The record (OrchestratorOptions::record), grown by every submit.
   Chunked<Recorded> recorded;                      // every submitted task
   Chunked<int64_t> rec_bufs;                       // their buffers (Recorded::bufs)
+  std::string rec_chars;                           // their labels (Recorded::label)
+  Chunked<ir::Param> rec_params;                   // their params (Recorded::params)
   Chunked<uint32_t> dep_off, dep_list;             // CSR: what each task follows (dep_off[0] = 0)
   Chunked<CoreType> cores;                         // per task
   std::vector<int> open;                           // open scope ids, innermost last
@@ -752,8 +756,12 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
     rec.n_in = static_cast<uint32_t>(s.acc_r.size());
     rec.n_out = static_cast<uint32_t>(s.acc_w.size());
     rec.sub = sub;
-    rec.label = task.label;
-    rec.params = task.params;
+    rec.label = s.rec_chars.size();
+    rec.label_len = static_cast<uint32_t>(task.label.size());
+    s.rec_chars += task.label;
+    rec.params = static_cast<uint32_t>(s.rec_params.size());
+    rec.n_params = static_cast<uint32_t>(task.params.size());
+    s.rec_params.append(task.params);
     for (const ir::Access& a : s.acc_r) s.rec_bufs.push_back(a.buffer);
     for (const ir::Access& a : s.acc_w) s.rec_bufs.push_back(a.buffer);
     s.cores.push_back(core);
@@ -887,8 +895,9 @@ std::optional<ir::Program> Orchestrator::record() {
     p.add_buffer(t.buf.name, t.buf.kind, t.buf.dtype, t.buf.shape);
   for (size_t t = 0; t < s.recorded.size(); ++t) {
     const Recorded& r = s.recorded[t];
+    const std::string label = s.rec_chars.substr(r.label, r.label_len);
     if (r.sub || r.user) {
-      s.error = fmt::format("record(): task {} ({}) {}", t, label_of(r.label, r.op, r.user, t),
+      s.error = fmt::format("record(): task {} ({}) {}", t, label_of(label, r.op, r.user, t),
                             r.user ? fmt::format("runs the registered kernel '{}', which has no "
                                                  "amk opcode",
                                                  r.user->name)
@@ -896,14 +905,14 @@ std::optional<ir::Program> Orchestrator::record() {
                                                  "address whole buffers"));
       return std::nullopt;
     }
-    p.add_counter(label_of(r.label, r.op, nullptr, t));
+    p.add_counter(label_of(label, r.op, nullptr, t));
   }
   for (size_t t = 0; t < s.recorded.size(); ++t) {
     const Recorded& r = s.recorded[t];
     ir::Task k;
     k.op = r.op;
-    k.label = label_of(r.label, r.op, nullptr, t);
-    k.params = r.params;
+    k.label = label_of(s.rec_chars.substr(r.label, r.label_len), r.op, nullptr, t);
+    for (uint32_t i = 0; i < r.n_params; ++i) k.params.push_back(s.rec_params[r.params + i]);
     for (uint32_t i = 0; i < r.n_in + r.n_out; ++i)
       (i < r.n_in ? k.inputs : k.outputs).push_back(s.rec_bufs[r.bufs + i]);
     k.out_counter = static_cast<int64_t>(t);
