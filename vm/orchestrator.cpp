@@ -119,7 +119,9 @@ struct Recorded {
   uint32_t label_len = 0;
   uint32_t bufs = 0, n_in = 0, n_out = 0;  // rec_bufs[bufs, + n_in): inputs, then outputs
   uint32_t params = 0, n_params = 0;       // rec_params[params, + n_params)
+  uint32_t deps = 0, n_deps = 0;           // rec_deps[deps, + n_deps): the tasks it follows
   ir::Op op = ir::Op::NOP;
+  CoreType core = CoreType::Aiv;
   bool sub = false;  // it used a proper sub-region of a tensor
 };
 
@@ -172,8 +174,7 @@ struct Orchestrator::State {
   Chunked<int64_t> rec_bufs;                       // their buffers (Recorded::bufs)
   std::string rec_chars;                           // their labels (Recorded::label)
   Chunked<ir::Param> rec_params;                   // their params (Recorded::params)
-  Chunked<uint32_t> dep_off, dep_list;             // CSR: what each task follows (dep_off[0] = 0)
-  Chunked<CoreType> cores;                         // per task
+  Chunked<uint32_t> rec_deps;                      // what they follow (Recorded::deps)
   std::vector<int> open;                           // open scope ids, innermost last
   std::vector<std::vector<uint32_t>> scope_tasks;  // by scope id
   std::vector<uint32_t> scope_size;                // tasks per scope id
@@ -502,7 +503,6 @@ Orchestrator::Orchestrator(const OrchestratorOptions& o) : s_(std::make_unique<S
   s.opt.rings.heap_bytes = std::max<int64_t>(0, o.rings.heap_bytes);
   s.opt.rings.dep_pool = std::clamp<uint32_t>(o.rings.dep_pool, 1, INT32_MAX);
   s.opt.publish_every = std::max<uint32_t>(1, o.publish_every);
-  s.dep_off.push_back(0);
   s.slots.reset(new Slot[s.opt.rings.task_window]);
   s.stage.reset(new uint32_t[s.opt.rings.task_window]);
   s.pool.reset(new DepEntry[s.opt.rings.dep_pool]);
@@ -587,37 +587,8 @@ std::optional<int64_t> Orchestrator::make_tensor(std::string name, ir::DType dty
 }
 
 namespace {
-bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, CoreType core,
-                 const std::vector<TensorArg>& args, std::vector<ir::Param> params,
-                 std::string label);
-}  // namespace
 
-KernelId Orchestrator::kernel(std::string name, inst::Kernel fn) {
-  s_->kernels.push_back({std::move(name), fn});
-  return {static_cast<int32_t>(s_->kernels.size()) - 1};
-}
-
-bool Orchestrator::submit(KernelId kernel, CoreType core, const std::vector<TensorArg>& args,
-                          std::vector<ir::Param> params, std::string label) {
-  State& s = *s_;
-  if (kernel.id < 0 || kernel.id >= static_cast<int32_t>(s.kernels.size()) ||
-      !s.kernels[static_cast<size_t>(kernel.id)].fn) {
-    if (s.error.empty())
-      s.error = fmt::format("submit {}: kernel {} is not registered (or has no function)",
-                            label.empty() ? std::string("task") : label, kernel.id);
-    return false;
-  }
-  return submit_task(s, ir::Op::NOP, &s.kernels[static_cast<size_t>(kernel.id)], core, args,
-                     std::move(params), std::move(label));
-}
-
-bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>& args,
-                          std::vector<ir::Param> params, std::string label) {
-  return submit_task(*s_, op, nullptr, core, args, std::move(params), std::move(label));
-}
-
-namespace {
-
+// Both submit()s: an opcode task (`user` null) or a registered kernel's.
 bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, CoreType core,
                  const std::vector<TensorArg>& args, std::vector<ir::Param> params,
                  std::string label) {
@@ -751,6 +722,7 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
   if (s.opt.record) {
     Recorded& rec = s.recorded.next();
     rec.op = op;
+    rec.core = core;
     rec.user = user;
     rec.bufs = static_cast<uint32_t>(s.rec_bufs.size());
     rec.n_in = static_cast<uint32_t>(s.acc_r.size());
@@ -764,9 +736,9 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
     s.rec_params.append(task.params);
     for (const ir::Access& a : s.acc_r) s.rec_bufs.push_back(a.buffer);
     for (const ir::Access& a : s.acc_w) s.rec_bufs.push_back(a.buffer);
-    s.cores.push_back(core);
-    s.dep_list.append(deps);
-    s.dep_off.push_back(static_cast<uint32_t>(s.dep_list.size()));
+    rec.deps = static_cast<uint32_t>(s.rec_deps.size());
+    rec.n_deps = static_cast<uint32_t>(deps.size());
+    s.rec_deps.append(deps);
   }
   sl.fanin.store(static_cast<int32_t>(deps.size()) + 1, std::memory_order_relaxed);
   // Wiring: each producer still running gets a pool entry on its fanout list (under its lock);
@@ -819,6 +791,30 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
 }
 
 }  // namespace
+
+KernelId Orchestrator::kernel(std::string name, inst::Kernel fn) {
+  s_->kernels.push_back({std::move(name), fn});
+  return {static_cast<int32_t>(s_->kernels.size()) - 1};
+}
+
+bool Orchestrator::submit(KernelId kernel, CoreType core, const std::vector<TensorArg>& args,
+                          std::vector<ir::Param> params, std::string label) {
+  State& s = *s_;
+  if (kernel.id < 0 || kernel.id >= static_cast<int32_t>(s.kernels.size()) ||
+      !s.kernels[static_cast<size_t>(kernel.id)].fn) {
+    if (s.error.empty())
+      s.error = fmt::format("submit {}: kernel {} is not registered (or has no function)",
+                            label.empty() ? std::string("task") : label, kernel.id);
+    return false;
+  }
+  return submit_task(s, ir::Op::NOP, &s.kernels[static_cast<size_t>(kernel.id)], core, args,
+                     std::move(params), std::move(label));
+}
+
+bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>& args,
+                          std::vector<ir::Param> params, std::string label) {
+  return submit_task(*s_, op, nullptr, core, args, std::move(params), std::move(label));
+}
 
 void Orchestrator::scope_begin() {
   State& s = *s_;
@@ -879,8 +875,8 @@ OrchestratorStats Orchestrator::stats() const {
 
 std::vector<std::pair<int64_t, CoreType>> Orchestrator::core_types() const {
   std::vector<std::pair<int64_t, CoreType>> v;
-  for (size_t t = 0; t < s_->cores.size(); ++t)
-    v.emplace_back(static_cast<int64_t>(t), s_->cores[t]);
+  for (size_t t = 0; t < s_->recorded.size(); ++t)
+    v.emplace_back(static_cast<int64_t>(t), s_->recorded[t].core);
   return v;
 }
 
@@ -905,19 +901,16 @@ std::optional<ir::Program> Orchestrator::record() {
                                                  "address whole buffers"));
       return std::nullopt;
     }
-    p.add_counter(label_of(label, r.op, nullptr, t));
-  }
-  for (size_t t = 0; t < s.recorded.size(); ++t) {
-    const Recorded& r = s.recorded[t];
     ir::Task k;
     k.op = r.op;
-    k.label = label_of(s.rec_chars.substr(r.label, r.label_len), r.op, nullptr, t);
+    k.label = label_of(label, r.op, nullptr, t);
+    p.add_counter(k.label);
     for (uint32_t i = 0; i < r.n_params; ++i) k.params.push_back(s.rec_params[r.params + i]);
     for (uint32_t i = 0; i < r.n_in + r.n_out; ++i)
       (i < r.n_in ? k.inputs : k.outputs).push_back(s.rec_bufs[r.bufs + i]);
     k.out_counter = static_cast<int64_t>(t);
     std::vector<uint32_t> d;
-    for (uint32_t i = s.dep_off[t]; i < s.dep_off[t + 1]; ++i) d.push_back(s.dep_list[i]);
+    for (uint32_t i = 0; i < r.n_deps; ++i) d.push_back(s.rec_deps[r.deps + i]);
     std::sort(d.begin(), d.end());
     for (uint32_t q : d) k.waits.push_back({static_cast<int64_t>(q), 1, {}});
     p.add_task(std::move(k));
