@@ -79,6 +79,12 @@ struct ProgramHost {
     L.complete(t, on_ready);
   }
   bool all_done(uint64_t retired) const { return retired == L.nt; }
+  // Every ready task enters the queues (launch seeds them, completions release them).
+  template <class F>
+  bool take_published(F&&) const {
+    return false;
+  }
+  bool has_published() const { return false; }
   void on_dispatch(uint32_t t, int sched) {
     if (!L.o.trace) return;
     sched_of[t] = sched;

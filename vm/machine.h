@@ -22,6 +22,8 @@
 //   bool exec(uint32_t t, inst::Workspace&, int32_t core);  // false: failed, run aborted
 //   void complete(uint32_t t, F&& on_ready);           // on_ready(u) for tasks it makes ready
 //   bool all_done(uint64_t retired);                   // may the schedulers stop by themselves
+//   bool take_published(F&& on_ready);  // on_ready(u) for tasks handed over outside the queues
+//   bool has_published();               // take_published() would find some
 //   void on_dispatch(uint32_t t, int scheduler); void on_retire(uint32_t t);  // trace hooks
 #pragma once
 
@@ -205,6 +207,7 @@ void scheduler(Machine<Host>& M, int s) {
         ++i;
       }
     }
+    if (M.H.take_published([&](uint32_t u) { M.make_ready(u); })) progress = true;
     const size_t before = busy.size();
     for (int k = 0; k < 2; ++k)
       while (!idle[k].empty()) {
@@ -237,6 +240,7 @@ void scheduler(Machine<Host>& M, int s) {
     M.P.idle(spin, [&] {
       if (M.H.abort.load(std::memory_order_seq_cst) || M.H.finished.load(std::memory_order_seq_cst))
         return true;
+      if (M.H.has_published()) return true;
       for (int k = 0; k < 2; ++k)
         if (!idle[k].empty() && M.ready[k].has_items()) return true;
       for (int64_t c : busy)

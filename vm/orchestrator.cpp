@@ -12,9 +12,10 @@
 // entries and heap blocks (in allocation order, once past their last user and unpinned by their
 // scope's end). A submit that would wait on resources only the open scope can free is a provable
 // deadlock, reported at once instead of hanging. Submits hand their tasks to the schedulers in
-// groups (publish(): the watermark's bound and the tasks ready at submit), so one hand-over
-// between threads serves publish_every tasks; an idle orchestrator's rest is published by the
-// monitor. A monitor thread is the schedulers' timeout:
+// groups (publish(): two stores, the watermark's bound and the count of tasks ready at submit),
+// so one hand-over between threads serves publish_every tasks. The schedulers take the published
+// ready tasks into their queues themselves: the orchestrator writes no line they write. An idle
+// orchestrator's rest is published by the monitor. A monitor thread is the schedulers' timeout:
 // no retirement for watchdog_ms fails the run with PTO's stall class (S1 running-stalled, S3
 // ready-but-idle, S4 dependency-deadlock, S5 orchestrator-starvation).
 #include "vm/orchestrator.h"
@@ -187,6 +188,10 @@ struct Orchestrator::State {
   uint32_t swept = 0;              // the TensorMap's last stale-entry sweep was up to this task
   uint64_t dep_alloc = 0;          // dependency-pool entries ever taken (orchestrator only)
   uint64_t freed_cache = 0;        // dep_freed as last read (a lower bound)
+  // next_id and visible as this thread last published them. The monitor may have moved them on
+  // since; publish() stores the current counts, which are never less.
+  uint32_t pub_n = 0;
+  uint64_t pub_k = 0;
   std::vector<ir::Access> acc_r, acc_w;
 
   // Shared, grouped by writer on separate cache lines (a store to a line another thread polls
@@ -194,13 +199,17 @@ struct Orchestrator::State {
   // only.
   alignas(64) std::atomic<uint32_t> next_id{0};
   std::atomic<uint8_t> phase{kNotStarted};
+  // Stage entries published: on a line of its own, as the schedulers poll it on every pass and
+  // read next_id only when a task completes.
+  alignas(64) std::atomic<uint64_t> visible{0};
   // Publication (publish()): the orchestrator records each submit and each task found ready at
-  // submit with plain stores on lines only publishers read; publish() hands them over.
+  // submit with plain stores on lines only publishers read; publish() makes them visible, and the
+  // schedulers take the visible stage entries themselves (take_published()), so a publication is
+  // two stores and no read-modify-write of a line another thread polls.
   alignas(64) std::atomic<uint32_t> submitted{0};  // tasks submitted (published or not)
   std::atomic<uint64_t> staged{0};                 // tasks ever put in stage
   std::unique_ptr<uint32_t[]> stage;               // ready at submit, by staged count % task_window
-  alignas(64) SpinLock pub_mu;  // publish(): the orchestrator's, or the monitor's
-  uint64_t pub_cursor = 0;      // stage entries handed over (pub_mu)
+  alignas(64) std::atomic<uint64_t> taken{0};      // stage entries the schedulers took
   // last_alive and the heap under wm_mu (the orchestrator's fast path reads the atomics without
   // it).
   alignas(64) std::mutex wm_mu;
@@ -357,8 +366,7 @@ struct Orchestrator::State {
     while (!mon_stop) {
       mon_cv.wait_for(lk, slice);
       if (mon_stop) return;
-      if (submitted.load(std::memory_order_acquire) != next_id.load(std::memory_order_acquire))
-        publish();
+      publish_idle();
       const uint64_t retired = M->P.total_done();
       const auto now = detail::Clock::now();
       const uint64_t sub = next_id.load(std::memory_order_acquire);
@@ -466,16 +474,51 @@ struct Orchestrator::State {
     return {};
   }
 
-  // Makes the submitted tasks visible to the schedulers: next_id (the watermark's bound, the
-  // completion count finish() waits for) and the ready queue for the tasks that were ready at
-  // submit. Submits publish every opt.publish_every tasks and before anything that waits; the
-  // monitor publishes what an idle orchestrator left (any thread may call it).
-  void publish() {
-    std::lock_guard lk(pub_mu);
+  // Makes the submitted tasks visible to the schedulers (orchestrator thread only): next_id (the
+  // watermark's bound, the completion count finish() waits for) and the stage entries of the
+  // tasks that were ready at submit. Submits publish every opt.publish_every tasks and before
+  // anything that waits; `seq_cst` for finish(), whose wait reads `completed` next (the other side
+  // of complete()'s Dekker pair). Both counters only grow: the monitor's publish_idle() moves
+  // them by compare-exchange to counts the orchestrator had already reached.
+  void publish(bool seq_cst = false) {
+    const uint32_t n = submitted.load(std::memory_order_relaxed);
+    const uint64_t k = staged.load(std::memory_order_relaxed);
+    if (seq_cst || pub_n != n)
+      next_id.store(n, seq_cst ? std::memory_order_seq_cst : std::memory_order_release);
+    pub_n = n;
+    if (pub_k == k) return;
+    pub_k = k;
+    // A scheduler registers as a sleeper, then looks for work (has_published()); seq_cst on both
+    // sides, so one of the two sees the other.
+    visible.store(k, std::memory_order_seq_cst);
+    if (M->P.sleepers.load(std::memory_order_seq_cst) > 0) M->P.wake_all();
+  }
+  // The monitor's publish() for an idle orchestrator (runs concurrently with submits).
+  void publish_idle() {
+    uint32_t e = next_id.load(std::memory_order_acquire);
     const uint32_t n = submitted.load(std::memory_order_acquire);
-    if (next_id.load(std::memory_order_relaxed) != n) next_id.store(n, std::memory_order_seq_cst);
+    if (e != n) next_id.compare_exchange_strong(e, n, std::memory_order_seq_cst);
+    uint64_t v = visible.load(std::memory_order_acquire);
     const uint64_t k = staged.load(std::memory_order_acquire);
-    for (; pub_cursor < k; ++pub_cursor) M->make_ready(stage[pub_cursor % opt.rings.task_window]);
+    if (v != k && visible.compare_exchange_strong(v, k, std::memory_order_seq_cst) &&
+        M->P.sleepers.load(std::memory_order_seq_cst) > 0)
+      M->P.wake_all();
+  }
+  // The machine host's (machine.h): claims the visible stage entries not yet taken and hands
+  // each to on_ready. An entry's task stays alive until it has run, so its stage cell is not
+  // reused before it is read here.
+  template <class F>
+  bool take_published(F&& on_ready) {
+    uint64_t t = taken.load(std::memory_order_relaxed), v = 0;
+    do {
+      v = visible.load(std::memory_order_acquire);
+      if (t >= v) return false;
+    } while (!taken.compare_exchange_weak(t, v, std::memory_order_relaxed));
+    for (; t < v; ++t) on_ready(stage[t % opt.rings.task_window]);
+    return true;
+  }
+  bool has_published() const {
+    return taken.load(std::memory_order_relaxed) < visible.load(std::memory_order_seq_cst);
   }
 
   // Waits (under lk) until `ready()` holds; false with `error` set on a provable deadlock.
@@ -777,7 +820,7 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
     s.staged.store(k + 1, std::memory_order_release);
   }
   s.submitted.store(id + 1, std::memory_order_release);
-  if (id + 1 - s.next_id.load(std::memory_order_relaxed) >= s.opt.publish_every) s.publish();
+  if (id + 1 - s.pub_n >= s.opt.publish_every) s.publish();
   if ((id & 63) == 63) {  // stale TensorMap entries of reclaimed tasks
     // A sweep visits every buffer holding entries: only once the watermark has moved by a
     // quarter of that count (at least 64 tasks), so its cost per task stays constant.
@@ -844,7 +887,7 @@ void Orchestrator::scope_end() {
 bool Orchestrator::finish() {
   State& s = *s_;
   s.phase.store(kFinishing, std::memory_order_release);
-  s.publish();
+  s.publish(true);
   while (!s.open.empty()) scope_end();
   {
     std::lock_guard lk(s.wm_mu);
