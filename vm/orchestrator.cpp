@@ -198,7 +198,6 @@ struct Orchestrator::State {
   // costs a transfer). next_id (tasks published: see publish()) is written by the orchestrator
   // only.
   alignas(64) std::atomic<uint32_t> next_id{0};
-  std::atomic<uint8_t> phase{kNotStarted};
   // Stage entries published: on a line of its own, as the schedulers poll it on every pass and
   // read next_id only when a task completes.
   alignas(64) std::atomic<uint64_t> visible{0};
@@ -209,6 +208,7 @@ struct Orchestrator::State {
   alignas(64) std::atomic<uint32_t> submitted{0};  // tasks submitted (published or not)
   std::atomic<uint64_t> staged{0};                 // tasks ever put in stage
   std::unique_ptr<uint32_t[]> stage;               // ready at submit, by staged count % task_window
+  std::atomic<uint8_t> phase{kNotStarted};         // read by the monitor only
   alignas(64) std::atomic<uint64_t> taken{0};      // stage entries the schedulers took
   // last_alive and the heap under wm_mu (the orchestrator's fast path reads the atomics without
   // it).
@@ -483,8 +483,10 @@ struct Orchestrator::State {
   void publish(bool seq_cst = false) {
     const uint32_t n = submitted.load(std::memory_order_relaxed);
     const uint64_t k = staged.load(std::memory_order_relaxed);
-    if (seq_cst || pub_n != n)
-      next_id.store(n, seq_cst ? std::memory_order_seq_cst : std::memory_order_release);
+    if (seq_cst)  // (a memory order known only at run time would compile to seq_cst)
+      next_id.store(n, std::memory_order_seq_cst);
+    else if (pub_n != n)
+      next_id.store(n, std::memory_order_release);
     pub_n = n;
     if (pub_k == k) return;
     pub_k = k;
