@@ -691,6 +691,11 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
   s.tm.record(id, s.acc_r, s.acc_w, s.deps_tmp, &s.war_tmp);
   const std::span<const uint32_t> deps(s.deps_tmp);
   for (uint8_t w : s.war_tmp) s.st.war_edges += w;
+  // The producers' first lines (state and lock), which a scheduler may hold from their run: start
+  // moving them now, in the exclusive state the wiring's lock needs, so the transfers overlap with
+  // filling the slot and the record instead of stalling the wiring one after another.
+  for (uint32_t p : deps)
+    if (p >= s.alive_cache) detail::prefetch_for_write(&s.slot(p));
   // A slot in the task ring and room in the dependency pool (the cached watermark and pool
   // counts are re-read only when they say no).
   const uint64_t need = deps.size();
