@@ -14,8 +14,8 @@
 // deadlock, reported at once instead of hanging. Submits hand their tasks to the schedulers in
 // groups (publish(): two stores, the watermark's bound and the count of tasks ready at submit),
 // so one hand-over between threads serves publish_every tasks. The schedulers take the published
-// ready tasks into their queues themselves: the orchestrator writes no line they write. An idle
-// orchestrator's rest is published by the monitor. A monitor thread is the schedulers' timeout:
+// ready tasks into their queues themselves, so publishing writes no line a scheduler writes. An
+// idle orchestrator's rest is published by the monitor. A monitor thread is the schedulers' timeout:
 // no retirement for watchdog_ms fails the run with PTO's stall class (S1 running-stalled, S3
 // ready-but-idle, S4 dependency-deadlock, S5 orchestrator-starvation).
 #include "vm/orchestrator.h"
@@ -195,8 +195,8 @@ struct Orchestrator::State {
   std::vector<ir::Access> acc_r, acc_w;
 
   // Shared, grouped by writer on separate cache lines (a store to a line another thread polls
-  // costs a transfer). next_id (tasks published: see publish()) is written by the orchestrator
-  // only.
+  // costs a transfer). next_id (tasks published: see publish()) is written by the orchestrator,
+  // or by the monitor for an idle one.
   alignas(64) std::atomic<uint32_t> next_id{0};
   // Stage entries published: on a line of its own, as the schedulers poll it on every pass and
   // read next_id only when a task completes.
