@@ -15,9 +15,9 @@
 // groups (publish(): two stores, the watermark's bound and the count of tasks ready at submit),
 // so one hand-over between threads serves publish_every tasks. The schedulers take the published
 // ready tasks into their queues themselves, so publishing writes no line a scheduler writes. An
-// idle orchestrator's rest is published by the monitor. A monitor thread is the schedulers' timeout:
-// no retirement for watchdog_ms fails the run with PTO's stall class (S1 running-stalled, S3
-// ready-but-idle, S4 dependency-deadlock, S5 orchestrator-starvation).
+// idle orchestrator's rest is published by the monitor. A monitor thread is the schedulers'
+// timeout: no retirement for watchdog_ms fails the run with PTO's stall class (S1
+// running-stalled, S3 ready-but-idle, S4 dependency-deadlock, S5 orchestrator-starvation).
 #include "vm/orchestrator.h"
 
 #include <algorithm>
