@@ -42,9 +42,14 @@ struct Ratios : benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     std::vector<Run> copy = runs;
     for (Run& r : copy) {
+      // With --benchmark_repetitions: a mean is compared with a mean, a median with a median;
+      // a stddev or cv row is no baseline (the smallest "ns_per_task" would be TBB's stddev).
+      if (r.run_type == Run::RT_Aggregate && r.aggregate_name != "mean" &&
+          r.aggregate_name != "median")
+        continue;
       const std::string name = r.benchmark_name();
       auto dag = name.substr(name.find('/') + 1);
-      dag = dag.substr(0, dag.find('/'));
+      dag = dag.substr(0, dag.find('/')) + r.aggregate_name;
       if (name.starts_with("BM_TbbFlowGraph")) {  // the baseline: TBB's best thread count
         const double v = r.counters["ns_per_task"].value;
         tbb_ns[dag] = tbb_ns.count(dag) ? std::min(tbb_ns[dag], v) : v;
