@@ -84,7 +84,8 @@ void BM_PropertyLargeModels(benchmark::State& st) {
 }
 BENCHMARK(BM_PropertyLargeModels)->DenseRange(0, 2)->Iterations(1)->Unit(benchmark::kSecond);
 
-// Scratch bytes: linear vs graph_color per shipped model; predicted makespan RR vs LB on 1B.
+// Scratch bytes: linear vs graph_color per shipped model; predicted makespan, SM queues and their
+// lower bound, RR vs LB, on Llama-3.2-1B (h100, t4, a2a3) and small-4L (a2a3).
 void BM_Report(benchmark::State& st) {
   for (auto _ : st) {
     for (const auto& n : lower::builtin_model_names()) {
@@ -95,19 +96,31 @@ void BM_Report(benchmark::State& st) {
       st.counters[n + "_linear_B"] = static_cast<double>(lin.program->pages->total_scratch_bytes());
       st.counters[n + "_color_B"] = static_cast<double>(col.program->pages->total_scratch_bytes());
     }
-    const auto m = model("llama-3.2-1b");
-    for (const char* tn : {"h100", "t4"}) {
-      const auto t = target(tn);
+    struct Case {
+      const char *model, *target, *key;
+    };
+    for (const Case c :
+         {Case{"llama-3.2-1b", "h100", "1b_h100"}, Case{"llama-3.2-1b", "t4", "1b_t4"},
+          Case{"llama-3.2-1b", "a2a3", "1b_a2a3"}, Case{"small-4L", "a2a3", "small4_a2a3"}}) {
+      const auto m = model(c.model);
+      const auto t = target(c.target);
       auto rr = lower::lower(m, t, config({{"sm_assignment", "round_robin"}}), {});
       auto lb = lower::lower(m, t, config({{"sm_assignment", "load_balance"}}), {});
       const auto a = lower::estimate(*rr.program, t.record),
                  b = lower::estimate(*lb.program, t.record);
-      st.counters[std::string(tn) + "_rr_us"] = a.makespan_us;
-      st.counters[std::string(tn) + "_lb_us"] = b.makespan_us;
-      st.counters[std::string(tn) + "_rr_amk_us"] = a.amk_makespan_us;
-      st.counters[std::string(tn) + "_lb_amk_us"] = b.amk_makespan_us;
-      // The longest dependency chain: no placement can predict less than this.
-      st.counters[std::string(tn) + "_critical_path_us"] = a.critical_path_us;
+      ir::Program unplaced = *rr.program;
+      for (ir::Task& task : unplaced.tasks) task.sm.reset();
+      const std::string k = c.key;
+      st.counters[k + "_rr_us"] = a.makespan_us;
+      st.counters[k + "_lb_us"] = b.makespan_us;
+      st.counters[k + "_rr_queue_us"] = a.queue_us;
+      st.counters[k + "_lb_queue_us"] = b.queue_us;
+      // max(critical path, total / SMs) of the queue model: no placement predicts less.
+      st.counters[k + "_queue_bound_us"] = lower::estimate(unplaced, t.record).queue_us;
+      st.counters[k + "_rr_amk_us"] = a.amk_makespan_us;
+      st.counters[k + "_lb_amk_us"] = b.amk_makespan_us;
+      // The longest dependency chain: no placement can predict less than this in AMK's formula.
+      st.counters[k + "_critical_path_us"] = a.critical_path_us;
     }
   }
 }

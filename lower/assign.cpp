@@ -2,12 +2,148 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 #include <fmt/format.h>
 
 #include "lower/cost.h"
 
 namespace amk::lower {
+
+namespace {
+
+// What a list schedule sees of the plan. Emit makes a consumer wait for every task of each
+// producer group (all-join counters), so readiness is per group, exactly as the cost model
+// charges it: a task starts when all of its producer groups and its SM's previous task are done.
+struct Dag {
+  std::vector<int64_t> group;     // task -> dense group
+  std::vector<uint32_t> off, in;  // CSR: the producer groups of each task (not its own)
+  std::vector<double> time;       // the cost model's per-SM task time
+  size_t groups = 0;
+};
+
+Dag build_dag(const Plan& p) {
+  Dag d;
+  const size_t n = p.tasks.size();
+  d.groups = p.group_notes.size();
+  d.group.resize(n);
+  d.time.resize(n);
+  d.off.assign(1, 0);
+  d.off.reserve(n + 1);
+  for (size_t i = 0; i < n; ++i) {
+    d.group[i] = p.tasks[i].group;
+    d.time[i] = task_time_sm_us(p.program, p.tasks[i].task, p.target->record, p.knobs.depth);
+    const size_t first = d.in.size();
+    for (uint32_t dep : p.deps(i)) {
+      const auto g = static_cast<uint32_t>(p.tasks[dep].group);
+      if (static_cast<int64_t>(g) == d.group[i] ||
+          std::find(d.in.begin() + static_cast<std::ptrdiff_t>(first), d.in.end(), g) != d.in.end())
+        continue;
+      d.in.push_back(g);
+    }
+    d.off.push_back(static_cast<uint32_t>(d.in.size()));
+  }
+  return d;
+}
+
+// Earliest-finish list scheduling of `order` (each SM runs its tasks in this order); `fixed[i]`
+// >= 0 pins task i. Writes each task's SM and returns the makespan, which is the cost model's
+// per-SM queue prediction for the emitted program.
+double list_schedule(const Dag& d, const std::vector<uint32_t>& order,
+                     const std::vector<int64_t>& fixed, size_t sms, std::vector<int64_t>& sm) {
+  std::vector<double> avail(sms, 0.0), group_fin(d.groups, 0.0);
+  sm.assign(order.size(), 0);
+  double makespan = 0;
+  for (uint32_t i : order) {
+    double ready = 0;
+    for (uint32_t k = d.off[i]; k < d.off[i + 1]; ++k) ready = std::max(ready, group_fin[d.in[k]]);
+    size_t best = 0;
+    if (fixed[i] >= 0) {
+      best = static_cast<size_t>(fixed[i]);
+    } else {
+      double best_start = std::numeric_limits<double>::infinity();
+      for (size_t s = 0; s < sms; ++s) {
+        const double start = std::max(ready, avail[s]);
+        if (start < best_start) {  // ties: the lowest index, so queues stay dense
+          best_start = start;
+          best = s;
+          if (avail[s] <= ready) break;  // cannot start earlier than `ready`
+        }
+      }
+    }
+    const double fin = std::max(ready, avail[best]) + d.time[i];
+    avail[best] = fin;
+    double& gf = group_fin[static_cast<size_t>(d.group[i])];
+    gf = std::max(gf, fin);
+    makespan = std::max(makespan, fin);
+    sm[i] = static_cast<int64_t>(best);
+  }
+  return makespan;
+}
+
+// Critical-path priority order: groups by upward rank (the longest chain of group times from a
+// group to the end), highest first; a group's tasks keep their relative order. Every producer
+// group ranks above its consumers, so the order is topological. Empty on a group cycle.
+std::vector<uint32_t> rank_order(const Dag& d) {
+  const size_t n = d.group.size(), ng = d.groups;
+  std::vector<double> longest(ng, 0.0), rank(ng, 0.0);
+  std::vector<uint32_t> goff(ng + 1, 0), gsucc, indeg(ng, 0);
+  for (size_t i = 0; i < n; ++i) {
+    auto& l = longest[static_cast<size_t>(d.group[i])];
+    l = std::max(l, d.time[i]);
+    for (uint32_t k = d.off[i]; k < d.off[i + 1]; ++k) ++goff[d.in[k] + 1];
+  }
+  std::partial_sum(goff.begin(), goff.end(), goff.begin());
+  gsucc.resize(goff.back());
+  std::vector<uint32_t> fill(goff.begin(), goff.end() - 1);
+  for (size_t i = 0; i < n; ++i)
+    for (uint32_t k = d.off[i]; k < d.off[i + 1]; ++k) {
+      gsucc[fill[d.in[k]]++] = static_cast<uint32_t>(d.group[i]);
+      ++indeg[static_cast<size_t>(d.group[i])];
+    }
+  std::vector<uint32_t> topo;  // Kahn over groups
+  topo.reserve(ng);
+  for (uint32_t g = 0; g < ng; ++g)
+    if (!indeg[g]) topo.push_back(g);
+  for (size_t k = 0; k < topo.size(); ++k)
+    for (uint32_t e = goff[topo[k]]; e < goff[topo[k] + 1]; ++e)
+      if (--indeg[gsucc[e]] == 0) topo.push_back(gsucc[e]);
+  if (topo.size() != ng) return {};
+  for (size_t k = ng; k-- > 0;) {
+    const uint32_t g = topo[k];
+    double below = 0;
+    for (uint32_t e = goff[g]; e < goff[g + 1]; ++e) below = std::max(below, rank[gsucc[e]]);
+    rank[g] = longest[g] + below;
+  }
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return rank[static_cast<size_t>(d.group[a])] > rank[static_cast<size_t>(d.group[b])];
+  });
+  return order;
+}
+
+// Puts the tasks in `order` (queue order is task order) and renumbers their dependencies.
+void reorder(Plan& p, const std::vector<uint32_t>& order) {
+  const size_t n = order.size();
+  std::vector<uint32_t> pos(n);
+  for (size_t k = 0; k < n; ++k) pos[order[k]] = static_cast<uint32_t>(k);
+  std::vector<PlanTask> tasks;
+  tasks.reserve(n);
+  std::vector<uint32_t> off(1, 0), list;
+  off.reserve(n + 1);
+  list.reserve(p.dep_list.size());
+  for (uint32_t old : order) {
+    tasks.push_back(std::move(p.tasks[old]));
+    for (uint32_t dep : p.deps(old)) list.push_back(pos[dep]);
+    off.push_back(static_cast<uint32_t>(list.size()));
+  }
+  p.tasks = std::move(tasks);
+  p.dep_off = std::move(off);
+  p.dep_list = std::move(list);
+}
+
+}  // namespace
 
 std::string assign_workers(Plan& p) {
   if (p.opt.amk_compat || p.opt.reference) return "";
@@ -26,30 +162,37 @@ std::string assign_workers(Plan& p) {
           task, task, n);
     fixed[static_cast<size_t>(task)] = sm;
   }
-  // Earliest finish time in queue (id) order: exactly the cost model's makespan recurrence.
-  std::vector<double> fin(n, 0.0), avail(sms, 0.0);
-  for (size_t i = 0; i < n; ++i) {
-    const double t = task_time_sm_us(p.program, p.tasks[i].task, p.target->record, p.knobs.depth);
-    double ready = 0;
-    for (uint32_t d : p.deps(i)) ready = std::max(ready, fin[d]);
-    size_t best = 0;
-    if (fixed[i] >= 0) {
-      best = static_cast<size_t>(fixed[i]);
-    } else {
-      double best_start = std::numeric_limits<double>::infinity();
-      for (size_t s = 0; s < sms; ++s) {
-        const double start = std::max(ready, avail[s]);
-        if (start < best_start) {  // ties: the lowest index, so queues stay dense
-          best_start = start;
-          best = s;
-          if (avail[s] <= ready) break;  // cannot start earlier than `ready`
-        }
+  const Dag d = build_dag(p);
+  std::vector<uint32_t> ids(n);
+  std::iota(ids.begin(), ids.end(), 0u);
+  std::vector<int64_t> sm, other;
+  double best = list_schedule(d, ids, fixed, sms, sm);
+  const char* how = "earliest finish in task order";
+  std::vector<uint32_t> order;
+  if (p.knobs.sm == Knobs::Sm::LoadBalance) {
+    // load_balance keeps the best of three list schedules under the cost model, so it never
+    // predicts worse than round_robin: earliest finish in task order, round robin, and
+    // earliest finish in critical-path order (which renumbers the tasks).
+    std::vector<int64_t> rr(n);
+    for (size_t i = 0; i < n; ++i) rr[i] = static_cast<int64_t>(i % sms);
+    if (const double t = list_schedule(d, ids, rr, sms, other); t < best) {
+      best = t;
+      sm.swap(other);
+      how = "round robin";
+    }
+    std::vector<uint32_t> ranked = rank_order(d);
+    if (!ranked.empty() && ranked != ids) {
+      if (const double t = list_schedule(d, ranked, fixed, sms, other); t < best) {
+        best = t;
+        sm.swap(other);
+        how = "earliest finish in critical-path order";
+        order = std::move(ranked);
       }
     }
-    fin[i] = std::max(ready, avail[best]) + t;
-    avail[best] = fin[i];
-    p.tasks[i].task.sm = static_cast<int64_t>(best);
   }
+  for (size_t i = 0; i < n; ++i) p.tasks[i].task.sm = sm[i];
+  if (!order.empty()) reorder(p, order);
+  p.log.push_back(fmt::format("  assign: {}, SM queues {:.1f} us", how, best));
   return "";
 }
 

@@ -1,5 +1,7 @@
-// Pass 4, assign workers: sets Task.sm by sm_assignment (round_robin, load_balance = earliest-
-// finish list scheduling over the cost model in queue order, or an explicit {task id: sm} map).
+// Pass 4, assign workers: sets Task.sm by sm_assignment: round_robin; load_balance = the best of
+// earliest-finish list schedules over the cost model (task order, critical-path order, which
+// renumbers the tasks, and round robin itself); or an explicit {task id: sm} map, the rest placed
+// by earliest finish in task order.
 #pragma once
 
 #include <string>

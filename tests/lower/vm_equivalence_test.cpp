@@ -133,6 +133,24 @@ TEST(VmEquivalence, LoweredProgramsMatchTheDirectEvaluationAcrossConfigsAndPosit
       }
 }
 
+TEST(VmEquivalence, SmallFourLayerModelMatchesTooIncludingACriticalPathRenumbering) {
+  // On a2a3, load_balance renumbers small-4L's tasks in critical-path order (see the lowering
+  // test); the renumbered schedule computes the same logits.
+  const json cases[] = {
+      {{"sm_assignment", "load_balance"}},
+      {{"tiling", {{"gemv", {{"N_tile", 32}}}, {"attention", {{"n_partitions", 4}}}}},
+       {"sm_assignment", "round_robin"},
+       {"page_allocation", "linear"}},
+      {{"fusion_grouping", json::array({json::array({"rope_q.reshape", "rope_q"}),
+                                        json::array({"rope_k.reshape", "rope_k"}),
+                                        json::array({"attn_residual", "post_norm"})})}},
+  };
+  for (const json& c : cases)
+    for (int workers : {1, 3})
+      EXPECT_LE(max_error("small-4L", "a2a3", config(c), 3, workers, vm::Mode::Multiplexed), 1e-5)
+          << c.dump() << " workers " << workers;
+}
+
 TEST(VmEquivalence, DeterministicSeedsAndThreadPerSmAgreeToo) {
   for (const Case& c : kCases) {
     EXPECT_LE(max_error("toy-2L", "a2a3", config(c.cfg), 12, 1, vm::Mode::Deterministic), 1e-5)
