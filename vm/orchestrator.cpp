@@ -104,12 +104,13 @@ std::string label_of(const std::string& label, ir::Op op, const UserKernel* user
   return user ? fmt::format("{}#{}", user->name, id) : fmt::format("{}#{}", ir::name(op), id);
 }
 
-struct TensorInfo {
-  ir::Buffer buf;
-  std::byte* data = nullptr;
-  inst::Tensor view;   // the whole tensor, made once (submit narrows it for a row region)
-  int64_t block = -1;  // heap block (global index), -1 for caller memory
-  int scope = -1;      // make_tensor: the scope that owns it
+// What submit reads of a tensor: two cache lines, apart from its ir::Buffer (name, shape vector,
+// JSON extras), which only errors and record() read.
+struct alignas(64) TensorInfo {
+  inst::Tensor view;      // the whole tensor, made once (submit narrows it for a row region)
+  int64_t block = -1;     // heap block (global index), -1 for caller memory
+  int64_t row_bytes = 0;  // bytes per row of axis 0 (0 for rank 0 or no rows)
+  int scope = -1;         // make_tensor: the scope that owns it
 };
 
 // A submitted task as record() needs it, without an allocation per task: its label, params and
@@ -169,7 +170,8 @@ struct Orchestrator::State {
   // Orchestrator thread only.
   alignas(64) ir::TensorMap tm;
   std::vector<TensorInfo> tensors;
-  std::deque<UserKernel> kernels;  // Orchestrator::kernel() (stable addresses for the slots)
+  std::vector<ir::Buffer> tensor_bufs;  // by tensor id, beside `tensors`
+  std::deque<UserKernel> kernels;       // Orchestrator::kernel() (stable addresses for the slots)
   // The record (OrchestratorOptions::record), grown by every submit.
   Chunked<Recorded> recorded;                      // every submitted task
   Chunked<int64_t> rec_bufs;                       // their buffers (Recorded::bufs)
@@ -421,6 +423,17 @@ struct Orchestrator::State {
     space_cv.notify_all();
   }
 
+  // Registers a tensor over `data`; returns its id.
+  int64_t add_tensor(ir::Buffer b, std::byte* data, int64_t block, int scope) {
+    TensorInfo& t = tensors.emplace_back();
+    t.view = inst::Tensor::of(data, b.dtype, b.shape);
+    t.block = block;
+    t.scope = scope;
+    const int64_t rows = b.shape.empty() ? 0 : b.shape[0];
+    t.row_bytes = rows > 0 ? b.nbytes() / rows : 0;
+    tensor_bufs.push_back(std::move(b));
+    return static_cast<int64_t>(tensors.size()) - 1;
+  }
   // The orchestrating thread takes over a stall report as its error; true if there was one.
   bool take_stall() {
     if (!stalled.load(std::memory_order_acquire)) return false;
@@ -573,32 +586,29 @@ Orchestrator::~Orchestrator() {
 
 int64_t Orchestrator::tensor(std::string name, ir::DType dtype, std::vector<int64_t> shape,
                              void* data, ir::BufferKind kind) {
-  TensorInfo t;
-  t.buf.name = std::move(name);
-  t.buf.dtype = dtype;
-  t.buf.shape = std::move(shape);
-  t.buf.kind = kind;
-  t.data = static_cast<std::byte*>(data);
-  t.view = inst::Tensor::of(t.data, t.buf.dtype, t.buf.shape);
-  s_->tensors.push_back(std::move(t));
-  return static_cast<int64_t>(s_->tensors.size()) - 1;
+  ir::Buffer b;
+  b.name = std::move(name);
+  b.dtype = dtype;
+  b.shape = std::move(shape);
+  b.kind = kind;
+  return s_->add_tensor(std::move(b), static_cast<std::byte*>(data), -1, -1);
 }
 
 std::optional<int64_t> Orchestrator::make_tensor(std::string name, ir::DType dtype,
                                                  std::vector<int64_t> shape) {
   State& s = *s_;
-  TensorInfo t;
-  t.buf.name = std::move(name);
-  t.buf.dtype = dtype;
-  t.buf.shape = std::move(shape);
-  t.buf.kind = ir::BufferKind::ACTIVATION;
-  const int64_t bytes = (t.buf.nbytes() + kAlign - 1) / kAlign * kAlign;
+  ir::Buffer b;
+  b.name = std::move(name);
+  b.dtype = dtype;
+  b.shape = std::move(shape);
+  b.kind = ir::BufferKind::ACTIVATION;
+  const int64_t bytes = (b.nbytes() + kAlign - 1) / kAlign * kAlign;
   if (bytes > s.opt.rings.heap_bytes) {
-    s.error = fmt::format("make_tensor '{}': {} bytes exceed the heap ring ({} bytes)", t.buf.name,
+    s.error = fmt::format("make_tensor '{}': {} bytes exceed the heap ring ({} bytes)", b.name,
                           bytes, s.opt.rings.heap_bytes);
     return std::nullopt;
   }
-  t.scope = s.open.empty() ? -1 : s.open.back();
+  const int scope = s.open.empty() ? -1 : s.open.back();
   std::unique_lock lk(s.wm_mu);
   int64_t off = -1;
   auto place = [&] {
@@ -619,16 +629,13 @@ std::optional<int64_t> Orchestrator::make_tensor(std::string name, ir::DType dty
     return off >= 0;
   };
   if (!s.wait_for_space(lk, true, place)) return std::nullopt;
-  s.blocks.push_back({off, bytes, 0, true, t.scope});
+  s.blocks.push_back({off, bytes, 0, true, scope});
   s.heap_used += bytes;
   s.st.max_heap_bytes = std::max(s.st.max_heap_bytes, s.heap_used);
-  t.block = s.blocks_popped + static_cast<int64_t>(s.blocks.size()) - 1;
+  const int64_t block = s.blocks_popped + static_cast<int64_t>(s.blocks.size()) - 1;
   lk.unlock();
-  t.data = s.heap.get() + off;
-  t.view = inst::Tensor::of(t.data, t.buf.dtype, t.buf.shape);
-  std::memset(t.data, 0, static_cast<size_t>(t.buf.nbytes()));
-  s.tensors.push_back(std::move(t));
-  return static_cast<int64_t>(s.tensors.size()) - 1;
+  std::memset(s.heap.get() + off, 0, static_cast<size_t>(b.nbytes()));
+  return s.add_tensor(std::move(b), s.heap.get() + off, block, scope);
 }
 
 namespace {
@@ -667,18 +674,19 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
       s.error = fmt::format(
           "submit {}: tensor '{}' escaped its scope #{} (it ended; its heap "
           "bytes may already hold another tensor)",
-          what(), t.buf.name, t.scope);
+          what(), s.tensor_bufs[static_cast<size_t>(a.tensor)].name, t.scope);
       return false;
     }
     heap_arg = heap_arg || t.block >= 0;
     if (a.region.axis >= 0) {
-      const int64_t rows = t.buf.shape.empty() ? 0 : t.buf.shape[0];
+      const int64_t rows = t.view.rank == 0 ? 0 : t.view.shape[0];
       if (a.region.axis != 0 || a.region.lo < 0 || a.region.hi > rows ||
           a.region.lo >= a.region.hi) {
         s.error = fmt::format(
             "submit {}: region [{}, {}) on axis {} of tensor '{}' ({} rows): "
             "only non-empty row ranges within axis 0 are views",
-            what(), a.region.lo, a.region.hi, a.region.axis, t.buf.name, rows);
+            what(), a.region.lo, a.region.hi, a.region.axis,
+            s.tensor_bufs[static_cast<size_t>(a.tensor)].name, rows);
         return false;
       }
       sub = sub || a.region.lo != 0 || a.region.hi != rows;
@@ -753,8 +761,8 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
       const TensorInfo& t = s.tensors[static_cast<size_t>(a.tensor)];
       inst::Tensor& v = *out++ = t.view;
       if (a.region.axis >= 0) {  // a row view (checked above)
-        const int64_t rows = t.buf.shape[0];
-        v.data = t.data + a.region.lo * (t.buf.nbytes() / rows);
+        const int64_t rows = t.view.shape[0];
+        v.data = static_cast<std::byte*>(t.view.data) + a.region.lo * t.row_bytes;
         v.shape[0] = a.region.hi - a.region.lo;
         v.numel = v.numel / rows * v.shape[0];
       }
@@ -937,8 +945,7 @@ std::optional<ir::Program> Orchestrator::record() {
     return std::nullopt;
   }
   ir::Program p;
-  for (const TensorInfo& t : s.tensors)
-    p.add_buffer(t.buf.name, t.buf.kind, t.buf.dtype, t.buf.shape);
+  for (const ir::Buffer& b : s.tensor_bufs) p.add_buffer(b.name, b.kind, b.dtype, b.shape);
   for (size_t t = 0; t < s.recorded.size(); ++t) {
     const Recorded& r = s.recorded[t];
     const std::string label = s.rec_chars.substr(r.label, r.label_len);
