@@ -16,7 +16,7 @@ namespace {
 // producer group (all-join counters), so readiness is per group, exactly as the cost model
 // charges it: a task starts when all of its producer groups and its SM's previous task are done.
 struct Dag {
-  std::vector<int64_t> group;     // task -> dense group
+  std::vector<int64_t> group;     // task -> its counter group (index of Plan::group_notes)
   std::vector<uint32_t> off, in;  // CSR: the producer groups of each task (not its own)
   std::vector<double> time;       // the cost model's per-SM task time
   size_t groups = 0;
@@ -86,10 +86,10 @@ double list_schedule(const Dag& d, const std::vector<uint32_t>& order,
 // group ranks above its consumers, so the order is topological. Empty on a group cycle.
 std::vector<uint32_t> rank_order(const Dag& d) {
   const size_t n = d.group.size(), ng = d.groups;
-  std::vector<double> longest(ng, 0.0), rank(ng, 0.0);
+  std::vector<double> slowest(ng, 0.0), rank(ng, 0.0);  // a group's longest task; rank
   std::vector<uint32_t> goff(ng + 1, 0), gsucc, indeg(ng, 0);
   for (size_t i = 0; i < n; ++i) {
-    auto& l = longest[static_cast<size_t>(d.group[i])];
+    auto& l = slowest[static_cast<size_t>(d.group[i])];
     l = std::max(l, d.time[i]);
     for (uint32_t k = d.off[i]; k < d.off[i + 1]; ++k) ++goff[d.in[k] + 1];
   }
@@ -113,7 +113,7 @@ std::vector<uint32_t> rank_order(const Dag& d) {
     const uint32_t g = topo[k];
     double below = 0;
     for (uint32_t e = goff[g]; e < goff[g + 1]; ++e) below = std::max(below, rank[gsucc[e]]);
-    rank[g] = longest[g] + below;
+    rank[g] = slowest[g] + below;
   }
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);

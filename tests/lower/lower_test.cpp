@@ -191,9 +191,10 @@ TEST(Passes, LoadBalanceNeverLosesToRoundRobinOnLlama1B) {
 }
 
 TEST(Passes, OnLlama1BForH100RoundRobinAlreadyReachesTheCostModelsLowerBound) {
-  // Why load_balance cannot beat round_robin there: with 132 SMs every all-join stage of <= 132
-  // tiles runs in one round, so round robin's queues equal max(critical path, total / SMs) in
-  // amk's model and the critical path in AMK's formula, for every GEMV tiling.
+  // Why load_balance cannot beat round_robin there: the tile pass makes at most 64 tiles of a
+  // node, so a stage (at most gate and up side by side) has <= 128 equal tiles and runs in one
+  // round on 132 SMs. Round robin's queues then equal max(critical path, total / SMs) in amk's
+  // model, and AMK's formula equals the critical path, whatever the GEMV tile width.
   const targets::TargetSpec h = target("h100");
   for (int n_tile : {16, 64, 128}) {
     ir::Program rr = must(run(
