@@ -114,14 +114,14 @@ struct alignas(64) TensorInfo {
 };
 
 // A submitted task as record() needs it, without an allocation per task: its label, params and
-// buffers live in the record's flat arrays.
+// buffers follow the previous task's in the record's flat arrays (record() walks them in order).
+// Its dependencies are not kept: record() finds them again from the buffers, with a TensorMap that
+// forgets nothing (submit's drops reclaimed tasks, whose edges the program still needs).
 struct Recorded {
   const UserKernel* user = nullptr;
-  uint64_t label = 0;  // rec_chars[label, + label_len)
-  uint32_t label_len = 0;
-  uint32_t bufs = 0, n_in = 0, n_out = 0;  // rec_bufs[bufs, + n_in): inputs, then outputs
-  uint32_t params = 0, n_params = 0;       // rec_params[params, + n_params)
-  uint32_t deps = 0, n_deps = 0;           // rec_deps[deps, + n_deps): the tasks it follows
+  uint32_t label_len = 0;          // the next label_len of rec_chars
+  uint32_t n_in = 0, n_out = 0;    // the next n_in + n_out of rec_bufs: inputs, then outputs
+  uint32_t n_params = 0;           // the next n_params of rec_params
   ir::Op op = ir::Op::NOP;
   CoreType core = CoreType::Aiv;
   bool sub = false;  // it used a proper sub-region of a tensor
@@ -177,7 +177,6 @@ struct Orchestrator::State {
   Chunked<int64_t> rec_bufs;                       // their buffers (Recorded::bufs)
   std::string rec_chars;                           // their labels (Recorded::label)
   Chunked<ir::Param> rec_params;                   // their params (Recorded::params)
-  Chunked<uint32_t> rec_deps;                      // what they follow (Recorded::deps)
   std::vector<int> open;                           // open scope ids, innermost last
   std::vector<std::vector<uint32_t>> scope_tasks;  // by scope id
   std::vector<uint32_t> scope_size;                // tasks per scope id
@@ -782,21 +781,15 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
     rec.op = op;
     rec.core = core;
     rec.user = user;
-    rec.bufs = static_cast<uint32_t>(s.rec_bufs.size());
     rec.n_in = static_cast<uint32_t>(s.acc_r.size());
     rec.n_out = static_cast<uint32_t>(s.acc_w.size());
     rec.sub = sub;
-    rec.label = s.rec_chars.size();
     rec.label_len = static_cast<uint32_t>(task.label.size());
     s.rec_chars += task.label;
-    rec.params = static_cast<uint32_t>(s.rec_params.size());
     rec.n_params = static_cast<uint32_t>(task.params.size());
     s.rec_params.append(task.params);
     for (const ir::Access& a : s.acc_r) s.rec_bufs.push_back(a.buffer);
     for (const ir::Access& a : s.acc_w) s.rec_bufs.push_back(a.buffer);
-    rec.deps = static_cast<uint32_t>(s.rec_deps.size());
-    rec.n_deps = static_cast<uint32_t>(deps.size());
-    s.rec_deps.append(deps);
   }
   sl.fanin.store(static_cast<int32_t>(deps.size()) + 1, std::memory_order_relaxed);
   // Wiring: each producer still running gets a pool entry on its fanout list (under its lock);
@@ -946,11 +939,16 @@ std::optional<ir::Program> Orchestrator::record() {
   }
   ir::Program p;
   for (const ir::Buffer& b : s.tensor_bufs) p.add_buffer(b.name, b.kind, b.dtype, b.shape);
+  ir::TensorMap tm;  // whole buffers: a task with a proper sub-region has no record
+  std::vector<ir::Access> reads, writes;
+  std::vector<uint32_t> deps;
+  uint64_t label = 0, bufs = 0, params = 0;
   for (size_t t = 0; t < s.recorded.size(); ++t) {
     const Recorded& r = s.recorded[t];
-    const std::string label = s.rec_chars.substr(r.label, r.label_len);
+    const std::string text = s.rec_chars.substr(label, r.label_len);
+    label += r.label_len;
     if (r.sub || r.user) {
-      s.error = fmt::format("record(): task {} ({}) {}", t, label_of(label, r.op, r.user, t),
+      s.error = fmt::format("record(): task {} ({}) {}", t, label_of(text, r.op, r.user, t),
                             r.user ? fmt::format("runs the registered kernel '{}', which has no "
                                                  "amk opcode",
                                                  r.user->name)
@@ -960,16 +958,21 @@ std::optional<ir::Program> Orchestrator::record() {
     }
     ir::Task k;
     k.op = r.op;
-    k.label = label_of(label, r.op, nullptr, t);
+    k.label = label_of(text, r.op, nullptr, t);
     p.add_counter(k.label);
-    for (uint32_t i = 0; i < r.n_params; ++i) k.params.push_back(s.rec_params[r.params + i]);
-    for (uint32_t i = 0; i < r.n_in + r.n_out; ++i)
-      (i < r.n_in ? k.inputs : k.outputs).push_back(s.rec_bufs[r.bufs + i]);
+    for (uint32_t i = 0; i < r.n_params; ++i) k.params.push_back(s.rec_params[params++]);
+    reads.clear();
+    writes.clear();
+    for (uint32_t i = 0; i < r.n_in + r.n_out; ++i) {
+      const int64_t b = s.rec_bufs[bufs++];
+      (i < r.n_in ? k.inputs : k.outputs).push_back(b);
+      (i < r.n_in ? reads : writes).push_back({b, {}});
+    }
     k.out_counter = static_cast<int64_t>(t);
-    std::vector<uint32_t> d;
-    for (uint32_t i = 0; i < r.n_deps; ++i) d.push_back(s.rec_deps[r.deps + i]);
-    std::sort(d.begin(), d.end());
-    for (uint32_t q : d) k.waits.push_back({static_cast<int64_t>(q), 1, {}});
+    deps.clear();
+    tm.record(static_cast<uint32_t>(t), reads, writes, deps);
+    std::sort(deps.begin(), deps.end());
+    for (uint32_t q : deps) k.waits.push_back({static_cast<int64_t>(q), 1, {}});
     p.add_task(std::move(k));
   }
   return p;

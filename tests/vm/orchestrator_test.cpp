@@ -402,6 +402,40 @@ TEST(OrchestratorRecord, WithoutRecordingRecordIsAClearError) {
   EXPECT_EQ(orch.error(),
             "record(): this orchestrator was created with OrchestratorOptions::record = false");
 }
+// The TensorMap drops the entries of reclaimed tasks (PTO's stale-entry cleanup), so at submit a
+// reader of a tensor whose writer is long gone follows nothing. Its record must still wait on that
+// writer, or the program has a race the validator rightly rejects. A ring of 16 forces the
+// watermark (and with it the sweep at task 127) past the writer before the reader comes.
+TEST(OrchestratorRecord, AReaderStillWaitsOnAWriterTheTensorMapHasSinceForgotten) {
+  OrchestratorOptions o;
+  o.rings.task_window = 16;
+  Orchestrator orch(o);
+  float src = 2, x = 0, y = 0;
+  std::vector<float> cells(300);
+  const int64_t s = orch.tensor("src", ir::DType::F32, {1}, &src, ir::BufferKind::IO_INPUT);
+  const int64_t xt = orch.tensor("x", ir::DType::F32, {1}, &x, ir::BufferKind::IO_OUTPUT);
+  const int64_t yt = orch.tensor("y", ir::DType::F32, {1}, &y, ir::BufferKind::IO_OUTPUT);
+  ASSERT_TRUE(orch.submit(ir::Op::COPY, CoreType::Aiv, {{s, ArgDir::Input}, {xt, ArgDir::Output}}));
+  for (int64_t t = 0; t < 300; ++t) {
+    const int64_t c = orch.tensor(fmt::format("c{}", t), ir::DType::F32, {1}, &cells[t],
+                                  ir::BufferKind::IO_OUTPUT);
+    ASSERT_TRUE(
+        orch.submit(ir::Op::COPY, CoreType::Aiv, {{s, ArgDir::Input}, {c, ArgDir::Output}}));
+  }
+  ASSERT_TRUE(orch.submit(ir::Op::COPY, CoreType::Aiv, {{xt, ArgDir::Input}, {yt, ArgDir::Output}},
+                          {}, "reader"));
+  ASSERT_TRUE(orch.finish()) << orch.error();
+  EXPECT_EQ(y, 2.0f);
+  const std::optional<ir::Program> p = orch.record();
+  ASSERT_TRUE(p) << orch.error();
+  const ir::Task& reader = p->tasks.back();
+  ASSERT_EQ(reader.label, "reader");
+  ASSERT_EQ(reader.waits.size(), 1u);
+  EXPECT_EQ(reader.waits[0].counter, 0);
+  const validate::Result v = validate::validate(*p);
+  EXPECT_TRUE(v.ok) << v.report();
+}
+
 
 TEST(OrchestratorRecord, TheRecordedProgramIsProvedAndRunsInAicoreModeToTheSameOutput) {
   PagedAttentionCase c;
