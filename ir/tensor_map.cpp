@@ -14,7 +14,7 @@ bool covers(const Region& outer, const Region& inner) {
          (outer.axis == inner.axis && outer.lo <= inner.lo && inner.hi <= outer.hi);
 }
 
-void TensorMap::push(List& l, uint32_t task, const Region& r) {
+void TensorMap::push(int64_t buffer, bool read, uint32_t task, const Region& r) {
   int32_t i;
   if (free_ >= 0) {
     i = free_;
@@ -24,12 +24,23 @@ void TensorMap::push(List& l, uint32_t task, const Region& r) {
     i = static_cast<int32_t>(pool_.size());
     pool_.push_back({task, -1, r});
   }
+  Slot& s = by_buffer_[static_cast<size_t>(buffer)];
+  List& l = read ? s.reads : s.writes;
   if (l.tail >= 0)
     pool_[static_cast<size_t>(l.tail)].next = i;
   else
     l.head = i;
   l.tail = i;
   ++live_entries_;
+  expiry_.push_back({buffer, task, i, read});
+}
+
+void TensorMap::free_node(int32_t i) {
+  Node& n = pool_[static_cast<size_t>(i)];
+  n.task = kFreed;
+  n.next = free_;
+  free_ = i;
+  --live_entries_;
 }
 
 template <class Pred>
@@ -40,9 +51,7 @@ void TensorMap::erase_if(List& l, Pred&& stale) {
     const int32_t next = n.next;
     if (stale(n)) {
       (prev >= 0 ? pool_[static_cast<size_t>(prev)].next : l.head) = next;
-      n.next = free_;
-      free_ = i;
-      --live_entries_;
+      free_node(i);
     } else {
       prev = i;
     }
@@ -53,26 +62,42 @@ void TensorMap::erase_if(List& l, Pred&& stale) {
 
 TensorMap::Slot& TensorMap::slot(int64_t b) {
   const auto i = static_cast<size_t>(b);
-  if (by_buffer_.size() <= i) {
-    by_buffer_.resize(std::max(i + 1, by_buffer_.size() * 2));
-    in_live_.resize(by_buffer_.size(), 0);
-  }
-  if (!in_live_[i]) {
-    in_live_[i] = 1;
-    live_.push_back(b);
-  }
+  if (by_buffer_.size() <= i) by_buffer_.resize(std::max(i + 1, by_buffer_.size() * 2));
   return by_buffer_[i];
 }
 
-void TensorMap::clear() {
-  for (int64_t b : live_) {
-    by_buffer_[static_cast<size_t>(b)] = {};
-    in_live_[static_cast<size_t>(b)] = 0;
+void TensorMap::forget_before(uint32_t task) {
+  size_t h = expiry_head_;
+  for (; h < expiry_.size() && expiry_[h].task < task; ++h) {
+    const Expiry& e = expiry_[h];
+    // Covered by a later write, the entry is gone already (its node freed, perhaps reused by a
+    // later task): nothing to do. Otherwise every entry of its list pushed before it has been
+    // popped (or covered) already, so it is the head.
+    if (pool_[static_cast<size_t>(e.node)].task != e.task) continue;
+    Slot& s = by_buffer_[static_cast<size_t>(e.buffer)];
+    List& l = e.read ? s.reads : s.writes;
+    l.head = pool_[static_cast<size_t>(e.node)].next;
+    if (l.head < 0) l.tail = -1;
+    free_node(e.node);
   }
-  live_.clear();
+  expiry_head_ = h;
+  if (expiry_head_ >= 4096 && expiry_head_ * 2 >= expiry_.size()) {  // amortised O(1) per entry
+    expiry_.erase(expiry_.begin(), expiry_.begin() + static_cast<std::ptrdiff_t>(expiry_head_));
+    expiry_head_ = 0;
+  }
+}
+
+size_t TensorMap::entries() const {
+  return live_entries_;
+}
+
+void TensorMap::clear() {
+  by_buffer_.assign(by_buffer_.size(), {});
   pool_.clear();
   free_ = -1;
   live_entries_ = 0;
+  expiry_.clear();
+  expiry_head_ = 0;
 }
 
 void TensorMap::record(uint32_t task, std::span<const Access> reads, std::span<const Access> writes,
@@ -118,25 +143,9 @@ void TensorMap::record(uint32_t task, std::span<const Access> reads, std::span<c
     auto covered = [&](const Node& e) { return e.task != task && covers(a.region, e.region); };
     erase_if(s.writes, covered);
     erase_if(s.reads, covered);
-    push(s.writes, task, a.region);
+    push(a.buffer, false, task, a.region);
   }
-  for (const Access& a : reads) push(slot(a.buffer).reads, task, a.region);
-}
-
-void TensorMap::forget_before(uint32_t task) {
-  auto stale = [&](const Node& e) { return e.task < task; };
-  std::erase_if(live_, [&](int64_t b) {
-    Slot& s = by_buffer_[static_cast<size_t>(b)];
-    erase_if(s.writes, stale);
-    erase_if(s.reads, stale);
-    const bool empty = s.writes.head < 0 && s.reads.head < 0;
-    if (empty) in_live_[static_cast<size_t>(b)] = 0;
-    return empty;
-  });
-}
-
-size_t TensorMap::entries() const {
-  return live_entries_;
+  for (const Access& a : reads) push(a.buffer, true, task, a.region);
 }
 
 }  // namespace amk::ir

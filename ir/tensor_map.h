@@ -37,18 +37,17 @@ class TensorMap {
   void record(uint32_t task, std::span<const Access> reads, std::span<const Access> writes,
               std::vector<uint32_t>& deps, std::vector<uint8_t>* war_only = nullptr);
   /// Stale-entry cleanup: drops the entries of tasks before `task` (retired: nothing can wait on
-  /// them any more).
+  /// them any more). Costs only the entries it drops.
   void forget_before(uint32_t task);
   /// Live entries (for tests and the orchestrator's pool accounting).
   size_t entries() const;
-  /// Buffers that may hold entries (what forget_before visits).
-  size_t buffers() const { return live_.size(); }
   /// Forgets everything (memory kept).
   void clear();
 
  private:
   // Entries live in one pool of nodes with a free list, chained per buffer in insertion order:
   // no allocation once the pool has grown to the live entries.
+  static constexpr uint32_t kFreed = UINT32_MAX;  // Node::task on the free list
   struct Node {
     uint32_t task;
     int32_t next;  // -1: end
@@ -60,19 +59,29 @@ class TensorMap {
   struct Slot {
     List writes, reads;  // live entries (covered ones are dropped)
   };
-  void push(List& l, uint32_t task, const Region& r);
+  // Every entry in insertion order, hence in task order: forget_before pops the stale ones from
+  // the front. A list holds its entries in that order too, so a stale entry still live is its
+  // list's head when popped.
+  struct Expiry {
+    int64_t buffer;
+    uint32_t task;
+    int32_t node;
+    bool read;
+  };
+  void push(int64_t buffer, bool read, uint32_t task, const Region& r);
   template <class Pred>
   void erase_if(List& l, Pred&& stale);
+  void free_node(int32_t i);
   Slot& slot(int64_t buffer);
 
   std::vector<Node> pool_;
   int32_t free_ = -1;
   size_t live_entries_ = 0;
   std::vector<Slot> by_buffer_;
-  std::vector<int64_t> live_;     // buffers that may hold entries (each once)
-  std::vector<uint8_t> in_live_;  // by buffer
-  std::vector<uint32_t> seen_;    // by task: stamp_ once it is in this call's deps
-  std::vector<uint32_t> pos_;     // by task: its index in war_only (when seen_)
+  std::vector<Expiry> expiry_;  // [expiry_head_, end): entries not yet forgotten
+  size_t expiry_head_ = 0;
+  std::vector<uint32_t> seen_;  // by task: stamp_ once it is in this call's deps
+  std::vector<uint32_t> pos_;   // by task: its index in war_only (when seen_)
   uint32_t stamp_ = 0;
 };
 

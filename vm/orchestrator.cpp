@@ -186,7 +186,6 @@ struct Orchestrator::State {
   std::vector<uint32_t> deps_tmp;  // a submit's dependencies
   std::vector<uint8_t> war_tmp;    // which of them are write-after-read only
   uint32_t alive_cache = 0;        // last_alive as last read (a lower bound)
-  uint32_t swept = 0;              // the TensorMap's last stale-entry sweep was up to this task
   uint64_t dep_alloc = 0;          // dependency-pool entries ever taken (orchestrator only)
   uint64_t freed_cache = 0;        // dep_freed as last read (a lower bound)
   // next_id and visible as this thread last published them. The monitor may have moved them on
@@ -829,15 +828,8 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
   }
   s.submitted.store(id + 1, std::memory_order_release);
   if (id + 1 - s.pub_n >= s.opt.publish_every) s.publish();
-  if ((id & 63) == 63) {  // stale TensorMap entries of reclaimed tasks
-    // A sweep visits every buffer holding entries: only once the watermark has moved by a
-    // quarter of that count (at least 64 tasks), so its cost per task stays constant.
-    const uint32_t floor = s.last_alive.load(std::memory_order_acquire);
-    if (floor - s.swept >= std::max<uint64_t>(64, s.tm.buffers() / 4)) {
-      s.tm.forget_before(floor);
-      s.swept = floor;
-    }
-  }
+  if ((id & 63) == 63)  // stale TensorMap entries of reclaimed tasks (costs what it drops)
+    s.tm.forget_before(s.last_alive.load(std::memory_order_acquire));
   return true;
 }
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -356,6 +357,41 @@ TEST(TensorMapTest, RawWawWarAndDisjointRegions) {
   EXPECT_EQ(tm.entries(), 2u);  // task 5's two writes cover everything before them
   tm.forget_before(6);
   EXPECT_EQ(tm.entries(), 0u);
+}
+
+// forget_before drops exactly the entries of tasks before its bound, whether or not a later
+// write already covered them (and their nodes went to later tasks): after it, a task follows
+// exactly the tasks at or past the bound that a TensorMap which never forgets would give it.
+TEST(TensorMapTest, ForgettingDropsExactlyTheTasksBeforeTheBound) {
+  std::mt19937 rng(7);
+  TensorMap full, forgetting;
+  uint32_t floor = 0;
+  for (uint32_t t = 0; t < 20000; ++t) {
+    std::vector<Access> reads, writes;
+    const int n = 1 + static_cast<int>(rng() % 3);
+    for (int i = 0; i < n; ++i) {
+      Access a{static_cast<int64_t>(rng() % 12), {}};
+      if (rng() % 2) {  // a row range of axis 0, or the whole buffer
+        const int64_t lo = rng() % 16;
+        a.region = {0, lo, lo + 1 + static_cast<int64_t>(rng() % 4)};
+      }
+      (rng() % 3 ? reads : writes).push_back(a);
+    }
+    std::vector<uint32_t> want, got;
+    full.record(t, reads, writes, want);
+    forgetting.record(t, reads, writes, got);
+    std::erase_if(want, [&](uint32_t d) { return d < floor; });
+    std::sort(want.begin(), want.end());
+    std::sort(got.begin(), got.end());
+    ASSERT_EQ(got, want) << "task " << t << ", forgotten before " << floor;
+    if (rng() % 8 == 0) {
+      floor = std::min(t + 1, floor + static_cast<uint32_t>(rng() % 24));
+      forgetting.forget_before(floor);
+    }
+    ASSERT_LE(forgetting.entries(), full.entries());
+  }
+  forgetting.forget_before(20000);
+  EXPECT_EQ(forgetting.entries(), 0u);
 }
 
 TEST(Property, RandomValidConfigsOfSmallModelsAlwaysValidate) {
