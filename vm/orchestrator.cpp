@@ -119,9 +119,9 @@ struct alignas(64) TensorInfo {
 // forgets nothing (submit's drops reclaimed tasks, whose edges the program still needs).
 struct Recorded {
   const UserKernel* user = nullptr;
-  uint32_t label_len = 0;          // the next label_len of rec_chars
-  uint32_t n_in = 0, n_out = 0;    // the next n_in + n_out of rec_bufs: inputs, then outputs
-  uint32_t n_params = 0;           // the next n_params of rec_params
+  uint32_t label_len = 0;        // the next label_len of rec_chars
+  uint32_t n_in = 0, n_out = 0;  // the next n_in + n_out of rec_bufs: inputs, then outputs
+  uint32_t n_params = 0;         // the next n_params of rec_params
   ir::Op op = ir::Op::NOP;
   CoreType core = CoreType::Aiv;
   bool sub = false;  // it used a proper sub-region of a tensor
@@ -150,6 +150,18 @@ class Chunked {
  private:
   std::vector<std::unique_ptr<T[]>> chunks_;
   size_t n_ = 0;
+};
+
+// An index into a ring of `size` entries: a mask when the size is a power of two (the defaults), so
+// the hot paths take no division.
+class RingIndex {
+ public:
+  explicit RingIndex(uint64_t size = 1)
+      : size_(size), mask_(std::has_single_bit(size) ? size - 1 : 0) {}
+  uint64_t operator()(uint64_t i) const { return mask_ ? i & mask_ : i % size_; }
+
+ private:
+  uint64_t size_, mask_;
 };
 
 struct HeapBlock {
@@ -207,7 +219,7 @@ struct Orchestrator::State {
   // two stores and no read-modify-write of a line another thread polls.
   alignas(64) std::atomic<uint32_t> submitted{0};  // tasks submitted (published or not)
   std::atomic<uint64_t> staged{0};                 // tasks ever put in stage
-  std::unique_ptr<uint32_t[]> stage;               // ready at submit, by staged count % task_window
+  std::unique_ptr<uint32_t[]> stage;               // ready at submit, by staged count (task_at)
   std::atomic<uint8_t> phase{kNotStarted};         // read by the monitor only
   alignas(64) std::atomic<uint64_t> taken{0};      // stage entries the schedulers took
   // last_alive and the heap under wm_mu (the orchestrator's fast path reads the atomics without
@@ -237,10 +249,12 @@ struct Orchestrator::State {
   std::condition_variable mon_cv;
   bool mon_stop = false;  // mon_mu
 
-  Slot& slot(uint32_t id) { return slots[id % opt.rings.task_window]; }
+  RingIndex task_at, dep_at;  // task_window, dep_pool
+
+  Slot& slot(uint32_t id) { return slots[task_at(id)]; }
 
   // The pool index of the i-th entry ever taken (a ring).
-  int32_t pool_at(uint64_t i) const { return static_cast<int32_t>(i % opt.rings.dep_pool); }
+  int32_t pool_at(uint64_t i) const { return static_cast<int32_t>(dep_at(i)); }
 
   // Advances the watermark over consumed tasks; frees ring slots, pool entries (a task's own, to
   // its producers: every producer finished walking its fanout before the task could run), heap
@@ -527,7 +541,7 @@ struct Orchestrator::State {
       v = visible.load(std::memory_order_acquire);
       if (t >= v) return false;
     } while (!taken.compare_exchange_weak(t, v, std::memory_order_relaxed));
-    for (; t < v; ++t) on_ready(stage[t % opt.rings.task_window]);
+    for (; t < v; ++t) on_ready(stage[task_at(t)]);
     return true;
   }
   bool has_published() const {
@@ -559,6 +573,8 @@ Orchestrator::Orchestrator(const OrchestratorOptions& o) : s_(std::make_unique<S
   s.opt.rings.heap_bytes = std::max<int64_t>(0, o.rings.heap_bytes);
   s.opt.rings.dep_pool = std::clamp<uint32_t>(o.rings.dep_pool, 1, INT32_MAX);
   s.opt.publish_every = std::max<uint32_t>(1, o.publish_every);
+  s.task_at = RingIndex(s.opt.rings.task_window);
+  s.dep_at = RingIndex(s.opt.rings.dep_pool);
   s.slots.reset(new Slot[s.opt.rings.task_window]);
   s.stage.reset(new uint32_t[s.opt.rings.task_window]);
   s.pool.reset(new DepEntry[s.opt.rings.dep_pool]);
@@ -823,7 +839,7 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
   // Ready now: staged for the next publish().
   if (sl.n_linked == 0 || sl.fanin.fetch_sub(early + 1, std::memory_order_acq_rel) == early + 1) {
     const uint64_t k = s.staged.load(std::memory_order_relaxed);
-    s.stage[k % window] = id;  // at most task_window tasks are alive, so never one unpublished
+    s.stage[s.task_at(k)] = id;  // at most task_window tasks are alive, so never one unpublished
     s.staged.store(k + 1, std::memory_order_release);
   }
   s.submitted.store(id + 1, std::memory_order_release);

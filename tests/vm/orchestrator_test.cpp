@@ -73,10 +73,11 @@ TEST(OrchestratorPagedAttention, MatchesTheDirectEvaluationAtRingSizesFrom16To65
   PagedAttentionCase c;
   c.batch = 64;
   c.head_dim = 64;
-  for (uint32_t window : {16u, 64u, 1024u, 65536u})
+  for (uint32_t window : {16u, 17u, 64u, 1000u, 1024u, 65536u})
     for (int schedulers : {1, 2, 4}) {
       OrchestratorOptions o;
       o.rings.task_window = window;
+      if (window == 17 || window == 1000) o.rings.dep_pool = 37;  // rings indexed by %, not a mask
       o.machine.schedulers = schedulers;
       o.record = schedulers != 2;  // the run does not depend on keeping the record
       o.publish_every = schedulers == 4 ? 1 : window == 64 ? 1000 : 16;  // each, groups, > ring
@@ -435,7 +436,6 @@ TEST(OrchestratorRecord, AReaderStillWaitsOnAWriterTheTensorMapHasSinceForgotten
   const validate::Result v = validate::validate(*p);
   EXPECT_TRUE(v.ok) << v.report();
 }
-
 
 TEST(OrchestratorRecord, TheRecordedProgramIsProvedAndRunsInAicoreModeToTheSameOutput) {
   PagedAttentionCase c;
