@@ -115,8 +115,8 @@ class Orchestrator {
   /// Counts of this run.
   OrchestratorStats stats() const;
   /// The orchestration as an amk program: one counter per task, a threshold-1 wait on each task
-  /// it depends on (RAW, WAW, WAR), however long ago that task was reclaimed. nullopt and `error()` when a task used a proper sub-region (amk tasks address
-  /// whole buffers) or a registered kernel.
+  /// it depends on (RAW, WAW, WAR), however long ago that task was reclaimed. nullopt and `error()`
+  /// when a task used a proper sub-region (amk tasks address whole buffers) or a registered kernel.
   std::optional<ir::Program> record();
   /// The core type each submitted task asked for: AicoreOptions::overrides for the recorded
   /// program (empty without OrchestratorOptions::record).
