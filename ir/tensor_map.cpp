@@ -1,6 +1,7 @@
 #include "ir/tensor_map.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace amk::ir {
 
@@ -102,24 +103,31 @@ void TensorMap::clear() {
 
 void TensorMap::record(uint32_t task, std::span<const Access> reads, std::span<const Access> writes,
                        std::vector<uint32_t>& deps, std::vector<uint8_t>* war_only) {
-  if (seen_.size() <= task) {
-    seen_.resize(std::max<size_t>(task + 1, seen_.size() * 2), 0);
-    pos_.resize(seen_.size(), 0);
+  // Every dependency is a task with a live entry, all of them in [oldest, task]: the stamps are a
+  // ring over that span (all tasks so far when nothing is forgotten; the live window in the
+  // orchestrator), so memory follows the live entries, not the tasks ever recorded.
+  const uint32_t oldest = expiry_head_ < expiry_.size() ? expiry_[expiry_head_].task : task;
+  const size_t span = size_t{task} - oldest + 1;
+  if (seen_.size() < span) {
+    seen_.assign(std::bit_ceil(span), 0);
+    pos_.resize(seen_.size());
   }
+  const size_t ring = seen_.size() - 1;
   if (++stamp_ == 0) {
     std::fill(seen_.begin(), seen_.end(), 0);
     stamp_ = 1;
   }
   auto dep = [&](uint32_t t, bool war) {
     if (t == task) return;
-    if (seen_[t] == stamp_) {
-      if (war_only && !war) (*war_only)[pos_[t]] = 0;
+    const size_t i = t & ring;
+    if (seen_[i] == stamp_) {
+      if (war_only && !war) (*war_only)[pos_[i]] = 0;
       return;
     }
-    seen_[t] = stamp_;
+    seen_[i] = stamp_;
     deps.push_back(t);
     if (war_only) {
-      pos_[t] = static_cast<uint32_t>(war_only->size());
+      pos_[i] = static_cast<uint32_t>(war_only->size());
       war_only->push_back(war);
     }
   };

@@ -80,8 +80,8 @@ class TensorMap {
   std::vector<Slot> by_buffer_;
   std::vector<Expiry> expiry_;  // [expiry_head_, end): entries not yet forgotten
   size_t expiry_head_ = 0;
-  std::vector<uint32_t> seen_;  // by task: stamp_ once it is in this call's deps
-  std::vector<uint32_t> pos_;   // by task: its index in war_only (when seen_)
+  std::vector<uint32_t> seen_;  // by task (a ring): stamp_ once it is in this call's deps
+  std::vector<uint32_t> pos_;   // by task (a ring): its index in war_only (when seen_)
   uint32_t stamp_ = 0;
 };
 
