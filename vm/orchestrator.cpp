@@ -186,9 +186,9 @@ struct Orchestrator::State {
   std::deque<UserKernel> kernels;       // Orchestrator::kernel() (stable addresses for the slots)
   // The record (OrchestratorOptions::record), grown by every submit.
   Chunked<Recorded> recorded;                      // every submitted task
-  Chunked<int64_t> rec_bufs;                       // their buffers (Recorded::bufs)
-  std::string rec_chars;                           // their labels (Recorded::label)
-  Chunked<ir::Param> rec_params;                   // their params (Recorded::params)
+  Chunked<int64_t> rec_bufs;                       // their buffers (Recorded::n_in, n_out)
+  std::string rec_chars;                           // their labels (Recorded::label_len)
+  Chunked<ir::Param> rec_params;                   // their params (Recorded::n_params)
   std::vector<int> open;                           // open scope ids, innermost last
   std::vector<std::vector<uint32_t>> scope_tasks;  // by scope id
   std::vector<uint32_t> scope_size;                // tasks per scope id
