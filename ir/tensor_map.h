@@ -37,7 +37,7 @@ class TensorMap {
   void record(uint32_t task, std::span<const Access> reads, std::span<const Access> writes,
               std::vector<uint32_t>& deps, std::vector<uint8_t>* war_only = nullptr);
   /// Stale-entry cleanup: drops the entries of tasks before `task` (retired: nothing can wait on
-  /// them any more). Costs only the entries it drops.
+  /// them any more). Costs a step per entry those tasks made, not a visit of every buffer.
   void forget_before(uint32_t task);
   /// Live entries (for tests and the orchestrator's pool accounting).
   size_t entries() const;
