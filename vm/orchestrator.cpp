@@ -39,7 +39,9 @@ namespace amk::vm {
 
 namespace {
 
-enum : uint8_t { kPending = 0, kCompleted = 1, kConsumed = 2 };
+// A slot's task: submitted, completed, consumed (see State), then kFree once the watermark has
+// passed it, until the slot's next task is submitted.
+enum : uint8_t { kPending = 0, kCompleted = 1, kConsumed = 2, kFree = 3 };
 // Where the orchestrating thread is, for the starvation check.
 enum : uint8_t { kNotStarted = 0, kOrchestrating = 1, kFinishing = 2 };
 constexpr int64_t kAlign = 64;
@@ -210,8 +212,8 @@ struct Orchestrator::State {
   // costs a transfer). next_id (tasks published: see publish()) is written by the orchestrator,
   // or by the monitor for an idle one.
   alignas(64) std::atomic<uint32_t> next_id{0};
-  // Stage entries published: on a line of its own, as the schedulers poll it on every pass and
-  // read next_id only when a task completes.
+  // Stage entries published: on a line of its own, as the schedulers poll it on every pass. They
+  // read next_id only once finish() has begun (complete()); advance() stops at a kFree slot.
   alignas(64) std::atomic<uint64_t> visible{0};
   // Publication (publish()): the orchestrator records each submit and each task found ready at
   // submit with plain stores on lines only publishers read; publish() makes them visible, and the
@@ -236,8 +238,9 @@ struct Orchestrator::State {
   // Execution: the machine and its threads, finish()'s wait, the stall monitor. The flags are
   // polled by every scheduler loop and written about once per run.
   alignas(64) std::atomic<bool> abort{false}, finished{false};  // the machine host's (machine.h)
-  std::atomic<bool> failed{false};   // a kernel failed: later kernels are skipped
-  std::atomic<bool> stalled{false};  // the monitor timed out (stall_report set)
+  std::atomic<bool> failed{false};     // a kernel failed: later kernels are skipped
+  std::atomic<bool> stalled{false};    // the monitor timed out (stall_report set)
+  std::atomic<bool> finishing{false};  // finish() has begun (completions then check for its end)
   detail::Topology topo;
   std::unique_ptr<detail::Machine<State>> M;
   std::vector<std::thread> threads;
@@ -258,18 +261,20 @@ struct Orchestrator::State {
 
   // Advances the watermark over consumed tasks; frees ring slots, pool entries (a task's own, to
   // its producers: every producer finished walking its fanout before the task could run), heap
-  // blocks.
+  // blocks. A passed slot becomes kFree, so the walk needs no bound: the slot after the last
+  // consumed task holds that task, pending or done, or a passed task's kFree. (No read of
+  // next_id, a line the orchestrator writes at every publication.)
   void advance() {
     {
       std::lock_guard lk(wm_mu);
       uint32_t a = last_alive.load(std::memory_order_relaxed);
-      const uint32_t end = next_id.load(std::memory_order_acquire);
       uint64_t freed = 0;
-      for (; a < end; ++a) {
+      for (;; ++a) {
         Slot& s = slot(a);
         std::lock_guard sl(s.mu);
         if (s.state.load(std::memory_order_relaxed) != kConsumed) break;
         freed = s.dep_begin + s.n_linked;
+        s.state.store(kFree, std::memory_order_relaxed);
       }
       if (freed) dep_freed.store(freed, std::memory_order_release);
       last_alive.store(a, std::memory_order_release);
@@ -356,11 +361,13 @@ struct Orchestrator::State {
       if (slot(c).fanin.fetch_sub(1, std::memory_order_acq_rel) == 1) on_ready(c);
     for (uint32_t p : prods) release(p);
     if (consumed) advance();
-    // Only a completion that catches up with the published tasks can end finish()'s wait (which
-    // publishes everything, then reads `completed`: seq_cst on both sides, so one of the two sees
-    // the other).
-    if (completed.fetch_add(1, std::memory_order_seq_cst) + 1 >=
-        next_id.load(std::memory_order_seq_cst)) {
+    // Only a completion that catches up with the published tasks once finish() has begun can end
+    // its wait (finish() sets `finishing`, publishes everything, then reads `completed`: seq_cst
+    // on both sides, so one of the two sees the other). Before that, next_id is not read: the
+    // orchestrator writes its line at every publication.
+    const uint64_t done = completed.fetch_add(1, std::memory_order_seq_cst) + 1;
+    if (finishing.load(std::memory_order_seq_cst) &&
+        done >= next_id.load(std::memory_order_seq_cst)) {
       std::lock_guard lk(done_mu);  // finish() checks under it: no lost wake-up
       done_cv.notify_all();
     }
@@ -751,8 +758,8 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
   const uint32_t alive_floor = s.alive_cache;
   s.st.max_active = std::max(s.st.max_active, id + 1 - alive_floor);
 
-  // The slot is free (its previous task was reclaimed); fill it before publishing next_id, so the
-  // watermark never reads the previous occupant's state.
+  // The slot is free: its previous task was reclaimed, and advance() left it kFree, which stops the
+  // watermark here until this task is consumed.
   Slot& sl = s.slot(id);
   const int scope = s.open.empty() ? -1 : s.open.back();
   ir::Task& task = sl.task;
@@ -786,9 +793,10 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
   sl.fan_head = sl.fan_tail = -1;
   sl.dep_begin = s.dep_alloc;
   sl.n_linked = 0;
-  // No lock: the last thread to touch this slot was advance(), which read it under its lock before
-  // its release store of a last_alive past the previous occupant, and room() read that store
-  // (acquire) before this submit could take the slot.
+  // No lock: the last thread to write this slot was advance() (kFree, under its lock, before its
+  // release store of a last_alive past the previous occupant, which room() read (acquire) before
+  // this submit could take the slot). advance() may lock it and read `state` meanwhile; it reads
+  // nothing else of a slot that is not consumed.
   sl.refs = scope >= 0 ? 1 : 0;
   sl.state.store(kPending, std::memory_order_relaxed);
   if (s.opt.record) {
@@ -903,6 +911,7 @@ void Orchestrator::scope_end() {
 bool Orchestrator::finish() {
   State& s = *s_;
   s.phase.store(kFinishing, std::memory_order_release);
+  s.finishing.store(true, std::memory_order_seq_cst);
   s.publish(true);
   while (!s.open.empty()) scope_end();
   {
