@@ -901,7 +901,7 @@ void Orchestrator::scope_end() {
       if (b.scope == id) b.pinned = false;
     s.free_blocks_locked();
   }
-  s.publish();  // the watermark passes only published tasks
+  s.publish();  // the scope's tasks go to the schedulers now, not after later submits
   std::vector<uint32_t> tasks;
   tasks.swap(s.scope_tasks[static_cast<size_t>(id)]);
   for (uint32_t t : tasks) s.release(t);
