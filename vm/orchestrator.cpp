@@ -12,7 +12,7 @@
 // entries and heap blocks (in allocation order, once past their last user and unpinned by their
 // scope's end). A submit that would wait on resources only the open scope can free is a provable
 // deadlock, reported at once instead of hanging. Submits hand their tasks to the schedulers in
-// groups (publish(): two stores, the watermark's bound and the count of tasks ready at submit),
+// groups (publish(): two stores, the published count and the count of tasks ready at submit),
 // so one hand-over between threads serves publish_every tasks. The schedulers take the published
 // ready tasks into their queues themselves, so publishing writes no line a scheduler writes. An
 // idle orchestrator's rest is published by the monitor. A monitor thread is the schedulers'
@@ -507,11 +507,11 @@ struct Orchestrator::State {
   }
 
   // Makes the submitted tasks visible to the schedulers (orchestrator thread only): next_id (the
-  // watermark's bound, the completion count finish() waits for) and the stage entries of the
-  // tasks that were ready at submit. Submits publish every opt.publish_every tasks and before
-  // anything that waits; `seq_cst` for finish(), whose wait reads `completed` next (the other side
-  // of complete()'s Dekker pair). Both counters only grow: the monitor's publish_idle() moves
-  // them by compare-exchange to counts the orchestrator had already reached.
+  // completion count finish() waits for, what the monitor counts as pending) and the stage entries
+  // of the tasks that were ready at submit. Submits publish every opt.publish_every tasks and
+  // before anything that waits; `seq_cst` for finish(), whose wait reads `completed` next (the
+  // other side of complete()'s Dekker pair). Both counters only grow: the monitor's publish_idle()
+  // moves them by compare-exchange to counts the orchestrator had already reached.
   void publish(bool seq_cst = false) {
     const uint32_t n = submitted.load(std::memory_order_relaxed);
     const uint64_t k = staged.load(std::memory_order_relaxed);
