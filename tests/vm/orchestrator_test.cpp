@@ -403,10 +403,12 @@ TEST(OrchestratorRecord, WithoutRecordingRecordIsAClearError) {
   EXPECT_EQ(orch.error(),
             "record(): this orchestrator was created with OrchestratorOptions::record = false");
 }
+
 // The TensorMap drops the entries of reclaimed tasks (PTO's stale-entry cleanup), so at submit a
 // reader of a tensor whose writer is long gone follows nothing. Its record must still wait on that
 // writer, or the program has a race the validator rightly rejects. A ring of 16 forces the
-// watermark (and with it the sweep at task 127) past the writer before the reader comes.
+// watermark past the writer long before the reader comes, and with it the cleanup that runs every
+// 64 submits.
 TEST(OrchestratorRecord, AReaderStillWaitsOnAWriterTheTensorMapHasSinceForgotten) {
   OrchestratorOptions o;
   o.rings.task_window = 16;
