@@ -269,7 +269,7 @@ void BM_StreamAllCores(benchmark::State& st) {
 
 void BM_DecodeStep(benchmark::State& st, ir::DType wdt, int workers) {
   if (!std::filesystem::exists(conformance())) {
-    st.SkipWithError("../shared/conformance is absent");
+    st.SkipWithError("tests/conformance is absent");
     return;
   }
   auto lr = ir::load_program(conformance().string());

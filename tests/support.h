@@ -11,10 +11,9 @@ namespace amk::test {
 inline std::filesystem::path source_dir() {
   return AMK_SOURCE_DIR;
 }
-/// ../shared/conformance, or an empty path when it is not there (tests then skip).
+/// The AMK conformance corpus the repository carries (tests/conformance: programs, numerics).
 inline std::filesystem::path conformance_dir() {
-  std::filesystem::path p = AMK_CONFORMANCE_DIR;
-  return std::filesystem::is_directory(p / "programs") ? p : std::filesystem::path();
+  return source_dir() / "tests" / "conformance";
 }
 /// The amk executable under test.
 inline std::string amk_binary() {
@@ -35,6 +34,3 @@ RunResult run_amk(const std::vector<std::string>& args);
 
 }  // namespace amk::test
 
-#define AMK_REQUIRE_CONFORMANCE()             \
-  if (::amk::test::conformance_dir().empty()) \
-  GTEST_SKIP() << "../shared/conformance is absent: conformance tests skipped (CI has it)"

@@ -98,7 +98,6 @@ TEST(CounterSimulation, FireOrderAndSweepsEqualAmksSweepsIncludingReversedLists)
 }
 
 TEST(AdversarialSimulation, LoweredProgramsAreCleanAndKvAppendIsNoFalsePositive) {
-  AMK_REQUIRE_CONFORMANCE();
   for (const char* f : {"toy_1L_default.json", "toy_2L_default.json", "toy_1L_splitkv_pos63.json",
                         "toy_1L_B4.json", "toy_1L_sm_lpt.json", "toy_1L_pages_ok.json"}) {
     auto r = ir::load_program((test::conformance_dir() / "programs" / f).string());
@@ -113,7 +112,6 @@ TEST(AdversarialSimulation, LoweredProgramsAreCleanAndKvAppendIsNoFalsePositive)
 }
 
 TEST(AdversarialSimulation, FindsEachRaceClassAndReplaysFromItsSeed) {
-  AMK_REQUIRE_CONFORMANCE();
   for (const char* f : {"bad_read_without_happens_before.json", "bad_kv_read_before_append.json",
                         "bad_waw_overlapping_tiles.json", "bad_page_clobber.json",
                         "bad_partial_wait_shared_counter.json"}) {

@@ -128,7 +128,6 @@ const float* logits_of(const Vm& m) {
 }
 
 TEST(VmToyDecode, MatchesAmkLogitsWithinOneEMinus5InEveryModeWithKvCarried) {
-  AMK_REQUIRE_CONFORMANCE();
   const json spec = toy_spec();
   for (const RunOptions& o : every_mode()) {
     for (const auto& model : spec["models"]) {
@@ -200,7 +199,6 @@ std::vector<std::string> output_bytes(const Vm& m) {
 }
 
 TEST(VmConformance, EveryValidToyProgramRunsWithBitIdenticalOutputsInEveryMode) {
-  AMK_REQUIRE_CONFORMANCE();
   const json manifest = json::parse(test::slurp(test::conformance_dir() / "manifest.json"));
   int ran = 0;
   for (const auto& e : manifest) {
@@ -230,7 +228,6 @@ TEST(VmConformance, EveryValidToyProgramRunsWithBitIdenticalOutputsInEveryMode) 
 }
 
 TEST(VmConformance, SharedPagesGiveTheSameResultsAsPrivateBuffers) {
-  AMK_REQUIRE_CONFORMANCE();
   ir::Program p = load_conf("programs/toy_1L_pages_ok.json");
   ASSERT_TRUE(p.pages);
   Fixture fx(p);
@@ -250,7 +247,6 @@ TEST(VmConformance, SharedPagesGiveTheSameResultsAsPrivateBuffers) {
 }
 
 TEST(VmLoader, RefusesWhatTheValidatorRejectsWithItsReport) {
-  AMK_REQUIRE_CONFORMANCE();
   std::string err;
   EXPECT_FALSE(Vm::load(load_conf("programs/bad_waw_overlapping_tiles.json"), {}, err));
   EXPECT_EQ(err.rfind("refusing to load an invalid schedule:\n[REJECTED]", 0), 0u) << err;
@@ -382,7 +378,6 @@ TEST(VmLoader, KeepsTaskSmPlacesTheRestAndRejectsTooFewSms) {
 }
 
 TEST(VmBindings, MissingAndMisShapedTensorsAreErrorsNamingTheKey) {
-  AMK_REQUIRE_CONFORMANCE();
   ir::Program p = load_conf("programs/toy_1L_default.json");
   std::string err;
   auto m = Vm::load(p, {}, err);
@@ -409,7 +404,6 @@ TEST(VmBindings, MissingAndMisShapedTensorsAreErrorsNamingTheKey) {
 }
 
 TEST(VmBindings, WeightsOfTheRightDtypeAreViewsAndOthersAreConverted) {
-  AMK_REQUIRE_CONFORMANCE();
   ir::Program p = load_conf("programs/toy_1L_default.json");
   Fixture fx(p);
   TensorStore kv;
@@ -464,7 +458,6 @@ TEST(VmTrace, OneSlicePerTaskOnItsSmLane) {
 }
 
 TEST(VmCli, RunWritesOutputsAtomicallyAndUsesTheContractsExitCodes) {
-  AMK_REQUIRE_CONFORMANCE();
   auto dir = test::temp_dir();
   ir::Program p = load_conf("programs/toy_1L_default.json");
   Fixture fx(p);
@@ -522,7 +515,6 @@ TEST(VmCli, RunWritesOutputsAtomicallyAndUsesTheContractsExitCodes) {
 }
 
 TEST(VmCli, GenerateCarriesKvAcrossPositionsAndPicksAmksArgmax) {
-  AMK_REQUIRE_CONFORMANCE();
   const json spec = toy_spec();
   auto dir = test::temp_dir();
   for (const auto& model : spec["models"]) {
