@@ -87,7 +87,7 @@ void gemv(benchmark::State& st, DType wdt, int64_t qdtype) {
     t.params[2].value = amk::ir::ParamValue::of_int(n_off);
     auto s = amk::inst::run_task(t, std::span<const Tensor>(in, qdtype ? 3 : 2),
                                  std::span<const Tensor>(&o, 1), work);
-    if (!s.ok()) st.SkipWithError(s.error.c_str());
+    if (!s.ok()) st.SkipWithError(amk::ir::error_messages(s.diagnostics).c_str());
     n_off = (n_off + kTile) % (rows - rows % kTile);
   }
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * tile_bytes));
@@ -130,7 +130,7 @@ void BM_Attention_KvLen4096(benchmark::State& st) {
   t.params.push_back({"scale", amk::ir::ParamValue::of_float(0.125)});
   for (auto _ : st) {
     auto s = amk::inst::run_task(t, in, std::span<const Tensor>(&o, 1), work);
-    if (!s.ok()) st.SkipWithError(s.error.c_str());
+    if (!s.ok()) st.SkipWithError(amk::ir::error_messages(s.diagnostics).c_str());
   }
   const auto kv_bytes = static_cast<int64_t>(2 * seq * nkv * hd * 4);
   st.SetBytesProcessed(st.iterations() * kv_bytes);

@@ -87,7 +87,7 @@ void BM_WriteCanonical(benchmark::State& st) {
   const std::string& text = program_text(st.range(0));
   auto r = amk::ir::parse_program(text);
   for (auto _ : st) {
-    std::string out = amk::ir::write_program(*r.program);
+    std::string out = amk::ir::write_program(*r.value);
     benchmark::DoNotOptimize(out);
   }
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * text.size()));

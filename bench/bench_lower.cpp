@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "lower/config.h"
-#include "lower/cost.h"
 #include "lower/lower.h"
 #include "lower/random_config.h"
+#include "targets/cost.h"
 #include "validate/validate.h"
 
 namespace {
@@ -17,18 +17,15 @@ using namespace amk;
 using json = nlohmann::ordered_json;
 
 lower::ModelSpec model(const char* n) {
-  std::string err;
-  return *lower::load_model(n, err);
+  return *lower::load_model(n).value;
 }
 
 targets::TargetSpec target(const char* n) {
-  std::string err;
-  return *targets::load_target(n, err);
+  return *targets::load_target(n).value;
 }
 
 ir::ScheduleConfig config(const json& j) {
-  std::string err;
-  return *lower::parse_config(j.dump(), "bench", err);
+  return *lower::parse_config(j.dump(), "bench").value;
 }
 
 // AMK's lower(): tiling only (AMK's Python takes 8.6 ms for graph + lowering on this machine).
@@ -38,7 +35,7 @@ void BM_Lower1B_AmkCompatTilingOnly(benchmark::State& st) {
   const auto c = lower::default_config();
   lower::LowerOptions o;
   o.amk_compat = true;
-  for (auto _ : st) benchmark::DoNotOptimize(lower::lower(m, t, c, o).program->tasks.size());
+  for (auto _ : st) benchmark::DoNotOptimize(lower::lower(m, t, c, o).value->tasks.size());
 }
 BENCHMARK(BM_Lower1B_AmkCompatTilingOnly)->Unit(benchmark::kMillisecond);
 
@@ -57,7 +54,7 @@ void BM_Lower1B_EveryPass(benchmark::State& st) {
   lower::LowerOptions o;
   o.pos = 300;  // split-KV by kv_block too
   size_t tasks = 0;
-  for (auto _ : st) tasks = lower::lower(m, t, c, o).program->tasks.size();
+  for (auto _ : st) tasks = lower::lower(m, t, c, o).value->tasks.size();
   st.counters["tasks"] = static_cast<double>(tasks);
 }
 BENCHMARK(BM_Lower1B_EveryPass)->Unit(benchmark::kMillisecond);
@@ -78,7 +75,7 @@ void BM_PropertyLargeModels(benchmark::State& st) {
       o.log = true;
       lower::LowerResult r =
           lower::lower(m, t, lower::random_config(static_cast<uint64_t>(s), m, t), o);
-      failures += !r.program || !v.validate(*r.program).ok;
+      failures += !r.value || !v.validate(*r.value).ok;
       ++configs;
       for (const std::string& l : r.log) renumbered += l.find("critical-path order") != l.npos;
     }
@@ -101,8 +98,8 @@ void BM_Report(benchmark::State& st) {
       const auto t = target("h100");
       auto lin = lower::lower(m, t, config({{"page_allocation", "linear"}}), {});
       auto col = lower::lower(m, t, config({{"page_allocation", "graph_color"}}), {});
-      st.counters[n + "_linear_B"] = static_cast<double>(lin.program->pages->total_scratch_bytes());
-      st.counters[n + "_color_B"] = static_cast<double>(col.program->pages->total_scratch_bytes());
+      st.counters[n + "_linear_B"] = static_cast<double>(lin.value->pages->total_scratch_bytes());
+      st.counters[n + "_color_B"] = static_cast<double>(col.value->pages->total_scratch_bytes());
     }
     struct Case {
       const char *model, *target, *key;
@@ -114,9 +111,9 @@ void BM_Report(benchmark::State& st) {
       const auto t = target(c.target);
       auto rr = lower::lower(m, t, config({{"sm_assignment", "round_robin"}}), {});
       auto lb = lower::lower(m, t, config({{"sm_assignment", "load_balance"}}), {});
-      const auto a = lower::estimate(*rr.program, t.record),
-                 b = lower::estimate(*lb.program, t.record);
-      ir::Program unplaced = *rr.program;
+      const auto a = targets::estimate(*rr.value, t.record),
+                 b = targets::estimate(*lb.value, t.record);
+      ir::Program unplaced = *rr.value;
       for (ir::Task& task : unplaced.tasks) task.sm.reset();
       const std::string k = c.key;
       st.counters[k + "_rr_us"] = a.makespan_us;
@@ -124,7 +121,7 @@ void BM_Report(benchmark::State& st) {
       st.counters[k + "_rr_queue_us"] = a.queue_us;
       st.counters[k + "_lb_queue_us"] = b.queue_us;
       // max(critical path, total / SMs) of the queue model: no placement predicts less.
-      st.counters[k + "_queue_bound_us"] = lower::estimate(unplaced, t.record).queue_us;
+      st.counters[k + "_queue_bound_us"] = targets::estimate(unplaced, t.record).queue_us;
       st.counters[k + "_rr_amk_us"] = a.amk_makespan_us;
       st.counters[k + "_lb_amk_us"] = b.amk_makespan_us;
       // The longest dependency chain: no placement can predict less than this in AMK's formula.

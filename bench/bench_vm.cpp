@@ -21,12 +21,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "examples/paged_attention/paged_attention.h"
 #include "instructions/simd.h"
 #include "ir/gen.h"
 #include "ir/graph.h"
 #include "ir/json_io.h"
 #include "vm/orchestrator.h"
-#include "vm/paged_attention.h"
 #include "vm/vm.h"
 #include "vm/weights.h"
 
@@ -98,18 +98,18 @@ void time_nop_runs(benchmark::State& st, int which, const vm::RunOptions& o) {
   const ir::Program& p = nop_program(which);
   vm::LoadOptions lo;
   lo.num_sms = 132;  // h100
-  std::string err;
-  auto m = vm::Vm::load(p, lo, err);
-  if (!m) {
-    st.SkipWithError(err.c_str());
+  auto loaded = vm::Vm::load(p, lo);
+  if (!loaded) {
+    st.SkipWithError(ir::error_messages(loaded.diagnostics).c_str());
     return;
   }
+  vm::Vm* m = loaded->get();
   double ns = 0;
   for (auto _ : st) {
     const auto t0 = std::chrono::steady_clock::now();
     auto r = m->run(o);
     ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
-    if (!r.ok()) st.SkipWithError(r.error.c_str());
+    if (!r.ok()) st.SkipWithError(ir::error_messages(r.diagnostics).c_str());
   }
   st.counters["tasks"] = static_cast<double>(p.tasks.size());
   st.counters["ns_per_task"] =
@@ -195,13 +195,14 @@ void BM_OrchestratorSubmit(benchmark::State& st, int which, int schedulers, bool
     }
     const auto s0 = std::chrono::steady_clock::now();
     for (uint32_t t = 0; t < p.tasks.size(); ++t)
-      if (!orch.submit(ir::Op::NOP, vm::CoreType::Aiv, args[t], {}, "n")) {
-        st.SkipWithError(orch.error().c_str());
+      if (const ir::Status s = orch.submit(ir::Op::NOP, vm::CoreType::Aiv, args[t], {}, "n"); !s) {
+        st.SkipWithError(ir::error_messages(s.diagnostics).c_str());
         return;
       }
     const double in_submit =
         std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - s0).count();
-    if (!orch.finish()) st.SkipWithError(orch.error().c_str());
+    if (const ir::Status s = orch.finish(); !s)
+      st.SkipWithError(ir::error_messages(s.diagnostics).c_str());
     total_ns +=
         std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     submit_ns += in_submit;
@@ -217,7 +218,7 @@ void BM_OrchestratorSubmit(benchmark::State& st, int which, int schedulers, bool
 // The paged-attention example at the seed's batch 256 with rings of 16 and 65536: in amk opcodes
 // (context 128: 160 tasks), or in the seed's own four kernels (context 48: 208 tasks).
 void BM_PagedAttention(benchmark::State& st, uint32_t window, bool seed_kernels) {
-  vm::PagedAttentionCase c;
+  examples::PagedAttentionCase c;
   c.seed_kernels = seed_kernels;
   if (seed_kernels) c.context = 48;
   vm::OrchestratorOptions o;
@@ -226,14 +227,14 @@ void BM_PagedAttention(benchmark::State& st, uint32_t window, bool seed_kernels)
   double err = 0;
   uint64_t blocked = 0, tasks = 0;
   for (auto _ : st) {
-    auto r = vm::run_paged_attention(c, o);
-    if (!r.ok) {
-      st.SkipWithError(r.error.c_str());
+    auto r = examples::run_paged_attention(c, o);
+    if (!r) {
+      st.SkipWithError(ir::error_messages(r.diagnostics).c_str());
       return;
     }
-    err = std::max(err, r.max_abs_error);
-    blocked += r.stats.blocked;
-    tasks = r.stats.tasks;
+    err = std::max(err, r->max_abs_error);
+    blocked += r->stats.blocked;
+    tasks = r->stats.tasks;
   }
   st.counters["max_abs_error"] = err;
   st.counters["blocked_submits"] =
@@ -273,20 +274,20 @@ void BM_DecodeStep(benchmark::State& st, ir::DType wdt, int workers) {
     return;
   }
   auto lr = ir::load_program(conformance().string());
-  ir::Program p = *lr.program;
+  ir::Program p = *lr.value;
   for (auto& b : p.buffers)
     if (b.kind == ir::BufferKind::WEIGHT) b.dtype = wdt;
   const std::vector<uint8_t> wimage = vm::random_weights_image(p, 1);
-  std::string err;
-  auto wfile = vm::SafeTensors::parse(wimage, "random", err);
-  auto m = vm::Vm::load(p, {}, err);
-  if (!m || !wfile || m->bind_weights(*wfile)) {
+  auto wfile = vm::SafeTensors::parse(wimage, "random");
+  auto loaded = vm::Vm::load(p, {});
+  if (!loaded || !wfile || !(*loaded)->bind_weights(**wfile)) {
     st.SkipWithError("cannot load the decode program");
     return;
   }
+  vm::Vm* m = loaded->get();
   vm::TensorStore kv;
   const int32_t token = 7;
-  if (m->set_decode_inputs({&token, 1}, 0) || m->bind_kv(kv)) {
+  if (!m->set_decode_inputs({&token, 1}, 0) || !m->bind_kv(kv)) {
     st.SkipWithError("cannot bind inputs");
     return;
   }
@@ -296,7 +297,7 @@ void BM_DecodeStep(benchmark::State& st, ir::DType wdt, int workers) {
   double moved = 0;
   for (auto _ : st) {
     auto r = m->run(o);
-    if (!r.ok()) st.SkipWithError(r.error.c_str());
+    if (!r.ok()) st.SkipWithError(ir::error_messages(r.diagnostics).c_str());
     moved = r.bytes;
   }
   // weight_GBs: every weight byte per step (the measure; the embedding table is counted

@@ -85,30 +85,29 @@ std::optional<int> Args::parse(int argc, char** argv) {
   return std::nullopt;
 }
 
-void print_diagnostics(const ir::Diagnostics& d, std::string_view file) {
-  for (const auto& x : d) std::cerr << ir::format_diagnostic(x, file) << "\n";
+int exit_code(const ir::Diagnostics& d) {
+  // Codes by family; the first error decides.
+  static constexpr std::pair<std::string_view, int> kExit[] = {
+      {"vm.rejected", kRejected},   {"lower.rejected", kRejected}, {"merge.", kRejected},
+      {"verify.", kRejected},       {"vm.deadlock", kDeadlock},    {"vm.timeout", kDeadlock},
+      {"orch.deadlock", kDeadlock},
+  };
+  for (const ir::Diagnostic& x : d) {
+    if (x.severity != ir::Severity::Error) continue;
+    for (const auto& [prefix, code] : kExit)
+      if (x.code.starts_with(prefix)) return code;
+    return kUnreadable;
+  }
+  return kOk;
 }
 
-std::string diagnostics_json(const ir::Diagnostics& d, int level) {
-  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-  for (const auto& x : d) {
-    nlohmann::ordered_json j;
-    j["code"] = x.code;
-    j["severity"] = x.severity == ir::Severity::Error ? "error" : "warning";
-    j["message"] = x.message;
-    j["pointer"] = x.pointer;
-    if (x.line > 0) {
-      j["line"] = x.line;
-      j["column"] = x.column;
-    }
-    nlohmann::ordered_json notes = nlohmann::ordered_json::array();
-    for (const auto& n : x.notes) notes.push_back({{"message", n.message}, {"pointer", n.pointer}});
-    j["notes"] = std::move(notes);
-    arr.push_back(std::move(j));
-  }
-  std::string out;
-  ir::append_json_value(out, arr, level);
-  return out;
+void print_diagnostics(const ir::Diagnostics& d, std::string_view where) {
+  for (const auto& x : d) std::cerr << ir::format_diagnostic(x, where) << "\n";
+}
+
+int fail(const ir::Diagnostics& d, std::string_view where) {
+  print_diagnostics(d, where);
+  return exit_code(d);
 }
 
 std::string unreadable_json(const ir::Diagnostics& d, std::string_view file) {
@@ -116,14 +115,14 @@ std::string unreadable_json(const ir::Diagnostics& d, std::string_view file) {
   for (const auto& x : d) (x.severity == ir::Severity::Error ? errs : warns).push_back(x);
   std::string out = "{\n  \"ok\": null,\n  \"file\": ";
   ir::append_json_string(out, file);
-  out += ",\n  \"unreadable\": true,\n  \"errors\": " + diagnostics_json(errs, 1);
-  out += ",\n  \"warnings\": " + diagnostics_json(warns, 1) + "\n}\n";
+  out += ",\n  \"unreadable\": true,\n  \"errors\": " + ir::diagnostics_json(errs, 1);
+  out += ",\n  \"warnings\": " + ir::diagnostics_json(warns, 1) + "\n}\n";
   return out;
 }
 
 std::optional<ir::Program> load(const std::string& path, bool json_errors, bool quiet) {
-  ir::LoadResult r = ir::load_program(path);
-  if (!r.ok()) {
+  ir::Result<ir::Program> r = ir::load_program(path);
+  if (!r) {
     if (json_errors) {
       std::cout << unreadable_json(r.diagnostics, path);
     } else {
@@ -132,7 +131,7 @@ std::optional<ir::Program> load(const std::string& path, bool json_errors, bool 
     return std::nullopt;
   }
   if (!quiet) print_diagnostics(r.diagnostics, path);
-  return std::move(r.program);
+  return std::move(r.value);
 }
 
 bool write_output(const std::string& path, std::string_view data) {
@@ -141,8 +140,8 @@ bool write_output(const std::string& path, std::string_view data) {
     std::fflush(stdout);
     return !std::ferror(stdout);
   }
-  if (auto err = ir::write_file_atomic(path, data)) {
-    std::cerr << "amk: " << *err << "\n";
+  if (ir::Status st = ir::write_file_atomic(path, data); !st) {
+    print_diagnostics(st.diagnostics, "amk");
     return false;
   }
   return true;

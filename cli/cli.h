@@ -58,16 +58,22 @@ class Args {
   po::variables_map vm_;
 };
 
+/// The exit code of a failure, decided by its first error's code (the one mapping): a program
+/// the validator rejects or a --verify mismatch 1, a deadlock or watchdog timeout 3, anything
+/// else (unreadable input, a bad option, a kernel error) 2.
+int exit_code(const ir::Diagnostics& d);
+/// Prints diagnostics to stderr with the one renderer; `where` names them when they name no file
+/// ("amk lower", a path).
+void print_diagnostics(const ir::Diagnostics& d, std::string_view where);
+/// Prints `d` (see print_diagnostics) and returns exit_code(d).
+int fail(const ir::Diagnostics& d, std::string_view where);
+/// The diagnostics of an unreadable file as one JSON document {ok: null, file, unreadable, errors,
+/// warnings}.
+std::string unreadable_json(const ir::Diagnostics& d, std::string_view file);
 /// Loads a program; on failure prints its diagnostics (to stderr, or as JSON to stdout) and
 /// returns nullopt. Warnings are printed either way (stderr) unless `quiet`.
 std::optional<ir::Program> load(const std::string& path, bool json_errors, bool quiet = false);
-/// Prints diagnostics to stderr, one per line, prefixed with the file name.
-void print_diagnostics(const ir::Diagnostics& d, std::string_view file);
-/// The diagnostics of an unreadable file as one JSON document {ok:false, file, errors, warnings}.
-std::string unreadable_json(const ir::Diagnostics& d, std::string_view file);
-/// JSON array of diagnostics (code, severity, message, pointer, line, column, notes).
-std::string diagnostics_json(const ir::Diagnostics& d, int level);
-/// Writes bytes to a file atomically, or to stdout for "-"; prints an error and returns false on
+/// Writes bytes to a file atomically, or to stdout for "-"; prints the error and returns false on
 /// failure.
 bool write_output(const std::string& path, std::string_view data);
 

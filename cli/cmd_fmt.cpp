@@ -26,22 +26,22 @@ int cmd_fmt(int argc, char** argv) {
   }
   int rc = kOk;
   for (const auto& f : files) {
-    std::string text;
-    if (auto err = ir::read_file(f, text)) {
-      std::cerr << "amk fmt: " << *err << "\n";
+    ir::Result<std::string> text = ir::read_file(f);
+    if (!text) {
+      print_diagnostics(text.diagnostics, f);
       rc = kUnreadable;
       continue;
     }
-    ir::LoadResult r = ir::parse_program(text);
+    ir::Result<ir::Program> r = ir::parse_program(*text);
     print_diagnostics(r.diagnostics, f);
-    if (!r.ok()) {
+    if (!r) {
       rc = kUnreadable;
       continue;
     }
-    std::string out = ir::write_program(*r.program);
+    std::string out = ir::write_program(*r);
     if (args.has("output")) {
       if (!write_output(args.get<std::string>("output"), out)) rc = kUnreadable;
-    } else if (out != text) {
+    } else if (out != *text) {
       if (check) {
         std::cout << f << ": not canonical\n";
         if (rc == kOk) rc = kRejected;

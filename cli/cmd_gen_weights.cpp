@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "app/subject.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/lowering.h"
@@ -28,22 +29,21 @@ int cmd_gen_weights(int argc, char** argv) {
     return kUnreadable;
   }
   const auto what = args.get<std::string>("program");
-  std::optional<ir::Program> prog;
-  std::string ignored;
-  if (lower::load_model(what, ignored)) {
-    auto la = resolve_lowering(args, "gen-weights", what);
-    if (!la) return kUnreadable;
+  ir::Result<app::Subject> subject = app::load_subject(what);
+  if (!subject) return fail(subject.diagnostics, "amk gen-weights");
+  print_diagnostics(subject.diagnostics, "amk gen-weights");
+  std::optional<ir::Program> prog = std::move(subject->program);
+  if (subject->model) {
+    auto la = resolve_lowering(args, std::move(*subject->model));
+    if (!la) return fail(la.diagnostics, "amk gen-weights");
     la->opt.reference = true;  // same weights for every schedule
     lower::LowerResult lr = lower::lower(la->model, la->target, la->config, la->opt);
-    if (!lr.program) {
-      std::cerr << "amk gen-weights: " << lr.error << "\n";
-      return kUnreadable;
+    if (!lr) {
+      name_config(lr.diagnostics, *la);
+      return fail(lr.diagnostics, "amk gen-weights");
     }
-    prog = std::move(lr.program);
-  } else {
-    prog = load(what, false);
+    prog = std::move(lr.value);
   }
-  if (!prog) return kUnreadable;
   const auto image = vm::random_weights_image(*prog, args.get<uint64_t>("seed"));
   const auto out = args.get<std::string>("output");
   if (!write_output(out,

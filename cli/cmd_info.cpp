@@ -7,51 +7,16 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "cli/lowering.h"
+#include "ir/digraph.h"
 #include "ir/graph.h"
 #include "ir/pyjson.h"
-#include "lower/cost.h"
+#include "targets/cost.h"
+#include "targets/target.h"
 
 namespace amk::cli {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-
-// Longest path through the DAG, by task count and by est_bytes (ties: fewer bytes first).
-struct CriticalPath {
-  uint64_t tasks = 0;
-  int64_t est_bytes = 0;
-  std::vector<uint32_t> path;
-};
-
-CriticalPath critical_path(const ir::Program& p, const ir::Graph& g) {
-  CriticalPath cp;
-  if (!g.acyclic() || p.tasks.empty()) return cp;
-  const uint32_t n = g.num_tasks();
-  std::vector<uint64_t> len(n, 1);
-  std::vector<int64_t> bytes(n);
-  std::vector<uint32_t> prev(n, UINT32_MAX);
-  for (uint32_t t = 0; t < n; ++t) bytes[t] = p.tasks[t].est_bytes;
-  for (uint32_t t : g.topo_order()) {
-    for (uint32_t c : g.consumers(t)) {
-      uint64_t l = len[t] + 1;
-      int64_t b = bytes[t] + p.tasks[c].est_bytes;
-      if (l > len[c] || (l == len[c] && b > bytes[c])) {
-        len[c] = l;
-        bytes[c] = b;
-        prev[c] = t;
-      }
-    }
-  }
-  uint32_t end = 0;
-  for (uint32_t t = 1; t < n; ++t)
-    if (len[t] > len[end] || (len[t] == len[end] && bytes[t] > bytes[end])) end = t;
-  cp.tasks = len[end];
-  cp.est_bytes = bytes[end];
-  for (uint32_t t = end; t != UINT32_MAX; t = prev[t]) cp.path.push_back(t);
-  std::reverse(cp.path.begin(), cp.path.end());
-  return cp;
-}
 
 std::string mb(int64_t bytes) {
   return ir::py_round2(static_cast<double>(bytes) / 1e6);
@@ -77,15 +42,15 @@ int cmd_info(int argc, char** argv) {
   if (!prog) return kUnreadable;
   const ir::Program& p = *prog;
   ir::Graph g = ir::Graph::build(p);
-  CriticalPath cp = critical_path(p, g);
+  const ir::CriticalPath cp = ir::critical_path(p, g);
   std::optional<ir::Target> tgt = p.target;
   if (args.has("target")) {
-    auto t = resolve_target("info", args.get<std::string>("target"));
-    if (!t) return kUnreadable;
+    auto t = targets::load_target(args.get<std::string>("target"));
+    if (!t) return fail(t.diagnostics, "amk info");
     tgt = t->record;
   }
-  std::optional<lower::CostEstimate> cost;
-  if (tgt) cost = lower::estimate(p, *tgt);
+  std::optional<targets::CostEstimate> cost;
+  if (tgt) cost = targets::estimate(p, *tgt);
 
   std::map<std::string, int64_t> ops, kinds;
   int64_t est_bytes = 0, est_flops = 0, n_weights = 0;

@@ -6,8 +6,7 @@
 #include "cli/commands.h"
 #include "cli/lowering.h"
 #include "ir/json_io.h"
-#include "lower/cost.h"
-#include "validate/validate.h"
+#include "lower/compile.h"
 
 namespace amk::cli {
 
@@ -31,32 +30,32 @@ int cmd_lower(int argc, char** argv) {
     std::cerr << "amk lower: give a MODEL and -o OUT\n";
     return kUnreadable;
   }
-  auto la = resolve_lowering(args, "lower", args.get<std::string>("model"));
-  if (!la) return kUnreadable;
+  const auto model_arg = args.get<std::string>("model");
+  ir::Result<lower::ModelSpec> model = lower::load_model(model_arg);
+  if (!model) return fail(model.diagnostics, "amk lower");
+  auto la = resolve_lowering(args, std::move(*model.value));
+  print_diagnostics(model.diagnostics, "amk lower");
+  if (!la) return fail(la.diagnostics, "amk lower");
+  print_diagnostics(la.diagnostics, "amk lower");
   la->opt.pos = args.get<int64_t>("pos");
   la->opt.log = args.has("log");
-  lower::LowerResult r = lower::lower(la->model, la->target, la->config, la->opt);
-  for (const std::string& line : r.log) std::cerr << line << "\n";
-  if (!r.program) {
-    std::cerr << fmt::format("amk lower: {}\n", r.error);
-    return kUnreadable;
-  }
-  validate::Result v = validate::validate(*r.program);
-  if (!v.ok) {
-    std::cerr << "amk lower: the lowered program does not validate (not written):\n"
-              << v.report(true);
-    return kRejected;
+  std::vector<std::string> log;
+  ir::Result<lower::Compiled> c =
+      lower::compile(la->model, la->target, la->config, la->opt, nullptr, &log);
+  for (const std::string& line : log) std::cerr << line << "\n";
+  if (!c) {
+    name_config(c.diagnostics, *la);
+    return fail(c.diagnostics, "amk lower");
   }
   const auto out = args.get<std::string>("output");
-  if (!write_output(out, ir::write_program(*r.program))) return kUnreadable;
-  const lower::CostEstimate c = lower::estimate(*r.program, la->target.record);
+  if (!write_output(out, ir::write_program(c->program))) return kUnreadable;
   std::cerr << fmt::format(
       "lowered {} for {} at pos {}: {} tasks, {} buffers, {} counters, {:.1f} MB weights, "
       "lowering {:.2f} ms; predicted {:.1f} us (floor {:.1f} us)\n",
-      la->model.name, la->target.record.name, la->opt.pos, r.program->tasks.size(),
-      r.program->buffers.size(), r.program->counters.size(),
-      static_cast<double>(r.program->total_weight_bytes()) / 1e6, r.seconds * 1e3, c.makespan_us,
-      c.floor_us);
+      la->model.name, la->target.record.name, la->opt.pos, c->program.tasks.size(),
+      c->program.buffers.size(), c->program.counters.size(),
+      static_cast<double>(c->program.total_weight_bytes()) / 1e6, c->lower_s * 1e3,
+      c->cost.makespan_us, c->cost.floor_us);
   return kOk;
 }
 

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <iostream>
-#include <thread>
 
 #include <fmt/format.h>
 
+#include "app/machine.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/lowering.h"
@@ -59,17 +59,18 @@ int cmd_run(int argc, char** argv) {
   if (!prog) return kUnreadable;
   std::optional<targets::TargetSpec> spec;
   if (args.has("target")) {
-    spec = resolve_target("run", args.get<std::string>("target"));
-    if (!spec) return kUnreadable;
+    ir::Result<targets::TargetSpec> t = targets::load_target(args.get<std::string>("target"));
+    if (!t) return fail(t.diagnostics, "amk run");
+    spec = std::move(t.value);
     prog->target = spec->record;  // the validator then proves the program for this target's SMs
-  } else if (prog->target) {      // the built-in target of that name, for its worker topology
-    std::string ignored;
-    const auto names = targets::builtin_target_names();
-    if (std::find(names.begin(), names.end(), prog->target->name) != names.end())
-      spec = targets::load_target(prog->target->name, ignored);
+  } else {
+    spec = app::builtin_target_of(*prog);  // its worker topology
   }
-
-  vm::LoadOptions lo;
+  vm::RunOptions ro;
+  ir::Status st = resolve_run_options(args, spec ? &*spec : nullptr, ro);
+  print_diagnostics(st.diagnostics, "amk run");
+  if (!st) return exit_code(st.diagnostics);
+  vm::LoadOptions lo = app::load_options(ro.workers);
   lo.num_sms = args.get<int64_t>("sms");
   lo.skip_validate = args.has("unsafe-skip-validate");
   lo.honor_pages = !args.has("no-pages");
@@ -79,36 +80,28 @@ int cmd_run(int argc, char** argv) {
     return kUnreadable;
   }
   lo.placement = placement == "lpt" ? vm::Placement::Lpt : vm::Placement::RoundRobin;
-  vm::RunOptions ro;
-  if (!resolve_run_options(args, "run", spec ? &*spec : nullptr, ro)) return kUnreadable;
-  lo.default_sms = ro.workers > 0 ? ro.workers : std::max(1u, std::thread::hardware_concurrency());
   ro.trace = args.has("trace");
 
-  std::string err;
-  auto m = vm::Vm::load(std::move(*prog), lo, err);
-  if (!m) {
-    std::cerr << path << ": " << err << "\n";
-    return err.starts_with("refusing") ? kRejected : kUnreadable;
-  }
+  auto loaded = vm::Vm::load(std::move(*prog), lo);
+  if (!loaded) return fail(loaded.diagnostics, path);
+  vm::Vm* m = loaded->get();
   std::unique_ptr<vm::SafeTensors> weights, inputs, kvfile;
   vm::TensorStore kv;
   auto open = [&](const char* opt, std::unique_ptr<vm::SafeTensors>& f) {
-    if (!args.has(opt)) return true;
-    f = vm::SafeTensors::open(args.get<std::string>(opt), err);
-    if (!f) std::cerr << "amk run: " << err << "\n";
-    return f != nullptr;
+    if (!args.has(opt)) return ir::Status();
+    auto r = vm::SafeTensors::open(args.get<std::string>(opt));
+    if (!r) return ir::Status(std::move(r.diagnostics));
+    f = std::move(*r.value);
+    return ir::Status();
   };
-  if (!open("weights", weights) || !open("inputs", inputs) || !open("kv", kvfile))
-    return kUnreadable;
-  std::optional<std::string> e;
-  if (weights) e = m->bind_weights(*weights);
-  if (!e && inputs) e = m->set_inputs(*inputs);
-  if (!e && kvfile) e = vm::Vm::import(*kvfile, kv);
-  if (!e) e = m->bind_kv(kv);
-  if (e) {
-    std::cerr << "amk run: " << *e << "\n";
-    return kUnreadable;
-  }
+  for (auto [opt, file] : {std::pair{"weights", &weights}, {"inputs", &inputs}, {"kv", &kvfile}})
+    if (ir::Status o = open(opt, *file); !o) return fail(o.diagnostics, "amk run");
+  ir::Status bound;
+  if (weights) bound = m->bind_weights(*weights);
+  if (bound && inputs) bound = m->set_inputs(*inputs);
+  if (bound && kvfile) bound = vm::Vm::import(*kvfile, kv);
+  if (bound) bound = m->bind_kv(kv);
+  if (!bound) return fail(bound.diagnostics, "amk run");
   vm::RunResult r = m->run(ro);
   if (args.has("trace") && !r.trace.empty() &&
       !write_output(args.get<std::string>("trace"), vm::chrome_trace(m->program(), r)))
@@ -117,16 +110,11 @@ int cmd_run(int argc, char** argv) {
     std::cerr << path << ": " << vm::stuck_report(m->program(), r);
     return kDeadlock;
   }
-  if (r.status == vm::RunResult::Status::KernelError) {
-    std::cerr << path << ": " << r.error << "\n";
-    return kUnreadable;
-  }
+  if (r.status == vm::RunResult::Status::KernelError) return fail(r.diagnostics, path);
   if (args.has("out")) {
     auto outs = m->outputs();
-    if (auto we = vm::st_write(args.get<std::string>("out"), outs)) {
-      std::cerr << "amk run: " << *we << "\n";
-      return kUnreadable;
-    }
+    if (ir::Status w = vm::st_write(args.get<std::string>("out"), outs); !w)
+      return fail(w.diagnostics, "amk run");
   }
   const double wall = std::max(r.wall_s, 1e-9);
   std::string where =

@@ -5,7 +5,6 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "lower/model.h"
 #include "targets/target.h"
 
 namespace amk::cli {
@@ -17,13 +16,9 @@ int cmd_targets(int argc, char** argv) {
   args.add()("target", po::value<std::string>(), "a target to print")("json", "JSON output");
   args.positional("target", 1);
   if (auto rc = args.parse(argc, argv)) return *rc;
-  std::string err;
   if (args.has("target")) {
-    auto t = targets::load_target(args.get<std::string>("target"), err);
-    if (!t) {
-      std::cerr << "amk targets: " << err << "\n";
-      return kUnreadable;
-    }
+    auto t = targets::load_target(args.get<std::string>("target"));
+    if (!t) return fail(t.diagnostics, "amk targets");
     std::cout << targets::write_target_spec(*t);
     return kOk;
   }
@@ -32,11 +27,8 @@ int cmd_targets(int argc, char** argv) {
     std::cout << fmt::format("{:<9} {:<7} {:>7} {:>9} {:>9} {:>10}  {}\n", "name", "family",
                              "workers", "GB/s", "TFLOPs", "scratch", "worker kinds");
   for (const std::string& name : targets::builtin_target_names()) {
-    auto t = targets::load_target(name, err);
-    if (!t) {
-      std::cerr << "amk targets: " << err << "\n";
-      return kUnreadable;
-    }
+    auto t = targets::load_target(name);
+    if (!t) return fail(t.diagnostics, "amk targets");
     std::string kinds;
     for (const auto& w : t->workers)
       kinds += fmt::format("{}{}x{}", kinds.empty() ? "" : " + ", w.count, w.kind);
@@ -53,39 +45,6 @@ int cmd_targets(int argc, char** argv) {
     }
   }
   if (args.has("json")) std::cout << all.dump(2) << "\n";
-  return kOk;
-}
-
-int cmd_models(int argc, char** argv) {
-  Args args("amk models [NAME|FILE]",
-            "Lists the built-in model specs (schedules/*.json); with NAME or FILE (a spec or a\n"
-            "Hugging Face config.json) prints the spec amk reads from it.");
-  args.add()("model", po::value<std::string>(), "a model to print");
-  args.positional("model", 1);
-  if (auto rc = args.parse(argc, argv)) return *rc;
-  std::string err;
-  if (args.has("model")) {
-    auto m = lower::load_model(args.get<std::string>("model"), err);
-    if (!m) {
-      std::cerr << "amk models: " << err << "\n";
-      return kUnreadable;
-    }
-    std::cout << lower::write_model(*m);
-    return kOk;
-  }
-  std::cout << fmt::format("{:<15} {:>6} {:>6} {:>9} {:>6} {:>7} {:>7}  {}\n", "name", "layers",
-                           "hidden", "heads/kv", "hd", "inter", "vocab", "tied");
-  for (const std::string& name : lower::builtin_model_names()) {
-    auto m = lower::load_model(name, err);
-    if (!m) {
-      std::cerr << "amk models: " << err << "\n";
-      return kUnreadable;
-    }
-    std::cout << fmt::format("{:<15} {:>6} {:>6} {:>9} {:>6} {:>7} {:>7}  {}\n", name, m->n_layers,
-                             m->hidden, fmt::format("{}/{}", m->n_heads, m->n_kv_heads),
-                             m->head_dim, m->intermediate, m->vocab,
-                             m->tie_embeddings ? "yes" : "no");
-  }
   return kOk;
 }
 

@@ -40,13 +40,16 @@ int cmd_validate(int argc, char** argv) {
   for (size_t i = 0; i < files.size(); ++i) {
     const auto& f = files[i];
     std::string doc;
-    ir::LoadResult lr = ir::load_program(f);
+    ir::Result<ir::Program> lr = ir::load_program(f);
     if (!json) print_diagnostics(lr.diagnostics, f);
-    if (!lr.ok()) {
+    if (!lr) {
       rc = kUnreadable;
       if (json) doc = unreadable_json(lr.diagnostics, f);
     } else {
-      validate::Result r = v.validate(*lr.program);
+      validate::Result r = v.validate(*lr);
+      // JSON: load warnings (a duplicate key, a BOM) are part of the verdict's warnings (human
+      // output printed them above, before AMK's report).
+      if (json) r.warnings.insert(r.warnings.begin(), lr.diagnostics.begin(), lr.diagnostics.end());
       if (!r.ok && rc == kOk) rc = kRejected;
       if (json) {
         doc = r.to_json(f) + "\n";

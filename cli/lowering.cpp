@@ -1,7 +1,5 @@
 #include "cli/lowering.h"
 
-#include <iostream>
-
 #include <fmt/format.h>
 
 #include "ir/fileio.h"
@@ -15,7 +13,8 @@ void add_lowering_options(Args& args, bool need_target) {
                          : po::value<std::string>()->default_value("h100"),
              "target name (amk targets) or target .json")(
       "config,c", po::value<std::string>(),
-      "ScheduleConfig .json (default: AMK's default_config; 'auto' = AMK's config-less point)")(
+      "ScheduleConfig: a .json file, inline JSON ('{\"tiling\": ...}'), or 'auto' (AMK's "
+      "config-less point); default: AMK's default_config")(
       "dtype", po::value<std::string>()->default_value("F32"), "F32, BF16 or F16")(
       "quant", po::value<std::string>()->default_value("none"),
       "weight quantisation: none, int8, int4")("group", po::value<int64_t>()->default_value(128),
@@ -24,51 +23,52 @@ void add_lowering_options(Args& args, bool need_target) {
       "amk-compat", "AMK's lower() byte for byte (only tiling and n_partitions are consumed)");
 }
 
-std::optional<targets::TargetSpec> resolve_target(std::string_view cmd, const std::string& name) {
-  std::string err;
-  auto t = targets::load_target(name, err);
-  if (!t) std::cerr << fmt::format("amk {}: {}\n", cmd, err);
-  return t;
+namespace {
+
+bool is_inline_json(const std::string& arg) {
+  const size_t i = arg.find_first_not_of(" \t\r\n");
+  return i != std::string::npos && arg[i] == '{';
 }
 
-std::optional<LoweringArgs> resolve_lowering(const Args& args, std::string_view cmd,
-                                             const std::string& model_arg) {
-  LoweringArgs r;
-  std::string err;
-  auto m = lower::load_model(model_arg, err);
-  if (!m) {
-    std::cerr << fmt::format("amk {}: {}\n", cmd, err);
-    return std::nullopt;
+}  // namespace
+
+ir::Result<std::optional<ir::ScheduleConfig>> resolve_config(const std::string& arg) {
+  using R = ir::Result<std::optional<ir::ScheduleConfig>>;
+  if (arg == "auto") return R(std::optional<ir::ScheduleConfig>());
+  const bool inline_json = is_inline_json(arg);
+  std::string text = arg;
+  if (!inline_json) {
+    ir::Result<std::string> file = ir::read_file(arg);
+    if (!file) return std::move(file.diagnostics);
+    text = std::move(*file);
   }
-  r.model = std::move(*m);
-  auto t = resolve_target(cmd, args.get<std::string>("target"));
-  if (!t) return std::nullopt;
-  r.target = std::move(*t);
+  ir::Result<ir::ScheduleConfig> c = lower::parse_config(text, inline_json ? "--config" : arg);
+  if (!c) return std::move(c.diagnostics);
+  R r(std::optional<ir::ScheduleConfig>(std::move(*c.value)));
+  r.diagnostics = std::move(c.diagnostics);
+  return r;
+}
+
+ir::Result<LoweringArgs> resolve_lowering(const Args& args, lower::ModelSpec model) {
+  LoweringArgs r;
+  ir::Diagnostics warnings;
+  r.model = std::move(model);
+  ir::Result<targets::TargetSpec> t = targets::load_target(args.get<std::string>("target"));
+  if (!t) return std::move(t.diagnostics);
+  r.target = std::move(*t.value);
   r.config = lower::default_config();
   if (args.has("config")) {
-    const auto path = args.get<std::string>("config");
-    if (path == "auto") {
-      r.config.reset();
-    } else {
-      std::string text;
-      if (auto e = ir::read_file(path, text)) {
-        std::cerr << fmt::format("amk {}: {}\n", cmd, *e);
-        return std::nullopt;
-      }
-      auto c = lower::parse_config(text, path, err);
-      if (!c) {
-        std::cerr << fmt::format("amk {}: {}\n", cmd, err);
-        return std::nullopt;
-      }
-      r.config = std::move(*c);
-    }
+    const auto arg = args.get<std::string>("config");
+    auto c = resolve_config(arg);
+    if (!c) return std::move(c.diagnostics);
+    r.config = std::move(*c.value);
+    r.config_origin = is_inline_json(arg) ? "--config" : arg;
+    warnings = std::move(c.diagnostics);
   }
   const auto dt = args.get<std::string>("dtype");
   auto d = ir::parse_dtype(dt);
-  if (!d || (*d != ir::DType::F32 && *d != ir::DType::BF16 && *d != ir::DType::F16)) {
-    std::cerr << fmt::format("amk {}: --dtype {}: use F32, BF16 or F16\n", cmd, dt);
-    return std::nullopt;
-  }
+  if (!d || (*d != ir::DType::F32 && *d != ir::DType::BF16 && *d != ir::DType::F16))
+    return ir::error("usage.option", fmt::format("--dtype {}: use F32, BF16 or F16", dt));
   r.opt.dtype = *d;
   const auto q = args.get<std::string>("quant");
   if (q == "int8") {
@@ -76,13 +76,20 @@ std::optional<LoweringArgs> resolve_lowering(const Args& args, std::string_view 
   } else if (q == "int4") {
     r.opt.quant = lower::Quant::Int4;
   } else if (q != "none") {
-    std::cerr << fmt::format("amk {}: --quant {}: use none, int8 or int4\n", cmd, q);
-    return std::nullopt;
+    return ir::error("usage.option", fmt::format("--quant {}: use none, int8 or int4", q));
   }
   r.opt.quant_group = args.get<int64_t>("group");
   r.opt.batch = args.get<int64_t>("batch");
   r.opt.amk_compat = args.has("amk-compat");
-  return r;
+  ir::Result<LoweringArgs> out(std::move(r));
+  out.diagnostics = std::move(warnings);
+  return out;
+}
+
+void name_config(ir::Diagnostics& d, const LoweringArgs& la) {
+  if (la.config_origin.empty()) return;
+  for (ir::Diagnostic& x : d)
+    if (x.code.starts_with("config.") && x.file.empty()) x.file = la.config_origin;
 }
 
 }  // namespace amk::cli

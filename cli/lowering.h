@@ -1,10 +1,11 @@
-// Options shared by the commands that lower a model (lower, generate, gen-weights, info).
+// Options shared by the commands that lower a model (lower, generate, gen-weights, search).
 #pragma once
 
 #include <optional>
 #include <string>
 
 #include "cli/cli.h"
+#include "ir/result.h"
 #include "lower/lower.h"
 #include "lower/model.h"
 #include "targets/target.h"
@@ -16,15 +17,18 @@ struct LoweringArgs {
   lower::ModelSpec model;
   targets::TargetSpec target;
   std::optional<ir::ScheduleConfig> config;
+  std::string config_origin;  ///< the config file (or "--config") that config diagnostics name
   lower::LowerOptions opt;
 };
 
-/// Declares the shared options on `args` (`with_target`: --target is required).
+/// Declares the shared options on `args` (`need_target`: --target is required).
 void add_lowering_options(Args& args, bool need_target);
-/// Resolves them for model `model_arg`; prints "amk CMD: error" and returns nullopt on failure.
-std::optional<LoweringArgs> resolve_lowering(const Args& args, std::string_view cmd,
-                                             const std::string& model_arg);
-/// Loads a target by name or path; prints the error and returns nullopt on failure.
-std::optional<targets::TargetSpec> resolve_target(std::string_view cmd, const std::string& name);
+/// A --config value: "auto" (AMK's config-less point: nullopt), inline JSON (starting with '{'),
+/// or a ScheduleConfig file; diagnostics name the file (or "--config") and a line:column.
+ir::Result<std::optional<ir::ScheduleConfig>> resolve_config(const std::string& arg);
+/// Resolves the shared options for `model`.
+ir::Result<LoweringArgs> resolve_lowering(const Args& args, lower::ModelSpec model);
+/// Names the config's origin on the diagnostics about it (config.*).
+void name_config(ir::Diagnostics& d, const LoweringArgs& la);
 
 }  // namespace amk::cli

@@ -1,5 +1,7 @@
 #include "cli/run_options.h"
 
+#include "app/machine.h"
+
 #include <iostream>
 #include <optional>
 #include <string>
@@ -55,49 +57,24 @@ void add_run_options(Args& args) {
       "aicore: per-task core types, e.g. 3=aiv,17=aic (default: by opcode)");
 }
 
-bool resolve_run_options(const Args& args, std::string_view cmd, const targets::TargetSpec* target,
-                         vm::RunOptions& ro) {
+ir::Status resolve_run_options(const Args& args, const targets::TargetSpec* target,
+                               vm::RunOptions& ro) {
   ro.workers = args.get<int>("workers");
   ro.seed = args.get<uint64_t>("seed");
   ro.watchdog_ms = args.get<int64_t>("watchdog-ms");
-  const bool clustered = target && target->clusters > 0;
-  const auto mode =
-      args.has("mode") ? args.get<std::string>("mode") : std::string(clustered ? "aicore" : "sm");
-  if (mode == "sm") {
-    ro.mode = vm::Mode::Multiplexed;
-  } else if (mode == "sm-threads") {
-    ro.mode = vm::Mode::ThreadPerSm;
-  } else if (mode == "deterministic") {
-    ro.mode = vm::Mode::Deterministic;
-  } else if (mode == "aicore" || mode == "aicore-deterministic") {
-    ro.mode = vm::Mode::Aicore;
-    ro.aicore.deterministic = mode == "aicore-deterministic";
-    if (clustered) {
-      ro.aicore.clusters = target->clusters;
-      ro.aicore.aic_per_cluster = target->cluster_aic;
-      ro.aicore.aiv_per_cluster = target->cluster_aiv;
-      ro.aicore.schedulers = static_cast<int>(target->aicpu_threads);
-    }
-  } else {
-    std::cerr << "amk " << cmd
-              << ": --mode must be sm, sm-threads, deterministic, aicore or aicore-deterministic\n";
-    return false;
-  }
-  if (args.get<int>("schedulers") < 0 || args.get<int>("core-threads") < 0) {
-    std::cerr << "amk " << cmd << ": --schedulers and --core-threads must not be negative\n";
-    return false;
-  }
+  ir::Status st =
+      app::set_mode(args.has("mode") ? args.get<std::string>("mode") : std::string(), target, ro);
+  if (!st) return st;
+  if (args.get<int>("schedulers") < 0 || args.get<int>("core-threads") < 0)
+    return ir::error("usage.option", "--schedulers and --core-threads must not be negative");
   if (args.get<int>("schedulers") > 0) ro.aicore.schedulers = args.get<int>("schedulers");
   ro.aicore.core_threads = args.get<int>("core-threads");
   if (args.has("core-type")) {
     auto ov = parse_core_types(args.get<std::string>("core-type"));
-    if (!ov) {
-      std::cerr << "amk " << cmd << ": --core-type takes ID=aic|aiv[,ID=aic|aiv...]\n";
-      return false;
-    }
+    if (!ov) return ir::error("usage.option", "--core-type takes ID=aic|aiv[,ID=aic|aiv...]");
     ro.aicore.overrides = *ov;
   }
-  return true;
+  return st;
 }
 
 }  // namespace amk::cli

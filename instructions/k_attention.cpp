@@ -27,14 +27,14 @@ Status k_attention(const KernelArgs& a) {
   const int64_t nh = a.params.get(F::n_heads, q.rank >= 2 ? q.shape[q.rank - 2] : 0);
   const int64_t nkv = a.params.get(F::n_kv_heads, nh);
   if (hd <= 0 || nh <= 0 || nkv <= 0 || nh % nkv != 0)
-    return Status::fail(
+    return kernel_error(
         fmt::format("ATTENTION_TILE: head_dim {}, n_heads {}, n_kv_heads {}", hd, nh, nkv));
   const int64_t batch = q.rank == 3 ? q.shape[0] : 1;
   const bool batched_cache = kc.rank == 4;
   if (q.numel != batch * nh * hd || kc.rank < 3 || kc.last() != hd ||
       kc.shape[kc.rank - 2] != nkv || vc.numel != kc.numel ||
       (batched_cache && kc.shape[0] != batch) || (!batched_cache && batch != 1))
-    return Status::fail(
+    return kernel_error(
         fmt::format("ATTENTION_TILE: q {}, k {}, v {} do not fit {} heads x {} ({} kv heads)",
                     describe(q), describe(kc), describe(vc), nh, hd, nkv));
   const int64_t seq = kc.shape[kc.rank - 3];
@@ -43,12 +43,12 @@ Status k_attention(const KernelArgs& a) {
       static_cast<float>(a.params.real(F::scale, 1.0 / std::sqrt(static_cast<double>(hd))));
   const bool partial = (a.params.get(F::flags, 0) & ir::kFlagSplitKvPartial) != 0;
   if (start < 0 || len < 0 || start + len > seq)
-    return Status::fail(
+    return kernel_error(
         fmt::format("ATTENTION_TILE: window [{}, {}) outside the {} cached positions", start,
                     start + len, seq));
   if (partial ? (batch != 1 || out.numel != nh * (hd + 2)) : out.numel != batch * nh * hd)
-    return Status::fail(fmt::format("ATTENTION_TILE: output {} has the wrong size", describe(out)));
-  if (len == 0 && !partial) return Status::fail("ATTENTION_TILE: empty KV window");
+    return kernel_error(fmt::format("ATTENTION_TILE: output {} has the wrong size", describe(out)));
+  if (len == 0 && !partial) return kernel_error("ATTENTION_TILE: empty KV window");
   const int64_t rep = nh / nkv, width = nkv * hd;
   const float* qf = f32_view(q, a.ws, 0);
   float* y = f32_target(out, a.ws, 1);
@@ -106,16 +106,16 @@ Status k_attention(const KernelArgs& a) {
 Status k_combine(const KernelArgs& a) {
   const Tensor& out = a.out[0];
   if (!a.params.has_int(F::head_dim))
-    return Status::fail("ATTENTION_COMBINE: needs param head_dim");
+    return kernel_error("ATTENTION_COMBINE: needs param head_dim");
   const int64_t hd = a.params.get(F::head_dim, 0);
   const int64_t nh = a.params.get(F::n_heads, hd > 0 ? a.in[0].numel / (hd + 2) : 0);
   if (hd <= 0 || nh <= 0 || out.numel != nh * hd)
-    return Status::fail(
+    return kernel_error(
         fmt::format("ATTENTION_COMBINE: output {} is not n_heads x head_dim", describe(out)));
   std::vector<const float*> parts;
   for (size_t p = 0; p < a.in.size(); ++p) {
     if (a.in[p].numel != nh * (hd + 2))
-      return Status::fail(fmt::format("ATTENTION_COMBINE: partial {} is {}", p, describe(a.in[p])));
+      return kernel_error(fmt::format("ATTENTION_COMBINE: partial {} is {}", p, describe(a.in[p])));
     parts.push_back(f32_view(a.in[p], a.ws, 2 + p));
   }
   float* y = f32_target(out, a.ws, 0);
@@ -143,10 +143,10 @@ Status k_rope(const KernelArgs& a) {
   const int64_t hd = a.params.get(F::head_dim, 0);
   if (hd <= 0 || hd % 2 != 0 || x.last() != hd || (x.rank != 2 && x.rank != 3) ||
       out.numel != x.numel)
-    return Status::fail(
+    return kernel_error(
         fmt::format("ROPE: x {} with head_dim {} (must be even; rank 2 or 3)", describe(x), hd));
   if (!is_index_dtype(pos.dtype) || pos.numel < 1 || (x.rank == 3 && pos.numel != x.shape[0]))
-    return Status::fail(fmt::format("ROPE: positions {} for x {}", describe(pos), describe(x)));
+    return kernel_error(fmt::format("ROPE: positions {} for x {}", describe(pos), describe(x)));
   const auto theta = static_cast<float>(a.params.real(F::theta, 10000.0));
   const int64_t half = hd / 2;
   std::vector<float> inv_freq(static_cast<size_t>(half));
@@ -179,11 +179,11 @@ Status k_kv_append(const KernelArgs& a) {
   const Tensor &nw = a.in[0], &cache = a.out[0];
   const int64_t pos = a.params.get(F::pos, -1);
   if (a.in[1].data != cache.data)
-    return Status::fail("KV_APPEND: input 1 must be the output cache (in place)");
+    return kernel_error("KV_APPEND: input 1 must be the output cache (in place)");
   if (cache.rank == 3) {
     const int64_t row = cache.shape[1] * cache.shape[2];
     if (row <= 0 || nw.numel % row != 0 || pos < 0 || pos + nw.numel / row > cache.shape[0])
-      return Status::fail(fmt::format("KV_APPEND: {} at pos {} does not fit cache {}", describe(nw),
+      return kernel_error(fmt::format("KV_APPEND: {} at pos {} does not fit cache {}", describe(nw),
                                       pos, describe(cache)));
     for (int64_t i = 0; i < nw.numel; ++i)
       store(cache.data, cache.dtype, pos * row + i, load(nw.data, nw.dtype, i));
@@ -192,7 +192,7 @@ Status k_kv_append(const KernelArgs& a) {
   if (cache.rank == 4) {
     const int64_t b = cache.shape[0], seq = cache.shape[1], row = cache.shape[2] * cache.shape[3];
     if (nw.numel != b * row || pos < 0 || pos >= seq)
-      return Status::fail(fmt::format("KV_APPEND: {} at pos {} does not fit cache {}", describe(nw),
+      return kernel_error(fmt::format("KV_APPEND: {} at pos {} does not fit cache {}", describe(nw),
                                       pos, describe(cache)));
     for (int64_t s = 0; s < b; ++s)
       for (int64_t i = 0; i < row; ++i)
@@ -200,7 +200,7 @@ Status k_kv_append(const KernelArgs& a) {
               load(nw.data, nw.dtype, s * row + i));
     return {};
   }
-  return Status::fail("KV_APPEND: cache must be rank 3 or 4, not " + describe(cache));
+  return kernel_error("KV_APPEND: cache must be rank 3 or 4, not " + describe(cache));
 }
 
 }  // namespace amk::inst

@@ -58,7 +58,7 @@ Status elementwise(const KernelArgs& a, size_t n_in, const char* op, F f) {
   const float* x[2] = {nullptr, nullptr};
   for (size_t k = 0; k < n_in; ++k) {
     if (a.in[k].numel != out.numel)
-      return Status::fail(fmt::format("{}: input {} {} does not match output {}", op, k,
+      return kernel_error(fmt::format("{}: input {} {} does not match output {}", op, k,
                                       describe(a.in[k]), describe(out)));
     x[k] = f32_view(a.in[k], a.ws, k);
   }
@@ -77,7 +77,7 @@ Status k_nop(const KernelArgs&) {
 Status k_copy(const KernelArgs& a) {
   const Tensor &x = a.in[0], &out = a.out[0];
   if (x.numel != out.numel)
-    return Status::fail(fmt::format("COPY: {} into {}", describe(x), describe(out)));
+    return kernel_error(fmt::format("COPY: {} into {}", describe(x), describe(out)));
   if (x.dtype == out.dtype && x.dtype != ir::DType::I4) {
     std::memmove(out.data, x.data, static_cast<size_t>(ir::dtype_nbytes(x.dtype, x.numel)));
     return {};
@@ -120,7 +120,7 @@ Status k_allreduce(const KernelArgs& a) {
   }
   for (size_t k = 0; k < a.in.size(); ++k) {
     if (a.in[k].numel != out.numel)
-      return Status::fail(fmt::format("ALLREDUCE_SHARD: shard {} {} does not match output {}", k,
+      return kernel_error(fmt::format("ALLREDUCE_SHARD: shard {} {} does not match output {}", k,
                                       describe(a.in[k]), describe(out)));
     for (int64_t i = 0; i < out.numel; ++i) sum[i] += load(a.in[k].data, a.in[k].dtype, i);
   }
@@ -132,12 +132,12 @@ Status k_allreduce(const KernelArgs& a) {
 Status k_softmax(const KernelArgs& a) {
   const Tensor &x = a.in[0], &out = a.out[0];
   if (x.numel != out.numel)
-    return Status::fail(fmt::format("SOFTMAX: {} into {}", describe(x), describe(out)));
+    return kernel_error(fmt::format("SOFTMAX: {} into {}", describe(x), describe(out)));
   int rank = std::max(x.rank, 1);
   int64_t dim = a.params.get(ir::ParamField::dim, -1);
   if (dim < 0) dim += rank;
   if (dim < 0 || dim >= rank)
-    return Status::fail(fmt::format("SOFTMAX: dim out of range for {}", describe(x)));
+    return kernel_error(fmt::format("SOFTMAX: dim out of range for {}", describe(x)));
   int64_t len = x.rank ? x.shape[dim] : 1, inner = 1;
   for (int k = static_cast<int>(dim) + 1; k < x.rank; ++k) inner *= x.shape[k];
   const int64_t span = len * inner;
@@ -162,7 +162,7 @@ Status k_argmax(const KernelArgs& a) {
   const Tensor &x = a.in[0], &out = a.out[0];
   const int64_t v = x.last();
   if (v <= 0 || out.numel * v != x.numel)
-    return Status::fail(
+    return kernel_error(
         fmt::format("SAMPLE_ARGMAX: {} needs one index per row of {}", describe(out), describe(x)));
   const float* p = f32_view(x, a.ws, 0);
   for (int64_t r = 0; r < out.numel; ++r) {
@@ -182,7 +182,7 @@ Status k_rmsnorm(const KernelArgs& a) {
   const Tensor &x = a.in[0], &w = a.in[1], &out = a.out[0];
   const int64_t h = x.last();
   if (w.numel != h || out.numel != x.numel)
-    return Status::fail(fmt::format("RMSNORM: x {}, weight {}, output {}", describe(x), describe(w),
+    return kernel_error(fmt::format("RMSNORM: x {}, weight {}, output {}", describe(x), describe(w),
                                     describe(out)));
   const auto eps = static_cast<float>(a.params.real(ir::ParamField::eps, 1e-6));
   const float *v = f32_view(x, a.ws, 0), *g = f32_view(w, a.ws, 1);
@@ -203,7 +203,7 @@ Status k_layernorm(const KernelArgs& a) {
   const int64_t h = a.params.get(ir::ParamField::hidden, x.last());
   if (h <= 0 || x.numel % h != 0 || w.numel != h || out.numel != x.numel ||
       (a.in.size() == 3 && a.in[2].numel != h))
-    return Status::fail(fmt::format("LAYERNORM: x {}, weight {}, output {}", describe(x),
+    return kernel_error(fmt::format("LAYERNORM: x {}, weight {}, output {}", describe(x),
                                     describe(w), describe(out)));
   const auto eps = static_cast<float>(a.params.real(ir::ParamField::eps, 1e-5));
   const float *v = f32_view(x, a.ws, 0), *g = f32_view(w, a.ws, 1);
@@ -227,15 +227,15 @@ Status k_layernorm(const KernelArgs& a) {
 Status k_embed(const KernelArgs& a) {
   const Tensor &ids = a.in[0], &table = a.in[1], &out = a.out[0];
   if (!is_index_dtype(ids.dtype))
-    return Status::fail("EMBED: ids must be I32, I8 or U8, not " + describe(ids));
+    return kernel_error("EMBED: ids must be I32, I8 or U8, not " + describe(ids));
   if (table.rank != 2 || out.numel != ids.numel * table.shape[1])
-    return Status::fail(fmt::format("EMBED: {} ids of table {} do not fill {}", ids.numel,
+    return kernel_error(fmt::format("EMBED: {} ids of table {} do not fill {}", ids.numel,
                                     describe(table), describe(out)));
   const int64_t rows = table.shape[0], width = table.shape[1];
   for (int64_t i = 0; i < ids.numel; ++i) {
     const int64_t id = load_index(ids, i);
     if (id < 0 || id >= rows)
-      return Status::fail(
+      return kernel_error(
           fmt::format("EMBED: id {} at position {} is outside the table's {} rows", id, i, rows));
     if (table.dtype == out.dtype && table.dtype != ir::DType::I4) {
       const size_t row_bytes = static_cast<size_t>(ir::dtype_nbytes(table.dtype, width));

@@ -11,11 +11,11 @@ Status k_fused(const KernelArgs& a) {
   const ir::Recipe* recipe = a.recipe;
   if (!recipe) {
     const ir::ParamValue* rv = a.task ? a.task->param("recipe") : nullptr;
-    if (!rv) return Status::fail("FUSED: missing param 'recipe'");
+    if (!rv) return kernel_error("FUSED: missing param 'recipe'");
     std::vector<std::string> errs;
     parsed = ir::parse_recipe(rv->kind == ir::ParamValue::Kind::Other ? rv->other : ir::JsonValue(),
                               static_cast<int64_t>(a.in.size()), errs);
-    if (!parsed) return Status::fail("malformed FUSED recipe: " + errs.front());
+    if (!parsed) return kernel_error("malformed FUSED recipe: " + errs.front());
     recipe = &*parsed;
   }
   struct Slot {
@@ -35,12 +35,12 @@ Status k_fused(const KernelArgs& a) {
     for (const ir::RecipeArg& r : st.args) {
       if (r.is_input) {
         if (r.index < 0 || static_cast<size_t>(r.index) >= a.in.size())
-          return Status::fail(fmt::format("FUSED step {}: input {} out of range", i, r.index));
+          return kernel_error(fmt::format("FUSED step {}: input {} out of range", i, r.index));
         args.push_back(a.in[static_cast<size_t>(r.index)]);
       } else {
         Slot* s = find(r.index);
         if (!s)
-          return Status::fail(
+          return kernel_error(
               fmt::format("FUSED step {}: scratch {} was never written", i, r.index));
         args.push_back(s->t);
       }
@@ -50,7 +50,7 @@ Status k_fused(const KernelArgs& a) {
       out = a.out[0];
     } else {
       if (args.empty() && st.out_shape.empty())
-        return Status::fail(
+        return kernel_error(
             fmt::format("FUSED step {}: a scratch output needs out_shape or an argument", i));
       const ir::DType dt = st.out_dtype ? *st.out_dtype : args[0].dtype;
       std::vector<int64_t> shape = st.out_shape;
@@ -75,7 +75,8 @@ Status k_fused(const KernelArgs& a) {
     KernelArgs sub{st.op, args, std::span<const Tensor>(&out, 1), pt, &step, nullptr, a.ws};
     Status s = kernel_for(st.op)(sub);
     if (!s.ok())
-      return Status::fail(fmt::format("FUSED step {} ({}): {}", i, ir::name(st.op), s.error));
+      return kernel_error(fmt::format("FUSED step {} ({}): {}", i, ir::name(st.op),
+                                      ir::error_messages(s.diagnostics)));
   }
   return {};
 }

@@ -88,43 +88,43 @@ Status k_gemm(const KernelArgs& a) {
   const char* op = gemm ? "GEMM_TILE" : "GEMV_TILE";
   const int64_t K = a.params.get(F::K, x.last());
   if (K <= 0 || K > x.last())
-    return Status::fail(fmt::format("{}: K={} but x is {}", op, K, describe(x)));
+    return kernel_error(fmt::format("{}: K={} but x is {}", op, K, describe(x)));
   const int64_t rows = x.numel / x.last();
   const int64_t qd = a.params.get(F::qdtype, 0);
   const bool quant = (qd == 6 || qd == 7) && a.in.size() >= 3;
-  if (w.rank != 2) return Status::fail(fmt::format("{}: weight {} must be 2-D", op, describe(w)));
+  if (w.rank != 2) return kernel_error(fmt::format("{}: weight {} must be 2-D", op, describe(w)));
   Quant q{qd, 0, 0, nullptr, nullptr, 0};
   int64_t n_rows = w.shape[0];
   if (quant) {
     const Tensor& sc = a.in[2];
     if (sc.rank != 2)
-      return Status::fail(fmt::format("{}: scales {} must be [N, n_groups]", op, describe(sc)));
+      return kernel_error(fmt::format("{}: scales {} must be [N, n_groups]", op, describe(sc)));
     n_rows = sc.shape[0];
     q.n_groups = sc.shape[1];
     q.group = a.params.get(F::group, K);
     const int64_t wcols = qd == 7 ? (K + 1) / 2 : K;
     if (q.group <= 0 || q.n_groups <= 0 || w.shape[0] != n_rows || w.shape[1] < wcols)
-      return Status::fail(
+      return kernel_error(
           fmt::format("{}: quantised weight {} / scales {} do not fit K={}, group={}", op,
                       describe(w), describe(sc), K, q.group));
     if ((qd == 6 && w.dtype != ir::DType::I8) ||
         (qd == 7 && w.dtype != ir::DType::U8 && w.dtype != ir::DType::I4))
-      return Status::fail(fmt::format("{}: qdtype {} cannot read weight {}", op, qd, describe(w)));
+      return kernel_error(fmt::format("{}: qdtype {} cannot read weight {}", op, qd, describe(w)));
     if (a.in.size() > 3 && a.in[3].numel != sc.numel)
-      return Status::fail(fmt::format("{}: zeros must match the scales", op));
+      return kernel_error(fmt::format("{}: zeros must match the scales", op));
   } else if (w.shape[1] < K) {
-    return Status::fail(fmt::format("{}: K={} but weight is {}", op, K, describe(w)));
+    return kernel_error(fmt::format("{}: K={} but weight is {}", op, K, describe(w)));
   }
   const int64_t n_off = a.params.get(F::n_off, 0);
   const int64_t n_tile = a.params.get(F::N_tile, n_rows);
   const int64_t n_out = out.last();
   if (n_off < 0 || n_tile <= 0 || n_off + n_tile > n_rows || n_off + n_tile > n_out)
-    return Status::fail(fmt::format("{}: tile columns [{}, {}) outside weight rows {} / output {}",
+    return kernel_error(fmt::format("{}: tile columns [{}, {}) outside weight rows {} / output {}",
                                     op, n_off, n_off + n_tile, n_rows, describe(out)));
   const int64_t m0 = gemm ? a.params.get(F::m_off, 0) : 0;
   const int64_t m1 = gemm ? m0 + a.params.get(F::M_tile, rows) : rows;
   if (m0 < 0 || m1 > rows || m1 * n_out > out.numel)
-    return Status::fail(fmt::format("{}: rows [{}, {}) outside x {} / output {}", op, m0, m1,
+    return kernel_error(fmt::format("{}: rows [{}, {}) outside x {} / output {}", op, m0, m1,
                                     describe(x), describe(out)));
   if (quant) {  // only the tile's rows of scales (and zeros), as fp32
     const int64_t cnt = n_tile * q.n_groups, first = n_off * q.n_groups;
@@ -141,7 +141,7 @@ Status k_gemm(const KernelArgs& a) {
   const float* xf = f32_view(x, a.ws, 0);
   const bool has_bias = !quant && a.in.size() == 3;
   if (has_bias && a.in[2].numel < n_off + n_tile)
-    return Status::fail(fmt::format("{}: bias {} is shorter than the tile", op, describe(a.in[2])));
+    return kernel_error(fmt::format("{}: bias {} is shorter than the tile", op, describe(a.in[2])));
   // int4 helpers per row of x: even/odd split of x and per-group sums.
   float* bias = nullptr;  // the tile's slice of the bias, as fp32
   if (has_bias) {
@@ -183,7 +183,7 @@ Status k_dequant(const KernelArgs& a) {
   const int64_t group = a.params.get(F::group, qv.last());
   if (group <= 0 || qv.numel % group != 0 || sc.numel != qv.numel / group ||
       out.numel != qv.numel || (a.in.size() == 3 && a.in[2].numel != sc.numel))
-    return Status::fail(fmt::format("DEQUANT: q {}, scales {}, group {}, output {}", describe(qv),
+    return kernel_error(fmt::format("DEQUANT: q {}, scales {}, group {}, output {}", describe(qv),
                                     describe(sc), group, describe(out)));
   float* y = f32_target(out, a.ws, 0);
   for (int64_t i = 0; i < qv.numel; ++i) {

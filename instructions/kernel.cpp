@@ -56,14 +56,18 @@ Kernel kernel_for(ir::Op op) {
   return kTable[static_cast<size_t>(op)];
 }
 
+Status kernel_error(std::string message) {
+  return ir::error("kernel.error", std::move(message));
+}
+
 Status call_kernel(Kernel k, const KernelArgs& a) {
-  if (!k) return Status::fail("no kernel for this opcode");
+  if (!k) return kernel_error("no kernel for this opcode");
   try {
     return k(a);
   } catch (const std::exception& e) {
-    return Status::fail(fmt::format("kernel threw: {}", e.what()));
+    return kernel_error(fmt::format("kernel threw: {}", e.what()));
   } catch (...) {
-    return Status::fail("kernel threw a non-standard exception");
+    return kernel_error("kernel threw a non-standard exception");
   }
 }
 

@@ -9,6 +9,7 @@
 #include "ir/fused.h"
 #include "ir/opcodes.h"
 #include "ir/program.h"
+#include "ir/result.h"
 
 namespace amk::inst {
 
@@ -35,12 +36,10 @@ class Workspace {
   std::vector<std::vector<float>> bufs_;
 };
 
-/// A kernel's outcome: ok, or the first error (a message; never undefined behaviour).
-struct Status {
-  std::string error;
-  bool ok() const { return error.empty(); }
-  static Status fail(std::string msg) { return Status{std::move(msg)}; }
-};
+/// A kernel's outcome: ok, or a `kernel.error` diagnostic (never undefined behaviour).
+using Status = ir::Status;
+/// A failed kernel outcome saying `message`.
+Status kernel_error(std::string message);
 
 /// Everything one instruction needs. A kernel reads only `in`, writes only `out`.
 struct KernelArgs {

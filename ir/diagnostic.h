@@ -1,6 +1,8 @@
 // Diagnostics as values: severity, stable code, message, JSON pointer and notes, for every layer.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +28,7 @@ struct Diagnostic {
   int line = 0;    ///< 1-based source line, 0 when not from a file position
   int column = 0;  ///< 1-based source column (bytes)
   std::vector<Note> notes;
+  std::string file;  ///< the file it is about, when known (the caller may name it instead)
   bool operator==(const Diagnostic&) const = default;
 };
 
@@ -41,7 +44,17 @@ std::string pointer_token(std::string_view key);
 /// Pointer of a task field, e.g. task_pointer(12, "waits/0/threshold") ->
 /// "/tasks/12/waits/0/threshold".
 std::string task_pointer(size_t task, std::string_view rest = {});
-/// "file:line:col: pointer: error[code]: message" plus indented notes, for human output.
+/// The messages of the errors, joined by "; " (empty when there is none).
+std::string error_messages(const Diagnostics& d);
+/// The task a pointer is about ("/tasks/12/waits/0" -> 12), or nullopt.
+std::optional<int64_t> pointer_task(std::string_view pointer);
+/// Sets `file` on every diagnostic that does not name one yet.
+void set_file(Diagnostics& d, std::string_view file);
+/// "file:line:col: pointer: error[code]: message" plus indented notes, for human output; `file`
+/// is used when the diagnostic names none.
 std::string format_diagnostic(const Diagnostic& d, std::string_view file);
+/// The one JSON shape of diagnostics (an array of {code, severity, message, file?, pointer,
+/// line?, column?, task?, notes}), laid out like json.dumps(indent=2) at nesting `level`.
+std::string diagnostics_json(const Diagnostics& d, int level);
 
 }  // namespace amk::ir

@@ -14,16 +14,27 @@
 
 namespace amk::ir {
 
-std::optional<std::string> read_file(const std::string& path, std::string& out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fmt::format("cannot open '{}': {}", path, std::strerror(errno));
+namespace {
+
+Diagnostic io_error(std::string code, std::string message, const std::string& path) {
+  Diagnostic d = error(std::move(code), std::move(message));
+  d.file = path;
+  return d;
+}
+
+}  // namespace
+
+Result<std::string> read_file(const std::string& path) {
+  auto fail = [&](std::string msg) { return io_error("io.read", std::move(msg), path); };
+  int fd = path == "-" ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
     int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
     ::close(fd);
-    return fmt::format("cannot read '{}': {}", path, std::strerror(e));
+    return fail(fmt::format("cannot read '{}': {}", path, std::strerror(e)));
   }
-  out.clear();
+  std::string out;
   if (S_ISREG(st.st_mode)) out.reserve(static_cast<size_t>(st.st_size));
   char buf[1 << 16];
   for (;;) {
@@ -32,28 +43,31 @@ std::optional<std::string> read_file(const std::string& path, std::string& out) 
       if (errno == EINTR) continue;
       int e = errno;
       ::close(fd);
-      return fmt::format("cannot read '{}': {}", path, std::strerror(e));
+      return fail(fmt::format("cannot read '{}': {}", path, std::strerror(e)));
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);
-  return std::nullopt;
+  return out;
 }
 
-std::optional<std::string> write_file_atomic(const std::string& path, std::string_view data) {
+Status write_file_atomic(const std::string& path, std::string_view data) {
   namespace fs = std::filesystem;
+  auto fail_with = [&](std::string msg) {
+    return Status(io_error("io.write", std::move(msg), path));
+  };
   fs::path target(path);
   fs::path dir = target.parent_path();
   if (dir.empty()) dir = ".";
   std::string tmpl = fmt::format("{}/.{}.tmp.XXXXXX", dir.string(), target.filename().string());
   int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) return fmt::format("cannot write '{}': {}", path, std::strerror(errno));
+  if (fd < 0) return fail_with(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
   auto fail = [&](const char* what) {
     int e = errno;
     ::close(fd);
     ::unlink(tmpl.c_str());
-    return fmt::format("cannot write '{}' ({}): {}", path, what, std::strerror(e));
+    return fail_with(fmt::format("cannot write '{}' ({}): {}", path, what, std::strerror(e)));
   };
   size_t off = 0;
   while (off < data.size()) {
@@ -77,37 +91,35 @@ std::optional<std::string> write_file_atomic(const std::string& path, std::strin
   if (::close(fd) != 0) {
     int e = errno;
     ::unlink(tmpl.c_str());
-    return fmt::format("cannot write '{}' (close): {}", path, std::strerror(e));
+    return fail_with(fmt::format("cannot write '{}' (close): {}", path, std::strerror(e)));
   }
   if (::rename(tmpl.c_str(), path.c_str()) != 0) {
     int e = errno;
     ::unlink(tmpl.c_str());
-    return fmt::format("cannot write '{}' (rename): {}", path, std::strerror(e));
+    return fail_with(fmt::format("cannot write '{}' (rename): {}", path, std::strerror(e)));
   }
-  return std::nullopt;
+  return {};
 }
 
-std::optional<std::pair<std::string, std::string>> read_builtin_or_file(
+Result<std::pair<std::string, std::string>> read_builtin_or_file(
     std::string_view name_or_path, std::span<const BuiltinFile> builtins, std::string_view dir,
-    std::string_view what, std::string_view hint, std::string& error) {
+    std::string_view what, std::string_view hint) {
   for (const auto& [stem, text] : builtins)
     if (stem == name_or_path)
       return std::pair{std::string(dir) + "/" + std::string(stem) + ".json", std::string(text)};
-  const bool looks_like_path =
-      name_or_path.find('/') != std::string_view::npos || name_or_path.ends_with(".json");
+  const bool looks_like_path = name_or_path == "-" ||
+                               name_or_path.find('/') != std::string_view::npos ||
+                               name_or_path.ends_with(".json");
   if (!looks_like_path) {
     std::string names;
     for (const std::string& n : builtin_names(builtins)) names += (names.empty() ? "" : ", ") + n;
-    error = "unknown " + std::string(what) + " '" + std::string(name_or_path) +
-            "' (built-in: " + names + "; or give a path to " + std::string(hint) + ")";
-    return std::nullopt;
+    return error(fmt::format("{}.unknown", what),
+                 fmt::format("unknown {} '{}' (built-in: {}; or give a path to {})", what,
+                             name_or_path, names, hint));
   }
-  std::pair<std::string, std::string> r{std::string(name_or_path), {}};
-  if (auto err = read_file(r.first, r.second)) {
-    error = *err;
-    return std::nullopt;
-  }
-  return r;
+  Result<std::string> text = read_file(std::string(name_or_path));
+  if (!text) return std::move(text.diagnostics);
+  return std::pair{std::string(name_or_path), std::move(*text)};
 }
 
 std::vector<std::string> builtin_names(std::span<const BuiltinFile> builtins) {

@@ -5,33 +5,30 @@
 #include <string>
 #include <string_view>
 
-#include "ir/diagnostic.h"
 #include "ir/program.h"
+#include "ir/result.h"
 
 namespace amk::ir {
 
-/// A parsed program, or none with the error diagnostics that explain why (warnings either way).
-struct LoadResult {
-  std::optional<Program> program;
-  Diagnostics diagnostics;
-  /// True when a program was produced.
-  bool ok() const { return program.has_value(); }
-};
-
-/// A parsed target record, or none with the diagnostics that explain why.
-struct TargetLoadResult {
-  std::optional<Target> target;
-  Diagnostics diagnostics;
-};
-
 /// Parses one target record (AMK's GpuTarget fields; unknown fields land in Target::extra).
-TargetLoadResult parse_target(std::string_view text);
+Result<Target> parse_target(std::string_view text);
 /// A target record in AMK's canonical bytes (the same writer as a program's "target").
 std::string write_target(const Target& t);
-/// Parses AMK JSON text. Never throws on bad input: every problem is a diagnostic with a pointer.
-LoadResult parse_program(std::string_view text);
+/// Parses AMK JSON text. Never throws on bad input: every problem is a diagnostic with a pointer
+/// and a line:column; warnings (a duplicate key, a BOM) accompany a program.
+Result<Program> parse_program(std::string_view text);
 /// Reads and parses a file; an unreadable file is an `io.read` diagnostic.
-LoadResult load_program(const std::string& path);
+Result<Program> load_program(const std::string& path);
+/// Parses a ScheduleConfig document: the fields a program's "config" has (one schema). Unknown
+/// fields are kept in ScheduleConfig::extra, or with `strict` are `config.unknown-field` errors.
+Result<ScheduleConfig> parse_config(std::string_view text, bool strict);
+/// True when a JSON document's first key is one of a program's top-level fields (ir_version,
+/// abi_version, meta, target, buffers, counters, tasks, pages, config): AMK writes ir_version
+/// first, so telling a program from a model spec or config.json costs a few bytes, not a parse.
+bool looks_like_program(std::string_view text);
+/// Parses a JSON document that must be an object (`what` names it in errors: "a model spec"),
+/// with the same diagnostics as a program (pointer, line:column; NaN/Infinity refused).
+Result<JsonValue> parse_json_object(std::string_view text, std::string_view what);
 /// The exact bytes AMK's MegakernelProgram.to_json() writes (unknown fields kept at the end).
 std::string write_program(const Program& p);
 

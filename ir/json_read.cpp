@@ -435,9 +435,12 @@ class Reader {
  public:
   explicit Reader(std::string_view text) : lx_(text), text_(text) {}
 
-  LoadResult run() {
-    LoadResult res;
-    Program prog;
+  // One JSON document holding an object (`what`: "a program", "a target", ...) read by
+  // `read(value, offset)`: a leading BOM is a warning, anything but an object a json.type error,
+  // and every problem a diagnostic with its pointer and line:column.
+  template <class T, class F>
+  Result<T> document(std::string_view what, F&& read) {
+    T value{};
     try {
       if (text_.size() >= 3 && std::memcmp(text_.data(), "\xEF\xBB\xBF", 3) == 0) {
         warn("json.bom", "file starts with a UTF-8 byte-order mark (ignored)", 0);
@@ -445,57 +448,54 @@ class Reader {
       }
       int c = lx_.peek();
       if (c < 0) lx_.fail("Expecting value (empty file)");
+      const size_t off = lx_.offset();
       if (c != '{') {
-        size_t off = lx_.offset();
         skip_value(0);
         if (!lx_.at_end()) lx_.fail("Extra data");
-        error("json.type", "a program must be a JSON object, got " + describe_at(text_, off), off);
+        error("json.type",
+              fmt::format("{} must be a JSON object, got {}", what, describe_at(text_, off)), off);
       } else {
-        read_program(prog);
+        read(value, off);
         if (!lx_.at_end()) lx_.fail("Extra data");
       }
     } catch (const SyntaxError& e) {
       error("json.syntax", e.message, e.offset, /*allow_past_cap=*/true);
     } catch (const TooManyErrors&) {
-      diags_.push_back({Severity::Error,
-                        "json.too-many-errors",
-                        fmt::format("stopped after {} errors", kMaxErrors),
-                        "",
-                        0,
-                        0,
-                        {}});
+      diags_.push_back(
+          ir::error("json.too-many-errors", fmt::format("stopped after {} errors", kMaxErrors)));
       offsets_.push_back(std::string::npos);
     }
     fill_line_columns();
+    if (has_errors(diags_)) return std::move(diags_);
+    Result<T> res(std::move(value));
     res.diagnostics = std::move(diags_);
-    if (!has_errors(res.diagnostics)) res.program = std::move(prog);
     return res;
   }
 
+  Result<Program> run() {
+    return document<Program>("a program", [&](Program& p, size_t) { read_program(p); });
+  }
+
   // A lone target record (targets/*.json): AMK's fields, unknown ones kept in Target::extra.
-  TargetLoadResult run_target() {
-    TargetLoadResult res;
-    Target t;
-    try {
-      if (text_.size() >= 3 && std::memcmp(text_.data(), "\xEF\xBB\xBF", 3) == 0) lx_.skip_bom();
-      int c = lx_.peek();
-      if (c < 0) lx_.fail("Expecting value (empty file)");
-      size_t off = lx_.offset();
-      if (c != '{') {
-        skip_value(0);
-        error("json.type", "a target must be a JSON object, got " + describe_at(text_, off), off);
-      } else if (read_target(t) == 0) {
+  Result<Target> run_target() {
+    return document<Target>("a target", [&](Target& t, size_t off) {
+      if (read_target(t) == 0)
         error("target.empty", "a target record needs AMK's GpuTarget fields", off);
-      }
-      if (!lx_.at_end()) lx_.fail("Extra data");
-    } catch (const SyntaxError& e) {
-      error("json.syntax", e.message, e.offset, /*allow_past_cap=*/true);
-    } catch (const TooManyErrors&) {
-    }
-    fill_line_columns();
-    res.diagnostics = std::move(diags_);
-    if (!has_errors(res.diagnostics)) res.target = std::move(t);
-    return res;
+    });
+  }
+
+  // A ScheduleConfig file: the same fields as a program's config; with `strict`, an unknown
+  // field is an error (a program keeps it in extra, as AMK's loader drops it).
+  Result<ScheduleConfig> run_config(bool strict) {
+    strict_config_ = strict;
+    return document<ScheduleConfig>("a ScheduleConfig",
+                                    [&](ScheduleConfig& c, size_t) { (void)read_config(c); });
+  }
+
+  // Any JSON object, kept verbatim.
+  Result<JsonValue> run_object(std::string_view what) {
+    return document<JsonValue>(what,
+                               [&](JsonValue& v, size_t) { v = JsonValue(verbatim(0, true)); });
   }
 
  private:
@@ -545,7 +545,9 @@ class Reader {
       if (n_errors_ >= kMaxErrors && !allow_past_cap) throw TooManyErrors{};
       ++n_errors_;
     }
-    diags_.push_back({sev, std::move(code), std::move(msg), pointer(), 0, 0, {}});
+    Diagnostic d = ir::error(std::move(code), std::move(msg), pointer());
+    d.severity = sev;
+    diags_.push_back(std::move(d));
     offsets_.push_back(off);
   }
   void error(std::string code, std::string msg, size_t off, bool allow_past_cap = false) {
@@ -853,7 +855,10 @@ class Reader {
     uint64_t seen = 0;
     while (lx_.next_key(key, key_scratch_, first)) {
       std::string_view k = key;
-      size_t koff = lx_.offset();
+      // The key's opening quote when the key is a view into the text, else just after it.
+      const bool in_text = k.data() > text_.data() && k.data() <= text_.data() + text_.size();
+      const size_t koff = in_text ? static_cast<size_t>(k.data() - text_.data()) - 1 : lx_.offset();
+      key_off_ = koff;
       push(k);
       int f = field(k);
       if (f >= 0) {
@@ -1412,6 +1417,11 @@ class Reader {
         }
         return f;
       }
+      if (strict_config_)
+        error("config.unknown-field",
+              "unknown ScheduleConfig field (known: tiling, fusion_grouping, sm_assignment, "
+              "pipelining_depth, page_allocation, threads_per_block, smem_bytes_per_block)",
+              key_off_);
       return -1;
     });
     return n == 0 ? 0 : 1;
@@ -1427,6 +1437,8 @@ class Reader {
 
   Lexer lx_;
   std::string_view text_;
+  bool strict_config_ = false;
+  size_t key_off_ = 0;  // the offset of the key read_object is handling
   std::array<Seg, kMaxPath> path_{};
   size_t depth_ = 0;
   std::deque<std::string> owned_;
@@ -1440,22 +1452,47 @@ class Reader {
 
 }  // namespace
 
-LoadResult parse_program(std::string_view text) {
+bool looks_like_program(std::string_view text) {
+  size_t i = text.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+  auto skip_ws = [&] {
+    while (i < text.size() &&
+           (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t'))
+      ++i;
+  };
+  skip_ws();
+  if (i >= text.size() || text[i] != '{') return false;
+  ++i;
+  skip_ws();
+  if (i >= text.size() || text[i] != '"') return false;
+  const size_t end = text.find('"', i + 1);
+  if (end == std::string_view::npos) return false;
+  const std::string_view key = text.substr(i + 1, end - i - 1);
+  for (std::string_view k : {"ir_version", "abi_version", "meta", "target", "buffers", "counters",
+                             "tasks", "pages", "config"})
+    if (key == k) return true;
+  return false;
+}
+
+Result<Program> parse_program(std::string_view text) {
   return Reader(text).run();
 }
 
-TargetLoadResult parse_target(std::string_view text) {
+Result<Target> parse_target(std::string_view text) {
   return Reader(text).run_target();
 }
 
-LoadResult load_program(const std::string& path) {
-  std::string text;
-  if (auto err = read_file(path, text)) {
-    LoadResult r;
-    r.diagnostics.push_back({Severity::Error, "io.read", *err, "", 0, 0, {}});
-    return r;
-  }
-  return parse_program(text);
+Result<ScheduleConfig> parse_config(std::string_view text, bool strict) {
+  return Reader(text).run_config(strict);
+}
+
+Result<JsonValue> parse_json_object(std::string_view text, std::string_view what) {
+  return Reader(text).run_object(what);
+}
+
+Result<Program> load_program(const std::string& path) {
+  Result<std::string> text = read_file(path);
+  if (!text) return std::move(text.diagnostics);
+  return parse_program(*text);
 }
 
 }  // namespace amk::ir

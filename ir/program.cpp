@@ -126,6 +126,12 @@ ScheduleConfig ScheduleConfig::defaults() {
   return c;
 }
 
+int64_t ScheduleConfig::depth() const {
+  const auto& d = pipelining_depth.json();
+  if (d.is_number_integer() && d.get<int64_t>() >= 0) return d.get<int64_t>();
+  return 2;
+}
+
 double Target::bandwidth_bound_us(double weight_bytes) const {
   double bw = hbm_bandwidth_gbs.as_double();
   if (bw <= 0) return std::numeric_limits<double>::quiet_NaN();
@@ -169,6 +175,32 @@ bool Program::sm_assigned() const {
   for (const Task& t : tasks)
     if (t.sm) return true;
   return false;
+}
+
+TaskLoad task_load(const Program& p, const Task& t) {
+  TaskLoad l{static_cast<double>(t.est_bytes), static_cast<double>(t.est_flops)};
+  if (l.bytes != 0 || l.flops != 0) return l;
+  bool weight = false;
+  for (int64_t b : t.inputs) {
+    if (b < 0 || b >= static_cast<int64_t>(p.buffers.size())) continue;
+    const Buffer& buf = p.buffers[static_cast<size_t>(b)];
+    if (buf.kind == BufferKind::WEIGHT || buf.kind == BufferKind::KV_CACHE) {
+      l.bytes += static_cast<double>(buf.nbytes());
+      weight = weight || buf.kind == BufferKind::WEIGHT;
+    }
+  }
+  if (t.op == Op::GEMV_TILE || t.op == Op::GEMM_TILE) {
+    const auto m = static_cast<double>(t.int_param("M_tile").value_or(1));
+    const auto k = static_cast<double>(t.int_param("K").value_or(0));
+    const auto n = static_cast<double>(t.int_param("N_tile").value_or(0));
+    l.flops = 2 * m * k * n;
+    if (!weight) l.bytes = k * n * 2;
+  } else if (t.op == Op::ATTENTION_TILE) {
+    l.flops = 4.0 * static_cast<double>(t.int_param("n_heads").value_or(1)) *
+              static_cast<double>(t.int_param("kv_len").value_or(0)) *
+              static_cast<double>(t.int_param("head_dim").value_or(0));
+  }
+  return l;
 }
 
 }  // namespace amk::ir

@@ -150,6 +150,8 @@ struct ScheduleConfig {
   JsonValue extra;
   /// AMK's defaults (load_balance, depth 2, graph_color, 256 threads, 0 smem).
   static ScheduleConfig defaults();
+  /// pipelining_depth as everything reads it: a non-negative integer, else AMK's default 2.
+  int64_t depth() const;
   bool operator==(const ScheduleConfig&) const = default;
 };
 
@@ -169,6 +171,18 @@ struct Target {
   double bandwidth_bound_us(double weight_bytes) const;
   bool operator==(const Target&) const = default;
 };
+
+struct Program;
+
+/// What a task moves and computes.
+struct TaskLoad {
+  double bytes = 0;
+  double flops = 0;
+};
+/// The one definition of a task's load (AMK's cost model): est_bytes / est_flops when either is
+/// set; else the bytes of its WEIGHT and KV_CACHE inputs, GEMV/GEMM 2·M_tile·K·N_tile flops (and
+/// K·N_tile·2 bytes without a weight input), ATTENTION 4·n_heads·kv_len·head_dim flops.
+TaskLoad task_load(const Program& p, const Task& t);
 
 /// A complete megakernel schedule (AMK's MegakernelProgram). Ids are vector positions.
 struct Program {

@@ -6,7 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "lower/cost.h"
+#include "ir/digraph.h"
+#include "targets/cost.h"
 
 namespace amk::lower {
 
@@ -32,7 +33,8 @@ Dag build_dag(const Plan& p) {
   d.off.reserve(n + 1);
   for (size_t i = 0; i < n; ++i) {
     d.group[i] = p.tasks[i].group;
-    d.time[i] = task_time_sm_us(p.program, p.tasks[i].task, p.target->record, p.knobs.depth);
+    d.time[i] =
+        targets::task_time_sm_us(p.program, p.tasks[i].task, p.target->record, p.knobs.depth);
     const size_t first = d.in.size();
     for (uint32_t dep : p.deps(i)) {
       const auto g = static_cast<uint32_t>(p.tasks[dep].group);
@@ -85,36 +87,17 @@ double list_schedule(const Dag& d, const std::vector<uint32_t>& order,
 // group to the end), highest first; a group's tasks keep their relative order. Every producer
 // group ranks above its consumers, so the order is topological. Empty on a group cycle.
 std::vector<uint32_t> rank_order(const Dag& d) {
-  const size_t n = d.group.size(), ng = d.groups;
-  std::vector<double> slowest(ng, 0.0), rank(ng, 0.0);  // a group's longest task; rank
-  std::vector<uint32_t> goff(ng + 1, 0), gsucc, indeg(ng, 0);
+  const size_t n = d.group.size();
+  std::vector<double> slowest(d.groups, 0.0);        // a group's longest task
+  std::vector<std::pair<uint32_t, uint32_t>> edges;  // producer group -> consumer group
   for (size_t i = 0; i < n; ++i) {
-    auto& l = slowest[static_cast<size_t>(d.group[i])];
-    l = std::max(l, d.time[i]);
-    for (uint32_t k = d.off[i]; k < d.off[i + 1]; ++k) ++goff[d.in[k] + 1];
+    const auto g = static_cast<uint32_t>(d.group[i]);
+    slowest[g] = std::max(slowest[g], d.time[i]);
+    for (uint32_t k = d.off[i]; k < d.off[i + 1]; ++k) edges.emplace_back(d.in[k], g);
   }
-  std::partial_sum(goff.begin(), goff.end(), goff.begin());
-  gsucc.resize(goff.back());
-  std::vector<uint32_t> fill(goff.begin(), goff.end() - 1);
-  for (size_t i = 0; i < n; ++i)
-    for (uint32_t k = d.off[i]; k < d.off[i + 1]; ++k) {
-      gsucc[fill[d.in[k]]++] = static_cast<uint32_t>(d.group[i]);
-      ++indeg[static_cast<size_t>(d.group[i])];
-    }
-  std::vector<uint32_t> topo;  // Kahn over groups
-  topo.reserve(ng);
-  for (uint32_t g = 0; g < ng; ++g)
-    if (!indeg[g]) topo.push_back(g);
-  for (size_t k = 0; k < topo.size(); ++k)
-    for (uint32_t e = goff[topo[k]]; e < goff[topo[k] + 1]; ++e)
-      if (--indeg[gsucc[e]] == 0) topo.push_back(gsucc[e]);
-  if (topo.size() != ng) return {};
-  for (size_t k = ng; k-- > 0;) {
-    const uint32_t g = topo[k];
-    double below = 0;
-    for (uint32_t e = goff[g]; e < goff[g + 1]; ++e) below = std::max(below, rank[gsucc[e]]);
-    rank[g] = slowest[g] + below;
-  }
+  const ir::Digraph groups = ir::Digraph::from_edges(static_cast<uint32_t>(d.groups), edges);
+  const std::vector<double> rank = ir::longest_tail<double>(groups, slowest);
+  if (rank.empty()) return {};
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
@@ -145,21 +128,20 @@ void reorder(Plan& p, const std::vector<uint32_t>& order) {
 
 }  // namespace
 
-std::string assign_workers(Plan& p) {
-  if (p.opt.amk_compat || p.opt.reference) return "";
+ir::Status assign_workers(Plan& p) {
+  if (p.opt.amk_compat || p.opt.reference) return {};
   const size_t n = p.tasks.size();
   const auto sms = static_cast<size_t>(p.target->num_workers());
   if (p.knobs.sm == Knobs::Sm::RoundRobin) {
     for (size_t i = 0; i < n; ++i) p.tasks[i].task.sm = static_cast<int64_t>(i % sms);
-    return "";
+    return {};
   }
   std::vector<int64_t> fixed(n, -1);
   for (auto [task, sm] : p.knobs.sm_map) {
     if (task >= static_cast<int64_t>(n))
-      return fmt::format(
-          "/config/sm_assignment/{}: task {} does not exist (the program has {} "
-          "tasks)",
-          task, task, n);
+      return ir::error("config.invalid",
+                       fmt::format("task {} does not exist (the program has {} tasks)", task, n),
+                       fmt::format("/config/sm_assignment/{}", task));
     fixed[static_cast<size_t>(task)] = sm;
   }
   const Dag d = build_dag(p);
@@ -193,7 +175,7 @@ std::string assign_workers(Plan& p) {
   for (size_t i = 0; i < n; ++i) p.tasks[i].task.sm = sm[i];
   if (!order.empty()) reorder(p, order);
   p.log.push_back(fmt::format("  assign: {}, SM queues {:.1f} us", how, best));
-  return "";
+  return {};
 }
 
 }  // namespace amk::lower

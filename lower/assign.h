@@ -4,13 +4,12 @@
 // by earliest finish in task order.
 #pragma once
 
-#include <string>
-
+#include "ir/result.h"
 #include "lower/plan.h"
 
 namespace amk::lower {
 
-/// Assigns every task a worker; returns an error naming /config/sm_assignment on a bad map.
-std::string assign_workers(Plan& p);
+/// Assigns every task a worker; an error names /config/sm_assignment/ID on a bad map.
+ir::Status assign_workers(Plan& p);
 
 }  // namespace amk::lower

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
-#include "ir/diagnostic.h"
+#include "ir/json_io.h"
 
 namespace amk::lower {
 
@@ -25,52 +25,22 @@ ir::ScheduleConfig default_config() {
   return c;
 }
 
-std::optional<ir::ScheduleConfig> parse_config(std::string_view text, std::string_view origin,
-                                               std::string& error) {
-  json j;
-  try {
-    j = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    error = fmt::format("{}: not JSON: {}", origin, e.what());
-    return std::nullopt;
-  }
-  if (!j.is_object()) {
-    error = fmt::format("{}: a ScheduleConfig must be a JSON object", origin);
-    return std::nullopt;
-  }
-  ir::ScheduleConfig c = ir::ScheduleConfig::defaults();
-  ir::JsonValue* fields[] = {
-      &c.tiling,          &c.fusion_grouping,   &c.sm_assignment,       &c.pipelining_depth,
-      &c.page_allocation, &c.threads_per_block, &c.smem_bytes_per_block};
-  static const char* kNames[] = {
-      "tiling",          "fusion_grouping",   "sm_assignment",       "pipelining_depth",
-      "page_allocation", "threads_per_block", "smem_bytes_per_block"};
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    auto f = std::find_if(std::begin(kNames), std::end(kNames),
-                          [&](const char* k) { return it.key() == k; });
-    if (f == std::end(kNames)) {
-      error = fmt::format(
-          "{}: /{}: unknown ScheduleConfig field (known: tiling, fusion_grouping, "
-          "sm_assignment, pipelining_depth, page_allocation, threads_per_block, "
-          "smem_bytes_per_block)",
-          origin, it.key());
-      return std::nullopt;
-    }
-    *fields[f - std::begin(kNames)] = ir::JsonValue(it.value());
-  }
+ir::Result<ir::ScheduleConfig> parse_config(std::string_view text, std::string_view origin) {
+  ir::Result<ir::ScheduleConfig> c = ir::parse_config(text, /*strict=*/true);
+  ir::set_file(c.diagnostics, origin);
   return c;
 }
 
-std::optional<Knobs> parse_knobs(const std::optional<ir::ScheduleConfig>& cfg,
-                                 const targets::TargetSpec& t, std::string& error) {
+ir::Result<Knobs> parse_knobs(const std::optional<ir::ScheduleConfig>& cfg,
+                              const targets::TargetSpec& t) {
   Knobs k;
   if (!cfg) {
     k.base_width = 32;  // AMK: config None tiles by min(max(16, 32), N)
     return k;
   }
   auto fail = [&](std::string_view ptr, std::string_view what) {
-    error = fmt::format("/config{}: {}", ptr, what);
-    return std::nullopt;
+    return ir::Result<Knobs>(
+        ir::error("config.invalid", std::string(what), fmt::format("/config{}", ptr)));
   };
   const json& tiling = cfg->tiling.json();
   if (!tiling.is_null() && !tiling.is_object()) return fail("/tiling", "must be an object");
@@ -145,8 +115,8 @@ std::optional<Knobs> parse_knobs(const std::optional<ir::ScheduleConfig>& cfg,
   if (!depth.is_null()) {
     if (!depth.is_number_integer() || depth.get<int64_t>() < 0 || depth.get<int64_t>() > 16)
       return fail("/pipelining_depth", "must be an integer in [0, 16]");
-    k.depth = depth.get<int64_t>();
   }
+  k.depth = cfg->depth();
   const json& pages = cfg->page_allocation.json();
   if (pages.is_null() || pages == "graph_color") {
     k.pages = Knobs::Pages::GraphColor;

@@ -6,7 +6,7 @@
 
 namespace amk::lower {
 
-std::string emit(Plan& p) {
+ir::Status emit(Plan& p) {
   std::vector<int64_t> counter(p.group_notes.size(), -1);
   std::vector<int64_t> size(p.group_notes.size(), 0);
   for (const PlanTask& t : p.tasks) ++size[static_cast<size_t>(t.group)];
@@ -33,11 +33,13 @@ std::string emit(Plan& p) {
       t.waits.push_back(std::move(w));
     }
     if (t.waits.size() > static_cast<size_t>(ir::kMaxWaits))
-      return fmt::format("task {} ({}) needs {} waits (ABI max {})", i, t.label, t.waits.size(),
-                         ir::kMaxWaits);
+      return ir::error("lower.abi",
+                       fmt::format("task {} ({}) needs {} waits (ABI max {}); fuse less or tile "
+                                   "coarser",
+                                   i, t.label, t.waits.size(), ir::kMaxWaits));
     p.program.add_task(std::move(t));
   }
-  return "";
+  return {};
 }
 
 }  // namespace amk::lower

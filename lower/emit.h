@@ -2,14 +2,13 @@
 // dependencies as all-joins (threshold = every task of the producing group), tasks in order.
 #pragma once
 
-#include <string>
-
+#include "ir/result.h"
 #include "lower/plan.h"
 
 namespace amk::lower {
 
 /// Fills p.program.counters and p.program.tasks; returns an error if a task needs more waits
 /// than the ABI allows.
-std::string emit(Plan& p);
+ir::Status emit(Plan& p);
 
 }  // namespace amk::lower

@@ -191,8 +191,8 @@ std::string fuse_members(Plan& p, Index& ix, const std::vector<int64_t>& members
 
 }  // namespace
 
-std::string fuse(Plan& p) {
-  if (p.opt.amk_compat || p.opt.reference || p.knobs.fusion.empty()) return "";
+ir::Status fuse(Plan& p) {
+  if (p.opt.amk_compat || p.opt.reference || p.knobs.fusion.empty()) return {};
   Index ix(p);
   for (size_t gi = 0; gi < p.knobs.fusion.size(); ++gi) {
     const auto& names = p.knobs.fusion[gi];
@@ -207,7 +207,7 @@ std::string fuse(Plan& p) {
       }
       if (members.size() != names.size()) continue;
       if (std::string e = fuse_members(p, ix, members); !e.empty())
-        return fmt::format("/config/fusion_grouping/{}: {}", gi, e);
+        return ir::error("config.invalid", e, fmt::format("/config/fusion_grouping/{}", gi));
       ++fused;
     }
     if (fused == 0) {
@@ -217,8 +217,9 @@ std::string fuse(Plan& p) {
           roles.insert(role_of(key.second));
       std::string known;
       for (const std::string& r : roles) known += (known.empty() ? "" : ", ") + r;
-      return fmt::format("/config/fusion_grouping/{}: no layer has all of its ops (op names: {})",
-                         gi, known);
+      return ir::error("config.invalid",
+                       fmt::format("no layer has all of its ops (op names: {})", known),
+                       fmt::format("/config/fusion_grouping/{}", gi));
     }
     p.log.push_back(fmt::format("  fuse: group {} fused in {} place(s)", gi, fused));
     if (!ix.kept.empty())
@@ -237,7 +238,7 @@ std::string fuse(Plan& p) {
     }
   }
   p.tasks.resize(w);
-  return "";
+  return {};
 }
 
 }  // namespace amk::lower

@@ -3,13 +3,12 @@
 // own task and is recomputed inside the FUSED one).
 #pragma once
 
-#include <string>
-
+#include "ir/result.h"
 #include "lower/plan.h"
 
 namespace amk::lower {
 
 /// Applies p.knobs.fusion; returns an error naming the group when one cannot be fused.
-std::string fuse(Plan& p);
+ir::Status fuse(Plan& p);
 
 }  // namespace amk::lower

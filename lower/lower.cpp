@@ -7,11 +7,11 @@
 
 #include "lower/assign.h"
 #include "lower/config.h"
+#include "lower/deps.h"
 #include "lower/emit.h"
 #include "lower/fuse.h"
 #include "lower/graph.h"
 #include "lower/pages.h"
-#include "lower/tensor_map.h"
 #include "lower/tile.h"
 
 namespace amk::lower {
@@ -21,57 +21,51 @@ LowerResult lower(const ModelSpec& m, const targets::TargetSpec& t,
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   LowerResult r;
-  if (std::string e = check_model(m); !e.empty()) {
-    r.error = fmt::format("model {}: {}", m.name, e);
+  auto failed = [&](ir::Diagnostics d) {
+    ir::append(r.diagnostics, std::move(d));
     return r;
-  }
-  if (opt.batch < 1 || opt.pos < 0 || opt.pos >= m.max_seq) {
-    r.error = opt.batch < 1 ? fmt::format("batch must be >= 1 (got {})", opt.batch)
-                            : fmt::format("pos {} is outside the KV cache [0, {}) of model {}",
-                                          opt.pos, m.max_seq, m.name);
-    return r;
-  }
-  if (opt.quant != Quant::None && opt.quant_group < 1) {
-    r.error = "the quantisation group must be >= 1";
-    return r;
-  }
+  };
+  if (ir::Status st = check_model(m); !st) return failed(std::move(st.diagnostics));
+  if (opt.batch < 1)
+    return failed(
+        {ir::error("lower.option", fmt::format("batch must be >= 1 (got {})", opt.batch))});
+  if (opt.pos < 0 || opt.pos >= m.max_seq)
+    return failed(
+        {ir::error("lower.option", fmt::format("pos {} is outside the KV cache [0, {}) of model {}",
+                                               opt.pos, m.max_seq, m.name))});
+  if (opt.quant != Quant::None && opt.quant_group < 1)
+    return failed({ir::error("lower.option", "the quantisation group must be >= 1")});
   Plan p;
   p.model = &m;
   p.target = &t;
   p.opt = opt;
-  auto knobs = parse_knobs(cfg, t, r.error);
-  if (!knobs) return r;
+  ir::Result<Knobs> knobs = parse_knobs(cfg, t);
+  if (!knobs) return failed(std::move(knobs.diagnostics));
   p.knobs = std::move(*knobs);
   p.program.target = t.record;
   p.program.config = cfg;
   auto step = [&](const char* name, auto&& fn) {
     const auto s = clock::now();
     const size_t before = p.log.size();
-    std::string err = fn();
+    ir::Status st = fn();
     if (opt.log)
       p.log.insert(p.log.begin() + static_cast<std::ptrdiff_t>(before),
                    fmt::format("{:<12} {:>7.3f} ms  {} tasks", name,
                                std::chrono::duration<double, std::milli>(clock::now() - s).count(),
                                p.tasks.size()));
-    if (!err.empty()) r.error = std::move(err);
-    return r.error.empty();
+    ir::append(r.diagnostics, std::move(st.diagnostics));
+    return !ir::has_errors(r.diagnostics);
   };
-  const bool ok = step("graph",
-                       [&] {
-                         p.graph = build_decoder_graph(m);
-                         return std::string();
-                       }) &&
-                  step("tile",
-                       [&] {
-                         tile(p);
-                         return std::string();
-                       }) &&
+  auto done = [](auto f) {  // a pass that cannot fail
+    return [f]() -> ir::Status {
+      f();
+      return {};
+    };
+  };
+  const bool ok = step("graph", done([&] { p.graph = build_decoder_graph(m); })) &&
+                  step("tile", done([&] { tile(p); })) &&  //
                   step("fuse", [&] { return fuse(p); }) &&
-                  step("deps",
-                       [&] {
-                         derive_dependencies(p);
-                         return std::string();
-                       }) &&
+                  step("deps", done([&] { derive_dependencies(p); })) &&
                   step("assign", [&] { return assign_workers(p); }) &&
                   step("pages", [&] { return allocate_pages(p); }) &&
                   step("emit", [&] { return emit(p); });
@@ -87,7 +81,7 @@ LowerResult lower(const ModelSpec& m, const targets::TargetSpec& t,
     meta["quant"] = opt.quant == Quant::Int8 ? "int8" : "int4";
   }
   p.program.meta = ir::JsonValue(std::move(meta));
-  r.program = std::move(p.program);
+  r.value = std::move(p.program);
   r.seconds = std::chrono::duration<double>(clock::now() - t0).count();
   return r;
 }

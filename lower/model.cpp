@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/fileio.h"
+#include "ir/json_io.h"
 
 std::span<const std::pair<std::string_view, std::string_view>> amk_builtin_model_files();
 
@@ -20,28 +21,13 @@ namespace {
 
 constexpr int64_t kHfMaxSeqCap = 2048;  // KV caches are max_seq long; HF contexts reach 131072
 
-bool parse_json(std::string_view text, std::string_view origin, json& out, std::string& error) {
-  try {
-    out = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    error = fmt::format("{}: not JSON: {}", origin, e.what());
-    return false;
-  }
-  if (!out.is_object()) {
-    error = fmt::format("{}: a model spec must be a JSON object", origin);
-    return false;
-  }
-  return true;
-}
-
 // Typed field access with the key named in every error.
 struct Fields {
   const json& j;
-  std::string_view origin;
-  std::string& error;
+  ir::Diagnostic error;  // the first problem
   bool ok = true;
   bool fail(std::string_view key, std::string_view what) {
-    if (ok) error = fmt::format("{}: /{}: {}", origin, key, what);
+    if (ok) error = ir::error("model.field", std::string(what), "/" + ir::pointer_token(key));
     ok = false;
     return false;
   }
@@ -74,18 +60,17 @@ struct Fields {
   }
 };
 
-std::optional<ModelSpec> from_spec(const json& j, std::string_view origin, std::string& error) {
+ir::Result<ModelSpec> from_spec(const json& j, std::string_view origin) {
   static const char* kKnown[] = {"name",    "source",         "weight_keys", "hidden",
                                  "n_heads", "n_kv_heads",     "head_dim",    "intermediate",
                                  "vocab",   "n_layers",       "rms_eps",     "rope_theta",
                                  "max_seq", "tie_embeddings", "note"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (std::none_of(std::begin(kKnown), std::end(kKnown),
-                     [&](const char* k) { return it.key() == k; })) {
-      error = fmt::format("{}: /{}: unknown field of a model spec", origin, it.key());
-      return std::nullopt;
-    }
-  Fields f{j, origin, error};
+                     [&](const char* k) { return it.key() == k; }))
+      return ir::error("model.field", "unknown field of a model spec",
+                       "/" + ir::pointer_token(it.key()));
+  Fields f{j, {}};
   ModelSpec m;
   m.name = f.string("name", std::string(origin));
   m.source = f.string("source", "_HFModel");
@@ -107,15 +92,15 @@ std::optional<ModelSpec> from_spec(const json& j, std::string_view origin, std::
   m.max_seq = f.integer("max_seq", 256);
   m.tie_embeddings = f.boolean("tie_embeddings", false);
   m.note = f.string("note", "");
-  if (!f.ok) return std::nullopt;
+  if (!f.ok) return std::move(f.error);
   return m;
 }
 
-std::optional<ModelSpec> from_hf(const json& j, std::string_view origin, std::string& error) {
-  Fields f{j, origin, error};
+ir::Result<ModelSpec> from_hf(const json& j, std::string_view origin) {
+  Fields f{j, {}};
   auto reject = [&](const char* key, std::string_view why) {
     f.fail(key, fmt::format("{}: amk's Llama graph cannot express it", why));
-    return std::nullopt;
+    return ir::Result<ModelSpec>(std::move(f.error));
   };
   const std::string type = f.string("model_type", "llama");
   if (type != "llama") return reject("model_type", fmt::format("'{}' is not a Llama model", type));
@@ -163,13 +148,14 @@ std::optional<ModelSpec> from_hf(const json& j, std::string_view origin, std::st
   m.max_seq = std::min(f.integer("max_position_embeddings", kHfMaxSeqCap), kHfMaxSeqCap);
   m.tie_embeddings = f.boolean("tie_word_embeddings", false);
   m.note = "from a Hugging Face config.json";
-  if (!f.ok) return std::nullopt;
+  if (!f.ok) return std::move(f.error);
   return m;
 }
 
 }  // namespace
 
-std::string check_model(const ModelSpec& m) {
+ir::Status check_model(const ModelSpec& m) {
+  auto bad = [](std::string why) { return ir::Status(ir::error("model.invalid", std::move(why))); };
   auto pos = [&](int64_t v, const char* what) -> std::string {
     return v > 0 ? "" : fmt::format("{} must be positive (got {})", what, v);
   };
@@ -181,31 +167,36 @@ std::string check_model(const ModelSpec& m) {
                          {m.vocab, "vocab"},
                          {m.n_layers, "n_layers"},
                          {m.max_seq, "max_seq"}})
-    if (auto e = pos(v, what); !e.empty()) return e;
-  if (m.head_dim % 2) return fmt::format("head_dim must be even for RoPE (got {})", m.head_dim);
+    if (auto e = pos(v, what); !e.empty()) return bad(e);
+  if (m.head_dim % 2)
+    return bad(fmt::format("head_dim must be even for RoPE (got {})", m.head_dim));
   if (m.n_heads % m.n_kv_heads)
-    return fmt::format("n_heads {} must be a multiple of n_kv_heads {}", m.n_heads, m.n_kv_heads);
-  if (!(m.rms_eps > 0)) return "rms_eps must be positive";
-  if (!(m.rope_theta > 0)) return "rope_theta must be positive";
+    return bad(
+        fmt::format("n_heads {} must be a multiple of n_kv_heads {}", m.n_heads, m.n_kv_heads));
+  if (!(m.rms_eps > 0)) return bad("rms_eps must be positive");
+  if (!(m.rope_theta > 0)) return bad("rope_theta must be positive");
   constexpr int64_t kMaxDim = int64_t{1} << 24;
   for (int64_t v : {m.hidden, m.q_dim(), m.intermediate, m.vocab, m.max_seq})
-    if (v > kMaxDim) return fmt::format("a dimension of {} exceeds amk's limit {}", v, kMaxDim);
-  if (m.n_layers > 4096) return "n_layers exceeds amk's limit 4096";
-  return "";
+    if (v > kMaxDim)
+      return bad(fmt::format("a dimension of {} exceeds amk's limit {}", v, kMaxDim));
+  if (m.n_layers > 4096) return bad("n_layers exceeds amk's limit 4096");
+  return {};
 }
 
-std::optional<ModelSpec> parse_model(std::string_view text, std::string_view origin,
-                                     std::string& error) {
-  json j;
-  if (!parse_json(text, origin, j, error)) return std::nullopt;
-  const bool hf =
-      j.contains("hidden_size") || j.contains("model_type") || j.contains("num_hidden_layers");
-  std::optional<ModelSpec> m = hf ? from_hf(j, origin, error) : from_spec(j, origin, error);
-  if (!m) return m;
-  if (std::string e = check_model(*m); !e.empty()) {
-    error = fmt::format("{}: {}", origin, e);
-    return std::nullopt;
-  }
+ir::Result<ModelSpec> parse_model(std::string_view text, std::string_view origin) {
+  ir::Result<ir::JsonValue> doc = ir::parse_json_object(text, "a model spec");
+  ir::Result<ModelSpec> m = [&]() -> ir::Result<ModelSpec> {
+    if (!doc) return std::move(doc.diagnostics);
+    const json& j = doc->json();
+    const bool hf =
+        j.contains("hidden_size") || j.contains("model_type") || j.contains("num_hidden_layers");
+    ir::Result<ModelSpec> r = hf ? from_hf(j, origin) : from_spec(j, origin);
+    if (!r) return r;
+    if (ir::Status st = check_model(*r); !st) return std::move(st.diagnostics);
+    ir::append(r.diagnostics, std::move(doc.diagnostics));
+    return r;
+  }();
+  ir::set_file(m.diagnostics, origin);
   return m;
 }
 
@@ -229,12 +220,11 @@ std::string write_model(const ModelSpec& m) {
   return j.dump(2) + "\n";
 }
 
-std::optional<ModelSpec> load_model(std::string_view name_or_path, std::string& error) {
-  auto file =
-      ir::read_builtin_or_file(name_or_path, amk_builtin_model_files(), "schedules", "model",
-                               "a model spec or a Hugging Face config.json", error);
-  if (!file) return std::nullopt;
-  return parse_model(file->second, file->first, error);
+ir::Result<ModelSpec> load_model(std::string_view name_or_path) {
+  auto file = ir::read_builtin_or_file(name_or_path, amk_builtin_model_files(), "schedules",
+                                       "model", "a model spec or a Hugging Face config.json");
+  if (!file) return std::move(file.diagnostics);
+  return parse_model(file->second, file->first);
 }
 
 std::vector<std::string> builtin_model_names() {

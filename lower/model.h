@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/result.h"
+
 namespace amk::lower {
 
 /// Which state-dict key scheme the weights use.
@@ -31,16 +33,15 @@ struct ModelSpec {
   bool operator==(const ModelSpec&) const = default;
 };
 
-/// Checks AMK's ModelConfig.validate() rules and sizes; empty when fine.
-std::string check_model(const ModelSpec& m);
+/// Checks AMK's ModelConfig.validate() rules and sizes (a `model.invalid` error when broken).
+ir::Status check_model(const ModelSpec& m);
 /// Parses an amk model spec or a Hugging Face Llama config.json (told apart by their keys);
-/// errors name `origin` and the offending key, and say what the graph cannot express.
-std::optional<ModelSpec> parse_model(std::string_view text, std::string_view origin,
-                                     std::string& error);
+/// diagnostics name `origin`, the offending key's pointer and what the graph cannot express.
+ir::Result<ModelSpec> parse_model(std::string_view text, std::string_view origin);
 /// The spec file text (schedules/*.json format); parse_model round-trips it.
 std::string write_model(const ModelSpec& m);
 /// A built-in model by name ("llama-3.2-1b"), or a spec / config.json file by path.
-std::optional<ModelSpec> load_model(std::string_view name_or_path, std::string& error);
+ir::Result<ModelSpec> load_model(std::string_view name_or_path);
 /// Names of the built-in models (schedules/), sorted.
 std::vector<std::string> builtin_model_names();
 

@@ -7,8 +7,8 @@
 
 namespace amk::lower {
 
-std::string allocate_pages(Plan& p) {
-  if (p.opt.amk_compat || p.opt.reference || p.knobs.pages == Knobs::Pages::None) return "";
+ir::Status allocate_pages(Plan& p) {
+  if (p.opt.amk_compat || p.opt.reference || p.knobs.pages == Knobs::Pages::None) return {};
   const size_t n = p.tasks.size();
   // Dense group index in order of first appearance; ancestor bitsets over groups.
   std::vector<int64_t> dense(p.group_notes.size(), -1);
@@ -104,14 +104,15 @@ std::string allocate_pages(Plan& p) {
   const int64_t total = pa.total_scratch_bytes();
   const int64_t cap = p.target->scratch_bytes;
   if (cap > 0 && total > cap)
-    return fmt::format(
-        "/config/page_allocation: {} pages need {} bytes of scratch but target {} "
-        "has {} (amk.scratch_bytes)",
-        pa.pages.size(), total, p.target->record.name, cap);
+    return ir::error("config.invalid",
+                     fmt::format("{} pages need {} bytes of scratch but target {} has {} "
+                                 "(amk.scratch_bytes)",
+                                 pa.pages.size(), total, p.target->record.name, cap),
+                     "/config/page_allocation");
   p.log.push_back(fmt::format("  pages: {} activation buffers on {} pages, {} bytes", order.size(),
                               pa.pages.size(), total));
   p.program.pages = std::move(pa);
-  return "";
+  return {};
 }
 
 }  // namespace amk::lower

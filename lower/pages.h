@@ -3,13 +3,12 @@
 // buffer's writers (live ranges from the schedule's dependency order, best-fit reuse); none.
 #pragma once
 
-#include <string>
-
+#include "ir/result.h"
 #include "lower/plan.h"
 
 namespace amk::lower {
 
 /// Fills p.program.pages; returns an error when the pages exceed the target's scratch.
-std::string allocate_pages(Plan& p);
+ir::Status allocate_pages(Plan& p);
 
 }  // namespace amk::lower

@@ -33,9 +33,9 @@ int64_t TargetSpec::count_of(std::string_view kind) const {
 namespace {
 
 // Reads the "amk" extension object; false with `error` set on the first problem.
-bool read_extension(const json& a, TargetSpec& t, std::string& error) {
+bool read_extension(const json& a, TargetSpec& t, ir::Diagnostic& error) {
   auto fail = [&](std::string_view ptr, std::string_view what) {
-    error = fmt::format("/amk{}: {}", ptr, what);
+    error = ir::error("target.field", std::string(what), fmt::format("/amk{}", ptr));
     return false;
   };
   if (!a.is_object()) return fail("", "must be an object");
@@ -91,52 +91,46 @@ bool read_extension(const json& a, TargetSpec& t, std::string& error) {
 
 }  // namespace
 
-std::optional<TargetSpec> parse_target_spec(std::string_view text, std::string_view origin,
-                                            std::string& error) {
-  ir::TargetLoadResult r = ir::parse_target(text);
-  if (!r.target) {
-    for (const ir::Diagnostic& d : r.diagnostics)
-      if (d.severity == ir::Severity::Error) {
-        error = ir::format_diagnostic(d, origin);
-        return std::nullopt;
-      }
-    error = fmt::format("{}: not a target", origin);
-    return std::nullopt;
+ir::Result<TargetSpec> parse_target_spec(std::string_view text, std::string_view origin) {
+  auto fail = [&](ir::Diagnostic d) {
+    d.file = origin;
+    return ir::Result<TargetSpec>(std::move(d));
+  };
+  ir::Result<ir::Target> r = ir::parse_target(text);
+  if (!r) {
+    ir::set_file(r.diagnostics, origin);
+    return std::move(r.diagnostics);
   }
   TargetSpec t;
-  t.record = std::move(*r.target);
+  t.record = std::move(*r);
   json extra = t.record.extra.json();
   t.record.extra = ir::JsonValue();
-  if (!extra.is_object() || !extra.contains("amk")) {
-    error = fmt::format(
-        "{}: /amk: missing (a target file names its workers: \"amk\": {{\"family\", "
-        "\"workers\": [{{\"kind\", \"count\"}}]}})",
-        origin);
-    return std::nullopt;
-  }
+  if (!extra.is_object() || !extra.contains("amk"))
+    return fail(ir::error("target.field",
+                          "missing (a target file names its workers: \"amk\": {\"family\", "
+                          "\"workers\": [{\"kind\", \"count\"}]})",
+                          "/amk"));
   for (auto it = extra.begin(); it != extra.end(); ++it)
-    if (it.key() != "amk") {
-      error = fmt::format("{}: /{}: unknown field", origin, ir::pointer_token(it.key()));
-      return std::nullopt;
-    }
-  std::string why;
-  if (!read_extension(extra["amk"], t, why)) {
-    error = fmt::format("{}: {}", origin, why);
-    return std::nullopt;
-  }
+    if (it.key() != "amk")
+      return fail(ir::error("target.field", "unknown field", "/" + ir::pointer_token(it.key())));
+  ir::Diagnostic why;
+  if (!read_extension(extra["amk"], t, why)) return fail(std::move(why));
   const int64_t sms = t.record.num_sms.is_int ? t.record.num_sms.i : -1;
-  if (sms <= 0 || t.num_workers() != sms) {
-    error = fmt::format("{}: /num_sms: {} must equal the number of workers in /amk/workers ({})",
-                        origin, t.record.num_sms.as_double(), t.num_workers());
-    return std::nullopt;
-  }
+  if (sms <= 0 || t.num_workers() != sms)
+    return fail(ir::error("target.field",
+                          fmt::format("{} must equal the number of workers in /amk/workers ({})",
+                                      t.record.num_sms.as_double(), t.num_workers()),
+                          "/num_sms"));
   if (t.clusters > 0 && (t.cluster_aic * t.clusters != t.count_of("aic") ||
-                         t.cluster_aiv * t.clusters != t.count_of("aiv"))) {
-    error = fmt::format("{}: /amk/cluster: {} clusters of {} AIC + {} AIV do not match the workers",
-                        origin, t.clusters, t.cluster_aic, t.cluster_aiv);
-    return std::nullopt;
-  }
-  return t;
+                         t.cluster_aiv * t.clusters != t.count_of("aiv")))
+    return fail(ir::error("target.field",
+                          fmt::format("{} clusters of {} AIC + {} AIV do not match the workers",
+                                      t.clusters, t.cluster_aic, t.cluster_aiv),
+                          "/amk/cluster"));
+  ir::Result<TargetSpec> out(std::move(t));
+  out.diagnostics = std::move(r.diagnostics);
+  ir::set_file(out.diagnostics, origin);
+  return out;
 }
 
 std::string write_target_spec(const TargetSpec& t) {
@@ -158,11 +152,11 @@ std::string write_target_spec(const TargetSpec& t) {
   return ir::write_target(rec) + "\n";
 }
 
-std::optional<TargetSpec> load_target(std::string_view name_or_path, std::string& error) {
+ir::Result<TargetSpec> load_target(std::string_view name_or_path) {
   auto file = ir::read_builtin_or_file(name_or_path, amk_builtin_target_files(), "targets",
-                                       "target", "a target .json", error);
-  if (!file) return std::nullopt;
-  return parse_target_spec(file->second, file->first, error);
+                                       "target", "a target .json");
+  if (!file) return std::move(file.diagnostics);
+  return parse_target_spec(file->second, file->first);
 }
 
 std::vector<std::string> builtin_target_names() {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/program.h"
+#include "ir/result.h"
 
 namespace amk::targets {
 
@@ -36,13 +37,12 @@ struct TargetSpec {
   bool operator==(const TargetSpec&) const = default;
 };
 
-/// Parses a target file's text; `origin` names it in errors. Errors carry a JSON pointer.
-std::optional<TargetSpec> parse_target_spec(std::string_view text, std::string_view origin,
-                                            std::string& error);
+/// Parses a target file's text; `origin` names it in diagnostics, which carry a JSON pointer.
+ir::Result<TargetSpec> parse_target_spec(std::string_view text, std::string_view origin);
 /// The file text of a target (AMK's record fields, then the "amk" object); parse round-trips it.
 std::string write_target_spec(const TargetSpec& t);
 /// A built-in target by name ("h100"), or a target file by path.
-std::optional<TargetSpec> load_target(std::string_view name_or_path, std::string& error);
+ir::Result<TargetSpec> load_target(std::string_view name_or_path);
 /// Names of the built-in targets (the files in targets/), sorted.
 std::vector<std::string> builtin_target_names();
 

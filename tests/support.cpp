@@ -12,6 +12,12 @@
 
 namespace amk::test {
 
+std::string text(const ir::Diagnostics& d) {
+  std::string out;
+  for (const ir::Diagnostic& x : d) out += ir::format_diagnostic(x, "") + "\n";
+  return out;
+}
+
 std::filesystem::path temp_dir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "amk";

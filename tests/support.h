@@ -2,8 +2,15 @@
 #pragma once
 
 #include <filesystem>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ir/diagnostic.h"
+#include "ir/result.h"
 
 namespace amk::test {
 
@@ -21,6 +28,24 @@ inline std::string amk_binary() {
 }
 /// A fresh empty temporary directory unique to the calling test.
 std::filesystem::path temp_dir();
+/// Every diagnostic rendered as the CLI prints it (file, line:column, pointer, code, message).
+std::string text(const ir::Diagnostics& d);
+/// The value of a result that must succeed (throws with the diagnostics otherwise: gtest reports
+/// the test as failed with them).
+template <class T>
+T must(ir::Result<T> r) {
+  if (!r) throw std::runtime_error(text(r.diagnostics));
+  return std::move(*r.value);
+}
+/// Success, or a failure that prints the diagnostics: ASSERT_TRUE(test::ok(st)).
+inline ::testing::AssertionResult ok(const ir::Status& st) {
+  if (st.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << text(st.diagnostics);
+}
+/// The error messages of a failure, joined by "; ".
+inline std::string errors(const ir::Diagnostics& d) {
+  return ir::error_messages(d);
+}
 /// Reads a whole file (throws on failure: a broken fixture is a test bug).
 std::string slurp(const std::filesystem::path& p);
 
@@ -33,4 +58,3 @@ struct RunResult {
 RunResult run_amk(const std::vector<std::string>& args);
 
 }  // namespace amk::test
-

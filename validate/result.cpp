@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ir/diagnostic_json.h"
 #include "ir/pyjson.h"
 #include "validate/validate.h"
 
@@ -23,17 +24,6 @@ void details(std::string& out, const ir::Diagnostic& d) {
         fmt::format("\n      note: {}{}{}", n.message, n.pointer.empty() ? "" : " at ", n.pointer);
 }
 
-nlohmann::ordered_json diag_json(const ir::Diagnostic& d) {
-  nlohmann::ordered_json j;
-  j["code"] = d.code;
-  j["message"] = d.message;
-  j["pointer"] = d.pointer;
-  auto notes = nlohmann::ordered_json::array();
-  for (const auto& n : d.notes) notes.push_back({{"message", n.message}, {"pointer", n.pointer}});
-  j["notes"] = std::move(notes);
-  return j;
-}
-
 }  // namespace
 
 std::string Result::report(bool with_details) const {
@@ -53,11 +43,8 @@ std::string Result::to_json(std::string_view file) const {
   nlohmann::ordered_json j;
   j["ok"] = ok;
   if (!file.empty()) j["file"] = std::string(file);
-  auto errs = nlohmann::ordered_json::array(), warns = nlohmann::ordered_json::array();
-  for (const auto& e : errors) errs.push_back(diag_json(e));
-  for (const auto& w : warnings) warns.push_back(diag_json(w));
-  j["errors"] = std::move(errs);
-  j["warnings"] = std::move(warns);
+  j["errors"] = ir::to_json(errors);
+  j["warnings"] = ir::to_json(warnings);
   j["stats"] = {{"tasks", stats.tasks},
                 {"buffers", stats.buffers},
                 {"counters", stats.counters},

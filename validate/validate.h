@@ -64,4 +64,11 @@ class Validator {
 /// Validates with a thread-local Validator.
 Result validate(const ir::Program& p);
 
+/// `sm.range` for a machine of `num_sms` SMs (the proof checks the program's own target, if any).
+ir::Diagnostics sm_range_errors(const ir::Program& p, int64_t num_sms);
+/// The structural rules any executor relies on even when the proof is skipped: the validator's
+/// reference, ABI-capacity, rank and dimension rules (ref.*, abi.*, buffer.dims), sm_range_errors
+/// and a task count that fits int32 ids.
+ir::Diagnostics structural_errors(const ir::Program& p, int64_t num_sms);
+
 }  // namespace amk::validate

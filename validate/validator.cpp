@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/pyjson.h"
+#include "ir/result.h"
 #include "validate/context.h"
 
 namespace amk::validate {
@@ -33,15 +34,17 @@ void Context::error(std::string code, std::string msg, std::string pointer,
                     std::vector<ir::Note> notes) {
   r.ok = false;
   if (!admit(code)) return;
-  r.errors.push_back({ir::Severity::Error, std::move(code), std::move(msg), std::move(pointer), 0,
-                      0, std::move(notes)});
+  ir::Diagnostic& d =
+      r.errors.emplace_back(ir::error(std::move(code), std::move(msg), std::move(pointer)));
+  d.notes = std::move(notes);
 }
 
 void Context::warn(std::string code, std::string msg, std::string pointer,
                    std::vector<ir::Note> notes) {
   if (!admit(code)) return;
-  r.warnings.push_back({ir::Severity::Warning, std::move(code), std::move(msg), std::move(pointer),
-                        0, 0, std::move(notes)});
+  ir::Diagnostic& d =
+      r.warnings.emplace_back(ir::warning(std::move(code), std::move(msg), std::move(pointer)));
+  d.notes = std::move(notes);
 }
 
 void Context::finish() {
@@ -50,14 +53,9 @@ void Context::finish() {
     bool is_error = false;
     for (const auto& d : r.errors) is_error = is_error || d.code == code;
     auto& list = is_error ? r.errors : r.warnings;
-    list.push_back({is_error ? ir::Severity::Error : ir::Severity::Warning,
-                    code,
-                    fmt::format("{} more '{}' diagnostics not shown (first {} kept)",
-                                n - kPerRuleCap, code, kPerRuleCap),
-                    "",
-                    0,
-                    0,
-                    {}});
+    const std::string msg = fmt::format("{} more '{}' diagnostics not shown (first {} kept)",
+                                        n - kPerRuleCap, code, kPerRuleCap);
+    list.push_back(is_error ? ir::error(code, msg) : ir::warning(code, msg));
   }
 }
 
@@ -178,6 +176,35 @@ Result Validator::validate(const ir::Program& p) {
 Result validate(const ir::Program& p) {
   thread_local Validator v;
   return v.validate(p);
+}
+
+ir::Diagnostics structural_errors(const ir::Program& p, int64_t num_sms) {
+  if (p.tasks.size() >= (size_t{1} << 31))
+    return {ir::error("abi.max-tasks", "too many tasks for the ABI (int32 ids)", "/tasks")};
+  Scratch s;
+  Result r;
+  Context c{p, s.graph, s, r, Context::kRefs, {}, {}};
+  check_buffers(c);
+  for (size_t id = 0; id < p.tasks.size(); ++id)
+    check_task_refs(c, id, ir::ParamTable::of(p.tasks[id]));
+  ir::Diagnostics out;
+  for (ir::Diagnostic& d : r.errors)
+    if (d.code.starts_with("ref.") || d.code.starts_with("abi.") || d.code == "buffer.dims")
+      out.push_back(std::move(d));
+  ir::append(out, sm_range_errors(p, num_sms));
+  return out;
+}
+
+ir::Diagnostics sm_range_errors(const ir::Program& p, int64_t num_sms) {
+  ir::Diagnostics out;
+  for (size_t t = 0; t < p.tasks.size(); ++t) {
+    const auto& sm = p.tasks[t].sm;
+    if (sm && (*sm < 0 || *sm >= num_sms))
+      out.push_back(ir::error(
+          "sm.range", fmt::format("task {} assigned to SM {} out of range [0,{})", t, *sm, num_sms),
+          ir::task_pointer(t, "sm")));
+  }
+  return out;
 }
 
 }  // namespace amk::validate

@@ -208,7 +208,9 @@ RunResult run_aicore(Image& im, const RunOptions& o) {
   for (auto [t, c] : o.aicore.overrides) {
     if (t < 0 || t >= static_cast<int64_t>(nt)) {
       r.status = RunResult::Status::KernelError;
-      r.error = fmt::format("core-type override for task {}: the program has {} tasks", t, nt);
+      r.diagnostics.push_back(ir::error(
+          "vm.option",
+          fmt::format("core-type override for task {}: the program has {} tasks", t, nt)));
       return r;
     }
     types[static_cast<size_t>(t)] = static_cast<uint8_t>(c);
@@ -216,8 +218,11 @@ RunResult run_aicore(Image& im, const RunOptions& o) {
   for (uint32_t t = 0; t < nt; ++t)
     if (topo.cores_of(static_cast<CoreType>(types[t])) == 0) {
       r.status = RunResult::Status::KernelError;
-      r.error = fmt::format("task {} ({}) runs on an {} core and the topology has none", t,
-                            im.prog.tasks[t].display(), name(static_cast<CoreType>(types[t])));
+      r.diagnostics.push_back(
+          ir::error("vm.option",
+                    fmt::format("task {} ({}) runs on an {} core and the topology has none", t,
+                                im.prog.tasks[t].display(), name(static_cast<CoreType>(types[t]))),
+                    ir::task_pointer(t)));
       return r;
     }
   if (o.aicore.deterministic) {
@@ -232,7 +237,7 @@ RunResult run_aicore(Image& im, const RunOptions& o) {
     r.wall_s = std::chrono::duration<double>(Clock::now() - L.t0).count();
     r.workers = 1;
     fill_result(M, r);
-    if (r.status == RunResult::Status::Stuck) r.error = serial_deadlock(r);
+    if (r.status == RunResult::Status::Stuck) r.diagnostics.push_back(serial_deadlock(r));
     return r;
   }
   Launch<true> L(im, o, false);
@@ -242,13 +247,13 @@ RunResult run_aicore(Image& im, const RunOptions& o) {
   for (uint32_t t = 0; t < nt; ++t)
     if (im.gate_init_waits[t] == 0) M.ready[H.type_of(t)].push(t);
   L.t0 = Clock::now();
-  std::string cause = run_threads(
+  ir::Diagnostic cause = run_threads(
       L, M.P, threads, [&](int w) { machine_thread(M, w); }, [&] { return M.any_ready(); },
       [&] { snapshot(M); });
   r.wall_s = std::chrono::duration<double>(Clock::now() - L.t0).count();
   r.workers = threads;
   fill_result(M, r);
-  if (r.status == RunResult::Status::Stuck) r.error = cause.empty() ? "aborted" : cause;
+  if (r.status == RunResult::Status::Stuck) set_stuck(r, std::move(cause));
   return r;
 }
 

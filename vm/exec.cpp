@@ -139,9 +139,9 @@ RunResult Vm::run(const RunOptions& o) {
   Image& im = *im_;
   RunResult r;
   std::memset(im.scratch(), 0, static_cast<size_t>(im.launch_scratch_bytes));
-  if (auto e = im.wire()) {
+  if (ir::Status st = im.wire(); !st) {
     r.status = RunResult::Status::KernelError;
-    r.error = *e;
+    r.diagnostics = std::move(st.diagnostics);
     r.tasks = static_cast<int64_t>(im.prog.tasks.size());
     return r;
   }
@@ -155,7 +155,7 @@ RunResult Vm::run(const RunOptions& o) {
     r.wall_s = std::chrono::duration<double>(Clock::now() - L.t0).count();
     r.workers = 1;
     fill_result(L, r);
-    if (r.status == RunResult::Status::Stuck) r.error = serial_deadlock(r);
+    if (r.status == RunResult::Status::Stuck) r.diagnostics.push_back(serial_deadlock(r));
     return r;
   }
   Launch<true> L(im, o);
@@ -166,7 +166,7 @@ RunResult Vm::run(const RunOptions& o) {
     for (uint32_t t = 0; t < L.nt; ++t)
       if (im.gate_init[t] == 0) P.ready.push(t);
   L.t0 = Clock::now();
-  std::string cause = run_threads(
+  ir::Diagnostic cause = run_threads(
       L, P, threads,
       [&](int w) {
         if (pool_mode)
@@ -178,7 +178,7 @@ RunResult Vm::run(const RunOptions& o) {
   r.wall_s = std::chrono::duration<double>(Clock::now() - L.t0).count();
   r.workers = threads;
   fill_result(L, r);
-  if (r.status == RunResult::Status::Stuck) r.error = cause.empty() ? "aborted" : cause;
+  if (r.status == RunResult::Status::Stuck) set_stuck(r, std::move(cause));
   return r;
 }
 

@@ -73,7 +73,7 @@ class Image {
   int32_t* queue_len() const;  ///< num_sms + 1 offsets into queue()
   std::byte* scratch() const;
   /// Resolves every buffer pointer and tensor view for a launch; an error names a missing binding.
-  std::optional<std::string> wire();
+  ir::Status wire();
 };
 
 }  // namespace amk::vm

@@ -131,6 +131,7 @@ struct Launch {
   std::atomic<bool> abort{false}, finished{false};
   std::mutex err_mu;
   std::string error;
+  uint32_t error_task = 0;
   bool kernel_failed = false;
   Clock::time_point t0;
   // Trace (written by one thread per task, read after join).
@@ -157,6 +158,7 @@ struct Launch {
     std::lock_guard lock(err_mu);
     if (!kernel_failed) {
       kernel_failed = true;
+      error_task = t;
       error = fmt::format("task {} ({}): {}", t, im.prog.tasks[t].display(), msg);
     }
     abort.store(true, std::memory_order_release);
@@ -176,7 +178,7 @@ struct Launch {
       inst::KernelArgs a{k.op, {v, ni}, {v + ni, no}, im.params[t], &k, recipe, ws};
       const inst::Status s = inst::call_kernel(o.kernel_for(k.op), a);
       if (!s.ok()) {
-        fail(t, s.error);
+        fail(t, ir::error_messages(s.diagnostics));
         return false;
       }
     }
@@ -330,10 +332,11 @@ struct Pool {
 };
 
 /// Watches progress; aborts after `watchdog_ms` without any, or at once when every worker sleeps
-/// while `pending()` is false (nothing can ever change). Sets `cause`.
+/// while `pending()` is false (nothing can ever change). Sets `cause` (vm.deadlock: nothing can
+/// ever change; vm.timeout: no progress for watchdog_ms).
 template <bool C, class Pending, class OnAbort>
 void watchdog(Launch<C>& L, Pool& P, Pending&& pending, OnAbort&& on_abort, std::mutex& mu,
-              std::condition_variable& cv, bool& stop, std::string& cause) {
+              std::condition_variable& cv, bool& stop, ir::Diagnostic& cause) {
   const auto limit = std::chrono::milliseconds(std::max<int64_t>(1, L.o.watchdog_ms));
   const auto slice = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(20), limit);
   uint64_t last = P.total_done();
@@ -355,11 +358,14 @@ void watchdog(Launch<C>& L, Pool& P, Pending&& pending, OnAbort&& on_abort, std:
                             !pending() && !L.finished.load();
     quiet = all_asleep ? quiet + 1 : 0;
     if (quiet >= 2) {
-      cause = fmt::format(
-          "deadlock: every worker is blocked and no task can run ({} of {} tasks done)", now, L.nt);
+      cause = ir::error(
+          "vm.deadlock",
+          fmt::format("deadlock: every worker is blocked and no task can run ({} of {} tasks done)",
+                      now, L.nt));
     } else if (Clock::now() - last_change >= limit) {
-      cause = fmt::format("watchdog: no progress for {} ms ({} of {} tasks done)", L.o.watchdog_ms,
-                          now, L.nt);
+      cause = ir::error("vm.timeout", fmt::format("watchdog: no progress for {} ms ({} of {} tasks "
+                                                  "done)",
+                                                  L.o.watchdog_ms, now, L.nt));
     } else {
       continue;
     }
@@ -384,7 +390,7 @@ void fill_common(Launch<C>& L, RunResult& r) {
   }
   if (L.kernel_failed) {
     r.status = RunResult::Status::KernelError;
-    r.error = L.error;
+    r.diagnostics.push_back(ir::error("vm.kernel", L.error, ir::task_pointer(L.error_task)));
   } else if (r.tasks_done < r.tasks) {
     r.status = RunResult::Status::Stuck;
   }
@@ -396,8 +402,15 @@ void fill_common(Launch<C>& L, RunResult& r) {
 }
 
 /// The error of a stuck single-thread run (no watchdog: nothing else could have moved).
-inline std::string serial_deadlock(const RunResult& r) {
-  return fmt::format("deadlock: no task can run ({} of {} tasks done)", r.tasks_done, r.tasks);
+inline ir::Diagnostic serial_deadlock(const RunResult& r) {
+  return ir::error("vm.deadlock", fmt::format("deadlock: no task can run ({} of {} tasks done)",
+                                              r.tasks_done, r.tasks));
+}
+
+/// Records why a run stopped: the watchdog's cause, or "aborted" when it had none.
+inline void set_stuck(RunResult& r, ir::Diagnostic cause) {
+  if (cause.code.empty()) cause = ir::error("vm.deadlock", "aborted");
+  r.diagnostics.push_back(std::move(cause));
 }
 
 /// The first unsatisfied wait of task t (counter, threshold, value) and the producers of that
@@ -421,14 +434,14 @@ BlockedSm blocked_on(Launch<C>& L, uint32_t t, Done&& done) {
 }
 
 /// Runs `n` threads of `body(w)` next to a watchdog (which calls `on_abort()` just before it
-/// aborts the run); returns the watchdog's cause ("" if none).
+/// aborts the run); returns the watchdog's cause (an empty code if none).
 template <bool C, class Body, class Pending, class OnAbort>
-std::string run_threads(Launch<C>& L, Pool& P, int n, Body&& body, Pending&& pending,
-                        OnAbort&& on_abort) {
+ir::Diagnostic run_threads(Launch<C>& L, Pool& P, int n, Body&& body, Pending&& pending,
+                           OnAbort&& on_abort) {
   std::mutex mu;
   std::condition_variable cv;
   bool stop = false;
-  std::string cause;
+  ir::Diagnostic cause;
   P.active.store(n);
   std::thread dog([&] { watchdog(L, P, pending, on_abort, mu, cv, stop, cause); });
   {

@@ -195,7 +195,7 @@ struct Orchestrator::State {
   std::vector<std::vector<uint32_t>> scope_tasks;  // by scope id
   std::vector<uint32_t> scope_size;                // tasks per scope id
   int next_scope = 0;
-  std::string error;
+  ir::Diagnostic error;  // the first error (sticky); an empty code: none
   OrchestratorStats st;
   std::vector<uint32_t> deps_tmp;  // a submit's dependencies
   std::vector<uint8_t> war_tmp;    // which of them are write-after-read only
@@ -325,8 +325,9 @@ struct Orchestrator::State {
     if (!r.ok()) {
       std::lock_guard lk(done_mu);
       if (kernel_error.empty())
-        kernel_error = fmt::format("task {} ({}): {}", id,
-                                   label_of(s.task.label, s.task.op, s.user, id), r.error);
+        kernel_error =
+            fmt::format("task {} ({}): {}", id, label_of(s.task.label, s.task.op, s.user, id),
+                        ir::error_messages(r.diagnostics));
       failed.store(true, std::memory_order_release);
     }
     return true;
@@ -457,7 +458,7 @@ struct Orchestrator::State {
   bool take_stall() {
     if (!stalled.load(std::memory_order_acquire)) return false;
     std::lock_guard g(done_mu);
-    if (error.empty()) error = stall_report;
+    if (error.code.empty()) error = ir::error("vm.timeout", stall_report);
     st.stall_class = stall_class;
     return true;
   }
@@ -564,7 +565,7 @@ struct Orchestrator::State {
     for (;;) {
       if (take_stall()) return false;
       if (std::string why = diagnose_locked(on_heap); !why.empty()) {
-        error = std::move(why);
+        error = ir::error("orch.deadlock", std::move(why));
         return false;
       }
       space_cv.wait_for(lk, std::chrono::milliseconds(20));
@@ -594,7 +595,7 @@ Orchestrator::Orchestrator(const OrchestratorOptions& o) : s_(std::make_unique<S
 }
 
 Orchestrator::~Orchestrator() {
-  finish();
+  (void)finish();  // a destructor cannot report; finish() did when it was called
   {
     std::lock_guard lk(s_->mon_mu);
     s_->mon_stop = true;
@@ -615,8 +616,8 @@ int64_t Orchestrator::tensor(std::string name, ir::DType dtype, std::vector<int6
   return s_->add_tensor(std::move(b), static_cast<std::byte*>(data), -1, -1);
 }
 
-std::optional<int64_t> Orchestrator::make_tensor(std::string name, ir::DType dtype,
-                                                 std::vector<int64_t> shape) {
+ir::Result<int64_t> Orchestrator::make_tensor(std::string name, ir::DType dtype,
+                                              std::vector<int64_t> shape) {
   State& s = *s_;
   ir::Buffer b;
   b.name = std::move(name);
@@ -625,9 +626,10 @@ std::optional<int64_t> Orchestrator::make_tensor(std::string name, ir::DType dty
   b.kind = ir::BufferKind::ACTIVATION;
   const int64_t bytes = (b.nbytes() + kAlign - 1) / kAlign * kAlign;
   if (bytes > s.opt.rings.heap_bytes) {
-    s.error = fmt::format("make_tensor '{}': {} bytes exceed the heap ring ({} bytes)", b.name,
-                          bytes, s.opt.rings.heap_bytes);
-    return std::nullopt;
+    s.error = ir::error("orch.usage",
+                        fmt::format("make_tensor '{}': {} bytes exceed the heap ring ({} bytes)",
+                                    b.name, bytes, s.opt.rings.heap_bytes));
+    return s.error;
   }
   const int scope = s.open.empty() ? -1 : s.open.back();
   std::unique_lock lk(s.wm_mu);
@@ -649,7 +651,7 @@ std::optional<int64_t> Orchestrator::make_tensor(std::string name, ir::DType dty
     }
     return off >= 0;
   };
-  if (!s.wait_for_space(lk, true, place)) return std::nullopt;
+  if (!s.wait_for_space(lk, true, place)) return s.error;
   s.blocks.push_back({off, bytes, 0, true, scope});
   s.heap_used += bytes;
   s.st.max_heap_bytes = std::max(s.st.max_heap_bytes, s.heap_used);
@@ -665,14 +667,15 @@ namespace {
 bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, CoreType core,
                  const std::vector<TensorArg>& args, std::vector<ir::Param> params,
                  std::string label) {
-  if (!s.error.empty() || s.take_stall()) return false;
+  if (!s.error.code.empty() || s.take_stall()) return false;
   if (s.phase.load(std::memory_order_relaxed) != kOrchestrating)
     s.phase.store(kOrchestrating, std::memory_order_release);
   const auto id = static_cast<uint32_t>(s.st.tasks);
   auto what = [&] { return label_of(label, op, user, id); };
   if (s.topo.cores_of(core) == 0) {
-    s.error = fmt::format("submit {}: it runs on an {} core and the machine has none", what(),
-                          name(core));
+    s.error = ir::error("orch.usage",
+                        fmt::format("submit {}: it runs on an {} core and the machine has none",
+                                    what(), name(core)));
     return false;
   }
   {  // The slot two submits ahead was last touched by a scheduler and a core (its previous
@@ -687,15 +690,16 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
   bool sub = false, heap_arg = false;
   for (const TensorArg& a : args) {
     if (a.tensor < 0 || a.tensor >= static_cast<int64_t>(s.tensors.size())) {
-      s.error = fmt::format("submit {}: no tensor {}", what(), a.tensor);
+      s.error = ir::error("orch.usage", fmt::format("submit {}: no tensor {}", what(), a.tensor));
       return false;
     }
     const TensorInfo& t = s.tensors[static_cast<size_t>(a.tensor)];
     if (t.block >= 0 && t.scope >= 0 && !s.scope_open(t.scope)) {
-      s.error = fmt::format(
-          "submit {}: tensor '{}' escaped its scope #{} (it ended; its heap "
-          "bytes may already hold another tensor)",
-          what(), s.tensor_bufs[static_cast<size_t>(a.tensor)].name, t.scope);
+      s.error = ir::error(
+          "orch.usage",
+          fmt::format("submit {}: tensor '{}' escaped its scope #{} (it ended; its heap "
+                      "bytes may already hold another tensor)",
+                      what(), s.tensor_bufs[static_cast<size_t>(a.tensor)].name, t.scope));
       return false;
     }
     heap_arg = heap_arg || t.block >= 0;
@@ -703,11 +707,12 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
       const int64_t rows = t.view.rank == 0 ? 0 : t.view.shape[0];
       if (a.region.axis != 0 || a.region.lo < 0 || a.region.hi > rows ||
           a.region.lo >= a.region.hi) {
-        s.error = fmt::format(
-            "submit {}: region [{}, {}) on axis {} of tensor '{}' ({} rows): "
-            "only non-empty row ranges within axis 0 are views",
-            what(), a.region.lo, a.region.hi, a.region.axis,
-            s.tensor_bufs[static_cast<size_t>(a.tensor)].name, rows);
+        s.error =
+            ir::error("orch.usage",
+                      fmt::format("submit {}: region [{}, {}) on axis {} of tensor '{}' ({} rows): "
+                                  "only non-empty row ranges within axis 0 are views",
+                                  what(), a.region.lo, a.region.hi, a.region.axis,
+                                  s.tensor_bufs[static_cast<size_t>(a.tensor)].name, rows));
         return false;
       }
       sub = sub || a.region.lo != 0 || a.region.hi != rows;
@@ -729,8 +734,10 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
   // counts are re-read only when they say no).
   const uint64_t need = deps.size();
   if (need > s.opt.rings.dep_pool) {
-    s.error = fmt::format("submit {}: {} dependencies exceed the dependency pool ({} entries)",
-                          what(), need, s.opt.rings.dep_pool);
+    s.error =
+        ir::error("orch.usage",
+                  fmt::format("submit {}: {} dependencies exceed the dependency pool ({} entries)",
+                              what(), need, s.opt.rings.dep_pool));
     return false;  // the orchestration is over (error() is sticky)
   }
   const uint32_t window = s.opt.rings.task_window;
@@ -864,23 +871,27 @@ KernelId Orchestrator::kernel(std::string name, inst::Kernel fn) {
   return {static_cast<int32_t>(s_->kernels.size()) - 1};
 }
 
-bool Orchestrator::submit(KernelId kernel, CoreType core, const std::vector<TensorArg>& args,
-                          std::vector<ir::Param> params, std::string label) {
+ir::Status Orchestrator::submit(KernelId kernel, CoreType core, const std::vector<TensorArg>& args,
+                                std::vector<ir::Param> params, std::string label) {
   State& s = *s_;
   if (kernel.id < 0 || kernel.id >= static_cast<int32_t>(s.kernels.size()) ||
       !s.kernels[static_cast<size_t>(kernel.id)].fn) {
-    if (s.error.empty())
-      s.error = fmt::format("submit {}: kernel {} is not registered (or has no function)",
-                            label.empty() ? std::string("task") : label, kernel.id);
-    return false;
+    if (s.error.code.empty())
+      s.error = ir::error("orch.usage",
+                          fmt::format("submit {}: kernel {} is not registered (or has no function)",
+                                      label.empty() ? std::string("task") : label, kernel.id));
+    return s.error;
   }
-  return submit_task(s, ir::Op::NOP, &s.kernels[static_cast<size_t>(kernel.id)], core, args,
-                     std::move(params), std::move(label));
+  if (submit_task(s, ir::Op::NOP, &s.kernels[static_cast<size_t>(kernel.id)], core, args,
+                  std::move(params), std::move(label)))
+    return {};
+  return s.error;
 }
 
-bool Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>& args,
-                          std::vector<ir::Param> params, std::string label) {
-  return submit_task(*s_, op, nullptr, core, args, std::move(params), std::move(label));
+ir::Status Orchestrator::submit(ir::Op op, CoreType core, const std::vector<TensorArg>& args,
+                                std::vector<ir::Param> params, std::string label) {
+  if (submit_task(*s_, op, nullptr, core, args, std::move(params), std::move(label))) return {};
+  return s_->error;
 }
 
 void Orchestrator::scope_begin() {
@@ -908,7 +919,7 @@ void Orchestrator::scope_end() {
   s.advance();
 }
 
-bool Orchestrator::finish() {
+ir::Status Orchestrator::finish() {
   State& s = *s_;
   s.phase.store(kFinishing, std::memory_order_release);
   s.finishing.store(true, std::memory_order_seq_cst);
@@ -927,14 +938,12 @@ bool Orchestrator::finish() {
              s.stalled.load(std::memory_order_acquire);
     });
   }
-  if (s.take_stall()) return false;
+  if (s.take_stall()) return s.error;
   std::lock_guard lk(s.done_mu);
-  if (!s.kernel_error.empty() && s.error.empty()) s.error = s.kernel_error;
-  return s.error.empty();
-}
-
-const std::string& Orchestrator::error() const {
-  return s_->error;
+  if (!s.kernel_error.empty() && s.error.code.empty())
+    s.error = ir::error("vm.kernel", s.kernel_error);
+  if (s.error.code.empty()) return {};
+  return s.error;
 }
 
 OrchestratorStats Orchestrator::stats() const {
@@ -948,11 +957,13 @@ std::vector<std::pair<int64_t, CoreType>> Orchestrator::core_types() const {
   return v;
 }
 
-std::optional<ir::Program> Orchestrator::record() {
+ir::Result<ir::Program> Orchestrator::record() {
   State& s = *s_;
   if (!s.opt.record) {
-    s.error = "record(): this orchestrator was created with OrchestratorOptions::record = false";
-    return std::nullopt;
+    s.error = ir::error("orch.usage",
+                        "record(): this orchestrator was created with OrchestratorOptions::record "
+                        "= false");
+    return s.error;
   }
   ir::Program p;
   for (const ir::Buffer& b : s.tensor_bufs) p.add_buffer(b.name, b.kind, b.dtype, b.shape);
@@ -965,13 +976,15 @@ std::optional<ir::Program> Orchestrator::record() {
     const std::string text = s.rec_chars.substr(label, r.label_len);
     label += r.label_len;
     if (r.sub || r.user) {
-      s.error = fmt::format("record(): task {} ({}) {}", t, label_of(text, r.op, r.user, t),
-                            r.user ? fmt::format("runs the registered kernel '{}', which has no "
-                                                 "amk opcode",
-                                                 r.user->name)
-                                   : std::string("uses a sub-region of a tensor; amk tasks "
-                                                 "address whole buffers"));
-      return std::nullopt;
+      s.error = ir::error(
+          "orch.usage",
+          fmt::format("record(): task {} ({}) {}", t, label_of(text, r.op, r.user, t),
+                      r.user ? fmt::format("runs the registered kernel '{}', which has no "
+                                           "amk opcode",
+                                           r.user->name)
+                             : std::string("uses a sub-region of a tensor; amk tasks "
+                                           "address whole buffers")));
+      return s.error;
     }
     ir::Task k;
     k.op = r.op;

@@ -88,36 +88,37 @@ class Orchestrator {
   int64_t tensor(std::string name, ir::DType dtype, std::vector<int64_t> shape, void* data,
                  ir::BufferKind kind);
   /// A runtime intermediate from the heap ring (zeroed), valid until its scope ends; blocks while
-  /// the heap is full. nullopt and `error()` set on a provable heap deadlock.
-  std::optional<int64_t> make_tensor(std::string name, ir::DType dtype, std::vector<int64_t> shape);
+  /// the heap is full. An `orch.deadlock` error on a provable heap deadlock.
+  ir::Result<int64_t> make_tensor(std::string name, ir::DType dtype, std::vector<int64_t> shape);
   /// Submits a task; it runs once every task it depends on has finished. Blocks while the task
-  /// ring or the dependency pool is full. False and `error()` set on a bad argument or a provable
-  /// deadlock (the scope holds more tasks than the ring).
-  bool submit(ir::Op op, CoreType core, const std::vector<TensorArg>& args,
-              std::vector<ir::Param> params = {}, std::string label = {});
+  /// ring or the dependency pool is full. Fails (`orch.usage`) on a bad argument or
+  /// (`orch.deadlock`) a provable deadlock (the scope holds more tasks than the ring); the first
+  /// error is sticky: every later call returns it.
+  ir::Status submit(ir::Op op, CoreType core, const std::vector<TensorArg>& args,
+                    std::vector<ir::Param> params = {}, std::string label = {});
   /// Registers a kernel of the caller's (PTO's func_id) under `name`. Its tasks get the views
   /// of their tensors (inputs and in-outs, then outputs and in-outs, each in argument order) and
   /// their params; a failed Status fails the run as an opcode kernel's does. record() cannot
   /// express such tasks (they have no amk opcode).
   KernelId kernel(std::string name, inst::Kernel fn);
   /// Submits a task of a registered kernel (as submit() above).
-  bool submit(KernelId kernel, CoreType core, const std::vector<TensorArg>& args,
-              std::vector<ir::Param> params = {}, std::string label = {});
+  ir::Status submit(KernelId kernel, CoreType core, const std::vector<TensorArg>& args,
+                    std::vector<ir::Param> params = {}, std::string label = {});
   /// Opens a scope: its tasks keep their ring slots (and its tensors their heap bytes) until it
   /// ends.
   void scope_begin();
   /// Ends the innermost scope.
   void scope_end();
-  /// Waits for every submitted task; false and `error()` on a kernel error or a stall.
-  bool finish();
-  /// The first error (deadlock diagnosis, kernel error, misuse).
-  const std::string& error() const;
+  /// Waits for every submitted task; fails with the first error (a `vm.kernel` error, a
+  /// `vm.timeout` stall with PTO's stall class, or an earlier submit's error).
+  ir::Status finish();
   /// Counts of this run.
   OrchestratorStats stats() const;
   /// The orchestration as an amk program: one counter per task, a threshold-1 wait on each task
-  /// it depends on (RAW, WAW, WAR), however long ago that task was reclaimed. nullopt and `error()`
-  /// when a task used a proper sub-region (amk tasks address whole buffers) or a registered kernel.
-  std::optional<ir::Program> record();
+  /// it depends on (RAW, WAW, WAR), however long ago that task was reclaimed. An `orch.usage`
+  /// error when a task used a proper sub-region (amk tasks address whole buffers) or a registered
+  /// kernel.
+  ir::Result<ir::Program> record();
   /// The core type each submitted task asked for: AicoreOptions::overrides for the recorded
   /// program (empty without OrchestratorOptions::record).
   std::vector<std::pair<int64_t, CoreType>> core_types() const;

@@ -18,7 +18,7 @@ std::string json_str(std::string_view s) {
 }  // namespace
 
 std::string stuck_report(const ir::Program& p, const RunResult& r) {
-  std::string out = r.error + "\n";
+  std::string out = ir::error_messages(r.diagnostics) + "\n";
   if (!r.stall_class.empty()) {
     out += fmt::format("  stall class: {}; {} ready task(s) not dispatched\n", r.stall_class,
                        r.ready_left);

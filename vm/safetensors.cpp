@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "instructions/dtype.h"
 #include "ir/fileio.h"
 
 namespace amk::vm {
@@ -105,44 +106,46 @@ int64_t StTensor::numel() const {
   return n;
 }
 
-std::unique_ptr<SafeTensors> SafeTensors::open(const std::string& path, std::string& error) {
+ir::Result<std::unique_ptr<SafeTensors>> SafeTensors::open(const std::string& path) {
+  auto fail = [&](std::string msg) {
+    ir::Diagnostic d = ir::error("io.read", std::move(msg));
+    d.file = path;
+    return ir::Result<std::unique_ptr<SafeTensors>>(std::move(d));
+  };
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    error = fmt::format("cannot open '{}': {}", path, std::strerror(errno));
-    return nullptr;
-  }
+  if (fd < 0) return fail(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    error = fmt::format("cannot read '{}': not a regular file", path);
     ::close(fd);
-    return nullptr;
+    return fail(fmt::format("cannot read '{}': not a regular file", path));
   }
   const auto len = static_cast<size_t>(st.st_size);
   void* map = nullptr;
   if (len > 0) {
     map = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map == MAP_FAILED) {
-      error = fmt::format("cannot map '{}': {}", path, std::strerror(errno));
+      const int e = errno;
       ::close(fd);
-      return nullptr;
+      return fail(fmt::format("cannot map '{}': {}", path, std::strerror(e)));
     }
   }
   ::close(fd);
-  auto f = parse({static_cast<const uint8_t*>(map), len}, path, error);
+  auto f = parse({static_cast<const uint8_t*>(map), len}, path);
   if (!f) {
     if (map) ::munmap(map, len);
-    return nullptr;
+    return f;
   }
-  f->map_ = map;
-  f->map_len_ = len;
+  (*f)->map_ = map;
+  (*f)->map_len_ = len;
   return f;
 }
 
-std::unique_ptr<SafeTensors> SafeTensors::parse(std::span<const uint8_t> bytes,
-                                                const std::string& path, std::string& error) {
-  auto fail = [&](std::string msg) -> std::unique_ptr<SafeTensors> {
-    error = fmt::format("{}: {}", path, msg);
-    return nullptr;
+ir::Result<std::unique_ptr<SafeTensors>> SafeTensors::parse(std::span<const uint8_t> bytes,
+                                                            const std::string& path) {
+  auto fail = [&](std::string msg, std::string pointer = {}) {
+    ir::Diagnostic d = ir::error("safetensors.format", std::move(msg), std::move(pointer));
+    d.file = path;
+    return ir::Result<std::unique_ptr<SafeTensors>>(std::move(d));
   };
   if (bytes.size() < 8)
     return fail("not a safetensors file (shorter than its 8-byte header length)");
@@ -159,45 +162,49 @@ std::unique_ptr<SafeTensors> SafeTensors::parse(std::span<const uint8_t> bytes,
   f->path_ = path;
   for (const auto& [key, v] : h.items()) {
     if (key == "__metadata__") continue;
-    auto bad = [&](std::string_view what) {
-      return fail(fmt::format("tensor '{}': {}", key, what));
+    const std::string at = "/" + ir::pointer_token(key);
+    auto bad = [&](std::string_view what, std::string_view field = {}) {
+      return fail(fmt::format("tensor '{}': {}", key, what),
+                  field.empty() ? at : fmt::format("{}/{}", at, field));
     };
     if (!v.is_object()) return bad("entry is not an object");
     auto dt = v.find("dtype");
     auto sh = v.find("shape");
     auto off = v.find("data_offsets");
-    if (dt == v.end() || !dt->is_string()) return bad("missing string 'dtype'");
-    if (sh == v.end() || !sh->is_array()) return bad("missing list 'shape'");
+    if (dt == v.end() || !dt->is_string()) return bad("missing string 'dtype'", "dtype");
+    if (sh == v.end() || !sh->is_array()) return bad("missing list 'shape'", "shape");
     if (off == v.end() || !off->is_array() || off->size() != 2)
-      return bad("missing 'data_offsets' [begin, end]");
+      return bad("missing 'data_offsets' [begin, end]", "data_offsets");
     StTensor t;
     t.name = key;
     const auto& dname = dt->get_ref<const std::string&>();
     auto it =
         std::find_if(kDt.begin(), kDt.end(), [&](const DtInfo& i) { return i.name == dname; });
-    if (it == kDt.end()) return bad(fmt::format("unsupported dtype '{}'", dname));
+    if (it == kDt.end()) return bad(fmt::format("unsupported dtype '{}'", dname), "dtype");
     t.dtype = it->d;
     uint64_t numel = 1;
     bool zero = false;
     for (const auto& d : *sh) {
       if (!d.is_number_unsigned())
-        return bad("shape holds a value that is not a non-negative integer");
+        return bad("shape holds a value that is not a non-negative integer", "shape");
       const auto dim = d.get<uint64_t>();
-      if (dim > (uint64_t{1} << 62)) return bad("shape is too large");
+      if (dim > (uint64_t{1} << 62)) return bad("shape is too large", "shape");
       t.shape.push_back(static_cast<int64_t>(dim));
       zero |= dim == 0;
-      if (!zero && numel > (uint64_t{1} << 62) / dim) return bad("shape is too large");
+      if (!zero && numel > (uint64_t{1} << 62) / dim) return bad("shape is too large", "shape");
       numel = zero ? 0 : numel * dim;
     }
     if (!(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned())
-      return bad("data_offsets are not non-negative integers");
+      return bad("data_offsets are not non-negative integers", "data_offsets");
     const auto b = (*off)[0].get<uint64_t>(), e = (*off)[1].get<uint64_t>();
     if (b > e || e > data_len)
       return bad(
-          fmt::format("data_offsets [{}, {}] lie outside the data ({} bytes)", b, e, data_len));
+          fmt::format("data_offsets [{}, {}] lie outside the data ({} bytes)", b, e, data_len),
+          "data_offsets");
     if (numel * static_cast<unsigned>(it->size) != e - b)
       return bad(fmt::format("holds {} bytes but its shape and dtype need {}", e - b,
-                             numel * static_cast<unsigned>(it->size)));
+                             numel * static_cast<unsigned>(it->size)),
+                 "data_offsets");
     t.data = data + b;
     t.nbytes = e - b;
     f->tensors_.push_back(std::move(t));
@@ -215,6 +222,104 @@ const StTensor* SafeTensors::find(std::string_view name) const {
   for (const auto& t : tensors_)
     if (t.name == name) return &t;
   return nullptr;
+}
+
+void st_convert(const StTensor& src, void* dst, ir::DType dt, int64_t numel) {
+  if (st_of(dt) == src.dtype && dt != ir::DType::BOOL) {
+    std::memcpy(dst, src.data, src.nbytes);
+    return;
+  }
+  const bool int_dst =
+      dt == ir::DType::I32 || dt == ir::DType::I8 || dt == ir::DType::U8 || dt == ir::DType::BOOL;
+  for (int64_t i = 0; i < numel; ++i) {
+    const uint8_t* e = src.data + i * st_size(src.dtype);
+    double v = 0;
+    int64_t iv = 0;
+    bool is_int = true;
+    switch (src.dtype) {
+      case StDType::F64: {
+        double d;
+        std::memcpy(&d, e, 8);
+        v = d;
+        is_int = false;
+        break;
+      }
+      case StDType::F32: {
+        float f;
+        std::memcpy(&f, e, 4);
+        v = f;
+        is_int = false;
+        break;
+      }
+      case StDType::F16: {
+        uint16_t h;
+        std::memcpy(&h, e, 2);
+        v = inst::f16_to_f32(h);
+        is_int = false;
+        break;
+      }
+      case StDType::BF16: {
+        uint16_t h;
+        std::memcpy(&h, e, 2);
+        v = inst::bf16_to_f32(h);
+        is_int = false;
+        break;
+      }
+      case StDType::F8_E4M3:
+        v = inst::f8e4m3_to_f32(*e);
+        is_int = false;
+        break;
+      case StDType::F8_E5M2:
+        v = inst::f8e5m2_to_f32(*e);
+        is_int = false;
+        break;
+      case StDType::I64:
+        std::memcpy(&iv, e, 8);
+        break;
+      case StDType::I32: {
+        int32_t x;
+        std::memcpy(&x, e, 4);
+        iv = x;
+        break;
+      }
+      case StDType::I16: {
+        int16_t x;
+        std::memcpy(&x, e, 2);
+        iv = x;
+        break;
+      }
+      case StDType::I8:
+        iv = static_cast<int8_t>(*e);
+        break;
+      case StDType::U8:
+        iv = *e;
+        break;
+      case StDType::BOOL:
+        iv = *e != 0;
+        break;
+    }
+    if (is_int && int_dst) {
+      auto clamp = [&](int64_t lo, int64_t hi) { return std::clamp(iv, lo, hi); };
+      switch (dt) {
+        case ir::DType::I32: {
+          auto x = static_cast<int32_t>(clamp(INT32_MIN, INT32_MAX));
+          std::memcpy(static_cast<uint8_t*>(dst) + 4 * i, &x, 4);
+          break;
+        }
+        case ir::DType::I8:
+          static_cast<int8_t*>(dst)[i] = static_cast<int8_t>(clamp(-128, 127));
+          break;
+        case ir::DType::U8:
+          static_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(clamp(0, 255));
+          break;
+        default:
+          static_cast<uint8_t*>(dst)[i] = iv != 0;
+          break;
+      }
+    } else {
+      inst::store(dst, dt, i, static_cast<float>(is_int ? static_cast<double>(iv) : v));
+    }
+  }
 }
 
 std::string st_serialize(std::span<const StOut> tensors) {
@@ -242,7 +347,7 @@ std::string st_serialize(std::span<const StOut> tensors) {
   return out;
 }
 
-std::optional<std::string> st_write(const std::string& path, std::span<const StOut> tensors) {
+ir::Status st_write(const std::string& path, std::span<const StOut> tensors) {
   return ir::write_file_atomic(path, st_serialize(tensors));
 }
 

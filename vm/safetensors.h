@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/result.h"
 #include "ir/types.h"
 
 namespace amk::vm {
@@ -39,11 +40,11 @@ struct StTensor {
 /// A read-only, memory-mapped safetensors file.
 class SafeTensors {
  public:
-  /// Maps and parses `path`; on failure returns nullptr and sets `error` (file, reason, key).
-  static std::unique_ptr<SafeTensors> open(const std::string& path, std::string& error);
+  /// Maps and parses `path`; diagnostics name the file, the reason and the header's pointer.
+  static ir::Result<std::unique_ptr<SafeTensors>> open(const std::string& path);
   /// Parses a file image already in memory (the bytes must outlive the object).
-  static std::unique_ptr<SafeTensors> parse(std::span<const uint8_t> bytes, const std::string& path,
-                                            std::string& error);
+  static ir::Result<std::unique_ptr<SafeTensors>> parse(std::span<const uint8_t> bytes,
+                                                        const std::string& path);
   ~SafeTensors();
   SafeTensors(const SafeTensors&) = delete;
   SafeTensors& operator=(const SafeTensors&) = delete;
@@ -62,6 +63,10 @@ class SafeTensors {
   std::vector<StTensor> tensors_;
 };
 
+/// Copies a file tensor into `numel` elements of `dt` at `dst`: a plain copy when the dtypes
+/// match, else floats round to nearest even and integers saturate (NaN -> 0).
+void st_convert(const StTensor& src, void* dst, ir::DType dt, int64_t numel);
+
 /// A tensor to write: name, dtype, shape and its bytes.
 struct StOut {
   std::string name;
@@ -72,7 +77,7 @@ struct StOut {
 
 /// Serialises tensors (keys sorted, header padded to 8 bytes) into one file image.
 std::string st_serialize(std::span<const StOut> tensors);
-/// Writes a safetensors file atomically; returns an error message on failure.
-std::optional<std::string> st_write(const std::string& path, std::span<const StOut> tensors);
+/// Writes a safetensors file atomically.
+ir::Status st_write(const std::string& path, std::span<const StOut> tensors);
 
 }  // namespace amk::vm

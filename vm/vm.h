@@ -12,9 +12,13 @@
 
 #include "instructions/kernel.h"
 #include "ir/program.h"
+#include "ir/result.h"
 #include "vm/safetensors.h"
 
 namespace amk::vm {
+
+/// The most SMs (or AICore cores) the VM models.
+constexpr int64_t kMaxSms = int64_t{1} << 20;
 
 /// How tasks without `Task.sm` are placed on SMs.
 enum class Placement : uint8_t {
@@ -112,7 +116,9 @@ struct BusyCore {
 /// The outcome of one launch.
 struct RunResult {
   enum class Status : uint8_t { Ok, KernelError, Stuck } status = Status::Ok;
-  std::string error;  ///< KernelError: "task N (label): message"; Stuck: a one-line cause
+  /// KernelError: a `vm.kernel` error at the task ("task N (label): message"); Stuck: a
+  /// `vm.deadlock` (nothing can ever run) or `vm.timeout` (the watchdog) error with the cause.
+  ir::Diagnostics diagnostics;
   std::vector<BlockedSm> blocked;
   /// AICore mode, Stuck: PTO's stall class ("running-stalled", "ready-but-idle",
   /// "dependency-deadlock", "orchestrator-starvation"), the busy cores, ready tasks left.
@@ -145,28 +151,30 @@ class Image;
 /// A loaded program: the arena image plus the bindings of its buffers.
 class Vm {
  public:
-  /// Validates (unless skipped), places and lays out `p`; nullptr and `error` on refusal.
-  static std::unique_ptr<Vm> load(ir::Program p, const LoadOptions& opts, std::string& error);
+  /// Validates (unless skipped), places and lays out `p`. A program the validator rejects is a
+  /// `vm.rejected` error ("... [REJECTED] {stats}") followed by the validator's errors; an
+  /// unloadable one `vm.load`.
+  static ir::Result<std::unique_ptr<Vm>> load(ir::Program p, const LoadOptions& opts);
   ~Vm();
   Vm(const Vm&) = delete;
   Vm& operator=(const Vm&) = delete;
 
   /// Binds WEIGHT/CONST buffers to `Buffer.source` (or name) in `w`; same dtype → a view into the
   /// mapping (no copy), otherwise converted. `w` must outlive the Vm.
-  std::optional<std::string> bind_weights(const SafeTensors& w);
+  ir::Status bind_weights(const SafeTensors& w);
   /// Copies IO_INPUT tensors (by name) into the arena for the next launches.
-  std::optional<std::string> set_inputs(const SafeTensors& in);
+  ir::Status set_inputs(const SafeTensors& in);
   /// Copies one IO_INPUT tensor (by its name; converted to the buffer's dtype). `origin` names
   /// where it came from in errors.
-  std::optional<std::string> set_input(const StTensor& t, const std::string& origin);
+  ir::Status set_input(const StTensor& t, const std::string& origin);
   /// Sets the inputs of a lowered decode step: `token_id` (one id per sequence), `pos` (every
   /// element) and the reshape bridges' `reshape_id*` (0..n-1); any other IO_INPUT is an error.
-  std::optional<std::string> set_decode_inputs(std::span<const int32_t> tokens, int32_t pos);
+  ir::Status set_decode_inputs(std::span<const int32_t> tokens, int32_t pos);
   /// Binds KV_CACHE buffers to `store` (by name), creating zero tensors for missing names and
   /// converting/refusing mis-shaped ones. Writes of KV_APPEND land in the store.
-  std::optional<std::string> bind_kv(TensorStore& store);
+  ir::Status bind_kv(TensorStore& store);
   /// Imports tensors of a file into a store (name, dtype and shape kept; for `--kv`).
-  static std::optional<std::string> import(const SafeTensors& f, TensorStore& store);
+  static ir::Status import(const SafeTensors& f, TensorStore& store);
 
   /// One launch: reset counters and activations, run every task, return the outcome.
   RunResult run(const RunOptions& opts);

@@ -89,7 +89,7 @@ void run_golden(const char* isa) {
     // KV_APPEND writes its cache in place: the output is input 1.
     Tensor out_t = t.op == ir::Op::KV_APPEND ? in_t[1] : out.t;
     Status s = run_task(t, in_t, std::span<const Tensor>(&out_t, 1), ws);
-    ASSERT_TRUE(s.ok()) << s.error;
+    ASSERT_TRUE(s.ok()) << ir::error_messages(s.diagnostics);
     const Owned& result = t.op == ir::Op::KV_APPEND ? ins[1] : out;
     Owned want = from_json(c["expected"]);
     ASSERT_EQ(want.t.numel, result.t.numel);
@@ -164,7 +164,7 @@ TEST(GemvReference, FloatWeightsInEveryDtypeMatchDoubleLoops) {
       std::vector<Tensor> in{x.t, w.t};
       if (bias) in.push_back(b.t);
       Status s = run_task(t, in, std::span<const Tensor>(&out.t, 1), ws);
-      ASSERT_TRUE(s.ok()) << s.error;
+      ASSERT_TRUE(s.ok()) << ir::error_messages(s.diagnostics);
       for (int64_t m = 0; m < M; ++m)
         for (int64_t n = 0; n < N; ++n) {
           if (n < n_off || n >= n_off + n_tile) {
@@ -209,7 +209,7 @@ TEST(GemvReference, QuantisedInt8AndInt4WithRaggedGroupsAndZerosMatchDoubleLoops
       std::vector<Tensor> in{x.t, w.t, sc.t};
       if (zeros) in.push_back(z.t);
       Status s = run_task(t, in, std::span<const Tensor>(&out.t, 1), ws);
-      ASSERT_TRUE(s.ok()) << s.error;
+      ASSERT_TRUE(s.ok()) << ir::error_messages(s.diagnostics);
       for (int64_t n = n_off; n < n_off + n_tile; ++n) {
         double ref = 0, scale = 0;
         for (int64_t k = 0; k < K; ++k) {
@@ -328,7 +328,7 @@ TEST(Fused, AddThenRmsnormRecipeIsBitIdenticalToTheUnfusedSteps) {
       {"op": 3, "args": [{"s": 0}, {"in": 2}], "out": "final", "params": {"eps": 1e-05, "hidden": 16}}]})")))});
   std::vector<Tensor> abw{a.t, b.t, w.t};
   Status st = run_task(f, abw, std::span<const Tensor>(&fused.t, 1), ws);
-  ASSERT_TRUE(st.ok()) << st.error;
+  ASSERT_TRUE(st.ok()) << ir::error_messages(st.diagnostics);
   EXPECT_EQ(0, std::memcmp(fused.t.data, unfused.t.data, 64));
 }
 
@@ -340,19 +340,22 @@ TEST(Errors, BadShapesAndRecipesAreValuesNotCrashes) {
   Status s = run_task(task(ir::Op::GEMV_TILE, {{"K", 8}, {"N_tile", 4}, {"n_off", 2}}), in,
                       std::span<const Tensor>(&out.t, 1), ws);
   EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.error.find("tile columns"), std::string::npos) << s.error;
+  EXPECT_NE(ir::error_messages(s.diagnostics).find("tile columns"), std::string::npos)
+      << ir::error_messages(s.diagnostics);
   ids.set(0, 9);
   std::vector<Tensor> emb{ids.t, w.t};
   s = run_task(task(ir::Op::EMBED, {{"hidden", 8}}), emb, std::span<const Tensor>(&x.t, 1), ws);
   EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.error.find("outside the table"), std::string::npos) << s.error;
+  EXPECT_NE(ir::error_messages(s.diagnostics).find("outside the table"), std::string::npos)
+      << ir::error_messages(s.diagnostics);
   ir::Task f;
   f.op = ir::Op::FUSED;
   f.params.push_back({"recipe", ir::ParamValue::of_json(ir::JsonValue(
                                     ojson::parse(R"({"steps": [{"op": 19, "out": "final"}]})")))});
   s = run_task(f, in, std::span<const Tensor>(&out.t, 1), ws);
   EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.error.find("nested FUSED"), std::string::npos) << s.error;
+  EXPECT_NE(ir::error_messages(s.diagnostics).find("nested FUSED"), std::string::npos)
+      << ir::error_messages(s.diagnostics);
   s = run_task(task(ir::Op::ROPE, {{"head_dim", 7}}, {{"theta", 10000.0}}), emb,
                std::span<const Tensor>(&x.t, 1), ws);
   EXPECT_FALSE(s.ok());

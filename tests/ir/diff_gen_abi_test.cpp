@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 Program load_conf(const char* name) {
   auto r = load_program((test::conformance_dir() / "programs" / name).string());
   EXPECT_TRUE(r.ok()) << name;
-  return r.ok() ? *r.program : Program{};
+  return r.ok() ? *r.value : Program{};
 }
 
 TEST(SemanticDiff, DifferentTilingsReportTheChangedTasksByLabel) {
@@ -159,13 +159,13 @@ TEST(Abi, RecordSizesAndCodesAreAmks) {
 TEST(AtomicWrite, ReplacesContentAndKeepsTheOldFileWhenTheWriteFails) {
   fs::path dir = test::temp_dir();
   fs::path f = dir / "out.json";
-  ASSERT_FALSE(write_file_atomic(f.string(), "one"));
-  ASSERT_FALSE(write_file_atomic(f.string(), "two"));
+  ASSERT_TRUE(write_file_atomic(f.string(), "one").ok());
+  ASSERT_TRUE(write_file_atomic(f.string(), "two").ok());
   EXPECT_EQ(test::slurp(f), "two");
   // A target that is a non-empty directory cannot be replaced: the write fails, nothing leaks.
   fs::create_directories(dir / "taken" / "child");
-  auto err = write_file_atomic((dir / "taken").string(), "x");
-  ASSERT_TRUE(err);
+  Status err = write_file_atomic((dir / "taken").string(), "x");
+  ASSERT_FALSE(err.ok());
   EXPECT_TRUE(fs::is_directory(dir / "taken" / "child"));
   int leftovers = 0;
   for (const auto& e : fs::directory_iterator(dir))
@@ -173,8 +173,9 @@ TEST(AtomicWrite, ReplacesContentAndKeepsTheOldFileWhenTheWriteFails) {
   EXPECT_EQ(leftovers, 0);
   // Missing folder: clear error naming the file.
   err = write_file_atomic((dir / "no/such/dir/x.json").string(), "x");
-  ASSERT_TRUE(err);
-  EXPECT_NE(err->find("x.json"), std::string::npos);
+  ASSERT_FALSE(err.ok());
+  EXPECT_EQ(err.diagnostics[0].code, "io.write");
+  EXPECT_NE(err.diagnostics[0].message.find("x.json"), std::string::npos);
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ TEST(Graph, EdgeCountAndAcyclicityEqualAmkStatsOnConformancePrograms) {
     if (e["ok"].is_null()) continue;
     auto r = load_program((test::conformance_dir() / e["file"].get<std::string>()).string());
     ASSERT_TRUE(r.ok()) << e["file"];
-    Graph g = Graph::build(*r.program);
+    Graph g = Graph::build(*r.value);
     EXPECT_EQ(g.edge_count(), e["stats"]["edges"].get<uint64_t>()) << e["file"];
     EXPECT_EQ(g.acyclic(), e["stats"]["acyclic"].get<bool>()) << e["file"];
     ++n;
@@ -78,8 +78,8 @@ TEST(Graph, EdgeCountAndAcyclicityEqualAmkStatsOnConformancePrograms) {
 TEST(Graph, FactoredAdjacencyEqualsNaiveEdgesAndKahnOrderOnSmallPrograms) {
   for (const auto& e : fs::directory_iterator(test::conformance_dir() / "programs")) {
     auto r = load_program(e.path().string());
-    if (!r.ok() || r.program->tasks.size() > 2000) continue;
-    expect_same_as_naive(*r.program, e.path().filename().string());
+    if (!r.ok() || r.value->tasks.size() > 2000) continue;
+    expect_same_as_naive(*r.value, e.path().filename().string());
   }
 }
 

@@ -154,7 +154,7 @@ TEST(JsonStrings, LoneSurrogatesSurviveARoundTrip) {
   std::string text = R"({"meta": {"s": "x\ud800y"}, "buffers": [], "counters": [], "tasks": []})";
   auto r = parse_program(text);
   ASSERT_TRUE(r.ok());
-  std::string out = write_program(*r.program);
+  std::string out = write_program(*r.value);
   EXPECT_NE(out.find(R"("x\ud800y")"), std::string::npos) << out;
 }
 
@@ -165,11 +165,11 @@ TEST(ConformanceRoundTrip, EveryAmkProgramIsRewrittenByteIdentical) {
     std::string text = test::slurp(e.path());
     auto r = parse_program(text);
     ASSERT_TRUE(r.ok()) << e.path();
-    EXPECT_EQ(write_program(*r.program), text) << e.path();
+    EXPECT_EQ(write_program(*r.value), text) << e.path();
     // from_json(to_json(p)) == p
-    auto again = parse_program(write_program(*r.program));
+    auto again = parse_program(write_program(*r.value));
     ASSERT_TRUE(again.ok());
-    EXPECT_EQ(*again.program, *r.program) << e.path();
+    EXPECT_EQ(*again.value, *r.value) << e.path();
     ++n;
   }
   EXPECT_EQ(n, 35);
@@ -189,7 +189,7 @@ TEST(ConformanceRoundTrip, UnknownFieldsAreKeptInPlaceAfterKnownOnes) {
       R"({"x_top": 1, "ir_version": "0.2.9", "meta": {}, "buffers": [], "counters": [{"id": 0, "note": "n", "future": [1, 2.5]}], "tasks": [], "config": {"future_knob": 7, "pipelining_depth": 3}})";
   auto r = parse_program(text);
   ASSERT_TRUE(r.ok());
-  std::string out = write_program(*r.program);
+  std::string out = write_program(*r.value);
   auto j = nlohmann::ordered_json::parse(out);
   EXPECT_EQ(j.back(), 1);               // unknown top-level key kept, last
   EXPECT_EQ(j["ir_version"], "0.2.9");  // minor version preserved
@@ -203,16 +203,16 @@ TEST(ConformanceRoundTrip, FalsyTargetPagesAndConfigLoadAsNull) {
   auto r = parse_program(
       R"({"target": {}, "pages": {}, "config": {}, "buffers": [], "counters": [], "tasks": []})");
   ASSERT_TRUE(r.ok());
-  EXPECT_FALSE(r.program->target);
-  EXPECT_FALSE(r.program->pages);
-  EXPECT_FALSE(r.program->config);
+  EXPECT_FALSE(r.value->target);
+  EXPECT_FALSE(r.value->pages);
+  EXPECT_FALSE(r.value->config);
 }
 
 TEST(ConformanceRoundTrip, IntKeyedMapsAreCanonicalisedLikePythonInt) {
   auto r = parse_program(
       R"({"buffers": [], "counters": [], "tasks": [], "config": {"sm_assignment": {" 007": 1, "1_0": 2}}})");
   ASSERT_TRUE(r.ok());
-  const auto& sa = r.program->config->sm_assignment.json();
+  const auto& sa = r.value->config->sm_assignment.json();
   EXPECT_EQ(sa.begin().key(), "7");
   EXPECT_EQ((++sa.begin()).key(), "10");
 }
@@ -279,8 +279,8 @@ TEST(RoundTripProperty, GeneratedAndRandomisedProgramsSurviveWriteThenRead) {
     std::string text = write_program(p);
     auto r = parse_program(text);
     ASSERT_TRUE(r.ok()) << "seed " << seed << ": " << r.diagnostics[0].message;
-    EXPECT_EQ(*r.program, p) << "seed " << seed;
-    EXPECT_EQ(write_program(*r.program), text) << "seed " << seed;
+    EXPECT_EQ(*r.value, p) << "seed " << seed;
+    EXPECT_EQ(write_program(*r.value), text) << "seed " << seed;
   }
 }
 

@@ -127,7 +127,7 @@ TEST(MalformedInput, DuplicateKeysWarnAndTheLastWins) {
   auto r = parse_program(
       R"({"buffers": [], "counters": [{"id": 0, "note": "a", "note": "b"}], "tasks": []})");
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r.program->counters[0].note, "b");
+  EXPECT_EQ(r.value->counters[0].note, "b");
   ASSERT_EQ(r.diagnostics.size(), 1u);
   EXPECT_EQ(r.diagnostics[0].code, "json.duplicate-key");
   EXPECT_EQ(r.diagnostics[0].pointer, "/counters/0/note");

@@ -13,9 +13,9 @@
 
 #include "ir/json_io.h"
 #include "lower/config.h"
-#include "lower/cost.h"
+#include "lower/deps.h"
 #include "lower/random_config.h"
-#include "lower/tensor_map.h"
+#include "targets/cost.h"
 #include "validate/validate.h"
 
 namespace amk::lower {
@@ -33,8 +33,7 @@ LowerResult run(const std::string& m, const std::string& t,
 }
 
 ir::Program must(LowerResult r) {
-  if (!r.program) throw std::runtime_error(r.error);
-  return std::move(*r.program);
+  return amk::test::must(ir::Result<ir::Program>(std::move(r)));
 }
 
 void expect_valid(const ir::Program& p, const std::string& what) {
@@ -46,10 +45,9 @@ TEST(ModelSpecs, BuiltinsParseAndRoundTrip) {
   for (const auto& n : builtin_model_names()) {
     ModelSpec m = model(n);
     EXPECT_EQ(m.name, n);
-    EXPECT_EQ(check_model(m), "");
-    std::string err;
-    auto back = parse_model(write_model(m), "rt", err);
-    ASSERT_TRUE(back) << err;
+    EXPECT_TRUE(amk::test::ok(check_model(m)));
+    auto back = parse_model(write_model(m), "rt");
+    ASSERT_TRUE(back) << amk::test::text(back.diagnostics);
     EXPECT_EQ(*back, m);
   }
   EXPECT_EQ(model("llama-3.2-1b").q_dim(), 2048);
@@ -64,9 +62,8 @@ TEST(ModelSpecs, HuggingFaceConfigLoadsAndUnsupportedFeaturesAreRejected) {
              {"num_hidden_layers", 22},      {"rms_norm_eps", 1e-5},
              {"rope_theta", 10000.0},        {"max_position_embeddings", 2048},
              {"tie_word_embeddings", false}, {"hidden_act", "silu"}};
-  std::string err;
-  auto m = parse_model(hf.dump(), "config.json", err);
-  ASSERT_TRUE(m) << err;
+  auto m = parse_model(hf.dump(), "config.json");
+  ASSERT_TRUE(m) << amk::test::text(m.diagnostics);
   EXPECT_EQ(m->head_dim, 64);
   EXPECT_EQ(m->keys, WeightKeys::HuggingFace);
   EXPECT_EQ(layer_weight_key(*m, 3, "q"), "model.layers.3.self_attn.q_proj.weight");
@@ -92,13 +89,20 @@ TEST(ModelSpecs, HuggingFaceConfigLoadsAndUnsupportedFeaturesAreRejected) {
   for (const Bad& b : bad) {
     json j = hf;
     j.update(b.patch);
-    EXPECT_FALSE(parse_model(j.dump(), "config.json", err)) << b.patch.dump();
+    auto r = parse_model(j.dump(), "config.json");
+    EXPECT_FALSE(r) << b.patch.dump();
+    const std::string err = amk::test::text(r.diagnostics);
     EXPECT_NE(err.find(b.pointer), std::string::npos) << err;
     EXPECT_NE(err.find(b.words), std::string::npos) << err;
+    EXPECT_EQ(err.rfind("config.json", 0), 0u) << err;
   }
-  EXPECT_FALSE(parse_model("{\"hidden\": 64", "x.json", err));
-  EXPECT_FALSE(parse_model("{\"hidden\": 64, \"bogus\": 1}", "x.json", err));
-  EXPECT_NE(err.find("/bogus"), std::string::npos) << err;
+  auto syntax = parse_model("{\"hidden\": 64", "x.json");
+  ASSERT_FALSE(syntax);
+  EXPECT_EQ(syntax.diagnostics[0].code, "json.syntax");
+  EXPECT_EQ(syntax.diagnostics[0].line, 1);  // syntax errors name line:column
+  auto bogus = parse_model("{\"hidden\": 64, \"bogus\": 1}", "x.json");
+  EXPECT_FALSE(bogus);
+  EXPECT_NE(amk::test::text(bogus.diagnostics).find("/bogus"), std::string::npos);
 }
 
 TEST(Config, EveryKnobIsCheckedWithAPointer) {
@@ -116,7 +120,6 @@ TEST(Config, EveryKnobIsCheckedWithAPointer) {
        "/config/fusion_grouping/0"},
       {{{"sm_assignment", "random"}}, "h100", "/config/sm_assignment"},
       {{{"sm_assignment", {{"3", 132}}}}, "h100", "/config/sm_assignment/3"},
-      {{{"sm_assignment", {{"x", 1}}}}, "h100", "/config/sm_assignment/x"},
       {{{"pipelining_depth", -1}}, "h100", "/config/pipelining_depth"},
       {{{"page_allocation", "buddy"}}, "h100", "/config/page_allocation"},
       {{{"threads_per_block", 100}}, "h100", "/config/threads_per_block"},
@@ -126,18 +129,26 @@ TEST(Config, EveryKnobIsCheckedWithAPointer) {
   for (const Bad& b : bad) {
     LowerResult r = run("toy-1L", b.target, config(b.cfg));
     if (std::string(b.pointer).empty()) {
-      EXPECT_TRUE(r.program) << r.error;
+      EXPECT_TRUE(r.value) << amk::test::text(r.diagnostics);
       continue;
     }
-    EXPECT_FALSE(r.program) << b.cfg.dump();
-    EXPECT_NE(r.error.find(b.pointer), std::string::npos) << r.error;
+    EXPECT_FALSE(r.value) << b.cfg.dump();
+    EXPECT_NE(amk::test::text(r.diagnostics).find(b.pointer), std::string::npos)
+        << amk::test::text(r.diagnostics);
   }
-  std::string err;
-  EXPECT_FALSE(parse_config("{\"tilling\": {}}", "c.json", err));
-  EXPECT_NE(err.find("/tilling"), std::string::npos);
+  // A config file is read by the program reader: AMK int-parses an SM map's keys.
+  auto not_int = parse_config(R"({"sm_assignment": {"x": 1}})", "c.json");
+  ASSERT_FALSE(not_int);
+  EXPECT_EQ(not_int.diagnostics[0].pointer, "/sm_assignment/x");
+  auto typo = parse_config("{\"tilling\": {}}", "c.json");
+  EXPECT_FALSE(typo);
+  EXPECT_EQ(amk::test::text(typo.diagnostics)
+                .rfind("c.json:1:2: /tilling: error[config.unknown-field]", 0),
+            0u)
+      << amk::test::text(typo.diagnostics);
   LowerOptions o;
   o.pos = 256;  // toy max_seq is 256
-  EXPECT_FALSE(run("toy-1L", "h100", default_config(), o).program);
+  EXPECT_FALSE(run("toy-1L", "h100", default_config(), o).value);
 }
 
 TEST(Passes, DefaultConfigAssignsEveryTaskAndAllocatesPages) {
@@ -165,14 +176,14 @@ TEST(Passes, GraphColorUsesLessScratchThanLinearOnEveryModel) {
     RecordProperty(n + "_linear_bytes", std::to_string(a));
     RecordProperty(n + "_graph_color_bytes", std::to_string(b));
   }
-  EXPECT_FALSE(run("toy-1L", "h100", config({{"page_allocation", "none"}})).program->pages);
+  EXPECT_FALSE(run("toy-1L", "h100", config({{"page_allocation", "none"}})).value->pages);
 }
 
 // The cost model's prediction for `p` with its placement removed: max(critical path, total / SMs),
 // a lower bound no placement can beat.
-CostEstimate unplaced(ir::Program p, const ir::Target& t) {
+targets::CostEstimate unplaced(ir::Program p, const ir::Target& t) {
   for (ir::Task& task : p.tasks) task.sm.reset();
-  return estimate(p, t);
+  return targets::estimate(p, t);
 }
 
 TEST(Passes, LoadBalanceNeverLosesToRoundRobinOnLlama1B) {
@@ -182,7 +193,8 @@ TEST(Passes, LoadBalanceNeverLosesToRoundRobinOnLlama1B) {
     const targets::TargetSpec h = target(tn);
     ir::Program rr = must(run("llama-3.2-1b", tn, config({{"sm_assignment", "round_robin"}})));
     ir::Program lb = must(run("llama-3.2-1b", tn, config({{"sm_assignment", "load_balance"}})));
-    const CostEstimate a = estimate(rr, h.record), b = estimate(lb, h.record);
+    const targets::CostEstimate a = targets::estimate(rr, h.record),
+                                b = targets::estimate(lb, h.record);
     EXPECT_LE(b.amk_makespan_us, a.amk_makespan_us) << tn;
     EXPECT_LE(b.queue_us, a.queue_us) << tn;
     EXPECT_LE(b.makespan_us, a.makespan_us) << tn;
@@ -201,7 +213,7 @@ TEST(Passes, OnLlama1BForH100RoundRobinAlreadyReachesTheCostModelsLowerBound) {
     ir::Program rr = must(run(
         "llama-3.2-1b", "h100",
         config({{"tiling", {{"gemv", {{"N_tile", n_tile}}}}}, {"sm_assignment", "round_robin"}})));
-    const CostEstimate a = estimate(rr, h.record), bound = unplaced(rr, h.record);
+    const targets::CostEstimate a = targets::estimate(rr, h.record), bound = unplaced(rr, h.record);
     EXPECT_NEAR(a.queue_us, bound.queue_us, 1e-6 * bound.queue_us) << n_tile;
     EXPECT_NEAR(a.amk_makespan_us, a.critical_path_us, 1e-6 * a.critical_path_us) << n_tile;
   }
@@ -215,10 +227,11 @@ TEST(Passes, LoadBalanceRenumbersInCriticalPathOrderWhereThatBeatsRoundRobin) {
   o.log = true;
   LowerResult r = run("small-4L", "a2a3", config({{"sm_assignment", "load_balance"}}), o);
   ir::Program rr = must(run("small-4L", "a2a3", config({{"sm_assignment", "round_robin"}})));
-  ASSERT_TRUE(r.program) << r.error;
-  const ir::Program& lb = *r.program;
+  ASSERT_TRUE(r.value) << amk::test::text(r.diagnostics);
+  const ir::Program& lb = *r.value;
   expect_valid(lb, "load_balance");
-  const CostEstimate a = estimate(rr, h.record), b = estimate(lb, h.record);
+  const targets::CostEstimate a = targets::estimate(rr, h.record),
+                              b = targets::estimate(lb, h.record);
   EXPECT_LT(b.queue_us, a.queue_us);
   EXPECT_LT(b.amk_makespan_us, a.amk_makespan_us);
   EXPECT_GE(b.queue_us, unplaced(lb, h.record).queue_us);
@@ -246,13 +259,13 @@ TEST(Cost, PredictionNeverBeatsStreamingTheMovedBytes) {
       ir::Program p = must(run("small-4L", tn, config({{"pipelining_depth", depth}})));
       double moved = 0;
       for (const ir::Task& t : p.tasks) moved += static_cast<double>(t.est_bytes);
-      const CostEstimate c = estimate(p, h.record);
+      const targets::CostEstimate c = targets::estimate(p, h.record);
       ASSERT_GT(moved, 0) << tn;
       EXPECT_GE(c.makespan_us, h.record.bandwidth_bound_us(moved)) << tn << " depth " << depth;
     }
   // Llama-3.2-1B ties its embeddings, so every weight byte is streamed: the floor holds too.
-  const CostEstimate c =
-      estimate(must(run("llama-3.2-1b", "h100", default_config())), target("h100").record);
+  const targets::CostEstimate c =
+      targets::estimate(must(run("llama-3.2-1b", "h100", default_config())), target("h100").record);
   EXPECT_GE(c.makespan_us, c.floor_us);
 }
 
@@ -262,8 +275,9 @@ TEST(Passes, ExplicitSmMapIsHonouredAndTheRestIsPlaced) {
   EXPECT_EQ(p.tasks[5].sm, 3);
   expect_valid(p, "explicit");
   LowerResult bad = run("toy-1L", "h100", config({{"sm_assignment", {{"999", 1}}}}));
-  EXPECT_FALSE(bad.program);
-  EXPECT_NE(bad.error.find("/config/sm_assignment/999"), std::string::npos) << bad.error;
+  EXPECT_FALSE(bad.value);
+  EXPECT_NE(amk::test::text(bad.diagnostics).find("/config/sm_assignment/999"), std::string::npos)
+      << amk::test::text(bad.diagnostics);
 }
 
 TEST(Passes, FusionMakesFusedTasksWithValidRecipes) {
@@ -283,14 +297,17 @@ TEST(Passes, FusionMakesFusedTasksWithValidRecipes) {
   LowerResult bad =
       run("toy-2L", "h100",
           config({{"fusion_grouping", json::array({json::array({"gate_proj", "swiglu"})})}}));
-  EXPECT_FALSE(bad.program);
-  EXPECT_NE(bad.error.find("/config/fusion_grouping/0"), std::string::npos) << bad.error;
-  EXPECT_NE(bad.error.find("L0.gate_proj"), std::string::npos) << bad.error;
+  EXPECT_FALSE(bad.value);
+  EXPECT_NE(amk::test::text(bad.diagnostics).find("/config/fusion_grouping/0"), std::string::npos)
+      << amk::test::text(bad.diagnostics);
+  EXPECT_NE(amk::test::text(bad.diagnostics).find("L0.gate_proj"), std::string::npos)
+      << amk::test::text(bad.diagnostics);
   LowerResult none =
       run("toy-2L", "h100",
           config({{"fusion_grouping", json::array({json::array({"conv", "relu"})})}}));
-  EXPECT_FALSE(none.program);
-  EXPECT_NE(none.error.find("op names"), std::string::npos) << none.error;
+  EXPECT_FALSE(none.value);
+  EXPECT_NE(amk::test::text(none.diagnostics).find("op names"), std::string::npos)
+      << amk::test::text(none.diagnostics);
 }
 
 TEST(Passes, KvBlockSplitsAttentionAndCombinesThePartials) {
@@ -409,8 +426,9 @@ TEST(Property, RandomValidConfigsOfSmallModelsAlwaysValidate) {
         o.dtype = s % 5 == 0 ? ir::DType::BF16 : ir::DType::F32;
         o.quant = s % 7 == 0 ? Quant::Int8 : s % 11 == 0 ? Quant::Int4 : Quant::None;
         LowerResult r = lower(m, t, c, o);
-        ASSERT_TRUE(r.program) << name << " " << tn << " seed " << s << ": " << r.error;
-        validate::Result res = v.validate(*r.program);
+        ASSERT_TRUE(r.value) << name << " " << tn << " seed " << s << ": "
+                             << amk::test::text(r.diagnostics);
+        validate::Result res = v.validate(*r.value);
         ASSERT_TRUE(res.ok) << name << " " << tn << " seed " << s << "\n" << res.report(true);
         ++checked;
       }

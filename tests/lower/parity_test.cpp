@@ -31,8 +31,8 @@ ir::Program compat(const std::string& m, std::optional<ir::ScheduleConfig> cfg, 
   o.pos = pos;
   o.batch = batch;
   LowerResult r = lower(model(m), target("rtx5090"), cfg, o);
-  if (!r.program) throw std::runtime_error(r.error);
-  return std::move(*r.program);
+  if (!r.value) throw std::runtime_error(test::text(r.diagnostics));
+  return std::move(*r.value);
 }
 
 TEST(AmkParity, TaskCountsMatchAmksTableForEveryTiling) {
@@ -83,7 +83,7 @@ TEST(AmkParity, CompatLoweringIsByteIdenticalToAmksPrograms) {
     auto lr = ir::parse_program(amk);
     ASSERT_TRUE(lr.ok()) << c.file;
     const ir::Program mine =
-        compat(c.model, c.with_config ? lr.program->config : std::nullopt, c.pos, c.batch);
+        compat(c.model, c.with_config ? lr.value->config : std::nullopt, c.pos, c.batch);
     EXPECT_TRUE(ir::write_program(mine) == amk) << c.file << " differs from AMK's lowering";
   }
 }

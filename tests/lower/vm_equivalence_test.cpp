@@ -10,6 +10,7 @@
 #include "lower/config.h"
 #include "lower/lower.h"
 #include "lower_support.h"
+#include "support.h"
 #include "vm/safetensors.h"
 #include "vm/vm.h"
 #include "vm/weights.h"
@@ -34,17 +35,13 @@ struct Decoder {
   std::vector<float> step(const vm::SafeTensors& w, int32_t token, int64_t pos) {
     LowerOptions o = opt;
     o.pos = pos;
-    LowerResult r = lower(m, t, cfg, o);
-    if (!r.program) throw std::runtime_error(r.error);
-    std::string err;
-    auto v = vm::Vm::load(std::move(*r.program), {}, err);
-    if (!v) throw std::runtime_error(err);
-    if (auto e = v->bind_weights(w)) throw std::runtime_error(*e);
-    if (auto e = v->set_decode_inputs({&token, 1}, static_cast<int32_t>(pos)))
-      throw std::runtime_error(*e);
-    if (auto e = v->bind_kv(kv)) throw std::runtime_error(*e);
+    auto v = amk::test::must(vm::Vm::load(amk::test::must(lower(m, t, cfg, o)), {}));
+    for (const ir::Status& st :
+         {v->bind_weights(w), v->set_decode_inputs({&token, 1}, static_cast<int32_t>(pos)),
+          v->bind_kv(kv)})
+      if (!st) throw std::runtime_error(amk::test::text(st.diagnostics));
     vm::RunResult res = v->run(ro);
-    if (!res.ok()) throw std::runtime_error(res.error);
+    if (!res.ok()) throw std::runtime_error(amk::test::text(res.diagnostics));
     int64_t id = 0;
     for (const auto& b : v->program().buffers) {
       if (b.name == "logits") {
@@ -66,13 +63,9 @@ double max_error(const std::string& name, const std::string& tgt, const ir::Sche
   LowerOptions ro;
   ro.reference = true;
   ro.dtype = dtype;
-  LowerResult ref = lower(m, t, cfg, ro);
-  if (!ref.program) throw std::runtime_error(ref.error);
-  const ir::Program& ref_prog = *ref.program;
+  const ir::Program ref_prog = amk::test::must(lower(m, t, cfg, ro));
   const auto image = vm::random_weights_image(ref_prog, 11);
-  std::string err;
-  auto w = vm::SafeTensors::parse(image, "random", err);
-  if (!w) throw std::runtime_error(err);
+  auto w = amk::test::must(vm::SafeTensors::parse(image, "random"));
   Decoder sched{m, t, cfg, {}, {}, {}};
   sched.opt.dtype = dtype;
   sched.ro.workers = workers;

@@ -11,9 +11,8 @@ namespace amk::targets {
 namespace {
 
 TargetSpec must_load(const std::string& name) {
-  std::string err;
-  auto t = load_target(name, err);
-  if (!t) throw std::runtime_error(err);
+  auto t = load_target(name);
+  if (!t) throw std::runtime_error(test::text(t.diagnostics));
   return *t;
 }
 
@@ -33,9 +32,8 @@ TEST(Targets, EveryBuiltinParsesAndItsWorkersAddUpToNumSms) {
 TEST(Targets, RoundTripThroughTheFileFormatIsIdentity) {
   for (const auto& n : builtin_target_names()) {
     TargetSpec t = must_load(n);
-    std::string err;
-    auto back = parse_target_spec(write_target_spec(t), "roundtrip", err);
-    ASSERT_TRUE(back) << err;
+    auto back = parse_target_spec(write_target_spec(t), "roundtrip");
+    ASSERT_TRUE(back) << test::text(back.diagnostics);
     EXPECT_EQ(*back, t) << n;
   }
 }
@@ -70,7 +68,7 @@ TEST(Targets, AscendAndTx8DescribeTheirTopology) {
 TEST(Targets, Rtx5090RecordIsByteIdenticalToAmksEmbeddedOne) {
   auto lr = ir::load_program((test::conformance_dir() / "programs/toy_1L_default.json").string());
   ASSERT_TRUE(lr.ok());
-  EXPECT_EQ(ir::write_target(must_load("rtx5090").record), ir::write_target(*lr.program->target));
+  EXPECT_EQ(ir::write_target(must_load("rtx5090").record), ir::write_target(*lr.value->target));
 }
 
 TEST(Targets, MalformedFilesAreErrorsWithPointers) {
@@ -91,17 +89,21 @@ TEST(Targets, MalformedFilesAreErrorsWithPointers) {
     const auto at = text.find(c.from);
     ASSERT_NE(at, std::string::npos) << c.from;
     text.replace(at, c.from.size(), c.to);
-    std::string err;
-    EXPECT_FALSE(parse_target_spec(text, "t.json", err)) << c.to;
+    auto r = parse_target_spec(text, "t.json");
+    EXPECT_FALSE(r) << c.to;
+    const std::string err = test::text(r.diagnostics);
     EXPECT_NE(err.find("t.json"), std::string::npos) << err;
     EXPECT_NE(err.find(c.expect), std::string::npos) << err;
   }
-  std::string err;
-  EXPECT_FALSE(parse_target_spec("[1]", "t.json", err));
-  EXPECT_FALSE(parse_target_spec("{\"name\": \"x\"", "t.json", err));
-  EXPECT_FALSE(load_target("h1000", err));
-  EXPECT_NE(err.find("h100"), std::string::npos) << err;  // lists the built-ins
-  EXPECT_FALSE(load_target("/nonexistent/t.json", err));
+  EXPECT_FALSE(parse_target_spec("[1]", "t.json"));
+  auto unterminated = parse_target_spec("{\"name\": \"x\"", "t.json");
+  ASSERT_FALSE(unterminated);
+  EXPECT_EQ(unterminated.diagnostics[0].file, "t.json");
+  EXPECT_GT(unterminated.diagnostics[0].line, 0);  // a syntax error names line:column
+  auto unknown = load_target("h1000");
+  EXPECT_FALSE(unknown);
+  EXPECT_NE(test::text(unknown.diagnostics).find("h100"), std::string::npos);  // the built-ins
+  EXPECT_FALSE(load_target("/nonexistent/t.json"));
 }
 
 }  // namespace

@@ -46,7 +46,7 @@ std::vector<fs::path> files(const char* dir) {
 ir::Program load(const fs::path& p) {
   auto r = ir::load_program(p.string());
   EXPECT_TRUE(r.ok()) << p;
-  return r.ok() ? *r.program : ir::Program{};
+  return r.ok() ? *r.value : ir::Program{};
 }
 
 TEST(InvalidCorpus, EveryDefectIsRejectedWithExactlyTheExpectedDiagnostics) {
@@ -104,7 +104,7 @@ TEST(Conformance, VerdictsMessagesStatsAndWarningsEqualAmks) {
       continue;
     }
     ASSERT_TRUE(lr.ok());
-    Result r = validate(*lr.program);
+    Result r = validate(*lr.value);
     EXPECT_EQ(r.ok, e["ok"].get<bool>()) << r.report();
     std::vector<std::string> ours;
     for (const auto& d : r.errors) ours.push_back(d.message);

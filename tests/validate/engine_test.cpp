@@ -102,10 +102,10 @@ TEST(AdversarialSimulation, LoweredProgramsAreCleanAndKvAppendIsNoFalsePositive)
                         "toy_1L_B4.json", "toy_1L_sm_lpt.json", "toy_1L_pages_ok.json"}) {
     auto r = ir::load_program((test::conformance_dir() / "programs" / f).string());
     ASSERT_TRUE(r.ok());
-    ir::Graph g = ir::Graph::build(*r.program);
+    ir::Graph g = ir::Graph::build(*r.value);
     AdversarialOptions o;
     o.seeds = 64;
-    Adversarial a = simulate_adversarial(*r.program, g, o);
+    Adversarial a = simulate_adversarial(*r.value, g, o);
     EXPECT_TRUE(a.races.empty()) << f << ": " << (a.races.empty() ? "" : a.races[0].message);
     EXPECT_TRUE(a.stuck.empty()) << f;
   }
@@ -117,13 +117,13 @@ TEST(AdversarialSimulation, FindsEachRaceClassAndReplaysFromItsSeed) {
                         "bad_partial_wait_shared_counter.json"}) {
     auto r = ir::load_program((test::conformance_dir() / "programs" / f).string());
     ASSERT_TRUE(r.ok());
-    ir::Graph g = ir::Graph::build(*r.program);
-    Adversarial a = simulate_adversarial(*r.program, g, {});
+    ir::Graph g = ir::Graph::build(*r.value);
+    Adversarial a = simulate_adversarial(*r.value, g, {});
     ASSERT_FALSE(a.races.empty()) << f;
     AdversarialOptions one;
     one.seeds = 1;
     one.first_seed = a.races[0].seed;
-    Adversarial again = simulate_adversarial(*r.program, g, one);
+    Adversarial again = simulate_adversarial(*r.value, g, one);
     ASSERT_FALSE(again.races.empty()) << f;
     EXPECT_EQ(again.races[0].message, a.races[0].message) << f;
   }

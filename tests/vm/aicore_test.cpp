@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/program.h"
+#include "support.h"
 #include "vm/vm.h"
 
 namespace amk::vm {
@@ -74,14 +75,12 @@ TEST(AicoreCoreTypes, MatrixWorkGoesToAicEverythingElseToAiv) {
 TEST(AicoreTopology, EveryTaskRunsOnACoreOfItsTypeOwnedByTheSchedulerThatDispatchedIt) {
   // Leaves alternate GEMV-typed (forced by override, NOP kernels) and AIV tasks.
   ir::Program p = fan(40);
-  std::string err;
-  auto m = Vm::load(p, {}, err);
-  ASSERT_TRUE(m) << err;
+  auto m = test::must(Vm::load(p, {}));
   for (auto [sched, cthreads] : {std::pair{1, 0}, {3, 0}, {2, 2}, {4, 1}}) {
     RunOptions o = aicore(sched, cthreads);
     for (int64_t t = 0; t < 40; t += 2) o.aicore.overrides.emplace_back(t, CoreType::Aic);
     RunResult r = m->run(o);
-    ASSERT_TRUE(r.ok()) << r.error;
+    ASSERT_TRUE(r.ok()) << test::errors(r.diagnostics);
     ASSERT_EQ(r.trace.size(), 41u);
     // 4 clusters: AIC cores 0..3, AIV cores 4..11 (cluster i: AIV 4+2i, 5+2i); then schedulers.
     ASSERT_EQ(r.lanes.size(), 12u + static_cast<size_t>(sched));
@@ -101,17 +100,16 @@ TEST(AicoreTopology, EveryTaskRunsOnACoreOfItsTypeOwnedByTheSchedulerThatDispatc
 }
 
 TEST(AicoreTopology, ATaskWhoseCoreTypeTheChipLacksIsAClearError) {
-  std::string err;
-  auto m = Vm::load(fan(3), {}, err);
-  ASSERT_TRUE(m) << err;
+  auto m = test::must(Vm::load(fan(3), {}));
   RunOptions o = aicore(1, 0);
   o.aicore.aiv_per_cluster = 0;
   RunResult r = m->run(o);
   EXPECT_EQ(r.status, RunResult::Status::KernelError);
-  EXPECT_EQ(r.error, "task 0 (leaf0) runs on an AIV core and the topology has none");
+  EXPECT_EQ(test::errors(r.diagnostics),
+            "task 0 (leaf0) runs on an AIV core and the topology has none");
   o.aicore.overrides = {{7, CoreType::Aic}};
   r = m->run(o);
-  EXPECT_EQ(r.error, "core-type override for task 7: the program has 4 tasks");
+  EXPECT_EQ(test::errors(r.diagnostics), "core-type override for task 7: the program has 4 tasks");
 }
 
 inst::Status hanging_kernel(const inst::KernelArgs& a) {
@@ -124,9 +122,7 @@ inst::Kernel hanging_registry(ir::Op) {
 }
 
 TEST(AicoreStalls, AKernelThatNeverFinishesIsReportedAsRunningStalled) {
-  std::string err;
-  auto m = Vm::load(fan(4), {}, err);
-  ASSERT_TRUE(m) << err;
+  auto m = test::must(Vm::load(fan(4), {}));
   for (auto [sched, cthreads] : {std::pair{2, 0}, {1, 2}}) {
     RunOptions o = aicore(sched, cthreads);
     o.watchdog_ms = 60;
@@ -154,11 +150,9 @@ TEST(AicoreStalls, AKernelThatNeverFinishesIsReportedAsRunningStalled) {
 }
 
 TEST(AicoreTrace, OneLanePerCoreAndPerSchedulerThread) {
-  std::string err;
-  auto m = Vm::load(fan(6), {}, err);
-  ASSERT_TRUE(m) << err;
+  auto m = test::must(Vm::load(fan(6), {}));
   RunResult r = m->run(aicore(2, 0, 2));
-  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_TRUE(r.ok()) << test::errors(r.diagnostics);
   const auto doc = nlohmann::json::parse(chrome_trace(m->program(), r));
   int lanes = 0, slices = 0, dispatches = 0, retires = 0;
   for (const auto& e : doc["traceEvents"]) {
@@ -177,15 +171,13 @@ TEST(AicoreTrace, OneLanePerCoreAndPerSchedulerThread) {
 }
 
 TEST(AicoreDeterministic, TheSameSeedReplaysTheSameCoreAssignment) {
-  std::string err;
-  auto m = Vm::load(fan(30), {}, err);
-  ASSERT_TRUE(m) << err;
+  auto m = test::must(Vm::load(fan(30), {}));
   auto cores_of = [&](uint64_t seed) {
     RunOptions o = aicore(1, 0);
     o.aicore.deterministic = true;
     o.seed = seed;
     RunResult r = m->run(o);
-    EXPECT_TRUE(r.ok()) << r.error;
+    EXPECT_TRUE(r.ok()) << test::errors(r.diagnostics);
     std::vector<int32_t> c(31, -1);
     for (const TraceEvent& e : r.trace) c[static_cast<size_t>(e.task)] = e.worker;
     return c;

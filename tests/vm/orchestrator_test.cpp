@@ -13,13 +13,18 @@
 
 #include <fmt/format.h>
 
+#include "examples/paged_attention/paged_attention.h"
 #include "ir/json_io.h"
+#include "support.h"
 #include "validate/validate.h"
 #include "vm/orchestrator.h"
-#include "vm/paged_attention.h"
 
 namespace amk::vm {
 namespace {
+
+using examples::PagedAttentionCase;
+using examples::PagedAttentionResult;
+using examples::run_paged_attention;
 
 // A kernel that logs the order tasks ran in (ADD, NOP and friends as markers).
 std::vector<std::string> g_log;
@@ -54,7 +59,7 @@ TEST(OrchestratorDeps, RawWawWarAndDisjointRowRegions) {
                           {{X, ArgDir::Input, top}, {Y, ArgDir::Output, top}}, {}, "r_top"));
   ASSERT_TRUE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{X, ArgDir::Output, top}}, {}, "war_top"));
   ASSERT_TRUE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{X, ArgDir::InOut}}, {}, "inout_all"));
-  ASSERT_TRUE(orch.finish()) << orch.error();
+  ASSERT_TRUE(test::ok(orch.finish()));
   ASSERT_EQ(g_log.size(), 5u);
   EXPECT_LT(pos("w_top"), pos("r_top"));        // RAW
   EXPECT_LT(pos("r_top"), pos("war_top"));      // WAR: the overwrite waits for the read
@@ -65,8 +70,10 @@ TEST(OrchestratorDeps, RawWawWarAndDisjointRowRegions) {
   EXPECT_EQ(st.tasks, 5u);
   EXPECT_EQ(st.war_edges, 1u);  // war_top after r_top (w_top -> war_top is WAW)
   // The recorded program names exactly these edges; sub-regions cannot be recorded.
-  EXPECT_FALSE(orch.record());
-  EXPECT_NE(orch.error().find("uses a sub-region"), std::string::npos) << orch.error();
+  const auto failed = orch.record();
+  EXPECT_FALSE(failed);
+  EXPECT_NE(test::errors(failed.diagnostics).find("uses a sub-region"), std::string::npos)
+      << test::errors(failed.diagnostics);
 }
 
 TEST(OrchestratorPagedAttention, MatchesTheDirectEvaluationAtRingSizesFrom16To65536) {
@@ -81,8 +88,9 @@ TEST(OrchestratorPagedAttention, MatchesTheDirectEvaluationAtRingSizesFrom16To65
       o.machine.schedulers = schedulers;
       o.record = schedulers != 2;  // the run does not depend on keeping the record
       o.publish_every = schedulers == 4 ? 1 : window == 64 ? 1000 : 16;  // each, groups, > ring
-      const PagedAttentionResult r = run_paged_attention(c, o);
-      ASSERT_TRUE(r.ok) << r.error;
+      const auto res = run_paged_attention(c, o);
+      ASSERT_TRUE(res) << test::text(res.diagnostics);
+      const PagedAttentionResult& r = *res;
       EXPECT_LE(r.max_abs_error, 1e-5) << "window " << window << " schedulers " << schedulers
                                        << " publish_every " << o.publish_every;
       EXPECT_EQ(r.stats.tasks, 4u * 10u);  // 4 chunks x (hub + 8 blocks + combine)
@@ -95,8 +103,9 @@ TEST(OrchestratorPagedAttention, TheSeedsBatch256WithARingOf16AppliesBackPressur
   OrchestratorOptions o;
   o.rings.task_window = 16;
   o.rings.heap_bytes = 1 << 20;  // one chunk's intermediates are 9 x 16 KiB-ish: the heap cycles
-  const PagedAttentionResult r = run_paged_attention(c, o);
-  ASSERT_TRUE(r.ok) << r.error;
+  const auto res = run_paged_attention(c, o);
+  ASSERT_TRUE(res) << test::text(res.diagnostics);
+  const PagedAttentionResult& r = *res;
   EXPECT_LE(r.max_abs_error, 1e-5);
   EXPECT_EQ(r.stats.tasks, 160u);
   EXPECT_GT(r.stats.blocked, 0u);  // the orchestrator waited for slots: back-pressure
@@ -114,8 +123,9 @@ TEST(OrchestratorPagedAttention, TheSeedsFourKernelsGive208TasksAndMatchAtRingsO
       o.rings.task_window = window;
       o.machine.schedulers = schedulers;
       o.record = false;
-      const PagedAttentionResult r = run_paged_attention(c, o);
-      ASSERT_TRUE(r.ok) << r.error;
+      const auto res = run_paged_attention(c, o);
+      ASSERT_TRUE(res) << test::text(res.diagnostics);
+      const PagedAttentionResult& r = *res;
       EXPECT_LE(r.max_abs_error, 1e-5) << "window " << window << " schedulers " << schedulers;
       EXPECT_EQ(r.stats.tasks, 208u);
       // Per block: QK reads only caller tensors (no edge); SF <- QK; PV <- SF; UP <- PV, SF (m
@@ -145,12 +155,13 @@ TEST(OrchestratorKernels, ARegisteredKernelRunsItsTasksAndRecordRefusesThem) {
   ASSERT_TRUE(orch.submit(twice, CoreType::Aiv, {{tx, ArgDir::Input}, {ty, ArgDir::Output}}));
   ASSERT_TRUE(orch.submit(twice, CoreType::Aic, {{ty, ArgDir::Input}, {tz, ArgDir::Output}},
                           {{"scale", ir::ParamValue::of_float(0.5)}}));
-  ASSERT_TRUE(orch.finish()) << orch.error();
+  ASSERT_TRUE(test::ok(orch.finish()));
   EXPECT_EQ(y, (std::vector<float>{2, 4, 6}));
   EXPECT_EQ(z, (std::vector<float>{4.5, 8.5, 12.5}));  // after y: the edge was inferred
   EXPECT_EQ(orch.stats().edges, 1u);
-  EXPECT_FALSE(orch.record());
-  EXPECT_EQ(orch.error(),
+  const auto failed = orch.record();
+  EXPECT_FALSE(failed);
+  EXPECT_EQ(test::errors(failed.diagnostics),
             "record(): task 0 (TWICE#0) runs the registered kernel 'TWICE', which has no amk "
             "opcode");
 }
@@ -160,17 +171,20 @@ TEST(OrchestratorKernels, AnUnknownKernelIdAndAFailingKernelAreClearErrors) {
     Orchestrator orch;
     float x = 0;
     const int64_t t = orch.tensor("x", ir::DType::F32, {1}, &x, ir::BufferKind::IO_OUTPUT);
-    EXPECT_FALSE(orch.submit(KernelId{3}, CoreType::Aiv, {{t, ArgDir::Output}}, {}, "k"));
-    EXPECT_EQ(orch.error(), "submit k: kernel 3 is not registered (or has no function)");
+    const auto failed = orch.submit(KernelId{3}, CoreType::Aiv, {{t, ArgDir::Output}}, {}, "k");
+    EXPECT_FALSE(failed);
+    EXPECT_EQ(test::errors(failed.diagnostics),
+              "submit k: kernel 3 is not registered (or has no function)");
   }
   Orchestrator orch;
   const KernelId boom = orch.kernel(
-      "BOOM", [](const inst::KernelArgs&) { return inst::Status::fail("out of range"); });
+      "BOOM", [](const inst::KernelArgs&) { return inst::kernel_error("out of range"); });
   float x = 0;
   const int64_t t = orch.tensor("x", ir::DType::F32, {1}, &x, ir::BufferKind::IO_OUTPUT);
   ASSERT_TRUE(orch.submit(boom, CoreType::Aiv, {{t, ArgDir::Output}}));
-  EXPECT_FALSE(orch.finish());
-  EXPECT_EQ(orch.error(), "task 0 (BOOM#0): out of range");
+  const auto failed = orch.finish();
+  EXPECT_FALSE(failed);
+  EXPECT_EQ(test::errors(failed.diagnostics), "task 0 (BOOM#0): out of range");
 }
 
 TEST(OrchestratorDeadlock, AScopeLargerThanTheRingEndsInTheDiagnosisNotAHang) {
@@ -180,17 +194,22 @@ TEST(OrchestratorDeadlock, AScopeLargerThanTheRingEndsInTheDiagnosisNotAHang) {
   OrchestratorOptions o;
   o.rings.task_window = 8;  // a chunk's scope holds 10 tasks
   const auto t0 = std::chrono::steady_clock::now();
-  const PagedAttentionResult r = run_paged_attention(c, o);
+  const auto r = run_paged_attention(c, o);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
-  ASSERT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("FATAL: Flow Control Deadlock Detected! (task ring / dependency pool "
-                         "full)"),
+  ASSERT_FALSE(r);
+  EXPECT_NE(test::errors(r.diagnostics)
+                .find("FATAL: Flow Control Deadlock Detected! (task ring / dependency pool "
+                      "full)"),
             std::string::npos)
-      << r.error;
-  EXPECT_NE(r.error.find("task ring: window 8, active tasks 8/8"), std::string::npos) << r.error;
-  EXPECT_NE(r.error.find("belongs to scope #0, still open with 8 task(s)"), std::string::npos)
-      << r.error;
-  EXPECT_NE(r.error.find("recommended task_window = 16"), std::string::npos) << r.error;
+      << test::errors(r.diagnostics);
+  EXPECT_NE(test::errors(r.diagnostics).find("task ring: window 8, active tasks 8/8"),
+            std::string::npos)
+      << test::errors(r.diagnostics);
+  EXPECT_NE(test::errors(r.diagnostics).find("belongs to scope #0, still open with 8 task(s)"),
+            std::string::npos)
+      << test::errors(r.diagnostics);
+  EXPECT_NE(test::errors(r.diagnostics).find("recommended task_window = 16"), std::string::npos)
+      << test::errors(r.diagnostics);
 }
 
 TEST(OrchestratorDeadlock, AHeapTooSmallForOneScopeIsDiagnosedToo) {
@@ -199,25 +218,30 @@ TEST(OrchestratorDeadlock, AHeapTooSmallForOneScopeIsDiagnosedToo) {
   c.head_dim = 64;
   OrchestratorOptions o;
   o.rings.heap_bytes = 12 * 1024;  // q_staged 4 KiB + 2 partials of ~4.2 KiB, then full
-  const PagedAttentionResult r = run_paged_attention(c, o);
-  ASSERT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("FATAL: Heap Ring Deadlock Detected! (heap ring full)"), std::string::npos)
-      << r.error;
-  EXPECT_NE(r.error.find("scope #0, still open"), std::string::npos) << r.error;
+  const auto r = run_paged_attention(c, o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(
+      test::errors(r.diagnostics).find("FATAL: Heap Ring Deadlock Detected! (heap ring full)"),
+      std::string::npos)
+      << test::errors(r.diagnostics);
+  EXPECT_NE(test::errors(r.diagnostics).find("scope #0, still open"), std::string::npos)
+      << test::errors(r.diagnostics);
 }
 
 TEST(OrchestratorScopes, ATensorUsedAfterItsScopeEndedIsAnError) {
   Orchestrator orch;
-  std::optional<int64_t> t;
+  ir::Result<int64_t> t = ir::error("test.unset", "no tensor yet");
   {
     Scope s(orch);
     t = orch.make_tensor("tmp", ir::DType::F32, {4});
     ASSERT_TRUE(t);
     ASSERT_TRUE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{*t, ArgDir::Output}}));
   }
-  EXPECT_FALSE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{*t, ArgDir::Input}}, {}, "late"));
-  EXPECT_NE(orch.error().find("submit late: tensor 'tmp' escaped its scope #0"), std::string::npos)
-      << orch.error();
+  const auto failed = orch.submit(ir::Op::NOP, CoreType::Aiv, {{*t, ArgDir::Input}}, {}, "late");
+  EXPECT_FALSE(failed);
+  EXPECT_NE(test::errors(failed.diagnostics).find("submit late: tensor 'tmp' escaped its scope #0"),
+            std::string::npos)
+      << test::errors(failed.diagnostics);
 }
 
 // A kernel that holds its core until the test lets it go (the label "hold" marks it).
@@ -243,13 +267,15 @@ TEST(OrchestratorStalls, AnIdleMachineWhileTheOrchestrationIsOpenIsOrchestratorS
     const int64_t t = orch.tensor("x", ir::DType::F32, {1}, &x, ir::BufferKind::IO_OUTPUT);
     ASSERT_TRUE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{t, ArgDir::Output}}, {}, "first"));
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // slow host code
-    EXPECT_FALSE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{t, ArgDir::InOut}}, {}, "second"));
+    const auto failed = orch.submit(ir::Op::NOP, CoreType::Aiv, {{t, ArgDir::InOut}}, {}, "second");
+    EXPECT_FALSE(failed);
     EXPECT_EQ(orch.stats().stall_class, "orchestrator-starvation");
-    EXPECT_NE(orch.error().find("FATAL: Scheduler Timeout (orchestrator-starvation): no task "
-                                "retired for 40 ms; completed 1/1, running 0, ready 0, waiting 0, "
-                                "orchestrator not done; every submitted task has run"),
+    EXPECT_NE(test::errors(failed.diagnostics)
+                  .find("FATAL: Scheduler Timeout (orchestrator-starvation): no task "
+                        "retired for 40 ms; completed 1/1, running 0, ready 0, waiting 0, "
+                        "orchestrator not done; every submitted task has run"),
               std::string::npos)
-        << orch.error();
+        << test::errors(failed.diagnostics);
     EXPECT_FALSE(orch.finish());
   }
 }
@@ -261,10 +287,10 @@ TEST(OrchestratorStalls, AFinishedOrchestrationAtRestIsNotAStall) {
   float x = 0;
   const int64_t t = orch.tensor("x", ir::DType::F32, {1}, &x, ir::BufferKind::IO_OUTPUT);
   ASSERT_TRUE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{t, ArgDir::Output}}));
-  ASSERT_TRUE(orch.finish()) << orch.error();
+  ASSERT_TRUE(test::ok(orch.finish()));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_TRUE(orch.submit(ir::Op::NOP, CoreType::Aic, {{t, ArgDir::InOut}})) << orch.error();
-  EXPECT_TRUE(orch.finish()) << orch.error();
+  EXPECT_TRUE(test::ok(orch.submit(ir::Op::NOP, CoreType::Aic, {{t, ArgDir::InOut}})));
+  EXPECT_TRUE(test::ok(orch.finish()));
   EXPECT_EQ(orch.stats().stall_class, "");
 }
 
@@ -283,13 +309,15 @@ TEST(OrchestratorStalls, AKernelThatNeverFinishesIsRunningStalledAndFinishReturn
     ASSERT_TRUE(orch.submit(ir::Op::GEMV_TILE, CoreType::Aic, {{a, ArgDir::Output}}, {}, "hold"));
     ASSERT_TRUE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{a, ArgDir::Input}, {b, ArgDir::Output}},
                             {}, "after"));
-    EXPECT_FALSE(orch.finish());
+    const auto failed = orch.finish();
+    EXPECT_FALSE(failed);
     EXPECT_EQ(orch.stats().stall_class, "running-stalled");
-    EXPECT_NE(orch.error().find("FATAL: Scheduler Timeout (running-stalled): no task retired for "
-                                "50 ms; completed 0/2, running 1, ready 0, waiting 1, orchestrator "
-                                "done; stuck task 0 on AIC core 0 (ACK, no FIN)"),
+    EXPECT_NE(test::errors(failed.diagnostics)
+                  .find("FATAL: Scheduler Timeout (running-stalled): no task retired for "
+                        "50 ms; completed 0/2, running 1, ready 0, waiting 1, orchestrator "
+                        "done; stuck task 0 on AIC core 0 (ACK, no FIN)"),
               std::string::npos)
-        << orch.error();
+        << test::errors(failed.diagnostics);
     g_release = true;  // the destructor waits for the running kernel
   }
 }
@@ -319,12 +347,12 @@ TEST(OrchestratorPublishing, TasksAnIdleOrchestratorLeftUnpublishedStillRun) {
   while (g_ran.load() < 3 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(g_ran.load(), 3);
-  EXPECT_TRUE(orch.finish()) << orch.error();
+  EXPECT_TRUE(test::ok(orch.finish()));
   EXPECT_EQ(g_ran.load(), 3);
 }
 
 inst::Status failing_kernel(const inst::KernelArgs& a) {
-  if (a.op == ir::Op::ADD) return {"bad tile"};
+  if (a.op == ir::Op::ADD) return inst::kernel_error("bad tile");
   return {};
 }
 inst::Kernel failing_registry(ir::Op) {
@@ -341,8 +369,9 @@ TEST(OrchestratorErrors, AFailingKernelNamesItsTaskAndTheRunStillDrains) {
   ASSERT_TRUE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{a, ArgDir::Output}}));
   ASSERT_TRUE(orch.submit(ir::Op::ADD, CoreType::Aiv, {{a, ArgDir::Input}, {b, ArgDir::Output}}));
   ASSERT_TRUE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{b, ArgDir::InOut}}));
-  EXPECT_FALSE(orch.finish());
-  EXPECT_EQ(orch.error(), "task 1 (ADD#1): bad tile");
+  const auto failed = orch.finish();
+  EXPECT_FALSE(failed);
+  EXPECT_EQ(test::errors(failed.diagnostics), "task 1 (ADD#1): bad tile");
   EXPECT_EQ(orch.stats().tasks, 3u);
 }
 
@@ -352,8 +381,11 @@ TEST(OrchestratorStalls, ACoreTypeTheMachineLacksIsRefusedAtSubmit) {
   Orchestrator orch(o);
   float x = 0;
   const int64_t t = orch.tensor("x", ir::DType::F32, {1}, &x, ir::BufferKind::IO_OUTPUT);
-  EXPECT_FALSE(orch.submit(ir::Op::GEMV_TILE, CoreType::Aic, {{t, ArgDir::Output}}, {}, "mm"));
-  EXPECT_EQ(orch.error(), "submit mm: it runs on an AIC core and the machine has none");
+  const auto failed =
+      orch.submit(ir::Op::GEMV_TILE, CoreType::Aic, {{t, ArgDir::Output}}, {}, "mm");
+  EXPECT_FALSE(failed);
+  EXPECT_EQ(test::errors(failed.diagnostics),
+            "submit mm: it runs on an AIC core and the machine has none");
 }
 
 TEST(OrchestratorRecord, ARecordSpanningSeveralChunksKeepsEveryTasksBuffersWaitsAndCore) {
@@ -371,9 +403,9 @@ TEST(OrchestratorRecord, ARecordSpanningSeveralChunksKeepsEveryTasksBuffersWaits
     ASSERT_TRUE(orch.submit(ir::Op::NOP, t % 3 ? CoreType::Aiv : CoreType::Aic, args,
                             {{"n_off", ir::ParamValue::of_int(t)}}));
   }
-  ASSERT_TRUE(orch.finish()) << orch.error();
-  const std::optional<ir::Program> p = orch.record();
-  ASSERT_TRUE(p) << orch.error();
+  ASSERT_TRUE(test::ok(orch.finish()));
+  const ir::Result<ir::Program> p = orch.record();
+  ASSERT_TRUE(p) << test::text(p.diagnostics);
   ASSERT_EQ(p->tasks.size(), static_cast<size_t>(n));
   const auto cores = orch.core_types();
   ASSERT_EQ(cores.size(), static_cast<size_t>(n));
@@ -399,8 +431,9 @@ TEST(OrchestratorRecord, WithoutRecordingRecordIsAClearError) {
   const int64_t t = orch.tensor("x", ir::DType::F32, {1}, &x, ir::BufferKind::IO_OUTPUT);
   ASSERT_TRUE(orch.submit(ir::Op::NOP, CoreType::Aiv, {{t, ArgDir::Output}}));
   ASSERT_TRUE(orch.finish());
-  EXPECT_FALSE(orch.record());
-  EXPECT_EQ(orch.error(),
+  const auto failed = orch.record();
+  EXPECT_FALSE(failed);
+  EXPECT_EQ(test::errors(failed.diagnostics),
             "record(): this orchestrator was created with OrchestratorOptions::record = false");
 }
 
@@ -427,10 +460,10 @@ TEST(OrchestratorRecord, AReaderStillWaitsOnAWriterTheTensorMapHasSinceForgotten
   }
   ASSERT_TRUE(orch.submit(ir::Op::COPY, CoreType::Aiv, {{xt, ArgDir::Input}, {yt, ArgDir::Output}},
                           {}, "reader"));
-  ASSERT_TRUE(orch.finish()) << orch.error();
+  ASSERT_TRUE(test::ok(orch.finish()));
   EXPECT_EQ(y, 2.0f);
-  const std::optional<ir::Program> p = orch.record();
-  ASSERT_TRUE(p) << orch.error();
+  const ir::Result<ir::Program> p = orch.record();
+  ASSERT_TRUE(p) << test::text(p.diagnostics);
   const ir::Task& reader = p->tasks.back();
   ASSERT_EQ(reader.label, "reader");
   ASSERT_EQ(reader.waits.size(), 1u);
@@ -446,8 +479,9 @@ TEST(OrchestratorRecord, TheRecordedProgramIsProvedAndRunsInAicoreModeToTheSameO
   c.record = true;
   OrchestratorOptions o;
   o.rings.task_window = 16;
-  const PagedAttentionResult r = run_paged_attention(c, o);
-  ASSERT_TRUE(r.ok) << r.error;
+  const auto res = run_paged_attention(c, o);
+  ASSERT_TRUE(res) << test::text(res.diagnostics);
+  const PagedAttentionResult& r = *res;
   ASSERT_TRUE(r.program);
   const ir::Program& p = *r.program;
   EXPECT_EQ(p.tasks.size(), 20u);
@@ -461,12 +495,10 @@ TEST(OrchestratorRecord, TheRecordedProgramIsProvedAndRunsInAicoreModeToTheSameO
   const std::string text = ir::write_program(p);
   auto back = ir::parse_program(text);
   ASSERT_TRUE(back.ok());
-  EXPECT_EQ(ir::write_program(*back.program), text);
+  EXPECT_EQ(ir::write_program(*back.value), text);
 
   // The recorded program on the VM in AICore mode (a2a3's topology): the same outputs, bit for bit.
-  std::string err;
-  auto m = Vm::load(p, {}, err);
-  ASSERT_TRUE(m) << err;
+  auto m = test::must(Vm::load(p, {}));
   const int64_t S = c.chunk, D = c.head_dim, T = c.context;
   TensorStore kv;
   for (int64_t ch = 0; ch < c.batch / S; ++ch) {
@@ -475,7 +507,7 @@ TEST(OrchestratorRecord, TheRecordedProgramIsProvedAndRunsInAicoreModeToTheSameO
                {S, D},
                reinterpret_cast<const uint8_t*>(r.q.data() + ch * S * D),
                static_cast<size_t>(S * D * 4)};
-    ASSERT_FALSE(m->set_input(q, "test"));
+    ASSERT_TRUE(test::ok(m->set_input(q, "test")));
     for (const auto* src : {&r.k, &r.v}) {
       TensorStore::Entry e{ir::DType::F32, {T, S, D}, {}};
       const auto* b = reinterpret_cast<const uint8_t*>(src->data() + ch * T * S * D);
@@ -483,13 +515,13 @@ TEST(OrchestratorRecord, TheRecordedProgramIsProvedAndRunsInAicoreModeToTheSameO
       kv.tensors[fmt::format("c{}.{}", ch, src == &r.k ? "k_cache" : "v_cache")] = std::move(e);
     }
   }
-  ASSERT_FALSE(m->bind_kv(kv));
+  ASSERT_TRUE(test::ok(m->bind_kv(kv)));
   for (int sched : {1, 4}) {
     RunOptions ro;  // core types by opcode: the partials on AIC, hub and combine on AIV
     ro.mode = Mode::Aicore;
     ro.aicore.schedulers = sched;
     RunResult run = m->run(ro);
-    ASSERT_TRUE(run.ok()) << run.error;
+    ASSERT_TRUE(run.ok()) << test::errors(run.diagnostics);
     int64_t compared = 0;
     for (size_t b = 0; b < p.buffers.size(); ++b) {
       const std::string& n = p.buffers[b].name;

@@ -28,10 +28,8 @@ TEST(SafeTensors, WrittenFilesReadBackWithTheSameNamesShapesAndBytes) {
       {"alpha", StDType::I32, {2}, {reinterpret_cast<uint8_t*>(b.data()), 8}}};
   auto dir = test::temp_dir();
   const auto path = (dir / "t.safetensors").string();
-  ASSERT_FALSE(st_write(path, outs));
-  std::string err;
-  auto f = SafeTensors::open(path, err);
-  ASSERT_TRUE(f) << err;
+  ASSERT_TRUE(test::ok(st_write(path, outs)));
+  auto f = test::must(SafeTensors::open(path));
   ASSERT_EQ(f->tensors().size(), 2u);
   const StTensor* z = f->find("zeta");
   ASSERT_TRUE(z);
@@ -69,23 +67,25 @@ TEST(SafeTensors, MalformedFilesAreErrorsNamingTheFileAndTensor) {
       {with_header(R"({"w":5})", 8), "entry is not an object"},
   };
   for (const auto& c : cases) {
-    std::string err;
-    auto f = SafeTensors::parse(bytes_of(c.bytes), "x.safetensors", err);
+    auto f = SafeTensors::parse(bytes_of(c.bytes), "x.safetensors");
     EXPECT_FALSE(f) << c.expect;
-    EXPECT_NE(err.find("x.safetensors: "), std::string::npos) << err;
+    const std::string err = test::text(f.diagnostics);
+    EXPECT_EQ(err.rfind("x.safetensors: ", 0), 0u) << err;
+    EXPECT_NE(err.find("error[safetensors.format]"), std::string::npos) << err;
     EXPECT_NE(err.find(c.expect), std::string::npos) << err;
+    if (c.expect.find("tensor 'w'") != std::string::npos) {
+      EXPECT_EQ(f.diagnostics[0].pointer.rfind("/w", 0), 0u) << err;  // the header's pointer
+    }
   }
-  std::string err;
-  EXPECT_FALSE(SafeTensors::open("/nonexistent/w.safetensors", err));
-  EXPECT_NE(err.find("/nonexistent/w.safetensors"), std::string::npos);
+  auto missing = SafeTensors::open("/nonexistent/w.safetensors");
+  EXPECT_FALSE(missing);
+  EXPECT_NE(test::text(missing.diagnostics).find("/nonexistent/w.safetensors"), std::string::npos);
 }
 
 TEST(SafeTensors, MetadataIsSkipped) {
-  std::string err;
   auto s = with_header(
       R"({"__metadata__":{"format":"pt"},"w":{"dtype":"U8","shape":[3],"data_offsets":[0,3]}})", 3);
-  auto f = SafeTensors::parse(bytes_of(s), "m", err);
-  ASSERT_TRUE(f) << err;
+  auto f = test::must(SafeTensors::parse(bytes_of(s), "m"));
   EXPECT_EQ(f->tensors().size(), 1u);
 }
 

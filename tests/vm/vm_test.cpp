@@ -56,10 +56,8 @@ struct Blob {
   const SafeTensors& finish() {
     for (size_t i = 0; i < outs.size(); ++i) outs[i].bytes = {data[i].data(), data[i].size()};
     image = st_serialize(outs);
-    std::string err;
-    file = SafeTensors::parse({reinterpret_cast<const uint8_t*>(image.data()), image.size()}, "mem",
-                              err);
-    if (!file) throw std::runtime_error(err);
+    file = test::must(
+        SafeTensors::parse({reinterpret_cast<const uint8_t*>(image.data()), image.size()}, "mem"));
     return *file;
   }
 };
@@ -67,7 +65,7 @@ struct Blob {
 ir::Program load_conf(const std::string& rel) {
   auto lr = ir::load_program((test::conformance_dir() / rel).string());
   if (!lr.ok()) throw std::runtime_error("cannot load " + rel);
-  return *lr.program;
+  return *lr.value;
 }
 
 json toy_spec() {
@@ -136,16 +134,14 @@ TEST(VmToyDecode, MatchesAmkLogitsWithinOneEMinus5InEveryModeWithKvCarried) {
       const SafeTensors& wf = w.finish();
       TensorStore kv;  // persists across the three launches
       for (const auto& step : model["steps"]) {
-        std::string err;
-        auto m = Vm::load(load_conf(step["program"]), {}, err);
-        ASSERT_TRUE(m) << err;
+        auto m = test::must(Vm::load(load_conf(step["program"]), {}));
         Blob in;
         for (const auto& [k, v] : step["inputs"].items()) in.add_json(k, v);
-        ASSERT_FALSE(m->bind_weights(wf));
-        ASSERT_FALSE(m->set_inputs(in.finish()));
-        ASSERT_FALSE(m->bind_kv(kv));
+        ASSERT_TRUE(test::ok(m->bind_weights(wf)));
+        ASSERT_TRUE(test::ok(m->set_inputs(in.finish())));
+        ASSERT_TRUE(test::ok(m->bind_kv(kv)));
         RunResult r = m->run(o);
-        ASSERT_TRUE(r.ok()) << describe(o) << ": " << r.error;
+        ASSERT_TRUE(r.ok()) << describe(o) << ": " << test::errors(r.diagnostics);
         EXPECT_EQ(r.tasks_done, r.tasks);
         const float* got = logits_of(*m);
         ASSERT_TRUE(got);
@@ -167,9 +163,7 @@ struct Fixture {
   int32_t pos = 0;
   explicit Fixture(const ir::Program& p, uint32_t seed = 1)
       : wimage(random_weights_image(p, seed)) {
-    std::string err;
-    wfile = SafeTensors::parse(wimage, "random", err);
-    if (!wfile) throw std::runtime_error(err);
+    wfile = test::must(SafeTensors::parse(wimage, "random"));
     const auto& meta = p.meta.json();
     if (meta.is_object() && meta.contains("pos") && meta["pos"].is_number_integer())
       pos = meta["pos"].get<int32_t>();
@@ -177,17 +171,14 @@ struct Fixture {
       if (b.name == "token_id")
         for (int64_t i = 0; i < b.numel(); ++i) tokens.push_back(static_cast<int32_t>(7 + 13 * i));
   }
-  std::optional<std::string> feed(Vm& m) const { return m.set_decode_inputs(tokens, pos); }
+  ir::Status feed(Vm& m) const { return m.set_decode_inputs(tokens, pos); }
 };
 
 std::unique_ptr<Vm> ready_vm(const ir::Program& p, Fixture& fx, TensorStore& kv,
                              LoadOptions lo = {}) {
-  std::string err;
-  auto m = Vm::load(p, lo, err);
-  if (!m) throw std::runtime_error(err);
-  if (auto e = m->bind_weights(*fx.wfile)) throw std::runtime_error(*e);
-  if (auto e = fx.feed(*m)) throw std::runtime_error(*e);
-  if (auto e = m->bind_kv(kv)) throw std::runtime_error(*e);
+  auto m = test::must(Vm::load(p, lo));
+  for (const ir::Status& st : {m->bind_weights(*fx.wfile), fx.feed(*m), m->bind_kv(kv)})
+    if (!st) throw std::runtime_error(test::text(st.diagnostics));
   return m;
 }
 
@@ -211,7 +202,7 @@ TEST(VmConformance, EveryValidToyProgramRunsWithBitIdenticalOutputsInEveryMode) 
       TensorStore kv;
       auto m = ready_vm(p, fx, kv);
       RunResult r = m->run(o);
-      ASSERT_TRUE(r.ok()) << e["file"] << " " << describe(o) << ": " << r.error;
+      ASSERT_TRUE(r.ok()) << e["file"] << " " << describe(o) << ": " << test::errors(r.diagnostics);
       auto out = output_bytes(*m);
       if (first.empty()) {
         first = out;
@@ -247,9 +238,13 @@ TEST(VmConformance, SharedPagesGiveTheSameResultsAsPrivateBuffers) {
 }
 
 TEST(VmLoader, RefusesWhatTheValidatorRejectsWithItsReport) {
-  std::string err;
-  EXPECT_FALSE(Vm::load(load_conf("programs/bad_waw_overlapping_tiles.json"), {}, err));
-  EXPECT_EQ(err.rfind("refusing to load an invalid schedule:\n[REJECTED]", 0), 0u) << err;
+  auto r = Vm::load(load_conf("programs/bad_waw_overlapping_tiles.json"), {});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.diagnostics[0].code, "vm.rejected");
+  const std::string err = r.diagnostics[0].message;
+  EXPECT_EQ(err.rfind("refusing to load an invalid schedule: [REJECTED] {'tasks': 27", 0), 0u)
+      << err;
+  EXPECT_EQ(r.diagnostics[1].code, "race.waw");  // then the validator's own errors
 }
 
 // A NOP program: `n` tasks in a chain, optionally closed into a cycle.
@@ -272,12 +267,11 @@ TEST(VmWatchdog, ADeadlockedProgramEndsWithAReportNotAHang) {
   LoadOptions lo;
   lo.skip_validate = true;
   lo.num_sms = 4;
-  std::string err;
-  auto probe = Vm::load(chain(6, true), {}, err);
+  auto probe = Vm::load(chain(6, true), {});
   EXPECT_FALSE(probe);  // the validator refuses it
+  const std::string err = test::text(probe.diagnostics);
   EXPECT_NE(err.find("CYCLE"), std::string::npos) << err;
-  auto m = Vm::load(chain(6, true), lo, err);
-  ASSERT_TRUE(m) << err;
+  auto m = test::must(Vm::load(chain(6, true), lo));
   for (RunOptions o : every_mode()) {
     o.watchdog_ms = 2000;
     const auto t0 = std::chrono::steady_clock::now();
@@ -312,11 +306,9 @@ inst::Kernel slow_registry(ir::Op) {
 }
 
 TEST(VmWatchdog, NoProgressForTheLimitAbortsTheRun) {
-  std::string err;
   LoadOptions lo;
   lo.num_sms = 2;
-  auto m = Vm::load(chain(4, false), lo, err);
-  ASSERT_TRUE(m) << err;
+  auto m = test::must(Vm::load(chain(4, false), lo));
   for (int w : {2, 3}) {
     RunOptions o;
     o.workers = w;
@@ -324,14 +316,16 @@ TEST(VmWatchdog, NoProgressForTheLimitAbortsTheRun) {
     o.kernel_for = slow_registry;
     RunResult r = m->run(o);
     ASSERT_EQ(r.status, RunResult::Status::Stuck);
-    EXPECT_NE(r.error.find("watchdog: no progress for 50 ms"), std::string::npos) << r.error;
+    EXPECT_NE(test::errors(r.diagnostics).find("watchdog: no progress for 50 ms"),
+              std::string::npos)
+        << test::errors(r.diagnostics);
     EXPECT_LT(r.tasks_done, 4);
   }
 }
 
 inst::Status failing_kernel(const inst::KernelArgs& a) {
   if (a.task && a.task->label == "t3") throw std::runtime_error("boom");
-  if (a.task && a.task->label == "t5") return inst::Status::fail("bad shape");
+  if (a.task && a.task->label == "t5") return inst::kernel_error("bad shape");
   return {};
 }
 inst::Kernel failing_registry(ir::Op) {
@@ -339,16 +333,14 @@ inst::Kernel failing_registry(ir::Op) {
 }
 
 TEST(VmKernels, AThrowingKernelEndsTheRunWithTheFirstErrorInEveryMode) {
-  std::string err;
   LoadOptions lo;
   lo.num_sms = 3;
-  auto m = Vm::load(chain(8, false), lo, err);
-  ASSERT_TRUE(m) << err;
+  auto m = test::must(Vm::load(chain(8, false), lo));
   for (RunOptions o : every_mode()) {
     o.kernel_for = failing_registry;
     RunResult r = m->run(o);
     ASSERT_EQ(r.status, RunResult::Status::KernelError) << describe(o);
-    EXPECT_EQ(r.error, "task 3 (t3): kernel threw: boom") << describe(o);
+    EXPECT_EQ(test::errors(r.diagnostics), "task 3 (t3): kernel threw: boom") << describe(o);
     EXPECT_EQ(r.tasks_done, 3);
   }
 }
@@ -356,51 +348,54 @@ TEST(VmKernels, AThrowingKernelEndsTheRunWithTheFirstErrorInEveryMode) {
 TEST(VmLoader, KeepsTaskSmPlacesTheRestAndRejectsTooFewSms) {
   ir::Program p = chain(10, false);
   p.tasks[4].sm = 2;
-  std::string err;
   LoadOptions lo;
   lo.num_sms = 3;
   lo.placement = Placement::RoundRobin;
-  auto m = Vm::load(p, lo, err);
-  ASSERT_TRUE(m) << err;
+  auto m = test::must(Vm::load(p, lo));
   EXPECT_EQ(m->program().tasks[4].sm, 2);
   EXPECT_EQ(m->program().tasks[5].sm, 5 % 3);
   auto q = m->queues();
   ASSERT_EQ(q.size(), 3u);
   EXPECT_EQ(q[2], (std::vector<int64_t>{2, 4, 5, 8}));
   lo.placement = Placement::Lpt;  // NOPs cost nothing: ties go to the lowest (count, sm)
-  m = Vm::load(chain(6, false), lo, err);
-  ASSERT_TRUE(m);
+  m = test::must(Vm::load(chain(6, false), lo));
   EXPECT_EQ(m->queues()[0], (std::vector<int64_t>{0, 3}));
   lo.num_sms = 2;
-  EXPECT_FALSE(Vm::load(p, lo, err));
-  EXPECT_NE(err.find("task 4 (t4): placed on SM 2 but the target has 2 SMs"), std::string::npos)
+  auto few = Vm::load(p, lo);
+  ASSERT_FALSE(few);
+  const std::string err = test::text(few.diagnostics);
+  EXPECT_NE(err.find("/tasks/4/sm: error[sm.range]: task 4 assigned to SM 2 out of range [0,2)"),
+            std::string::npos)
       << err;
 }
 
 TEST(VmBindings, MissingAndMisShapedTensorsAreErrorsNamingTheKey) {
   ir::Program p = load_conf("programs/toy_1L_default.json");
-  std::string err;
-  auto m = Vm::load(p, {}, err);
-  ASSERT_TRUE(m) << err;
+  auto m = test::must(Vm::load(p, {}));
   RunResult r = m->run({});
   EXPECT_EQ(r.status, RunResult::Status::KernelError);
-  EXPECT_EQ(r.error,
+  EXPECT_EQ(test::errors(r.diagnostics),
             "input 'token_id' was not given (an IO_INPUT buffer needs a tensor of that name)");
   Fixture fx(p);
-  ASSERT_FALSE(fx.feed(*m));
+  ASSERT_TRUE(test::ok(fx.feed(*m)));
   r = m->run({});
-  EXPECT_NE(r.error.find("(key 'embed.weight') is not bound"), std::string::npos) << r.error;
+  EXPECT_NE(test::errors(r.diagnostics).find("(key 'embed.weight') is not bound"),
+            std::string::npos)
+      << test::errors(r.diagnostics);
   Blob w;
   w.add("embed.weight", StDType::F32, {2, 2}, std::vector<uint8_t>(16));
-  auto e = m->bind_weights(w.finish());
-  ASSERT_TRUE(e);
-  EXPECT_EQ(
-      *e, "mem: tensor 'embed.weight' has shape [2, 2] but buffer 'embed.weight' needs [256, 64]");
+  ir::Status e = m->bind_weights(w.finish());
+  ASSERT_FALSE(e);
+  EXPECT_EQ(test::text(e.diagnostics),
+            "mem: /embed.weight: error[vm.binding]: tensor 'embed.weight' has shape [2, 2] but "
+            "buffer 'embed.weight' needs [256, 64]\n");
   Blob w2;
   w2.add("final_norm", StDType::F32, {64}, std::vector<uint8_t>(256));
   e = m->bind_weights(w2.finish());
-  ASSERT_TRUE(e);
-  EXPECT_EQ(*e, "mem: no tensor 'embed.weight' for WEIGHT buffer 'embed.weight'");
+  ASSERT_FALSE(e);
+  EXPECT_EQ(test::text(e.diagnostics),
+            "mem: /embed.weight: error[vm.binding]: no tensor 'embed.weight' for WEIGHT buffer "
+            "'embed.weight'\n");
 }
 
 TEST(VmBindings, WeightsOfTheRightDtypeAreViewsAndOthersAreConverted) {
@@ -425,22 +420,19 @@ TEST(VmBindings, WeightsOfTheRightDtypeAreViewsAndOthersAreConverted) {
     w64.add(o.name, StDType::F64, o.shape, std::move(d));
   }
   TensorStore kv2;
-  std::string err;
-  auto m2 = Vm::load(p, {}, err);
-  ASSERT_FALSE(m2->bind_weights(w64.finish()));
-  ASSERT_FALSE(fx.feed(*m2));
-  ASSERT_FALSE(m2->bind_kv(kv2));
+  auto m2 = test::must(Vm::load(p, {}));
+  ASSERT_TRUE(test::ok(m2->bind_weights(w64.finish())));
+  ASSERT_TRUE(test::ok(fx.feed(*m2)));
+  ASSERT_TRUE(test::ok(m2->bind_kv(kv2)));
   ASSERT_TRUE(m->run({}).ok());
   ASSERT_TRUE(m2->run({}).ok());
   EXPECT_EQ(output_bytes(*m), output_bytes(*m2));
 }
 
 TEST(VmTrace, OneSlicePerTaskOnItsSmLane) {
-  std::string err;
   LoadOptions lo;
   lo.num_sms = 2;
-  auto m = Vm::load(chain(5, false), lo, err);
-  ASSERT_TRUE(m);
+  auto m = test::must(Vm::load(chain(5, false), lo));
   RunOptions o;
   o.workers = 2;
   o.trace = true;
@@ -477,9 +469,7 @@ TEST(VmCli, RunWritesOutputsAtomicallyAndUsesTheContractsExitCodes) {
                           "2", "--trace", (dir / "t.json").string()});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("ran 27 tasks on 82 SMs (2 workers)"), std::string::npos) << r.out;
-  std::string err;
-  auto f = SafeTensors::open(out, err);
-  ASSERT_TRUE(f) << err;
+  auto f = test::must(SafeTensors::open(out));
   EXPECT_TRUE(f->find("logits") && f->find("L0.kcache") && f->find("L0.vcache"));
   EXPECT_TRUE(fs::exists(dir / "t.json"));
   const std::string before = test::slurp(out);
@@ -562,10 +552,8 @@ TEST(VmCli, GenWeightsIsSeededAndCoversEveryWeightKey) {
   EXPECT_NE(test::slurp(a), test::slurp(c));
   auto lr = ir::load_program(prog);
   ASSERT_TRUE(lr.ok());
-  std::string err;
-  auto f = SafeTensors::open(a, err);
-  ASSERT_TRUE(f) << err;
-  for (const auto& buf : lr.program->buffers)
+  auto f = test::must(SafeTensors::open(a));
+  for (const auto& buf : lr.value->buffers)
     if (buf.kind == ir::BufferKind::WEIGHT) {
       const StTensor* t = f->find(buf.source.value_or(buf.name));
       ASSERT_TRUE(t) << buf.name;

@@ -1,4 +1,4 @@
-#include "lower/tensor_map.h"
+#include "lower/deps.h"
 
 namespace amk::lower {
 

@@ -1,4 +1,4 @@
-#include "vm/paged_attention.h"
+#include "examples/paged_attention/paged_attention.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,7 +10,14 @@
 
 #include <fmt/format.h>
 
-namespace amk::vm {
+namespace amk::examples {
+
+using vm::ArgDir;
+using vm::CoreType;
+using vm::KernelId;
+using vm::Orchestrator;
+using vm::Scope;
+using vm::TensorArg;
 
 namespace {
 
@@ -35,7 +42,7 @@ float* f32(const inst::Tensor& t) {
 }
 
 inst::Status bad(const char* kernel, const char* want) {
-  return inst::Status::fail(fmt::format("{}: expects {}", kernel, want));
+  return inst::kernel_error(fmt::format("{}: expects {}", kernel, want));
 }
 
 // QK (AIC): s[i, t] = scale * q[i] . k[t, i].
@@ -191,17 +198,18 @@ bool submit_seed_chunk(Orchestrator& orch, const SeedKernels& kn, int64_t ch, in
 
 }  // namespace
 
-PagedAttentionResult run_paged_attention(const PagedAttentionCase& c,
-                                         const OrchestratorOptions& o) {
+ir::Result<PagedAttentionResult> run_paged_attention(const PagedAttentionCase& c,
+                                                     const OrchestratorOptions& o) {
   PagedAttentionResult res;
   const int64_t B = c.batch, S = c.chunk, D = c.head_dim, T = c.context, bs = c.block;
   if (B <= 0 || S <= 0 || B % S != 0 || D <= 0 || T <= 0 || bs <= 0 || T % bs != 0 ||
       (!c.seed_kernels && T / bs > 8)) {
-    res.error = fmt::format(
-        "paged attention: batch {} in chunks of {}, context {} in blocks of {} (need batch a "
-        "multiple of chunk and whole blocks, at most 8 without seed_kernels)",
-        B, S, T, bs);
-    return res;
+    return ir::error(
+        "example.option",
+        fmt::format(
+            "paged attention: batch {} in chunks of {}, context {} in blocks of {} (need batch a "
+            "multiple of chunk and whole blocks, at most 8 without seed_kernels)",
+            B, S, T, bs));
   }
   const int64_t chunks = B / S, nb = T / bs;
   // Per chunk: q [S, D]; K and V caches [T, S, D] (sequence i of the chunk is kv head i).
@@ -215,10 +223,8 @@ PagedAttentionResult run_paged_attention(const PagedAttentionCase& c,
   const auto t0 = std::chrono::steady_clock::now();
   {
     Orchestrator orch(o);
-    auto fail = [&] {
-      res.error = orch.error();
-      return res;
-    };
+    // The orchestrator's first error is sticky: finish() returns it.
+    auto fail = [&] { return ir::Result<PagedAttentionResult>(orch.finish().diagnostics); };
     SeedKernels kn;
     if (c.seed_kernels)
       kn = {orch.kernel("QK", qk_matmul), orch.kernel("SF", softmax_prepare),
@@ -275,8 +281,9 @@ PagedAttentionResult run_paged_attention(const PagedAttentionCase& c,
     if (!orch.finish()) return fail();
     res.stats = orch.stats();
     if (c.record) {
-      res.program = orch.record();
-      if (!res.program) return fail();
+      ir::Result<ir::Program> rec = orch.record();
+      if (!rec) return fail();
+      res.program = std::move(rec.value);
     }
   }
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -306,7 +313,6 @@ PagedAttentionResult run_paged_attention(const PagedAttentionCase& c,
                    std::abs(y / l - static_cast<double>(out[static_cast<size_t>(b * D + d)])));
     }
   }
-  res.ok = true;
   if (c.record) {
     res.q = std::move(q);
     res.k = std::move(k);
@@ -316,4 +322,4 @@ PagedAttentionResult run_paged_attention(const PagedAttentionCase& c,
   return res;
 }
 
-}  // namespace amk::vm
+}  // namespace amk::examples

@@ -1,12 +1,13 @@
-// AMK's cost model: per-task time from bytes/flops and the target, makespan over dependencies
-// and per-SM queues, and the weight-streaming floor.
+// AMK's cost model over any program: per-task time from the bytes and flops it moves (one
+// definition: ir::task_load) on a target, the makespan over dependencies and per-SM queues
+// (ir::schedule_graph), and the weight-streaming floor.
 #pragma once
 
 #include <cstdint>
 
 #include "ir/program.h"
 
-namespace amk::lower {
+namespace amk::targets {
 
 /// What the cost model predicts for a program on a target.
 struct CostEstimate {
@@ -27,7 +28,7 @@ double task_time_us(const ir::Program& p, const ir::Task& t, const ir::Target& t
 /// Like task_time_us, but one SM streams at most 4x its fair share of the HBM bandwidth.
 double task_time_sm_us(const ir::Program& p, const ir::Task& t, const ir::Target& tg,
                        int64_t depth);
-/// Predicts `p` on `tg`; `depth` from the program's config when it has one, else 2.
+/// Predicts `p` on `tg`; the depth is the program's ScheduleConfig::depth() (2 without a config).
 CostEstimate estimate(const ir::Program& p, const ir::Target& tg);
 
-}  // namespace amk::lower
+}  // namespace amk::targets

@@ -2,7 +2,7 @@
 // chunk of `chunk` sequences. Either amk opcodes (a hub task that stages the chunk's queries,
 // one split-KV ATTENTION_TILE partial per KV block, an ATTENTION_COMBINE; recordable) or the
 // seed's own four kernels registered with Orchestrator::kernel(); checked against a direct
-// evaluation.
+// evaluation. An example of the orchestration API (tests and bench_vm run it), not part of vm/.
 #pragma once
 
 #include <cstdint>
@@ -11,9 +11,13 @@
 #include <vector>
 
 #include "ir/program.h"
+#include "ir/result.h"
 #include "vm/orchestrator.h"
 
-namespace amk::vm {
+namespace amk::examples {
+
+using vm::OrchestratorOptions;
+using vm::OrchestratorStats;
 
 /// Sizes of one run (defaults: the seed's batch 256 in chunks of 16).
 struct PagedAttentionCase {
@@ -34,8 +38,6 @@ struct PagedAttentionCase {
 
 /// What a run produced.
 struct PagedAttentionResult {
-  bool ok = false;
-  std::string error;
   double max_abs_error = 0;  ///< against the direct evaluation (double precision)
   OrchestratorStats stats;
   double wall_s = 0;  ///< submit + execute
@@ -44,7 +46,8 @@ struct PagedAttentionResult {
   std::vector<float> q, k, v, out;
 };
 
-/// Builds, runs and checks the example.
-PagedAttentionResult run_paged_attention(const PagedAttentionCase& c, const OrchestratorOptions& o);
+/// Builds, runs and checks the example; the orchestrator's error when it fails.
+ir::Result<PagedAttentionResult> run_paged_attention(const PagedAttentionCase& c,
+                                                     const OrchestratorOptions& o);
 
-}  // namespace amk::vm
+}  // namespace amk::examples

@@ -1,0 +1,151 @@
+#include "app/decode.h"
+
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ir/json_io.h"
+
+namespace amk::app {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One decode step of a program on the VM: binds weights, inputs and KV, runs, and returns the
+// last row of "logits".
+ir::Result<std::vector<float>> step(ir::Program prog, const std::string& origin,
+                                    const DecodeOptions& o, const vm::RunOptions& ro,
+                                    vm::TensorStore& kv, int32_t token, int32_t pos,
+                                    double& run_s) {
+  auto named = [&](ir::Diagnostics d) {
+    ir::set_file(d, origin);
+    return ir::Result<std::vector<float>>(std::move(d));
+  };
+  auto loaded = vm::Vm::load(std::move(prog), o.load);
+  if (!loaded) return named(std::move(loaded.diagnostics));
+  vm::Vm& m = **loaded;
+  ir::Status st;
+  if (o.weights) st = m.bind_weights(*o.weights);
+  if (st) st = m.set_decode_inputs({&token, 1}, pos);
+  if (st) st = m.bind_kv(kv);
+  if (!st) return named(std::move(st.diagnostics));
+  vm::RunResult r = m.run(ro);
+  run_s += r.wall_s;
+  if (r.status == vm::RunResult::Status::Stuck) {
+    ir::Diagnostic d = r.diagnostics.empty() ? ir::error("vm.deadlock", "") : r.diagnostics[0];
+    d.message = vm::stuck_report(m.program(), r);
+    return named({std::move(d)});
+  }
+  if (!r.ok()) return named(std::move(r.diagnostics));
+  int64_t id = 0;
+  for (const auto& b : m.program().buffers) {
+    if (b.name == "logits" && b.kind == ir::BufferKind::IO_OUTPUT && b.dtype == ir::DType::F32 &&
+        !b.shape.empty()) {
+      const int64_t vocab = b.shape.back();
+      const float* row = static_cast<const float*>(m.data(id)) + (b.numel() - vocab);
+      return std::vector<float>(row, row + vocab);
+    }
+    ++id;
+  }
+  return named({ir::error("vm.binding", "the program has no F32 IO_OUTPUT buffer 'logits'")});
+}
+
+// The program of step `s`: lowered, or loaded and checked against its position.
+ir::Result<ir::Program> program_of(const DecodeSource& src, size_t s, bool reference,
+                                   double& lower_s) {
+  if (src.model) {
+    lower::LowerOptions opt = src.lower;
+    opt.pos = static_cast<int64_t>(s);
+    opt.reference = reference;
+    lower::LowerResult lr = lower::lower(*src.model, *src.target, src.config, opt);
+    lower_s += lr.seconds;
+    if (!lr) return std::move(lr.diagnostics);
+    return std::move(*lr.value);
+  }
+  ir::Result<ir::Program> p = ir::load_program(src.programs[s]);
+  ir::set_file(p.diagnostics, src.programs[s]);
+  if (!p) return p;
+  const auto& meta = p->meta.json();
+  if (meta.is_object() && meta.contains("pos") && meta["pos"].is_number_integer() &&
+      meta["pos"].get<int64_t>() != static_cast<int64_t>(s)) {
+    ir::Diagnostic d =
+        ir::error("usage.input",
+                  fmt::format("lowered for position {}, but step {} runs position {}",
+                              meta["pos"].get<int64_t>(), s, s),
+                  "/meta/pos");
+    d.file = src.programs[s];
+    return d;
+  }
+  return p;
+}
+
+}  // namespace
+
+size_t decode_steps(const DecodeOptions& o) {
+  return o.prompt.size() + static_cast<size_t>(std::max(o.max_tokens, 1)) - 1;
+}
+
+ir::Result<DecodeResult> decode(const DecodeSource& src, const DecodeOptions& o) {
+  if (o.prompt.empty() || o.max_tokens < 1)
+    return ir::error("usage.option", "a decode needs at least one prompt id and one new token");
+  const size_t steps = decode_steps(o);
+  if (o.verify && !src.model)
+    return ir::error("usage.option", "--verify needs a MODEL (the direct evaluation lowers it)");
+  if (!src.model && steps > src.programs.size())
+    return ir::error("usage.option",
+                     fmt::format("{} prompt ids and {} new tokens need {} per-position programs; "
+                                 "{} given",
+                                 o.prompt.size(), o.max_tokens, steps, src.programs.size()));
+  if (src.model && static_cast<int64_t>(steps) > src.model->max_seq)
+    return ir::error("usage.option", fmt::format("{} steps exceed model {}'s max_seq {}", steps,
+                                                 src.model->name, src.model->max_seq));
+  vm::RunOptions direct_ro = o.run;
+  direct_ro.mode = vm::Mode::Deterministic;
+  DecodeResult res;
+  res.steps = steps;
+  vm::TensorStore direct_kv;
+  int32_t token = o.prompt[0];
+  const auto t0 = Clock::now();
+  for (size_t s = 0; s < steps; ++s) {
+    const auto pos = static_cast<int32_t>(s);
+    const std::string origin =
+        src.model ? fmt::format("{} at pos {}", src.model->name, s) : src.programs[s];
+    ir::Result<ir::Program> prog = program_of(src, s, false, res.lower_s);
+    if (!prog) return std::move(prog.diagnostics);
+    auto logits = step(std::move(*prog.value), origin, o, o.run, res.kv, token, pos, res.run_s);
+    if (!logits) return std::move(logits.diagnostics);
+    if (o.verify) {
+      double ignored = 0;
+      ir::Result<ir::Program> ref = program_of(src, s, true, ignored);
+      if (!ref) return std::move(ref.diagnostics);
+      auto want = step(std::move(*ref.value), origin + " (direct)", o, direct_ro, direct_kv, token,
+                       pos, res.direct_s);
+      if (!want) return std::move(want.diagnostics);
+      double err = logits->size() == want->size() ? 0.0 : INFINITY;
+      for (size_t i = 0; i < logits->size() && i < want->size(); ++i)
+        err = std::max(err, static_cast<double>(std::fabs((*logits)[i] - (*want)[i])));
+      res.max_error = std::max(res.max_error, err);
+      if (!(err <= o.tolerance))
+        return ir::error("verify.mismatch",
+                         fmt::format("--verify: step {} logits differ from the direct evaluation "
+                                     "by {:.3g} (tolerance {:.3g})",
+                                     s, err, o.tolerance));
+    }
+    size_t best = 0;
+    for (size_t i = 1; i < logits->size(); ++i)
+      if ((*logits)[i] > (*logits)[best]) best = i;
+    if (s + 1 < o.prompt.size()) {
+      token = o.prompt[s + 1];
+    } else {
+      token = static_cast<int32_t>(best);
+      res.generated.push_back(token);
+    }
+    if (o.progress) o.progress(s + 1, steps);
+  }
+  res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return res;
+}
+
+}  // namespace amk::app

@@ -1,0 +1,60 @@
+// The greedy decode loop on the reference VM: every position lowered (or given as a program),
+// proven and run with KV caches kept across steps, optionally checked step by step against a
+// direct evaluation. `amk generate` and the Python module are its front ends.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/program.h"
+#include "ir/result.h"
+#include "lower/lower.h"
+#include "lower/model.h"
+#include "targets/target.h"
+#include "vm/safetensors.h"
+#include "vm/vm.h"
+
+namespace amk::app {
+
+/// Where each step's program comes from: `model` lowered for `target` under `config` at every
+/// position, or the per-position `programs` (files, position 0, 1, ...).
+struct DecodeSource {
+  const lower::ModelSpec* model = nullptr;
+  const targets::TargetSpec* target = nullptr;
+  std::optional<ir::ScheduleConfig> config;
+  lower::LowerOptions lower;
+  std::vector<std::string> programs;
+};
+
+/// How to decode.
+struct DecodeOptions {
+  std::vector<int32_t> prompt;  ///< step s feeds prompt[s], then the previous step's argmax
+  int max_tokens = 1;
+  bool verify = false;  ///< compare every step with a direct evaluation (a model source only)
+  double tolerance = 1e-4;
+  vm::RunOptions run;
+  vm::LoadOptions load;
+  const vm::SafeTensors* weights = nullptr;
+  std::function<void(size_t done, size_t steps)> progress;  ///< after every step
+};
+
+/// What a decode produced.
+struct DecodeResult {
+  std::vector<int32_t> generated;
+  size_t steps = 0;
+  double wall_s = 0, run_s = 0, lower_s = 0, direct_s = 0;
+  double max_error = 0;  ///< with verify: the largest |logit difference|
+  vm::TensorStore kv;    ///< the KV caches after the last step
+};
+
+/// Steps the prompt and max_tokens need: prompt + max_tokens - 1.
+size_t decode_steps(const DecodeOptions& o);
+/// Runs the loop. Failures: the lowering's or a program's diagnostics, `vm.rejected`, binding
+/// errors, `vm.deadlock` / `vm.timeout` (message: the stuck report), `vm.kernel`, and
+/// `verify.mismatch` when a step's logits differ from the direct evaluation beyond tolerance.
+ir::Result<DecodeResult> decode(const DecodeSource& src, const DecodeOptions& o);
+
+}  // namespace amk::app

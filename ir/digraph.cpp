@@ -1,0 +1,118 @@
+#include "ir/digraph.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace amk::ir {
+namespace {
+
+// CSR of `edges` keyed by `key` (stable: a node's entries keep the edges' order).
+void csr(uint32_t n, std::span<const std::pair<uint32_t, uint32_t>> edges, bool by_from,
+         std::vector<uint32_t>& off, std::vector<uint32_t>& list) {
+  off.assign(static_cast<size_t>(n) + 1, 0);
+  for (const auto& [a, b] : edges) ++off[(by_from ? a : b) + 1];
+  for (uint32_t v = 0; v < n; ++v) off[v + 1] += off[v];
+  list.resize(edges.size());
+  std::vector<uint32_t> fill(off.begin(), off.end() - 1);
+  for (const auto& [a, b] : edges) list[fill[by_from ? a : b]++] = by_from ? b : a;
+}
+
+// The latest task seen on each SM: dense for the SM ids a chip has, a map for absurd ones.
+class LastOnSm {
+ public:
+  int64_t& operator[](int64_t sm) {
+    if (sm >= 0 && sm < kDense) {
+      const auto s = static_cast<size_t>(sm);
+      if (dense_.size() <= s) dense_.resize(s + 1, -1);
+      return dense_[s];
+    }
+    return sparse_.try_emplace(sm, -1).first->second;
+  }
+
+ private:
+  static constexpr int64_t kDense = 1 << 16;
+  std::vector<int64_t> dense_;
+  std::unordered_map<int64_t, int64_t> sparse_;
+};
+
+}  // namespace
+
+Digraph Digraph::from_edges(uint32_t n, std::span<const std::pair<uint32_t, uint32_t>> edges) {
+  Digraph d;
+  csr(n, edges, true, d.succ_off_, d.succ_);
+  csr(n, edges, false, d.pred_off_, d.pred_);
+  return d;
+}
+
+std::vector<uint32_t> Digraph::topo_order() const {
+  const uint32_t n = size();
+  std::vector<uint32_t> indeg(n), order;
+  order.reserve(n);
+  for (uint32_t v = 0; v < n; ++v) {
+    indeg[v] = pred_off_[v + 1] - pred_off_[v];
+    if (!indeg[v]) order.push_back(v);
+  }
+  for (size_t head = 0; head < order.size(); ++head)
+    for (uint32_t s : succs(order[head]))
+      if (--indeg[s] == 0) order.push_back(s);
+  return order;
+}
+
+std::vector<int64_t> queue_successors(const Program& p) {
+  std::vector<int64_t> next(p.tasks.size(), -1);
+  LastOnSm last;
+  for (size_t t = 0; t < p.tasks.size(); ++t) {
+    if (!p.tasks[t].sm) continue;
+    int64_t& prev = last[*p.tasks[t].sm];
+    if (prev >= 0) next[static_cast<size_t>(prev)] = static_cast<int64_t>(t);
+    prev = static_cast<int64_t>(t);
+  }
+  return next;
+}
+
+Digraph schedule_graph(const Program& p, const Graph& g, QueueEdges queues) {
+  const uint32_t n = g.num_tasks();
+  std::vector<std::pair<uint32_t, uint32_t>> edges;
+  edges.reserve(g.edge_count() + (queues == QueueEdges::None ? 0 : n));
+  LastOnSm last;
+  for (uint32_t t = 0; t < n; ++t) {
+    const auto& sm = p.tasks[t].sm;
+    if (queues == QueueEdges::Loader || (queues == QueueEdges::Assigned && sm)) {
+      int64_t& prev =
+          last[queues == QueueEdges::Loader ? std::max<int64_t>(0, sm.value_or(0)) : *sm];
+      if (prev >= 0) edges.emplace_back(static_cast<uint32_t>(prev), t);
+      prev = t;
+    }
+    for (uint32_t slot : g.wait_slots(t))
+      for (uint32_t q : g.producers(slot)) edges.emplace_back(q, t);
+  }
+  return Digraph::from_edges(n, edges);
+}
+
+namespace {
+
+// A chain's length in tasks, then its bytes (compared in that order).
+struct Chain {
+  uint64_t tasks = 0;
+  int64_t bytes = 0;
+  Chain operator+(const Chain& o) const { return {tasks + o.tasks, bytes + o.bytes}; }
+  bool operator<(const Chain& o) const {
+    return tasks != o.tasks ? tasks < o.tasks : bytes < o.bytes;
+  }
+};
+
+}  // namespace
+
+CriticalPath critical_path(const Program& p, const Graph& g) {
+  CriticalPath cp;
+  if (!g.acyclic() || p.tasks.empty()) return cp;
+  std::vector<Chain> cost(p.tasks.size());
+  for (size_t t = 0; t < p.tasks.size(); ++t) cost[t] = {1, p.tasks[t].est_bytes};
+  const auto lp = longest_path<Chain>(schedule_graph(p, g, QueueEdges::None), cost);
+  cp.tasks = lp.length().tasks;
+  cp.est_bytes = lp.length().bytes;
+  cp.path = lp.path();
+  return cp;
+}
+
+}  // namespace amk::ir
