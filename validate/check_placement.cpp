@@ -2,12 +2,12 @@
 // checked even when the program has no target.
 #include <algorithm>
 #include <set>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
+#include "ir/digraph.h"
 #include "ir/pyjson.h"
 #include "validate/context.h"
 
@@ -21,51 +21,23 @@ namespace {
 // order) form an acyclic graph.
 void check_queue_deadlock(Context& c) {
   const ir::Program& p = c.p;
-  const ir::Graph& g = c.g;
-  const uint32_t n = g.num_tasks();
-  std::vector<int64_t> next(n, -1);
-  std::vector<uint64_t> indeg(n, 0);
-  std::unordered_map<int64_t, uint32_t> last;
-  for (uint32_t t = 0; t < n; ++t) {
-    for (uint32_t s : g.wait_slots(t)) indeg[t] += g.producers(s).size();
-    if (!p.tasks[t].sm) continue;
-    auto it = last.find(*p.tasks[t].sm);
-    if (it != last.end()) {
-      next[it->second] = t;
-      ++indeg[t];
-    }
-    last[*p.tasks[t].sm] = t;
-  }
-  std::vector<uint32_t> order;
-  for (uint32_t t = 0; t < n; ++t)
-    if (!indeg[t]) order.push_back(t);
-  for (size_t h = 0; h < order.size(); ++h) {
-    uint32_t v = order[h];
-    for (uint32_t w : g.consumers(v))
-      if (--indeg[w] == 0) order.push_back(w);
-    if (next[v] >= 0 && --indeg[static_cast<size_t>(next[v])] == 0)
-      order.push_back(static_cast<uint32_t>(next[v]));
-  }
+  const uint32_t n = c.g.num_tasks();
+  const ir::Digraph d = ir::schedule_graph(p, c.g, ir::QueueEdges::Assigned);
+  const std::vector<uint32_t> order = d.topo_order();
   if (order.size() == n) return;
-  // Witness: walk backwards from a stuck task through stuck predecessors until a task repeats.
-  std::vector<int64_t> prev_in_queue(n, -1);
-  for (uint32_t t = 0; t < n; ++t)
-    if (next[t] >= 0) prev_in_queue[static_cast<size_t>(next[t])] = t;
-  uint32_t start = 0;
-  while (indeg[start] == 0) ++start;
+  // Witness: walk backwards from the lowest stuck task through stuck predecessors (its SM-queue
+  // predecessor first, then producers by wait) until a task repeats.
+  std::vector<uint8_t> stuck(n, 1);
+  for (uint32_t t : order) stuck[t] = 0;
+  const std::vector<int64_t> next = ir::queue_successors(p);
+  uint32_t v = static_cast<uint32_t>(std::find(stuck.begin(), stuck.end(), 1) - stuck.begin());
   std::vector<uint32_t> walk;
   std::vector<int64_t> seen_at(n, -1);
-  uint32_t v = start;
   while (seen_at[v] < 0) {
     seen_at[v] = static_cast<int64_t>(walk.size());
     walk.push_back(v);
-    int64_t pred = -1;
-    if (prev_in_queue[v] >= 0 && indeg[static_cast<size_t>(prev_in_queue[v])] > 0)
-      pred = prev_in_queue[v];
-    for (uint32_t s : g.wait_slots(v))
-      for (uint32_t q : g.producers(s))
-        if (pred < 0 && indeg[q] > 0) pred = q;
-    v = static_cast<uint32_t>(pred);
+    const auto preds = d.preds(v);
+    v = *std::find_if(preds.begin(), preds.end(), [&](uint32_t q) { return stuck[q] != 0; });
   }
   std::vector<uint32_t> cyc(walk.begin() + seen_at[v], walk.end());
   std::reverse(cyc.begin(), cyc.end());  // forward direction: each hop enables the next
