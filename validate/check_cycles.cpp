@@ -10,6 +10,16 @@
 #include "validate/context.h"
 
 namespace amk::validate {
+
+// The rules this file checks, in emission order (rules() lists every family's).
+constexpr Rule kGraphCycle{"graph.cycle",
+                           "the producer->consumer graph has a cycle (structural deadlock)", true};
+
+std::span<const Rule> cycle_rules() {
+  static constexpr Rule kList[] = {kGraphCycle};
+  return kList;
+}
+
 namespace {
 
 constexpr uint8_t kWhite = 0, kGray = 1, kBlack = 2;
@@ -114,7 +124,7 @@ std::string check_cycles(Context& c) {
   std::vector<ir::Note> notes;
   if (!amk.empty()) notes = hop_notes(p, amk);
   notes.push_back({"race proofs (RAW, WAW, KV, pages) need an acyclic graph and were not run", ""});
-  c.error("graph.cycle", prefix + witness, amk.empty() ? "" : ir::task_pointer(amk.front()),
+  c.error(kGraphCycle, prefix + witness, amk.empty() ? "" : ir::task_pointer(amk.front()),
           std::move(notes));
 
   // Every other strongly connected component holds at least one more cycle: report one each.
@@ -138,8 +148,7 @@ std::string check_cycles(Context& c) {
     std::vector<uint32_t> roots{t};
     std::vector<uint32_t> cyc = dfs_cycle(g, roots, [&](uint32_t v) { return comp[v] == comp[t]; });
     if (cyc.empty()) continue;
-    c.error("graph.cycle", prefix + render(p, cyc), ir::task_pointer(cyc.front()),
-            hop_notes(p, cyc));
+    c.error(kGraphCycle, prefix + render(p, cyc), ir::task_pointer(cyc.front()), hop_notes(p, cyc));
   }
   return witness;
 }

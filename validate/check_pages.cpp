@@ -15,6 +15,24 @@
 #include "validate/context.h"
 
 namespace amk::validate {
+
+// The rules this file checks, in emission order (rules() lists every family's).
+constexpr Rule kPageMissingPage{"page.missing-page",
+                                "a buffer is mapped to a page id that does not exist", false};
+constexpr Rule kPageMissingBuffer{"page.missing-buffer",
+                                  "the page map names a buffer id that does not exist", false};
+constexpr Rule kPageKind{"page.kind", "a non-ACTIVATION buffer is bound to a scratch page", false};
+constexpr Rule kPageSpace{"page.space", "a buffer's memory space does not match its page's", false};
+constexpr Rule kPageSize{"page.size", "a buffer is larger than its page", false};
+constexpr Rule kPageClobber{"page.clobber", "two buffers share a page with unordered live ranges",
+                            true};
+
+std::span<const Rule> page_rules() {
+  static constexpr Rule kList[] = {kPageMissingPage, kPageMissingBuffer, kPageKind,
+                                   kPageSpace,       kPageSize,          kPageClobber};
+  return kList;
+}
+
 namespace {
 
 constexpr size_t kExactPairsMax = 128;  // occupants up to which failing pages list AMK's pairs
@@ -87,13 +105,13 @@ void check_pages(Context& c) {
     auto [b, pg] = pa.buffer_to_page[k];
     auto ptr = [b = b] { return fmt::format("/pages/buffer_to_page/{}", b); };
     if (!c.buffer_ok(b)) {
-      c.error("page.missing-buffer",
+      c.error(kPageMissingBuffer,
               fmt::format("the page map binds buffer {}, which does not exist", b), ptr());
       continue;
     }
     const ir::Buffer& buf = c.buf(b);
     if (pg < 0 || pg >= n_pages) {
-      c.error("page.missing-page",
+      c.error(kPageMissingPage,
               fmt::format("buffer #{} ('{}') is bound to page {}, which does not exist ({} pages)",
                           b, buf.name, pg, n_pages),
               ptr());
@@ -102,19 +120,19 @@ void check_pages(Context& c) {
     const ir::Page& page = pa.pages[static_cast<size_t>(pg)];
     if (buf.kind != ir::BufferKind::ACTIVATION)
       c.error(
-          "page.kind",
+          kPageKind,
           fmt::format("buffer #{} ('{}') is a {} buffer bound to page {}: only activations live "
                       "in scratch pages (weights, KV caches and model IO are fixed HBM tensors)",
                       b, buf.name, ir::name(buf.kind), pg),
           ptr());
     bool space_ok = ir::is_onchip(buf.space) ? page.space == buf.space : offchip(page.space);
     if (!space_ok)
-      c.error("page.space",
+      c.error(kPageSpace,
               fmt::format("buffer #{} ('{}') in {} is bound to page {} in {}", b, buf.name,
                           ir::name(buf.space), pg, ir::name(page.space)),
               ptr(), {{"the page", fmt::format("/pages/pages/{}", pg)}});
     if (buf.nbytes() > page.nbytes)
-      c.error("page.size",
+      c.error(kPageSize,
               fmt::format("buffer #{} ('{}') needs {} bytes but page {} has {}", b, buf.name,
                           buf.nbytes(), pg, page.nbytes),
               ptr(), {{"the page", fmt::format("/pages/pages/{}/nbytes", pg)}});
@@ -200,7 +218,7 @@ void check_pages(Context& c) {
   }
   reach.solve();
   auto report = [&](int64_t pg, int64_t a, int64_t b, const char* extra) {
-    c.error("page.clobber",
+    c.error(kPageClobber,
             fmt::format("page {} reused by buffers #{} ('{}') and #{} ('{}') whose live ranges are "
                         "NOT ordered, clobber RACE (page reuse needs separated ranges){}",
                         pg, a, c.buf(a).name, b, c.buf(b).name, extra),

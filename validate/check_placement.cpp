@@ -13,6 +13,33 @@
 
 namespace amk::validate {
 
+// The rules this file checks, in emission order (rules() lists every family's).
+constexpr Rule kOnchipCrossSm{"onchip.cross-sm",
+                              "an SMEM/REGISTER buffer is used on more than one SM", true};
+constexpr Rule kOnchipUnassigned{"onchip.unassigned",
+                                 "warning: an on-chip buffer's users have no SM yet", true};
+constexpr Rule kSmQueueOrder{"sm.queue-order",
+                             "same-SM producer after its consumer in the SM's serial queue", true};
+constexpr Rule kSmQueueDeadlock{
+    "sm.queue-deadlock",
+    "counter waits plus per-SM queue order form a cycle (AMK checks only same-SM edges)", false};
+constexpr Rule kSmRange{"sm.range", "an SM outside [0, target.num_sms)", true};
+constexpr Rule kSmNegative{"sm.negative", "a negative SM (checked even without a target)", false};
+constexpr Rule kIoNeverProduced{"io.never-produced", "an IO_OUTPUT buffer is never written", true};
+constexpr Rule kMetaGpuMismatch{"meta.gpu-mismatch", "warning: meta.gpu differs from target.name",
+                                true};
+
+std::span<const Rule> placement_rules() {
+  static constexpr Rule kList[] = {kOnchipCrossSm,   kOnchipUnassigned, kSmQueueOrder,
+                                   kSmQueueDeadlock, kSmRange,          kSmNegative};
+  return kList;
+}
+
+std::span<const Rule> output_rules() {
+  static constexpr Rule kList[] = {kIoNeverProduced, kMetaGpuMismatch};
+  return kList;
+}
+
 namespace {
 
 // AMK checks only same-SM edges against queue order; that is not enough. With x, y queued on SM 0
@@ -58,7 +85,7 @@ void check_queue_deadlock(Context& c) {
                       fmt::format("t{} waits for counter {} of t{}", b, p.tasks[a].out_counter, a),
                       ir::task_pointer(b, "waits")});
   }
-  c.error("sm.queue-deadlock",
+  c.error(kSmQueueDeadlock,
           fmt::format("SM queues deadlock: counter waits (->) and per-SM queue order (=>) form a "
                       "cycle: {}",
                       path),
@@ -79,14 +106,14 @@ void check_placement(Context& c) {
     if (sms.size() > 1) {
       std::string list;
       for (int64_t s : sms) list += (list.empty() ? "" : ", ") + std::to_string(s);
-      c.error("onchip.cross-sm",
+      c.error(kOnchipCrossSm,
               fmt::format("on-chip buffer '{}'(#{}, {}) is used across SMs [{}], counters give "
                           "ordering, not cross-SM data; promote to GLOBAL_SCRATCH/HBM or co-locate "
                           "on one SM",
                           buf.name, b, ir::name(buf.space), list),
               fmt::format("/buffers/{}/space", b));
     } else if (!users.empty() && sms.empty()) {
-      c.warn("onchip.unassigned",
+      c.warn(kOnchipUnassigned,
              fmt::format("on-chip buffer '{}'(#{}) requires same-SM placement (unverified until "
                          "sm_assignment runs)",
                          buf.name, b),
@@ -100,7 +127,7 @@ void check_placement(Context& c) {
     if (!sa) continue;
     for (uint32_t b : c.g.consumers(a)) {
       if (p.tasks[b].sm == sa && a >= b)
-        c.error("sm.queue-order",
+        c.error(kSmQueueOrder,
                 fmt::format("SM {} queue order violates dependency {}->{} (producer must precede "
                             "consumer in the same SM's serial queue)",
                             *sa, a, b),
@@ -118,12 +145,12 @@ void check_placement(Context& c) {
     if (p.target) {
       double n = p.target->num_sms.as_double();
       if (!(*sm >= 0 && static_cast<double>(*sm) < n))
-        c.error("sm.range",
+        c.error(kSmRange,
                 fmt::format("task {} assigned to SM {} out of range [0,{})", t, *sm,
                             number_repr(p.target->num_sms)),
                 ir::task_pointer(t, "sm"));
     } else if (*sm < 0) {
-      c.error("sm.negative", fmt::format("task {} assigned to negative SM {}", t, *sm),
+      c.error(kSmNegative, fmt::format("task {} assigned to negative SM {}", t, *sm),
               ir::task_pointer(t, "sm"));
     }
   }
@@ -134,7 +161,7 @@ void check_outputs(Context& c) {
   for (size_t b = 0; b < p.buffers.size(); ++b)
     if (p.buffers[b].kind == ir::BufferKind::IO_OUTPUT &&
         c.writers(static_cast<int64_t>(b)).empty())
-      c.error("io.never-produced",
+      c.error(kIoNeverProduced,
               fmt::format("IO_OUTPUT buffer '{}'(#{}) is never produced", p.buffers[b].name, b),
               fmt::format("/buffers/{}", b));
   if (!p.target) return;
@@ -145,7 +172,7 @@ void check_outputs(Context& c) {
                   (gpu.is_number() && gpu.get<double>() == 0) ||
                   ((gpu.is_string() || gpu.is_array() || gpu.is_object()) && gpu.empty()));
   if (truthy && !(gpu.is_string() && gpu.get<std::string>() == p.target->name))
-    c.warn("meta.gpu-mismatch",
+    c.warn(kMetaGpuMismatch,
            fmt::format("meta['gpu']={} != target.name={} - flywheel rows derive GPU from "
                        "target.name",
                        ir::py_repr(gpu), ir::py_repr_str(p.target->name)),

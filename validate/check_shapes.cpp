@@ -9,6 +9,44 @@
 #include "validate/context.h"
 
 namespace amk::validate {
+
+// The rules this file checks, in emission order (rules() lists every family's).
+constexpr Rule kParamRange{
+    "param.range",
+    "a size/offset param is negative, zero where it must be positive, or odd where it must be even",
+    false};
+constexpr Rule kShapeCopy{"shape.copy", "COPY: input and output sizes differ", false};
+constexpr Rule kShapeEmbed{"shape.embed", "EMBED: table rank, id dtype or output size inconsistent",
+                           false};
+constexpr Rule kShapeNorm{"shape.norm",
+                          "RMSNORM/LAYERNORM: hidden, weight, bias and output inconsistent", false};
+constexpr Rule kShapeGemv{"shape.gemv",
+                          "GEMV/GEMM_TILE: K, weight, scales, bias or output inconsistent", false};
+constexpr Rule kShapeAttention{
+    "shape.attention", "ATTENTION_TILE: heads, head_dim, KV window or output inconsistent", false};
+constexpr Rule kShapeRope{"shape.rope",
+                          "ROPE: head_dim odd or inconsistent, positions or output wrong", false};
+constexpr Rule kShapeElementwise{
+    "shape.elementwise", "SILU_MUL/GELU/ADD/MUL/SOFTMAX/ALLREDUCE: operand sizes differ", false};
+constexpr Rule kShapeDequant{"shape.dequant",
+                             "DEQUANT: qdtype, group, scales or output inconsistent", false};
+constexpr Rule kShapeKvAppend{
+    "shape.kv-append", "KV_APPEND: not in place, or the new rows do not fit the cache", false};
+constexpr Rule kShapeArgmax{"shape.argmax", "SAMPLE_ARGMAX: output size is not the number of rows",
+                            false};
+constexpr Rule kShapeCombine{"shape.combine", "ATTENTION_COMBINE: partials and output inconsistent",
+                             false};
+constexpr Rule kTileBounds{"tile.bounds", "a GEMV/GEMM tile writes outside its output buffer",
+                           false};
+
+std::span<const Rule> shape_rules() {
+  static constexpr Rule kList[] = {kParamRange,   kShapeCopy,      kShapeEmbed,  kShapeNorm,
+                                   kShapeGemv,    kShapeAttention, kShapeRope,   kShapeElementwise,
+                                   kShapeDequant, kShapeKvAppend,  kShapeArgmax, kShapeCombine,
+                                   kTileBounds};
+  return kList;
+}
+
 namespace {
 
 using ir::Op;
@@ -40,11 +78,11 @@ class TaskShapes {
   bool has_int(ir::ParamField key) const { return pt_.has_int(key); }
   static int64_t last(const ir::Buffer& b) { return b.shape.empty() ? 1 : b.shape.back(); }
 
-  void fail(const char* code, const std::string& msg, const std::string& field = "") {
+  void fail(const Rule& code, const std::string& msg, const std::string& field = "") {
     c_.error(code, fmt::format("{} {}: {}", task_ref(t_, id_), ir::name(t_.op), msg),
              ir::task_pointer(id_, field));
   }
-  void same_numel(const char* code, size_t k) {
+  void same_numel(const Rule& code, size_t k) {
     if (in(k).numel() != out().numel())
       fail(code,
            fmt::format("{} has {} elements but {} has {}", in_ref(k), in(k).numel(), out_ref(),
@@ -77,7 +115,7 @@ void check_ranges(Context& c, size_t id, const ir::ParamTable& pt) {
     const int64_t v = pt.i[f];
     if ((rule == 'P' && v <= 0) || (rule == 'Z' && v < 0)) {
       auto key = ir::param_name(static_cast<ir::ParamField>(f));
-      c.error("param.range",
+      c.error(kParamRange,
               fmt::format("{} param '{}'={} must be {}", task_ref(t, id), key, v,
                           rule == 'P' ? "positive" : "non-negative"),
               ir::task_pointer(id, fmt::format("params/{}", key)));
@@ -85,10 +123,10 @@ void check_ranges(Context& c, size_t id, const ir::ParamTable& pt) {
   }
   const double eps = pt.real(F::eps, 0), theta = pt.real(F::theta, 1);
   if (eps < 0)
-    c.error("param.range", fmt::format("{} param 'eps' must be non-negative", task_ref(t, id)),
+    c.error(kParamRange, fmt::format("{} param 'eps' must be non-negative", task_ref(t, id)),
             ir::task_pointer(id, "params/eps"));
   if (theta <= 0)
-    c.error("param.range", fmt::format("{} param 'theta' must be positive", task_ref(t, id)),
+    c.error(kParamRange, fmt::format("{} param 'theta' must be positive", task_ref(t, id)),
             ir::task_pointer(id, "params/theta"));
 }
 
@@ -99,7 +137,7 @@ void TaskShapes::gemv() {
   const int64_t qd = i(F::qdtype, 0);
   const bool quant = (qd == 6 || qd == 7) && t_.inputs.size() >= 3;
   if (last(x) != K)
-    fail("shape.gemv", fmt::format("K={} but {} has width {}", K, in_ref(0), last(x)), "params/K");
+    fail(kShapeGemv, fmt::format("K={} but {} has width {}", K, in_ref(0), last(x)), "params/K");
   const int64_t rows = K > 0 ? x.numel() / K : 0;
   int64_t N = 0;
   const auto& w = in(1);
@@ -107,60 +145,59 @@ void TaskShapes::gemv() {
     const auto& sc = in(2);
     const int64_t group = i(F::group, K);
     if (sc.shape.size() != 2) {
-      fail("shape.gemv", fmt::format("scales {} must be [N, n_groups]", in_ref(2)), "inputs/2");
+      fail(kShapeGemv, fmt::format("scales {} must be [N, n_groups]", in_ref(2)), "inputs/2");
       return;
     }
     N = sc.shape[0];
     const int64_t groups = group > 0 ? (K + group - 1) / group : 0;
     if (sc.shape[1] != groups)
-      fail("shape.gemv",
+      fail(kShapeGemv,
            fmt::format("{} needs {} groups of {} for K={}, scales {} has {}",
                        qd == 7 ? "int4" : "int8", groups, group, K, in_ref(2), sc.shape[1]),
            "inputs/2");
     const int64_t wcols = qd == 7 ? (K + 1) / 2 : K;
     if (w.shape.size() != 2 || w.shape[0] != N || w.shape[1] != wcols)
-      fail("shape.gemv",
+      fail(kShapeGemv,
            fmt::format("{} weight {} must be [{}, {}]{}", qd == 7 ? "packed int4" : "int8",
                        in_ref(1), N, wcols, qd == 7 ? " (two columns per byte)" : ""),
            "inputs/1");
     if ((qd == 7 && w.dtype != ir::DType::U8 && w.dtype != ir::DType::I4) ||
         (qd == 6 && w.dtype != ir::DType::I8))
-      fail("shape.gemv",
+      fail(kShapeGemv,
            fmt::format("qdtype {} needs a {} weight, {} is {}", qd, qd == 7 ? "U8 (packed)" : "I8",
                        in_ref(1), ir::name(w.dtype)),
            "inputs/1");
   } else {
     if (w.shape.size() != 2) {
-      fail("shape.gemv", fmt::format("weight {} must be [N, K]", in_ref(1)), "inputs/1");
+      fail(kShapeGemv, fmt::format("weight {} must be [N, K]", in_ref(1)), "inputs/1");
       return;
     }
     N = w.shape[0];
     if (w.shape[1] != K)
-      fail("shape.gemv",
-           fmt::format("K={} but weight {} has inner dim {}", K, in_ref(1), w.shape[1]),
+      fail(kShapeGemv, fmt::format("K={} but weight {} has inner dim {}", K, in_ref(1), w.shape[1]),
            "inputs/1");
     if (t_.inputs.size() == 3 && in(2).numel() != N)
-      fail("shape.gemv", fmt::format("bias {} must have N={} elements", in_ref(2), N), "inputs/2");
+      fail(kShapeGemv, fmt::format("bias {} must have N={} elements", in_ref(2), N), "inputs/2");
   }
   if (last(out()) != N)
-    fail("shape.gemv", fmt::format("{} must have N={} columns (the weight's rows)", out_ref(), N),
+    fail(kShapeGemv, fmt::format("{} must have N={} columns (the weight's rows)", out_ref(), N),
          "outputs/0");
   const int64_t out_rows = N > 0 ? out().numel() / N : 0;
   if (gemm) {
     const int64_t m_off = i(F::m_off, 0), m_tile = i(F::M_tile, rows);
     if (m_off + m_tile > rows || m_off + m_tile > out_rows)
-      c_.error("tile.bounds",
+      c_.error(kTileBounds,
                fmt::format("{} rows [{}, {}) exceed {} ({} rows) or {}", task_ref(t_, id_), m_off,
                            m_off + m_tile, in_ref(0), rows, out_ref()),
                ir::task_pointer(id_, "params/M_tile"));
   } else if (rows != out_rows) {
-    fail("shape.gemv",
+    fail(kShapeGemv,
          fmt::format("{} has {} rows but {} has {}", in_ref(0), rows, out_ref(), out_rows),
          "outputs/0");
   }
   const int64_t n_off = i(F::n_off, 0), n_tile = i(F::N_tile, N);
   if (has_int(F::n_off) && has_int(F::N_tile) && n_off >= 0 && n_tile > 0 && n_off + n_tile > N)
-    c_.error("tile.bounds",
+    c_.error(kTileBounds,
              fmt::format("{} tile columns [{}, {}) exceed N={} of {}", task_ref(t_, id_), n_off,
                          n_off + n_tile, N, out_ref()),
              ir::task_pointer(id_, "params/N_tile"));
@@ -170,12 +207,12 @@ void TaskShapes::attention() {
   const int64_t hd = i(F::head_dim, 0), nh = i(F::n_heads, 0), nkv = i(F::n_kv_heads, nh);
   if (hd <= 0 || nh <= 0 || nkv <= 0) return;  // param.range / param.int32 already said so
   if (nh % nkv != 0)
-    fail("shape.attention", fmt::format("n_heads={} is not a multiple of n_kv_heads={}", nh, nkv),
+    fail(kShapeAttention, fmt::format("n_heads={} is not a multiple of n_kv_heads={}", nh, nkv),
          "params/n_kv_heads");
   const auto &q = in(0), &k = in(1), &v = in(2);
   const int64_t batch = q.shape.size() == 3 ? q.shape[0] : 1;
   if (q.numel() != batch * nh * hd)
-    fail("shape.attention",
+    fail(kShapeAttention,
          fmt::format("{} must hold {} x n_heads={} x head_dim={}", in_ref(0), batch, nh, hd),
          "inputs/0");
   for (size_t kk : {size_t{1}, size_t{2}}) {
@@ -185,29 +222,29 @@ void TaskShapes::attention() {
               (cache.shape.size() == 3 || cache.shape[0] == batch) &&
               (batch == 1 || cache.shape.size() == 4);
     if (!ok)
-      fail("shape.attention",
+      fail(kShapeAttention,
            fmt::format("{} must be [max_seq, n_kv_heads={}, head_dim={}]{}", in_ref(kk), nkv, hd,
                        batch > 1 ? fmt::format(" batched as [{}, ...]", batch) : ""),
            fmt::format("inputs/{}", kk));
   }
   if (k.shape != v.shape)
-    fail("shape.attention", fmt::format("{} and {} differ", in_ref(1), in_ref(2)), "inputs/2");
+    fail(kShapeAttention, fmt::format("{} and {} differ", in_ref(1), in_ref(2)), "inputs/2");
   const int64_t seq = k.shape.size() >= 3 ? k.shape[k.shape.size() - 3] : 0;
   const int64_t start = i(F::kv_start, 0), len = i(F::kv_len, seq);
   const bool partial = (i(F::flags, 0) & ir::kFlagSplitKvPartial) != 0;
   if (start >= 0 && len >= 0 && start + len > seq)
     fail(
-        "shape.attention",
+        kShapeAttention,
         fmt::format("KV window [{}, {}) exceeds the cache's {} positions", start, start + len, seq),
         "params/kv_len");
   if (len == 0 && !partial)
-    fail("shape.attention", "kv_len=0 attends to nothing (only a split-KV partial may be empty)",
+    fail(kShapeAttention, "kv_len=0 attends to nothing (only a split-KV partial may be empty)",
          "params/kv_len");
   const int64_t want = partial ? nh * (hd + 2) : batch * nh * hd;
   if (partial && batch != 1)
-    fail("shape.attention", "split-KV partials are single-sequence", "params/flags");
+    fail(kShapeAttention, "split-KV partials are single-sequence", "params/flags");
   if (out().numel() != want)
-    fail("shape.attention",
+    fail(kShapeAttention,
          fmt::format("{} must have {} elements ({})", out_ref(), want,
                      partial ? "n_heads x (head_dim + 2) partial" : "n_heads x head_dim"),
          "outputs/0");
@@ -219,25 +256,25 @@ void TaskShapes::run() {
     case Op::FUSED:
       return;
     case Op::COPY:
-      same_numel("shape.copy", 0);
+      same_numel(kShapeCopy, 0);
       return;
     case Op::EMBED: {
       const auto &ids = in(0), &table = in(1);
       if (!integer_dtype(ids.dtype))
-        fail("shape.embed",
+        fail(kShapeEmbed,
              fmt::format("ids {} must be I32, I8 or U8, not {}", in_ref(0), ir::name(ids.dtype)),
              "inputs/0");
       if (table.shape.size() != 2) {
-        fail("shape.embed", fmt::format("table {} must be [rows, width]", in_ref(1)), "inputs/1");
+        fail(kShapeEmbed, fmt::format("table {} must be [rows, width]", in_ref(1)), "inputs/1");
         return;
       }
       if (out().numel() != ids.numel() * table.shape[1])
-        fail("shape.embed",
+        fail(kShapeEmbed,
              fmt::format("{} ids x {} columns of {} do not fill {}", ids.numel(), table.shape[1],
                          in_ref(1), out_ref()),
              "outputs/0");
       if (has_int(F::hidden) && i(F::hidden, 0) != last(out()))
-        fail("shape.embed",
+        fail(kShapeEmbed,
              fmt::format("hidden={} but {} has width {}", i(F::hidden, 0), out_ref(), last(out())),
              "params/hidden");
       return;
@@ -246,15 +283,15 @@ void TaskShapes::run() {
     case Op::LAYERNORM: {
       const int64_t h = i(F::hidden, last(in(0)));
       if (last(in(0)) != h)
-        fail("shape.norm", fmt::format("hidden={} but {} has width {}", h, in_ref(0), last(in(0))),
+        fail(kShapeNorm, fmt::format("hidden={} but {} has width {}", h, in_ref(0), last(in(0))),
              "params/hidden");
       if (in(1).numel() != h)
-        fail("shape.norm", fmt::format("weight {} must have hidden={} elements", in_ref(1), h),
+        fail(kShapeNorm, fmt::format("weight {} must have hidden={} elements", in_ref(1), h),
              "inputs/1");
       if (t_.inputs.size() == 3 && in(2).numel() != h)
-        fail("shape.norm", fmt::format("bias {} must have hidden={} elements", in_ref(2), h),
+        fail(kShapeNorm, fmt::format("bias {} must have hidden={} elements", in_ref(2), h),
              "inputs/2");
-      same_numel("shape.norm", 0);
+      same_numel(kShapeNorm, 0);
       return;
     }
     case Op::GEMV_TILE:
@@ -268,21 +305,20 @@ void TaskShapes::run() {
       const int64_t hd = i(F::head_dim, 0);
       const auto &x = in(0), &pos = in(1);
       if (hd > 0 && hd % 2 != 0)
-        fail("shape.rope", fmt::format("head_dim={} must be even (rotate-half)", hd),
+        fail(kShapeRope, fmt::format("head_dim={} must be even (rotate-half)", hd),
              "params/head_dim");
       if ((x.shape.size() != 2 && x.shape.size() != 3) || (hd > 0 && last(x) != hd))
-        fail("shape.rope",
+        fail(kShapeRope,
              fmt::format("{} must be [n_heads, head_dim={}] or [seq, n_heads, head_dim]", in_ref(0),
                          hd),
              "inputs/0");
       if (!integer_dtype(pos.dtype))
-        fail("shape.rope", fmt::format("positions {} must be I32, I8 or U8", in_ref(1)),
-             "inputs/1");
+        fail(kShapeRope, fmt::format("positions {} must be I32, I8 or U8", in_ref(1)), "inputs/1");
       if (x.shape.size() == 3 && pos.numel() != x.shape[0])
-        fail("shape.rope",
+        fail(kShapeRope,
              fmt::format("{} positions for {} rows of {}", pos.numel(), x.shape[0], in_ref(0)),
              "inputs/1");
-      same_numel("shape.rope", 0);
+      same_numel(kShapeRope, 0);
       return;
     }
     case Op::SILU_MUL:
@@ -290,14 +326,14 @@ void TaskShapes::run() {
     case Op::ALLREDUCE_SHARD:
     case Op::GELU:
     case Op::MUL:
-      for (size_t k = 0; k < t_.inputs.size(); ++k) same_numel("shape.elementwise", k);
+      for (size_t k = 0; k < t_.inputs.size(); ++k) same_numel(kShapeElementwise, k);
       return;
     case Op::SOFTMAX: {
-      same_numel("shape.elementwise", 0);
+      same_numel(kShapeElementwise, 0);
       const auto rank = static_cast<int64_t>(in(0).shape.size());
       const int64_t dim = i(F::dim, -1);
       if (dim < -std::max<int64_t>(rank, 1) || dim >= std::max<int64_t>(rank, 1))
-        fail("shape.elementwise",
+        fail(kShapeElementwise,
              fmt::format("dim={} is outside the rank {} of {}", dim, rank, in_ref(0)),
              "params/dim");
       return;
@@ -305,29 +341,27 @@ void TaskShapes::run() {
     case Op::DEQUANT: {
       const int64_t qd = i(F::qdtype, 0), group = i(F::group, 0);
       if (qd != 6 && qd != 7)
-        fail("shape.dequant", fmt::format("qdtype={} must be 6 (I8) or 7 (I4)", qd),
-             "params/qdtype");
-      same_numel("shape.dequant", 0);
+        fail(kShapeDequant, fmt::format("qdtype={} must be 6 (I8) or 7 (I4)", qd), "params/qdtype");
+      same_numel(kShapeDequant, 0);
       if (group > 0) {
         if (in(0).numel() % group != 0)
-          fail("shape.dequant",
+          fail(kShapeDequant,
                fmt::format("{} elements of {} are not whole groups of {}", in(0).numel(), in_ref(0),
                            group),
                "params/group");
         else if (in(1).numel() != in(0).numel() / group)
-          fail("shape.dequant",
+          fail(kShapeDequant,
                fmt::format("scales {} must have one value per group ({})", in_ref(1),
                            in(0).numel() / group),
                "inputs/1");
         if (t_.inputs.size() == 3 && in(2).numel() != in(1).numel())
-          fail("shape.dequant", fmt::format("zeros {} must match the scales", in_ref(2)),
-               "inputs/2");
+          fail(kShapeDequant, fmt::format("zeros {} must match the scales", in_ref(2)), "inputs/2");
       }
       return;
     }
     case Op::KV_APPEND: {
       if (t_.inputs[1] != t_.outputs[0]) {
-        fail("shape.kv-append",
+        fail(kShapeKvAppend,
              fmt::format("appends in place: input 1 (#{}) must be the output (#{})", t_.inputs[1],
                          t_.outputs[0]),
              "inputs/1");
@@ -338,28 +372,28 @@ void TaskShapes::run() {
       if (cache.shape.size() == 3) {
         const int64_t row = cache.shape[1] * cache.shape[2];
         if (row <= 0 || nw.numel() % row != 0) {
-          fail("shape.kv-append",
+          fail(kShapeKvAppend,
                fmt::format("{} is not whole rows of [n_kv_heads, head_dim] = {} elements",
                            in_ref(0), row),
                "inputs/0");
         } else if (pos + nw.numel() / row > cache.shape[0]) {
-          fail("shape.kv-append",
+          fail(kShapeKvAppend,
                fmt::format("rows [{}, {}) do not fit the {} positions of {}", pos,
                            pos + nw.numel() / row, cache.shape[0], out_ref()),
                "params/pos");
         }
       } else if (cache.shape.size() == 4) {
         if (nw.numel() != cache.shape[0] * cache.shape[2] * cache.shape[3])
-          fail("shape.kv-append",
+          fail(kShapeKvAppend,
                fmt::format("{} must hold one [n_kv_heads, head_dim] row per sequence of {}",
                            in_ref(0), out_ref()),
                "inputs/0");
         if (pos >= cache.shape[1])
-          fail("shape.kv-append",
+          fail(kShapeKvAppend,
                fmt::format("pos={} is past the {} positions of {}", pos, cache.shape[1], out_ref()),
                "params/pos");
       } else {
-        fail("shape.kv-append",
+        fail(kShapeKvAppend,
              fmt::format("cache {} must be [max_seq, n_kv, hd] or [batch, max_seq, n_kv, hd]",
                          out_ref()),
              "outputs/0");
@@ -369,14 +403,14 @@ void TaskShapes::run() {
     case Op::SAMPLE_ARGMAX: {
       const int64_t v = last(in(0));
       if (v <= 0 || out().numel() != in(0).numel() / v)
-        fail("shape.argmax",
+        fail(kShapeArgmax,
              fmt::format("{} must hold one index per row of {}", out_ref(), in_ref(0)),
              "outputs/0");
       return;
     }
     case Op::ATTENTION_COMBINE: {
       if (!has_int(F::head_dim)) {
-        fail("shape.combine", "needs the int param head_dim to split the partials", "params");
+        fail(kShapeCombine, "needs the int param head_dim to split the partials", "params");
         return;
       }
       const int64_t hd = i(F::head_dim, 0);
@@ -384,12 +418,12 @@ void TaskShapes::run() {
       const int64_t nh = i(F::n_heads, in(0).numel() / (hd + 2));
       for (size_t k = 0; k < t_.inputs.size(); ++k)
         if (in(k).numel() != nh * (hd + 2))
-          fail("shape.combine",
+          fail(kShapeCombine,
                fmt::format("partial {} must be n_heads={} x (head_dim + 2) = {} elements",
                            in_ref(k), nh, nh * (hd + 2)),
                fmt::format("inputs/{}", k));
       if (out().numel() != nh * hd)
-        fail("shape.combine",
+        fail(kShapeCombine,
              fmt::format("{} must have n_heads x head_dim = {} elements", out_ref(), nh * hd),
              "outputs/0");
       return;

@@ -14,6 +14,46 @@
 #include "validate/context.h"
 
 namespace amk::validate {
+
+// The rules this file checks, in emission order (rules() lists every family's).
+constexpr Rule kRefMissingBuffer{"ref.missing-buffer",
+                                 "a task reads or writes a buffer id that does not exist", true};
+constexpr Rule kRefMissingCounter{
+    "ref.missing-counter", "a task increments or waits on a counter id that does not exist", true};
+constexpr Rule kAbiMaxInputs{"abi.max-inputs", "more than ABI_MAX_INPUTS=8 inputs", true};
+constexpr Rule kAbiMaxOutputs{"abi.max-outputs", "more than ABI_MAX_OUTPUTS=4 outputs", true};
+constexpr Rule kAbiMaxWaits{"abi.max-waits", "more than ABI_MAX_WAITS=8 waits", true};
+constexpr Rule kAbiMaxRank{"abi.max-rank", "a task touches a buffer of rank > ABI_MAX_RANK=4",
+                           true};
+constexpr Rule kWaitThreshold{"wait.threshold", "a wait threshold is not a positive static int",
+                              true};
+constexpr Rule kWaitSelf{"wait.self", "a task waits on its own out_counter (self-deadlock)", true};
+constexpr Rule kOpArity{"op.arity", "input count outside the opcode's [min, max]", true};
+constexpr Rule kOpOutputs{"op.outputs", "output count differs from the opcode's", true};
+constexpr Rule kOpRequiredParam{"op.required-param", "a param the opcode requires is missing",
+                                true};
+constexpr Rule kParamUnknown{"param.unknown",
+                             "warning: a param key that amk_params_t does not have", true};
+constexpr Rule kParamInt32{"param.int32", "an int param field is not an int32", true};
+constexpr Rule kParamReal{"param.real", "a float param field is not a real number", true};
+constexpr Rule kBufferDims{"buffer.dims", "a buffer has a dimension <= 0", false};
+constexpr Rule kBufferDuplicateName{
+    "buffer.duplicate-name", "warning: two buffers share a name (tensors bind by name)", false};
+constexpr Rule kParamFinite{"param.finite", "a float param is NaN or infinite", false};
+constexpr Rule kWriteReadonly{"write.readonly", "a task writes a WEIGHT, CONST or IO_INPUT buffer",
+                              false};
+constexpr Rule kFusedRecipe{"fused.recipe",
+                            "a FUSED recipe is malformed (AMK's validate_recipe rules)", false};
+
+std::span<const Rule> task_rules() {
+  static constexpr Rule kList[] = {
+      kRefMissingBuffer,    kRefMissingCounter, kAbiMaxInputs,  kAbiMaxOutputs, kAbiMaxWaits,
+      kAbiMaxRank,          kWaitThreshold,     kWaitSelf,      kOpArity,       kOpOutputs,
+      kOpRequiredParam,     kParamUnknown,      kParamInt32,    kParamReal,     kBufferDims,
+      kBufferDuplicateName, kParamFinite,       kWriteReadonly, kFusedRecipe};
+  return kList;
+}
+
 namespace {
 
 std::string param_repr(const ir::ParamValue& v) {
@@ -42,37 +82,36 @@ void check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
     const std::string_view op = ir::name(t.op);
     for (size_t k = 0; k < t.inputs.size(); ++k)
       if (!c.buffer_ok(t.inputs[k]))
-        c.error("ref.missing-buffer", fmt::format("{} reads missing buffer {}", ref(), t.inputs[k]),
+        c.error(kRefMissingBuffer, fmt::format("{} reads missing buffer {}", ref(), t.inputs[k]),
                 ir::task_pointer(id, fmt::format("inputs/{}", k)));
     for (size_t k = 0; k < t.outputs.size(); ++k)
       if (!c.buffer_ok(t.outputs[k]))
-        c.error("ref.missing-buffer",
-                fmt::format("{} writes missing buffer {}", ref(), t.outputs[k]),
+        c.error(kRefMissingBuffer, fmt::format("{} writes missing buffer {}", ref(), t.outputs[k]),
                 ir::task_pointer(id, fmt::format("outputs/{}", k)));
     if (!c.counter_ok(t.out_counter))
-      c.error("ref.missing-counter",
+      c.error(kRefMissingCounter,
               fmt::format("{} increments missing counter {}", ref(), t.out_counter),
               ir::task_pointer(id, "out_counter"));
     if (t.inputs.size() > ir::kMaxInputs)
-      c.error("abi.max-inputs",
+      c.error(kAbiMaxInputs,
               fmt::format("task {} has {} inputs > ABI_MAX_INPUTS={}", id, t.inputs.size(),
                           ir::kMaxInputs),
               ir::task_pointer(id, "inputs"));
     if (t.outputs.size() > ir::kMaxOutputs)
-      c.error("abi.max-outputs",
+      c.error(kAbiMaxOutputs,
               fmt::format("task {} has {} outputs > ABI_MAX_OUTPUTS={}", id, t.outputs.size(),
                           ir::kMaxOutputs),
               ir::task_pointer(id, "outputs"));
     if (t.waits.size() > ir::kMaxWaits)
       c.error(
-          "abi.max-waits",
+          kAbiMaxWaits,
           fmt::format("task {} has {} waits > ABI_MAX_WAITS={}", id, t.waits.size(), ir::kMaxWaits),
           ir::task_pointer(id, "waits"));
     auto rank_check = [&](const std::vector<int64_t>& list, const char* field) {
       for (size_t k = 0; k < list.size(); ++k) {
         int64_t b = list[k];
         if (c.buffer_ok(b) && c.buf(b).shape.size() > ir::kMaxRank)
-          c.error("abi.max-rank",
+          c.error(kAbiMaxRank,
                   fmt::format("task {} buffer {} rank {} > ABI_MAX_RANK={}", id, b,
                               c.buf(b).shape.size(), ir::kMaxRank),
                   ir::task_pointer(id, fmt::format("{}/{}", field, k)));
@@ -83,11 +122,10 @@ void check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
     for (size_t k = 0; k < t.waits.size(); ++k) {
       const ir::Wait& w = t.waits[k];
       if (!c.counter_ok(w.counter))
-        c.error("ref.missing-counter",
-                fmt::format("{} waits on missing counter {}", ref(), w.counter),
+        c.error(kRefMissingCounter, fmt::format("{} waits on missing counter {}", ref(), w.counter),
                 ir::task_pointer(id, fmt::format("waits/{}/counter", k)));
       if (w.threshold < 1)
-        c.error("wait.threshold",
+        c.error(kWaitThreshold,
                 fmt::format("{} threshold {} on counter {} is not a positive static int", ref(),
                             w.threshold, w.counter),
                 ir::task_pointer(id, fmt::format("waits/{}/threshold", k)));
@@ -95,7 +133,7 @@ void check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
     for (size_t k = 0; k < t.waits.size(); ++k)
       if (t.waits[k].counter == t.out_counter)
         c.error(
-            "wait.self",
+            kWaitSelf,
             fmt::format("{} waits on its OWN out_counter {}, self-deadlock", ref(), t.out_counter),
             ir::task_pointer(id, fmt::format("waits/{}", k)),
             {{"a task's counter only moves when the task finishes, so it can never start",
@@ -103,25 +141,25 @@ void check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
     const ir::OpSpec& spec = ir::op_spec(t.op);
     auto n_in = static_cast<int>(t.inputs.size());
     if (n_in < spec.min_inputs || (spec.max_inputs != -1 && n_in > spec.max_inputs))
-      c.error("op.arity",
+      c.error(kOpArity,
               fmt::format("task {} ({}) arity: {} inputs, expected [{},{}]", id, op, n_in,
                           spec.min_inputs, spec.max_inputs),
               ir::task_pointer(id, "inputs"));
     if (spec.n_outputs != -1 && static_cast<int>(t.outputs.size()) != spec.n_outputs)
-      c.error("op.outputs",
+      c.error(kOpOutputs,
               fmt::format("task {} ({}) expected {} outputs, got {}", id, op, spec.n_outputs,
                           t.outputs.size()),
               ir::task_pointer(id, "outputs"));
     for (std::string_view k : spec.required)
       if (auto f = ir::param_field(k); f ? !(pt.present >> static_cast<int>(*f) & 1u) : !t.param(k))
-        c.error("op.required-param",
+        c.error(kOpRequiredParam,
                 fmt::format("task {} ({}) missing required param '{}'", id, op, k),
                 ir::task_pointer(id, "params"));
     for (const ir::Param& prm : t.params) {
       auto type = ir::param_type(prm.key);
       auto ptr = [&] { return ir::task_pointer(id, "params/" + ir::pointer_token(prm.key)); };
       if (!type) {
-        c.warn("param.unknown",
+        c.warn(kParamUnknown,
                fmt::format("task {} ({}) param '{}' is not a known amk_params_t field (will not "
                            "marshal to the device)",
                            id, op, prm.key),
@@ -129,12 +167,12 @@ void check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
       } else if (*type == ir::ParamType::Int) {
         if (!prm.value.is_int() || prm.value.i < std::numeric_limits<int32_t>::min() ||
             prm.value.i > std::numeric_limits<int32_t>::max())
-          c.error("param.int32",
+          c.error(kParamInt32,
                   fmt::format("task {} param '{}'={} must be an int32", id, prm.key,
                               param_repr(prm.value)),
                   ptr());
       } else if (prm.value.kind == ir::ParamValue::Kind::Other) {  // Python: bools pass
-        c.error("param.real",
+        c.error(kParamReal,
                 fmt::format("task {} param '{}'={} must be a real number", id, prm.key,
                             param_repr(prm.value)),
                 ptr());
@@ -154,7 +192,7 @@ void check_buffers(Context& c) {
     const ir::Buffer& buf = p.buffers[b];
     for (size_t k = 0; k < buf.shape.size(); ++k) {
       if (buf.shape[k] <= 0) {
-        c.error("buffer.dims",
+        c.error(kBufferDims,
                 fmt::format("buffer #{} ('{}') has shape {}: every dimension must be positive", b,
                             buf.name, ir::py_repr(nlohmann::ordered_json(buf.shape))),
                 fmt::format("/buffers/{}/shape/{}", b, k));
@@ -169,7 +207,7 @@ void check_buffers(Context& c) {
         break;
       }
       if (eh == h && p.buffers[first].name == buf.name) {
-        c.warn("buffer.duplicate-name",
+        c.warn(kBufferDuplicateName,
                fmt::format("buffers #{} and #{} are both named '{}'; weights, inputs and outputs "
                            "are bound by name",
                            first, b, buf.name),
@@ -186,14 +224,14 @@ void check_task_structure(Context& c, size_t id) {
     const ir::Task& t = c.p.tasks[id];
     for (const ir::Param& prm : t.params)
       if (prm.value.kind == ir::ParamValue::Kind::Float && !std::isfinite(prm.value.f))
-        c.error("param.finite",
+        c.error(kParamFinite,
                 fmt::format("{} param '{}'={} is not finite", task_ref(t, id), prm.key,
                             param_repr(prm.value)),
                 ir::task_pointer(id, "params/" + ir::pointer_token(prm.key)));
     for (size_t k = 0; k < t.outputs.size(); ++k) {
       int64_t b = t.outputs[k];
       if (c.buffer_ok(b) && ir::is_readonly(c.buf(b).kind))
-        c.error("write.readonly",
+        c.error(kWriteReadonly,
                 fmt::format("{} writes {} buffer #{} ('{}'), which is read-only: weights, "
                             "constants and inputs are never written by a schedule",
                             task_ref(t, id), ir::name(c.buf(b).kind), b, c.buf(b).name),
@@ -223,7 +261,7 @@ void check_task_structure(Context& c, size_t id) {
           }
         }
         for (const auto& e : errs)
-          c.error("fused.recipe", fmt::format("{} FUSED recipe: {}", task_ref(t, id), e),
+          c.error(kFusedRecipe, fmt::format("{} FUSED recipe: {}", task_ref(t, id), e),
                   ir::task_pointer(id, "params/recipe"));
       }
     }

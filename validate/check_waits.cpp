@@ -11,6 +11,25 @@
 
 namespace amk::validate {
 
+// The rules this file checks, in emission order (rules() lists every family's).
+constexpr Rule kWaitNoProducer{"wait.no-producer",
+                               "a wait on a counter no task increments (deadlock)", true};
+constexpr Rule kWaitUnsatisfiable{
+    "wait.unsatisfiable", "a threshold above the counter's producer count (deadlock)", true};
+constexpr Rule kWaitPartialJoin{"wait.partial-join",
+                                "a partial wait on a shared counter (which-producer race)", true};
+constexpr Rule kCounterInit{"counter.init",
+                            "a counter with init != 0 is waited below init + #producers "
+                            "(pre-satisfied or partial: no happens-before)",
+                            false};
+constexpr Rule kCounterRange{"counter.range", "a counter init outside uint32", false};
+
+std::span<const Rule> wait_rules() {
+  static constexpr Rule kList[] = {kWaitNoProducer, kWaitUnsatisfiable, kWaitPartialJoin,
+                                   kCounterInit, kCounterRange};
+  return kList;
+}
+
 void check_task_waits(Context& c, size_t id) {
   const ir::Program& p = c.p;
   {
@@ -26,13 +45,13 @@ void check_task_waits(Context& c, size_t id) {
       const size_t np = c.g.producers(slot).size();
       auto ptr = [&] { return ir::task_pointer(id, fmt::format("waits/{}", k)); };
       if (np == 0) {
-        c.error("wait.no-producer",
+        c.error(kWaitNoProducer,
                 fmt::format("{} waits on counter {} with NO producer, unsatisfiable (deadlock)",
                             ref(), w.counter),
                 ptr());
       } else if (w.threshold > static_cast<int64_t>(np)) {
         c.error(
-            "wait.unsatisfiable",
+            kWaitUnsatisfiable,
             fmt::format("{} threshold {} > {} producers of counter {}, unsatisfiable (deadlock)",
                         ref(), w.threshold, np, w.counter),
             ptr() + "/threshold");
@@ -43,7 +62,7 @@ void check_task_waits(Context& c, size_t id) {
           notes.push_back(
               {fmt::format("producer {}", task_ref(p.tasks[q], q)), ir::task_pointer(q)});
         }
-        c.error("wait.partial-join",
+        c.error(kWaitPartialJoin,
                 fmt::format("{} partial wait threshold {} on shared counter {} ({} producers), "
                             "ambiguous which-producer RACE; a shared counter must be an all-join "
                             "(threshold == {})",
@@ -52,7 +71,7 @@ void check_task_waits(Context& c, size_t id) {
       }
       if (c.counter_ok(w.counter) && p.counters[static_cast<size_t>(w.counter)].init != 0) {
         int64_t init = p.counters[static_cast<size_t>(w.counter)].init;
-        c.error("counter.init",
+        c.error(kCounterInit,
                 fmt::format("{} waits on counter {} whose init is {}: the wait can hold before "
                             "its producers ran (the reference VM starts at init, the CUDA loader "
                             "at 0), so it orders nothing; waited counters must start at 0",
@@ -68,7 +87,7 @@ void check_counters(Context& c) {
   for (size_t k = 0; k < p.counters.size(); ++k) {
     int64_t init = p.counters[k].init;
     if (init < 0 || init > 0xFFFFFFFFll)
-      c.error("counter.range",
+      c.error(kCounterRange,
               fmt::format("counter {} init {} does not fit a uint32 counter", k, init),
               fmt::format("/counters/{}/init", k));
   }

@@ -38,6 +38,7 @@ struct Scratch {
   std::vector<int64_t> raw_q, first_write, cuts;
   std::vector<uint8_t> ordered, seen, read;
   std::vector<uint32_t> reader, distinct, missing;
+  std::vector<TileRegion> tile_scratch;
   // check_pages
   std::vector<uint32_t> user_slots, wreps, ab_queries;
   std::vector<uint32_t> page_off;
@@ -52,24 +53,6 @@ struct Context {
   const ir::Graph& g;
   Scratch& s;
   Result& r;
-
-  /// Rule families in report order. Per-task families run in one fused pass over the tasks;
-  /// each family's diagnostics are kept apart and concatenated in this order at the end.
-  enum Phase : uint8_t {
-    kRefs,
-    kBuffers,
-    kTaskStructure,
-    kShapes,
-    kWaits,
-    kCycles,
-    kHazards,
-    kPlacement,
-    kPages,
-    kOutputs,
-    kPhaseCount
-  };
-  Phase phase = kRefs;
-  std::array<ir::Diagnostics, kPhaseCount> errs{}, warns{};
 
   /// At most this many diagnostics per code are kept; the rest are counted in one summary.
   static constexpr size_t kPerRuleCap = 1000;
@@ -88,18 +71,34 @@ struct Context {
   /// True when `dst` waits directly on the counter `src` increments.
   bool direct(uint32_t src, uint32_t dst) const;
 
-  void error(std::string code, std::string msg, std::string pointer = {},
+  /// Reports an error of `rule` (declared beside its check; see rules()).
+  void error(const Rule& rule, std::string msg, std::string pointer = {},
              std::vector<ir::Note> notes = {});
-  void warn(std::string code, std::string msg, std::string pointer = {},
+  /// Reports a warning of `rule`.
+  void warn(const Rule& rule, std::string msg, std::string pointer = {},
             std::vector<ir::Note> notes = {});
   /// Adds the "N more" summaries of capped rules (called once at the end).
   void finish();
 
  private:
-  bool admit(const std::string& code);
+  bool admit(std::string_view code);
 };
 
-// The rule passes, in emission order (each documented in rules()).
+// Each check file declares its rules beside its checks (code, summary, AMK's or amk's) and lists
+// them here, family by family; rules() is their concatenation in emission order.
+std::span<const Rule> task_rules();       // check_tasks.cpp
+std::span<const Rule> shape_rules();      // check_shapes.cpp
+std::span<const Rule> wait_rules();       // check_waits.cpp
+std::span<const Rule> cycle_rules();      // check_cycles.cpp
+std::span<const Rule> read_rules();       // check_reads.cpp
+std::span<const Rule> waw_rules();        // check_waw.cpp
+std::span<const Rule> coverage_rules();   // check_coverage.cpp
+std::span<const Rule> placement_rules();  // check_placement.cpp
+std::span<const Rule> page_rules();       // check_pages.cpp
+std::span<const Rule> output_rules();     // check_placement.cpp (AMK step 8)
+
+// The rule passes. Per task, one fused pass runs refs, structure, shapes and waits (so a task's
+// diagnostics of those families come together); then the whole-graph passes in this order.
 void check_task_refs(Context& c, size_t id,
                      const ir::ParamTable& pt);    // AMK step 1: refs, ABI caps, arity, params
 void check_buffers(Context& c);                    // dims, duplicate names

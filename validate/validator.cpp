@@ -26,24 +26,24 @@ bool Context::direct(uint32_t src, uint32_t dst) const {
   return false;
 }
 
-bool Context::admit(const std::string& code) {
-  return ++s.rule_count[code] <= kPerRuleCap;
+bool Context::admit(std::string_view code) {
+  return ++s.rule_count[std::string(code)] <= kPerRuleCap;
 }
 
-void Context::error(std::string code, std::string msg, std::string pointer,
+void Context::error(const Rule& rule, std::string msg, std::string pointer,
                     std::vector<ir::Note> notes) {
   r.ok = false;
-  if (!admit(code)) return;
+  if (!admit(rule.code)) return;
   ir::Diagnostic& d =
-      r.errors.emplace_back(ir::error(std::move(code), std::move(msg), std::move(pointer)));
+      r.errors.emplace_back(ir::error(std::string(rule.code), std::move(msg), std::move(pointer)));
   d.notes = std::move(notes);
 }
 
-void Context::warn(std::string code, std::string msg, std::string pointer,
+void Context::warn(const Rule& rule, std::string msg, std::string pointer,
                    std::vector<ir::Note> notes) {
-  if (!admit(code)) return;
-  ir::Diagnostic& d =
-      r.warnings.emplace_back(ir::warning(std::move(code), std::move(msg), std::move(pointer)));
+  if (!admit(rule.code)) return;
+  ir::Diagnostic& d = r.warnings.emplace_back(
+      ir::warning(std::string(rule.code), std::move(msg), std::move(pointer)));
   d.notes = std::move(notes);
 }
 
@@ -131,35 +131,25 @@ Result Validator::validate(const ir::Program& p) {
   s.graph.assign(p);
   index_buffers(p, s);
   Result r;
-  Context c{p, s.graph, s, r, Context::kRefs, {}, {}};
-  c.phase = Context::kBuffers;
+  Context c{p, s.graph, s, r};
   check_buffers(c);
   s.regions.resize(p.tasks.size());
   for (size_t id = 0; id < p.tasks.size(); ++id) {  // one pass: each task is loaded once
     const ir::ParamTable pt = ir::ParamTable::of(p.tasks[id]);
     s.regions[id] = tile_region(p.tasks[id], pt);
-    c.phase = Context::kRefs;
     check_task_refs(c, id, pt);
-    c.phase = Context::kTaskStructure;
     check_task_structure(c, id);
-    c.phase = Context::kShapes;
     check_task_shapes(c, id, pt);
-    c.phase = Context::kWaits;
     check_task_waits(c, id);
   }
   check_counters(c);
-  c.phase = Context::kCycles;
   bool acyclic = check_cycles(c).empty();
   if (acyclic) {
-    c.phase = Context::kHazards;
     s.reach.bind(s.graph);
     check_hazards(c);
   }
-  c.phase = Context::kPlacement;
   check_placement(c);
-  c.phase = Context::kPages;
   check_pages(c);
-  c.phase = Context::kOutputs;
   check_outputs(c);
   c.finish();
   r.stats.tasks = p.tasks.size();
@@ -183,7 +173,7 @@ ir::Diagnostics structural_errors(const ir::Program& p, int64_t num_sms) {
     return {ir::error("abi.max-tasks", "too many tasks for the ABI (int32 ids)", "/tasks")};
   Scratch s;
   Result r;
-  Context c{p, s.graph, s, r, Context::kRefs, {}, {}};
+  Context c{p, s.graph, s, r};
   check_buffers(c);
   for (size_t id = 0; id < p.tasks.size(); ++id)
     check_task_refs(c, id, ir::ParamTable::of(p.tasks[id]));

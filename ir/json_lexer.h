@@ -1,0 +1,381 @@
+// Internal: the JSON lexer of the program reader (json_read.cpp): whitespace skipped with SSE2,
+// strings as views into the text unless they hold escapes, numbers kept as Python's json reads
+// them (int, big int or float), and a syntax error as Python's json words it, at its offset.
+#pragma once
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <string_view>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#include <fmt/format.h>
+
+namespace amk::ir::detail {
+
+struct SyntaxError {
+  size_t offset;
+  std::string message;
+};
+
+// A number token: an int that fits int64, a non-negative int that fits uint64, a bigger int, or a
+// float (Python's json makes anything with '.', 'e' or a NaN/Infinity literal a float).
+struct NumTok {
+  enum class Kind { Int, UInt, BigInt, Float } kind = Kind::Int;
+  int64_t i = 0;
+  uint64_t u = 0;
+  double d = 0;
+  std::string_view text;
+};
+
+class Lexer {
+ public:
+  explicit Lexer(std::string_view t) : b_(t.data()), p_(t.data()), e_(t.data() + t.size()) {}
+
+  size_t offset() const { return static_cast<size_t>(p_ - b_); }
+  bool at_end() {
+    ws();
+    return p_ >= e_;
+  }
+  void skip_bom() {
+    if (e_ - p_ >= 3 && std::memcmp(p_, "\xEF\xBB\xBF", 3) == 0) p_ += 3;
+  }
+
+  void ws() {
+    // Indentation dominates canonical files: skip runs of spaces first, then the rare others.
+    for (;;) {
+#ifdef __SSE2__
+      const __m128i sp = _mm_set1_epi8(' ');
+      while (e_ - p_ >= 16) {
+        auto m = static_cast<unsigned>(_mm_movemask_epi8(
+            _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p_)), sp)));
+        if (m != 0xFFFF) {
+          p_ += __builtin_ctz(~m);
+          break;
+        }
+        p_ += 16;
+      }
+#endif
+      while (p_ < e_ && *p_ == ' ') ++p_;
+      if (p_ < e_ && (*p_ == '\n' || *p_ == '\r' || *p_ == '\t')) {
+        ++p_;
+        continue;
+      }
+      return;
+    }
+  }
+  int peek() {
+    ws();
+    return p_ < e_ ? static_cast<unsigned char>(*p_) : -1;
+  }
+  [[noreturn]] void fail(std::string msg) const {
+    throw SyntaxError{offset(), std::move(msg)};
+  }
+
+  // Object/array iteration: call with first=true after the opening bracket was consumed.
+  bool next_key(std::string_view& key, std::string& scratch, bool& first) {
+    int c = peek();
+    if (c == '}') {
+      ++p_;
+      return false;
+    }
+    if (!first) {
+      if (c != ',') fail("Expecting ',' delimiter");
+      ++p_;
+      c = peek();
+    }
+    if (c != '"') fail("Expecting property name enclosed in double quotes");
+    key = string_view_(scratch);
+    if (peek() != ':') fail("Expecting ':' delimiter");
+    ++p_;
+    first = false;
+    return true;
+  }
+  bool next_element(bool& first) {
+    int c = peek();
+    if (c == ']') {
+      ++p_;
+      return false;
+    }
+    if (!first) {
+      if (c != ',') fail("Expecting ',' delimiter");
+      ++p_;
+      peek();
+    }
+    first = false;
+    return true;
+  }
+  // Reads a string literal at p_ (which is '"'); returns a view into the input when it has no
+  // escapes, else into `scratch`.
+  std::string_view string_view_(std::string& scratch) {
+    const char* start = ++p_;
+    const char* q = p_;
+    for (;;) {
+      if (q >= e_) fail_at(start - 1, "Unterminated string starting at");
+      auto c = static_cast<unsigned char>(*q);
+      if (c == '"') {
+        p_ = q + 1;
+        return {start, static_cast<size_t>(q - start)};
+      }
+      if (c == '\\') break;
+      if (c < 0x20) fail_at(q, "Invalid control character in string");
+      if (c >= 0x80) {
+        q = check_utf8(q);
+        continue;
+      }
+      ++q;
+    }
+    scratch.assign(start, q);
+    p_ = q;
+    decode_rest(scratch, start);
+    return scratch;
+  }
+  void read_string(std::string& out) {
+    std::string_view v = string_view_(out);
+    if (v.data() != out.data()) out.assign(v);
+  }
+
+  NumTok number() {
+    const char* s = p_;
+    NumTok t;
+    bool neg = false;
+    if (p_ < e_ && *p_ == '-') {
+      neg = true;
+      ++p_;
+      if (e_ - p_ >= 8 && std::memcmp(p_, "Infinity", 8) == 0) {
+        p_ += 8;
+        t.kind = NumTok::Kind::Float;
+        t.d = -std::numeric_limits<double>::infinity();
+        t.text = {s, static_cast<size_t>(p_ - s)};
+        return t;
+      }
+    }
+    if (p_ >= e_ || *p_ < '0' || *p_ > '9') fail("Expecting value");
+    const char* digits = p_;
+    if (*p_ == '0') {
+      ++p_;
+      if (p_ < e_ && *p_ >= '0' && *p_ <= '9') fail("Invalid number: leading zero");
+    } else {
+      while (p_ < e_ && *p_ >= '0' && *p_ <= '9') ++p_;
+    }
+    const char* int_end = p_;
+    bool is_float = false;
+    if (p_ < e_ && *p_ == '.') {
+      ++p_;
+      if (p_ >= e_ || *p_ < '0' || *p_ > '9') fail("Invalid number: digits expected after '.'");
+      while (p_ < e_ && *p_ >= '0' && *p_ <= '9') ++p_;
+      is_float = true;
+    }
+    if (p_ < e_ && (*p_ == 'e' || *p_ == 'E')) {
+      ++p_;
+      if (p_ < e_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      if (p_ >= e_ || *p_ < '0' || *p_ > '9') fail("Invalid number: digits expected in exponent");
+      while (p_ < e_ && *p_ >= '0' && *p_ <= '9') ++p_;
+      is_float = true;
+    }
+    t.text = {s, static_cast<size_t>(p_ - s)};
+    if (is_float) {
+      t.kind = NumTok::Kind::Float;
+      auto r = std::from_chars(s, p_, t.d);
+      if (r.ec != std::errc()) t.d = std::strtod(std::string(t.text).c_str(), nullptr);
+      return t;
+    }
+    uint64_t mag = 0;
+    bool big = false;
+    for (const char* q = digits; q < int_end; ++q) {
+      auto dgt = static_cast<uint64_t>(*q - '0');
+      if (mag > (std::numeric_limits<uint64_t>::max() - dgt) / 10) {
+        big = true;
+        break;
+      }
+      mag = mag * 10 + dgt;
+    }
+    if (big) {
+      t.kind = NumTok::Kind::BigInt;
+    } else if (neg) {
+      if (mag <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) + 1) {
+        t.kind = NumTok::Kind::Int;
+        t.i = mag == static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) + 1
+                  ? std::numeric_limits<int64_t>::min()
+                  : -static_cast<int64_t>(mag);
+      } else {
+        t.kind = NumTok::Kind::BigInt;
+      }
+    } else if (mag <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      t.kind = NumTok::Kind::Int;
+      t.i = static_cast<int64_t>(mag);
+    } else {
+      t.kind = NumTok::Kind::UInt;
+      t.u = mag;
+    }
+    return t;
+  }
+
+  // true/false/null/NaN/Infinity; returns the literal's first char, or 0 when none matches.
+  bool literal(std::string_view lit) {
+    if (static_cast<size_t>(e_ - p_) >= lit.size() &&
+        std::memcmp(p_, lit.data(), lit.size()) == 0) {
+      p_ += lit.size();
+      return true;
+    }
+    return false;
+  }
+  void advance() {
+    ++p_;
+  }
+
+ private:
+  [[noreturn]] void fail_at(const char* at, std::string msg) const {
+    throw SyntaxError{static_cast<size_t>(at - b_), std::move(msg)};
+  }
+
+  // Validates one UTF-8 sequence starting at q (strict: no overlongs, surrogates or > U+10FFFF).
+  const char* check_utf8(const char* q) const {
+    auto b0 = static_cast<unsigned char>(q[0]);
+    int n = 0;
+    uint32_t cp = 0;
+    if ((b0 & 0xE0) == 0xC0) {
+      n = 1;
+      cp = b0 & 0x1F;
+    } else if ((b0 & 0xF0) == 0xE0) {
+      n = 2;
+      cp = b0 & 0x0F;
+    } else if ((b0 & 0xF8) == 0xF0) {
+      n = 3;
+      cp = b0 & 0x07;
+    } else {
+      fail_at(q, "Invalid UTF-8 byte in string");
+    }
+    if (e_ - q <= n) fail_at(q, "Truncated UTF-8 sequence in string");
+    for (int k = 1; k <= n; ++k) {
+      auto c = static_cast<unsigned char>(q[k]);
+      if ((c & 0xC0) != 0x80) fail_at(q, "Invalid UTF-8 sequence in string");
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000))
+      fail_at(q, "Invalid UTF-8 sequence in string");
+    return q + n + 1;
+  }
+
+  static void put_utf8(std::string& out, uint32_t cp) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {  // includes lone surrogates (WTF-8), which Python strings allow
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+
+  uint32_t hex4() {
+    if (e_ - p_ < 4) fail("Invalid \\uXXXX escape");
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      char c = p_[k];
+      v <<= 4;
+      if (c >= '0' && c <= '9') {
+        v |= static_cast<uint32_t>(c - '0');
+      } else if (c >= 'a' && c <= 'f') {
+        v |= static_cast<uint32_t>(c - 'a' + 10);
+      } else if (c >= 'A' && c <= 'F') {
+        v |= static_cast<uint32_t>(c - 'A' + 10);
+      } else {
+        fail("Invalid \\uXXXX escape");
+      }
+    }
+    p_ += 4;
+    return v;
+  }
+
+  void decode_rest(std::string& out, const char* start) {
+    for (;;) {
+      if (p_ >= e_) fail_at(start - 1, "Unterminated string starting at");
+      auto c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        ++p_;
+        return;
+      }
+      if (c < 0x20) fail("Invalid control character in string");
+      if (c >= 0x80) {
+        const char* nx = check_utf8(p_);
+        out.append(p_, nx);
+        p_ = nx;
+        continue;
+      }
+      if (c != '\\') {
+        out += static_cast<char>(c);
+        ++p_;
+        continue;
+      }
+      ++p_;
+      if (p_ >= e_) fail_at(start - 1, "Unterminated string starting at");
+      char esc = *p_++;
+      switch (esc) {
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'u': {
+          uint32_t cp = hex4();
+          if (cp >= 0xD800 && cp < 0xDC00 && e_ - p_ >= 6 && p_[0] == '\\' && p_[1] == 'u') {
+            const char* save = p_;
+            p_ += 2;
+            uint32_t lo = hex4();
+            if (lo >= 0xDC00 && lo < 0xE000) {
+              cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            } else {
+              p_ = save;
+            }
+          }
+          put_utf8(out, cp);
+          break;
+        }
+        default:
+          p_ -= 2;
+          fail("Invalid \\escape");
+      }
+    }
+  }
+
+  const char* b_;
+  const char* p_;
+  const char* e_;
+};
+
+}  // namespace amk::ir::detail

@@ -1,0 +1,111 @@
+// amk's tile coverage rule: when every writer of a read buffer (or a model output) is a
+// well-formed GEMV/GEMM tile, the tiles must cover the whole buffer, else its readers see data
+// nobody wrote this pass. AMK checks no coverage at all.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "validate/hazards.h"
+
+namespace amk::validate {
+
+// The rules this file checks (rules() lists every family's).
+constexpr Rule kTileCoverage{
+    "tile.coverage", "the tiles writing a buffer leave part of it unwritten before it is read",
+    false};
+
+std::span<const Rule> coverage_rules() {
+  static constexpr Rule kList[] = {kTileCoverage};
+  return kList;
+}
+
+void check_tile_coverage(Hazards& h) {
+  using Region = TileRegion;
+  Context& c = h.c;
+  const ir::Program& p = c.p;
+  auto& regions = c.s.tile_scratch;
+  // A buffer is read iff it has more users (reads + writes) than writes.
+  auto is_read = [&](int64_t b) { return c.users(b).size() > c.writers(b).size(); };
+  auto first_reader = [&](int64_t b) {
+    for (uint32_t u : c.users(b))
+      for (int64_t x : p.tasks[u].inputs)
+        if (x == b) return u;
+    return uint32_t{0};
+  };
+  for (int64_t b : c.s.first_write) {
+    const ir::Buffer& buf = c.buf(b);
+    bool needed = is_read(b) || buf.kind == ir::BufferKind::IO_OUTPUT;
+    if (!needed || buf.kind == ir::BufferKind::KV_CACHE || buf.shape.empty()) continue;
+    auto ws = c.writers(b);
+    const int64_t n_cols = buf.shape.back();
+    const int64_t n_rows = n_cols > 0 ? buf.numel() / n_cols : 0;
+    regions.clear();
+    bool tiles = true;
+    for (uint32_t w : ws) {
+      Region r = c.s.regions[w];
+      if (r.whole) {
+        tiles = false;
+        break;
+      }
+      if (r.r1 < 0) {  // all rows: as AMK models GEMV and GEMM without a row range
+        r.r0 = 0;
+        r.r1 = n_rows;
+      }
+      regions.push_back(r);
+    }
+    if (!tiles || regions.empty() || n_cols <= 0) continue;
+    {  // fast path: full-height tiles already sorted and contiguous from 0 to n_cols
+      bool simple = true;
+      int64_t covered = 0;
+      for (const Region& r : regions) {
+        if (r.r0 != 0 || r.r1 != n_rows || r.c0 > covered) {
+          simple = false;
+          break;
+        }
+        covered = std::max(covered, r.c1);
+      }
+      if (simple && covered >= n_cols) continue;
+    }
+    // Row bands between all row boundaries; each band's column union must be [0, n_cols).
+    auto& cuts = c.s.cuts;
+    cuts.assign({0, n_rows});
+    for (const Region& r : regions) {
+      cuts.push_back(std::clamp<int64_t>(r.r0, 0, n_rows));
+      cuts.push_back(std::clamp<int64_t>(r.r1, 0, n_rows));
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    std::sort(regions.begin(), regions.end(),
+              [](const Region& x, const Region& y) { return x.c0 < y.c0; });
+    for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+      int64_t lo = cuts[k], hi = cuts[k + 1];
+      int64_t covered = 0, gap0 = -1, gap1 = -1;
+      for (const Region& r : regions) {
+        if (r.r0 > lo || r.r1 < hi) continue;  // does not span this band
+        if (r.c0 > covered) {
+          gap0 = covered;
+          gap1 = r.c0;
+          break;
+        }
+        covered = std::max(covered, r.c1);
+      }
+      if (gap0 < 0 && covered < n_cols) {
+        gap0 = covered;
+        gap1 = n_cols;
+      }
+      if (gap0 >= 0) {
+        std::string who =
+            is_read(b) ? fmt::format("task {} reads it", first_reader(b)) : "it is a model output";
+        c.error(
+            kTileCoverage,
+            fmt::format("buffer #{} ('{}') is written by {} tile(s) that leave columns [{}, {}) "
+                        "of rows [{}, {}) unwritten, but {}",
+                        b, buf.name, ws.size(), gap0, gap1, lo, hi, who),
+            ir::task_pointer(ws[0]), {{"the buffer", fmt::format("/buffers/{}", b)}});
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace amk::validate

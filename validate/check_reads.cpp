@@ -1,0 +1,127 @@
+// AMK step 5 without AMK's 8000-task cap: every ACTIVATION/IO/KV read must have every other
+// writer of its buffer as a strict ancestor (RAW, KV); a read of a buffer nobody writes is an
+// error, a read of one's own unwritten output a warning.
+#include <fmt/format.h>
+
+#include "validate/hazards.h"
+
+namespace amk::validate {
+
+// The rules this file checks, in emission order (rules() lists every family's).
+constexpr Rule kReadNeverProduced{"read.never-produced",
+                                  "a transient buffer is read but never written", true};
+constexpr Rule kRaceRaw{"race.raw", "a read not ordered after every writer of the buffer", true};
+constexpr Rule kRaceKv{"race.kv", "a KV cache read not ordered after this pass's append", true};
+constexpr Rule kReadOwnOutput{
+    "read.own-output", "warning: a task reads its own output in place with no producer", true};
+
+std::span<const Rule> read_rules() {
+  static constexpr Rule kList[] = {kReadNeverProduced, kRaceRaw, kRaceKv, kReadOwnOutput};
+  return kList;
+}
+
+namespace {
+
+std::string py_list(const std::vector<uint32_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+void query_reads(Hazards& h) {
+  Context& c = h.c;
+  const ir::Graph& g = c.g;
+  // One query per (read, writer counter) that is not a direct wait. Only reads that need a
+  // second look (a query, a sibling writer, no writer, or only themselves as writer) are
+  // remembered, so a program whose reads all wait directly costs one pass.
+  auto& raw_q = c.s.raw_q;
+  raw_q.clear();
+  for (uint32_t tid : g.topo_order()) {
+    const ir::Task& t = c.p.tasks[tid];
+    const uint32_t own = g.out_slot(tid);
+    for (uint32_t k = 0; k < t.inputs.size(); ++k) {
+      const int64_t b = t.inputs[k];
+      if (h.skip_read(b)) continue;
+      auto ws = c.writers(b);
+      auto first_q = static_cast<uint32_t>(raw_q.size());
+      bool attention = ws.empty() || (ws.size() == 1 && ws[0] == tid);
+      for (auto [slot, w] : h.groups(b)) {
+        const int64_t q = slot == own ? kDirect - 1  // the reader's own counter: never ordered
+                          : c.direct(w, tid) ? kDirect
+                                             : static_cast<int64_t>(c.s.reach.add(w, tid));
+        attention = attention || q != kDirect;
+        raw_q.push_back(q);
+      }
+      if (attention) {
+        h.reads.push_back({tid, k, first_q});
+      } else {
+        raw_q.resize(first_q);
+      }
+    }
+  }
+}
+
+void report_reads(Hazards& h) {
+  // In AMK's order: topological, then input order.
+  Context& c = h.c;
+  const ir::Program& p = c.p;
+  auto& missing = c.s.missing;
+  auto& ordered = c.s.ordered;
+  for (const Hazards::Read& ev : h.reads) {
+    const uint32_t tid = ev.task;
+    const ir::Task& t = p.tasks[tid];
+    const int64_t b = t.inputs[ev.input];
+    const ir::Buffer& buf = c.buf(b);
+    auto ws = c.writers(b);
+    auto ptr = [&] { return ir::task_pointer(tid, fmt::format("inputs/{}", ev.input)); };
+    if (ws.empty()) {
+      c.error(kReadNeverProduced,
+              fmt::format("{} reads buffer #{} ('{}') that is never produced", task_ref(t, tid), b,
+                          buf.name),
+              ptr());
+      continue;
+    }
+    auto gr = h.groups(b);
+    ordered.resize(gr.size());
+    for (size_t j = 0; j < gr.size(); ++j) {
+      const int64_t q = c.s.raw_q[ev.first_q + j];
+      ordered[j] = q == kDirect || (q >= 0 && c.s.reach.answer(static_cast<size_t>(q)));
+    }
+    missing.clear();
+    bool others = false;
+    for (uint32_t w : ws) {
+      if (w == tid) continue;
+      others = true;
+      size_t j = 0;
+      while (gr[j].first != c.g.out_slot(w)) ++j;
+      if (!ordered[j]) missing.push_back(w);
+    }
+    if (!missing.empty()) {
+      const bool kv = buf.kind == ir::BufferKind::KV_CACHE;
+      std::vector<ir::Note> notes;
+      for (uint32_t w : missing) {
+        if (notes.size() == 4) break;
+        notes.push_back({fmt::format("writer {} has no happens-before path to task {}: add a "
+                                     "wait on counter {} (threshold = its producer count)",
+                                     task_ref(p.tasks[w], w), tid, p.tasks[w].out_counter),
+                         ir::task_pointer(w)});
+      }
+      c.error(
+          kv ? kRaceKv : kRaceRaw,
+          fmt::format("{} reads {} #{} ('{}') but writer task(s) {} are NOT ordered before "
+                      "it, data RACE",
+                      task_ref(t, tid), kv ? "KV cache" : "buffer", b, buf.name, py_list(missing)),
+          ptr(), std::move(notes));
+    } else if (!others && buf.kind != ir::BufferKind::KV_CACHE) {
+      c.warn(kReadOwnOutput,
+             fmt::format("{} reads buffer #{} ('{}') in place with no external producer "
+                         "(reads its own uninitialized output?)",
+                         task_ref(t, tid), b, buf.name),
+             ptr());
+    }
+  }
+}
+
+}  // namespace amk::validate

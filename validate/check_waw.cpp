@@ -1,0 +1,190 @@
+// AMK step 5a without AMK's 8000-task cap: several writers of one buffer must be disjoint tiles
+// under one counter, or totally ordered (else a write-after-write race, with AMK's culprit pair).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "validate/hazards.h"
+
+namespace amk::validate {
+
+// The rules this file checks (rules() lists every family's).
+constexpr Rule kRaceWaw{"race.waw",
+                        "two writers of one buffer unordered with overlapping footprints", true};
+
+std::span<const Rule> waw_rules() {
+  static constexpr Rule kList[] = {kRaceWaw};
+  return kList;
+}
+
+namespace {
+
+constexpr size_t kExactCulpritMax = 256;  // writers up to which AMK's first-pair culprit is exact
+
+using Region = TileRegion;
+
+bool overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
+  if (a1 < 0 || b1 < 0) return true;  // an "all rows" range overlaps everything
+  return a0 < b1 && b0 < a1;
+}
+
+bool disjoint(const Region& a, const Region& b) {
+  if (a.whole || b.whole) return false;
+  return !overlap(a.r0, a.r1, b.r0, b.r1) || !overlap(a.c0, a.c1, b.c0, b.c1);
+}
+
+// True when every pair of regions is disjoint (sweep by column start, compare with live ones).
+bool pairwise_disjoint(std::vector<Region>& rs) {
+  for (const Region& r : rs)
+    if (r.whole) return false;
+  auto by_col = [](const Region& a, const Region& b) { return a.c0 < b.c0; };
+  if (!std::is_sorted(rs.begin(), rs.end(), by_col)) std::sort(rs.begin(), rs.end(), by_col);
+  bool rows_all = true;
+  for (const Region& r : rs) rows_all = rows_all && r.r1 < 0;
+  if (rows_all) {  // GEMV tiles: disjoint iff the sorted column ranges do not overlap
+    for (size_t k = 1; k < rs.size(); ++k)
+      if (rs[k].c0 < rs[k - 1].c1) return false;
+    return true;
+  }
+  std::vector<const Region*> live;
+  for (const Region& r : rs) {
+    live.erase(
+        std::remove_if(live.begin(), live.end(), [&](const Region* x) { return x->c1 <= r.c0; }),
+        live.end());
+    for (const Region* x : live)
+      if (overlap(x->r0, x->r1, r.r0, r.r1)) return false;
+    live.push_back(&r);
+  }
+  return true;
+}
+
+}  // namespace
+
+void query_write_orders(Hazards& h) {
+  Context& c = h.c;
+  const ir::Program& p = c.p;
+  const ir::Graph& g = c.g;
+  // Buffers in AMK's first-write order: a buffer comes up when its first writer (in list order)
+  // is visited, at the position of its first mention among that task's outputs.
+  auto& first_write = c.s.first_write;
+  first_write.clear();
+  for (uint32_t id = 0; id < p.tasks.size(); ++id) {
+    const auto& outs = p.tasks[id].outputs;
+    for (size_t k = 0; k < outs.size(); ++k) {
+      int64_t b = outs[k];
+      if (!c.buffer_ok(b) || c.writers(b)[0] != id) continue;
+      if (std::find(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(k), b) !=
+          outs.begin() + static_cast<std::ptrdiff_t>(k))
+        continue;
+      first_write.push_back(b);
+    }
+  }
+  auto& regions = c.s.tile_scratch;
+  auto& distinct = c.s.distinct;
+  for (int64_t b : first_write) {
+    auto ws = c.writers(b);
+    if (ws.size() < 2 || ir::is_readonly(c.buf(b).kind)) continue;
+    const bool one_counter = h.groups(b).size() == 1;
+    if (one_counter) {
+      regions.clear();
+      for (uint32_t w : ws) regions.push_back(c.s.regions[w]);
+      if (pairwise_disjoint(regions)) continue;
+    }
+    Hazards::Waw wc{b, one_counter, c.s.reach.size(), 0, false};
+    distinct.assign(ws.begin(), ws.end());
+    std::sort(distinct.begin(), distinct.end());
+    wc.dup_writer = std::adjacent_find(distinct.begin(), distinct.end()) != distinct.end();
+    if (!one_counter && !wc.dup_writer && h.groups(b).size() == ws.size()) {
+      const auto& pos = g.topo_pos();
+      std::sort(distinct.begin(), distinct.end(),
+                [&](uint32_t x, uint32_t y) { return pos[x] < pos[y]; });
+      for (size_t k = 0; k + 1 < distinct.size(); ++k) {
+        if (!c.direct(distinct[k], distinct[k + 1])) c.s.reach.add(distinct[k], distinct[k + 1]);
+        ++wc.n_queries;
+      }
+    }
+    h.waws.push_back(wc);
+  }
+}
+
+void report_waw(Hazards& h) {
+  Context& c = h.c;
+  const ir::Program& p = c.p;
+  const ir::Graph& g = c.g;
+  std::vector<std::pair<size_t, size_t>> pair_q;  // per failing case: [first, count) in reach
+  std::vector<size_t> failing;
+  {
+    // Which cases fail the total-order proof?
+    std::vector<uint8_t> fails(h.waws.size(), 0);
+    for (size_t i = 0; i < h.waws.size(); ++i) {
+      const Hazards::Waw& wc = h.waws[i];
+      auto ws = c.writers(wc.buffer);
+      bool total = !wc.one_counter && !wc.dup_writer && h.groups(wc.buffer).size() == ws.size();
+      if (total) {
+        // Re-derive the pairs to read their answers (direct pairs were not queried).
+        c.s.distinct.assign(ws.begin(), ws.end());
+        const auto& pos = g.topo_pos();
+        std::sort(c.s.distinct.begin(), c.s.distinct.end(),
+                  [&](uint32_t x, uint32_t y) { return pos[x] < pos[y]; });
+        size_t q = wc.first_query;
+        for (size_t k = 0; k + 1 < c.s.distinct.size() && total; ++k) {
+          if (c.direct(c.s.distinct[k], c.s.distinct[k + 1])) continue;
+          total = c.s.reach.answer(q++);
+        }
+      }
+      fails[i] = !total;
+    }
+    c.s.reach.clear();
+    for (size_t i = 0; i < h.waws.size(); ++i) {
+      if (!fails[i]) continue;
+      failing.push_back(i);
+      auto ws = c.writers(h.waws[i].buffer);
+      size_t first = c.s.reach.size();
+      if (ws.size() <= kExactCulpritMax)
+        for (size_t a = 0; a < ws.size(); ++a)
+          for (size_t b2 = a + 1; b2 < ws.size(); ++b2) {
+            c.s.reach.add(ws[a], ws[b2]);
+            c.s.reach.add(ws[b2], ws[a]);
+          }
+      pair_q.emplace_back(first, c.s.reach.size() - first);
+    }
+    c.s.reach.solve();
+  }
+  for (size_t f = 0; f < failing.size(); ++f) {
+    const Hazards::Waw& wc = h.waws[failing[f]];
+    auto ws = c.writers(wc.buffer);
+    std::pair<uint32_t, uint32_t> culprit{ws[0], ws[1]};
+    std::string extra;
+    if (ws.size() <= kExactCulpritMax) {
+      size_t q = pair_q[f].first;
+      bool found = false;
+      for (size_t a = 0; a < ws.size() && !found; ++a)
+        for (size_t b2 = a + 1; b2 < ws.size() && !found; ++b2, q += 2) {
+          bool ordered = ws[a] != ws[b2] && (c.s.reach.answer(q) || c.s.reach.answer(q + 1));
+          if (!disjoint(c.s.regions[ws[a]], c.s.regions[ws[b2]]) && !ordered) {
+            culprit = {ws[a], ws[b2]};
+            found = true;
+          }
+        }
+    } else {
+      extra = fmt::format(
+          " (buffer has {} writers; the pair shown is the first in list order, "
+          "not necessarily the first unordered one)",
+          ws.size());
+    }
+    const ir::Task &ti = p.tasks[culprit.first], &tj = p.tasks[culprit.second];
+    const ir::Buffer& buf = c.buf(wc.buffer);
+    c.error(kRaceWaw,
+            fmt::format(
+                "multi-writer WAW race on buffer #{} ('{}'): writers {} ('{}') and {} ('{}') "
+                "{}neither is ordered happens-before the other, write-after-write RACE{}",
+                wc.buffer, buf.name, culprit.first, ti.label, culprit.second, tj.label,
+                wc.one_counter ? "share a counter but their tiles OVERLAP; " : "share no counter; ",
+                extra),
+            ir::task_pointer(culprit.second),
+            {{fmt::format("the other writer, {}", task_ref(ti, culprit.first)),
+              ir::task_pointer(culprit.first)}});
+  }
+}
+
+}  // namespace amk::validate
