@@ -33,6 +33,7 @@ ir::Status set_mode(std::string_view mode, const targets::TargetSpec* t, vm::Run
       ro.aicore.aic_per_cluster = t->cluster_aic;
       ro.aicore.aiv_per_cluster = t->cluster_aiv;
       ro.aicore.schedulers = static_cast<int>(t->aicpu_threads);
+      if (!t->aic_ops.empty()) ro.aicore.aic_ops = t->aic_ops;  // the core type of each opcode
     } else {
       return ir::warning("usage.note",
                          fmt::format("--mode {}: {} has no AICore clusters; running a2a3's "

@@ -20,7 +20,8 @@ inline constexpr std::string_view kModes =
 
 /// The built-in target a program's embedded record names (for its worker topology), if any.
 std::optional<targets::TargetSpec> builtin_target_of(const ir::Program& p);
-/// Sets `ro.mode` (and, for AICore modes, the cluster topology and scheduler threads of `t`) from
+/// Sets `ro.mode` (and, for AICore modes, the cluster topology, scheduler threads and per-opcode
+/// core types of `t`) from
 /// a mode name; empty: aicore on a target with clusters, else sm. A `usage.option` error names
 /// the modes when the name is unknown.
 ir::Status set_mode(std::string_view mode, const targets::TargetSpec* t, vm::RunOptions& ro);

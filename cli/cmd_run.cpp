@@ -80,7 +80,8 @@ int cmd_run(int argc, char** argv) {
     return kUnreadable;
   }
   lo.placement = placement == "lpt" ? vm::Placement::Lpt : vm::Placement::RoundRobin;
-  ro.trace = args.has("trace");
+  vm::TraceRecorder recorder;
+  if (args.has("trace")) ro.observer = &recorder;
 
   auto loaded = vm::Vm::load(std::move(*prog), lo);
   if (!loaded) return fail(loaded.diagnostics, path);
@@ -103,8 +104,8 @@ int cmd_run(int argc, char** argv) {
   if (bound) bound = m->bind_kv(kv);
   if (!bound) return fail(bound.diagnostics, "amk run");
   vm::RunResult r = m->run(ro);
-  if (args.has("trace") && !r.trace.empty() &&
-      !write_output(args.get<std::string>("trace"), vm::chrome_trace(m->program(), r)))
+  if (args.has("trace") &&
+      !write_output(args.get<std::string>("trace"), vm::chrome_trace(m->program(), recorder)))
     return kUnreadable;
   if (r.status == vm::RunResult::Status::Stuck) {
     std::cerr << path << ": " << vm::stuck_report(m->program(), r);

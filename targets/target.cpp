@@ -48,8 +48,8 @@ bool read_extension(const json& a, TargetSpec& t, ir::Diagnostic& error) {
     return true;
   };
   for (auto it = a.begin(); it != a.end(); ++it) {
-    static const char* kKnown[] = {"family",        "workers", "clusters",     "cluster",
-                                   "aicpu_threads", "mesh",    "scratch_bytes"};
+    static const char* kKnown[] = {"family",  "workers",       "clusters", "cluster",
+                                   "aic_ops", "aicpu_threads", "mesh",     "scratch_bytes"};
     if (std::find_if(std::begin(kKnown), std::end(kKnown),
                      [&](const char* k) { return it.key() == k; }) == std::end(kKnown))
       return fail(fmt::format("/{}", ir::pointer_token(it.key())), "unknown field");
@@ -77,6 +77,16 @@ bool read_extension(const json& a, TargetSpec& t, ir::Diagnostic& error) {
       return fail("/cluster", "must be {\"aic\": integer, \"aiv\": integer}");
     t.cluster_aic = c["aic"].get<int64_t>();
     t.cluster_aiv = c["aiv"].get<int64_t>();
+  }
+  if (a.contains("aic_ops")) {
+    const json& ops = a["aic_ops"];
+    if (!ops.is_array()) return fail("/aic_ops", "must be a list of opcode names");
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const auto op = ops[i].is_string() ? ir::parse_op(ops[i].get<std::string>()) : std::nullopt;
+      if (!op)
+        return fail(fmt::format("/aic_ops/{}", i), "must be an opcode name (GEMV_TILE, ...)");
+      t.aic_ops.push_back(*op);
+    }
   }
   if (a.contains("mesh")) {
     if (!a["mesh"].is_array()) return fail("/mesh", "must be a list of positive integers");
@@ -142,6 +152,11 @@ std::string write_target_spec(const TargetSpec& t) {
   if (t.clusters) a["clusters"] = t.clusters;
   if (t.cluster_aic || t.cluster_aiv)
     a["cluster"] = {{"aic", t.cluster_aic}, {"aiv", t.cluster_aiv}};
+  if (!t.aic_ops.empty()) {
+    json ops = json::array();
+    for (ir::Op op : t.aic_ops) ops.push_back(std::string(ir::name(op)));
+    a["aic_ops"] = ops;
+  }
   if (t.aicpu_threads) a["aicpu_threads"] = t.aicpu_threads;
   if (!t.mesh.empty()) a["mesh"] = t.mesh;
   a["scratch_bytes"] = t.scratch_bytes;

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/opcodes.h"
 #include "ir/program.h"
 #include "ir/result.h"
 
@@ -28,6 +29,7 @@ struct TargetSpec {
   int64_t cluster_aic = 0;          ///< AIC cores per cluster
   int64_t cluster_aiv = 0;          ///< AIV cores per cluster
   int64_t aicpu_threads = 0;        ///< Ascend: AICPU scheduler threads
+  std::vector<ir::Op> aic_ops;      ///< Ascend: the opcodes that run on AIC (cube) cores
   std::vector<int64_t> mesh;        ///< tiled chips: mesh dimensions
   int64_t scratch_bytes = 0;        ///< capacity for scratch pages (activations)
   /// Number of workers (== record.num_sms).

@@ -17,61 +17,66 @@
 
 namespace amk::vm {
 
-namespace {
-
-bool is_matrix(ir::Op op) {
-  return op == ir::Op::GEMV_TILE || op == ir::Op::GEMM_TILE || op == ir::Op::ATTENTION_TILE;
+std::vector<ir::Op> default_aic_ops() {
+  return {ir::Op::GEMV_TILE, ir::Op::GEMM_TILE, ir::Op::ATTENTION_TILE};
 }
 
-}  // namespace
-
-CoreType core_type_of(ir::Op op, const ir::Recipe* recipe) {
-  if (is_matrix(op)) return CoreType::Aic;
+CoreType core_type_of(ir::Op op, const ir::Recipe* recipe, std::span<const ir::Op> aic_ops) {
+  auto on_aic = [&](ir::Op o) {
+    return std::find(aic_ops.begin(), aic_ops.end(), o) != aic_ops.end();
+  };
+  if (on_aic(op)) return CoreType::Aic;
   if (op == ir::Op::FUSED && recipe)
     for (const ir::RecipeStep& s : recipe->steps)
-      if (is_matrix(s.op)) return CoreType::Aic;
+      if (on_aic(s.op)) return CoreType::Aic;
   return CoreType::Aiv;
 }
 
-CoreType core_type_of(const ir::Task& t) {
+CoreType core_type_of(const ir::Task& t, std::span<const ir::Op> aic_ops) {
   std::optional<ir::Recipe> r;
   if (t.op == ir::Op::FUSED)
     if (const ir::ParamValue* rv = t.param("recipe")) {
       std::vector<std::string> errs;
       r = ir::parse_recipe(rv->other, static_cast<int64_t>(t.inputs.size()), errs);
     }
-  return core_type_of(t.op, r ? &*r : nullptr);
+  return core_type_of(t.op, r ? &*r : nullptr, aic_ops);
 }
 
 std::string_view name(CoreType c) {
   return c == CoreType::Aic ? "AIC" : "AIV";
 }
 
+namespace detail {
+
+std::vector<std::string> lane_names(const Topology& topo) {
+  std::vector<std::string> lanes;
+  for (int64_t c = 0; c < topo.cores(); ++c)
+    lanes.push_back(fmt::format("{} {} (cluster {})", name(topo.type(c)),
+                                topo.type(c) == CoreType::Aic ? c : c - topo.aic_cores(),
+                                topo.cluster_of(c)));
+  for (int s = 0; s < topo.schedulers; ++s) lanes.push_back(fmt::format("AICPU scheduler {}", s));
+  return lanes;
+}
+
+}  // namespace detail
+
 namespace {
 
 using namespace detail;
 
-// A program launch as the machine's host (see machine.h), with the per-task trace.
+// A program launch as the machine's host (see machine.h); the observer sees dispatch and retire.
 template <bool C>
 struct ProgramHost {
   Launch<C>& L;
   std::vector<uint8_t> types;  // CoreType by task
   std::atomic<bool>& abort = L.abort;
   std::atomic<bool>& finished = L.finished;
-  std::vector<int32_t> sched_of;
-  std::vector<int64_t> dispatch_ns, retire_ns;
   // The stall snapshot the watchdog takes when it aborts (read after the threads are joined).
   bool snapped = false;
   std::vector<BusyCore> busy_at_abort;
   int64_t ready_at_abort = 0;
 
-  ProgramHost(Launch<C>& launch, std::vector<uint8_t> t) : L(launch), types(std::move(t)) {
-    if (L.o.trace) {
-      sched_of.assign(L.nt, -1);
-      dispatch_ns.assign(L.nt, 0);
-      retire_ns.assign(L.nt, 0);
-    }
-  }
+  ProgramHost(Launch<C>& launch, std::vector<uint8_t> t) : L(launch), types(std::move(t)) {}
   uint8_t type_of(uint32_t t) const { return types[t]; }
   bool exec(uint32_t t, inst::Workspace& ws, int32_t core) { return L.exec(t, ws, core); }
   template <class F>
@@ -86,12 +91,10 @@ struct ProgramHost {
   }
   bool has_published() const { return false; }
   void on_dispatch(uint32_t t, int sched) {
-    if (!L.o.trace) return;
-    sched_of[t] = sched;
-    dispatch_ns[t] = ns_since(L.t0);
+    if (L.obs) L.obs->on_dispatch(t, sched, ns_since(L.t0));
   }
   void on_retire(uint32_t t) {
-    if (L.o.trace) retire_ns[t] = ns_since(L.t0);
+    if (L.obs) L.obs->on_retire(t, ns_since(L.t0));
   }
 };
 
@@ -153,25 +156,18 @@ void run_deterministic(ProgramMachine<false>& M, uint64_t seed) {
   }
 }
 
+// The lanes (a core each, then a scheduler each); the observer gets them before the run.
+template <bool C>
+void set_up_lanes(ProgramMachine<C>& M, RunResult& r) {
+  r.lanes = lane_names(M.topo);
+  if (M.H.L.obs) M.H.L.obs->set_up(&M.H.L.im.prog, r.lanes);
+}
+
 template <bool C>
 void fill_result(ProgramMachine<C>& M, RunResult& r) {
   Launch<C>& L = M.H.L;
   ProgramHost<C>& H = M.H;
   fill_common(L, r);
-  for (int64_t c = 0; c < M.topo.cores(); ++c)
-    r.lanes.push_back(fmt::format("{} {} (cluster {})", name(M.topo.type(c)),
-                                  M.topo.type(c) == CoreType::Aic ? c : c - M.topo.aic_cores(),
-                                  M.topo.cluster_of(c)));
-  const int nsched = M.topo.schedulers;
-  for (int s = 0; s < nsched; ++s) r.lanes.push_back(fmt::format("AICPU scheduler {}", s));
-  if (L.o.trace)
-    for (TraceEvent& e : r.trace) {
-      const auto t = static_cast<size_t>(e.task);
-      e.scheduler = H.sched_of[t];
-      e.dispatch_ns = H.dispatch_ns[t];
-      e.retire_ns = H.retire_ns[t];
-      e.head_ns = e.ready_ns;
-    }
   if (r.status != RunResult::Status::Stuck) return;
   // The state when the watchdog gave up (threads may have moved on while stopping); without a
   // watchdog (the deterministic mode) the end state is that state.
@@ -183,9 +179,8 @@ void fill_result(ProgramMachine<C>& M, RunResult& r) {
   const bool stalled = std::any_of(r.busy.begin(), r.busy.end(), [](const BusyCore& b) {
     return b.state == BusyCore::State::Running;
   });
-  r.stall_class = stalled            ? "running-stalled"
-                  : r.ready_left > 0 ? "ready-but-idle"
-                                     : "dependency-deadlock";
+  // A stuck launch always has tasks waiting: every submitted task is in the program.
+  r.stall_class = classify_stall(stalled, r.ready_left, r.tasks - r.tasks_done);
   // Tasks that never became ready, with the wait that holds them (the first 16).
   auto retired = [&](uint32_t u) { return L.state.is_done(u) && !held[u]; };
   for (uint32_t t = 0; t < L.nt && r.blocked.size() < 16; ++t) {
@@ -204,7 +199,10 @@ RunResult run_aicore(Image& im, const RunOptions& o) {
   const Topology topo = topology_of(o.aicore);
   const auto nt = static_cast<uint32_t>(im.prog.tasks.size());
   r.tasks = nt;
-  std::vector<uint8_t> types = im.core_type;  // by opcode, decided at load
+  std::vector<uint8_t> types(nt);  // by opcode, from the target's data (aic_ops)
+  for (uint32_t t = 0; t < nt; ++t)
+    types[t] = static_cast<uint8_t>(core_type_of(
+        im.prog.tasks[t].op, im.recipes[t] ? &*im.recipes[t] : nullptr, o.aicore.aic_ops));
   for (auto [t, c] : o.aicore.overrides) {
     if (t < 0 || t >= static_cast<int64_t>(nt)) {
       r.status = RunResult::Status::KernelError;
@@ -230,6 +228,7 @@ RunResult run_aicore(Image& im, const RunOptions& o) {
     ProgramHost<false> H(L, std::move(types));
     ProgramMachine<false> M(H, topo, nt, 1);
     M.topo.schedulers = 1;
+    set_up_lanes(M, r);
     for (uint32_t t = 0; t < nt; ++t)
       if (im.gate_init_waits[t] == 0) M.ready[H.type_of(t)].push(t);
     L.t0 = Clock::now();
@@ -244,6 +243,7 @@ RunResult run_aicore(Image& im, const RunOptions& o) {
   const int threads = topo.schedulers + topo.core_threads;
   ProgramHost<true> H(L, std::move(types));
   ProgramMachine<true> M(H, topo, nt, threads);
+  set_up_lanes(M, r);
   for (uint32_t t = 0; t < nt; ++t)
     if (im.gate_init_waits[t] == 0) M.ready[H.type_of(t)].push(t);
   L.t0 = Clock::now();

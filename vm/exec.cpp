@@ -102,7 +102,7 @@ void run_sm_thread(Launch<true>& L, Pool& P, int64_t sm) {
       }
     }
     if (L.abort.load(std::memory_order_relaxed)) return;
-    if (L.o.trace) L.ready_ns[t] = ns_since(L.t0);
+    if (L.obs) L.obs->on_ready(t, ns_since(L.t0));
     if (!L.exec(t, ws, static_cast<int32_t>(sm))) {
       P.wake_all();
       return;
@@ -110,7 +110,8 @@ void run_sm_thread(Launch<true>& L, Pool& P, int64_t sm) {
     L.counters.inc(L.im.hot[t].out_counter);
     if (P.sleepers.load(std::memory_order_seq_cst) > 0) P.wake_all();
     P.done[static_cast<size_t>(sm)].v.store(++local, std::memory_order_release);
-    if (L.o.trace && i + 1 < ql[sm + 1]) L.head_ns[static_cast<size_t>(q[i + 1])] = ns_since(L.t0);
+    if (L.obs && i + 1 < ql[sm + 1])
+      L.obs->on_head(static_cast<uint32_t>(q[i + 1]), ns_since(L.t0));
   }
 }
 
@@ -135,7 +136,30 @@ void fill_result(Launch<C>& L, RunResult& r) {
 
 }  // namespace
 
+namespace {
+
+// Tells the observer the lanes (one per SM) and that each queue's first task heads it from the
+// start.
+template <bool C>
+void set_up_observer(Launch<C>& L, RunResult& r) {
+  for (int64_t s = 0; s < L.im.num_sms; ++s) r.lanes.push_back(fmt::format("SM {}", s));
+  if (!L.obs) return;
+  L.obs->set_up(&L.im.prog, r.lanes);
+  const int32_t* q = L.im.queue();
+  const int32_t* ql = L.im.queue_len();
+  for (int64_t s = 0; s < L.im.num_sms; ++s)
+    if (ql[s] < ql[s + 1]) L.obs->on_head(static_cast<uint32_t>(q[ql[s]]), 0);
+}
+
+}  // namespace
+
 RunResult Vm::run(const RunOptions& o) {
+  RunResult r = launch(o);
+  if (o.observer) o.observer->on_finish(im_->prog, r);
+  return r;
+}
+
+RunResult Vm::launch(const RunOptions& o) {
   Image& im = *im_;
   RunResult r;
   std::memset(im.scratch(), 0, static_cast<size_t>(im.launch_scratch_bytes));
@@ -150,6 +174,7 @@ RunResult Vm::run(const RunOptions& o) {
                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (o.mode == Mode::Deterministic || (o.mode == Mode::Multiplexed && workers == 1)) {
     Launch<false> L(im, o);
+    set_up_observer(L, r);
     L.t0 = Clock::now();
     run_serial(L, o.mode == Mode::Deterministic, o.seed);
     r.wall_s = std::chrono::duration<double>(Clock::now() - L.t0).count();
@@ -159,6 +184,7 @@ RunResult Vm::run(const RunOptions& o) {
     return r;
   }
   Launch<true> L(im, o);
+  set_up_observer(L, r);
   const bool pool_mode = o.mode == Mode::Multiplexed;
   const int threads = pool_mode ? workers : static_cast<int>(im.num_sms);
   Pool P(L.nt, threads);

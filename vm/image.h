@@ -11,7 +11,8 @@
 #include "ir/fused.h"
 #include "ir/opcodes.h"
 #include "ir/program.h"
-#include "vm/vm.h"
+#include "ir/result.h"
+#include "vm/options.h"
 
 namespace amk::vm {
 
@@ -49,7 +50,6 @@ class Image {
   double total_bytes = 0;  ///< Σ task_bytes
   std::vector<ir::ParamTable> params;
   std::vector<std::optional<ir::Recipe>> recipes;
-  std::vector<uint8_t> core_type;    ///< AICore mode's CoreType by task (core_type_of)
   std::vector<uint32_t> io_off;      ///< task t's tensors: in at io_off[t].., then outputs
   std::vector<int64_t> scratch_off;  ///< buffer -> offset in scratch, or -1 (bound externally)
   int64_t launch_scratch_bytes = 0;  ///< zeroed before every launch

@@ -19,7 +19,9 @@
 #include <fmt/format.h>
 
 #include "vm/image.h"
-#include "vm/vm.h"
+#include "vm/observer.h"
+#include "vm/options.h"
+#include "vm/run_result.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -134,9 +136,7 @@ struct Launch {
   uint32_t error_task = 0;
   bool kernel_failed = false;
   Clock::time_point t0;
-  // Trace (written by one thread per task, read after join).
-  std::vector<int64_t> head_ns, ready_ns, start_ns, end_ns;
-  std::vector<int32_t> worker_of;
+  Observer* const obs;  // RunOptions::observer (null: not observed)
 
   const bool sm_order;  // a task also waits for its predecessor in its SM's queue (SM modes)
 
@@ -144,14 +144,11 @@ struct Launch {
       : im(image),
         o(opts),
         nt(static_cast<uint32_t>(image.prog.tasks.size())),
+        obs(opts.observer),
         sm_order(sm_queues) {
     counters.reset(im.prog.counters.size(), im.counter_init(), im.serial_counters);
     gates.reset(nt, sm_order ? im.gate_init.data() : im.gate_init_waits.data(), im.serial_gates);
     state.reset(nt, im.serial_state);
-    if (o.trace) {
-      head_ns.assign(nt, 0), ready_ns.assign(nt, 0), start_ns.assign(nt, 0), end_ns.assign(nt, 0);
-      worker_of.assign(nt, 0);
-    }
   }
 
   void fail(uint32_t t, std::string_view msg) {
@@ -165,11 +162,13 @@ struct Launch {
   }
 
   // Runs task t's kernel; false when it failed (the run is then aborted).
+  // The observer's lane of task t: its SM (SM modes), or the core running it (AICore mode).
+  int32_t lane(uint32_t t, int32_t worker) const {
+    return sm_order ? static_cast<int32_t>(im.prog.tasks[t].sm.value_or(0)) : worker;
+  }
+
   bool exec(uint32_t t, inst::Workspace& ws, int32_t worker) {
-    if (o.trace) {
-      start_ns[t] = ns_since(t0);
-      worker_of[t] = worker;
-    }
+    if (obs) obs->on_entry(lane(t, worker), t, ns_since(t0));
     if (im.hot[t].runs_kernel || o.kernel_for != inst::kernel_for) {
       const ir::Task& k = im.prog.tasks[t];
       const inst::Tensor* v = im.tensors.data() + im.io_off[t];
@@ -182,7 +181,7 @@ struct Launch {
         return false;
       }
     }
-    if (o.trace) end_ns[t] = ns_since(t0);
+    if (obs) obs->on_exit(lane(t, worker), t, ns_since(t0));
     state.done(t);
     return true;
   }
@@ -202,7 +201,7 @@ struct Launch {
     for (; b != e && b->threshold == v; ++b) open(b->task, on_ready);
     const int32_t n = sm_order ? h.sm_next : -1;
     if (n >= 0) {
-      if (o.trace) head_ns[n] = ns_since(t0);
+      if (obs) obs->on_head(static_cast<uint32_t>(n), ns_since(t0));
       open(static_cast<uint32_t>(n), on_ready);
     }
   }
@@ -210,7 +209,7 @@ struct Launch {
   template <class F>
   void open(uint32_t u, F& on_ready) {
     if (gates.dec(u) == 0) {
-      if (o.trace) ready_ns[u] = ns_since(t0);
+      if (obs) obs->on_ready(u, ns_since(t0));
       on_ready(u);
     }
   }
@@ -376,7 +375,7 @@ void watchdog(Launch<C>& L, Pool& P, Pending&& pending, OnAbort&& on_abort, std:
   }
 }
 
-/// Fills the per-task part of a result (done count, bytes, kernel error, trace slices).
+/// Fills the per-task part of a result (done count, bytes, kernel error).
 template <bool C>
 void fill_common(Launch<C>& L, RunResult& r) {
   const Image& im = L.im;
@@ -394,11 +393,6 @@ void fill_common(Launch<C>& L, RunResult& r) {
   } else if (r.tasks_done < r.tasks) {
     r.status = RunResult::Status::Stuck;
   }
-  if (L.o.trace)
-    for (uint32_t t = 0; t < L.nt; ++t)
-      if (L.state.is_done(t))
-        r.trace.push_back({t, L.worker_of[t], L.head_ns[t], std::max(L.head_ns[t], L.ready_ns[t]),
-                           L.start_ns[t], L.end_ns[t]});
 }
 
 /// The error of a stuck single-thread run (no watchdog: nothing else could have moved).

@@ -11,8 +11,8 @@
 
 #include "ir/graph.h"
 #include "validate/validate.h"
-#include "vm/aicore.h"
 #include "vm/image.h"
+#include "vm/vm.h"
 
 namespace amk::vm {
 namespace {
@@ -201,13 +201,12 @@ void build_arena(const ir::Program& p, int64_t num_sms, int64_t scratch_bytes, I
 }
 
 // Step 6: the ABI instructions and the host-side per-task tables (params, FUSED recipes, core
-// types, the bytes each task moves, tensor view slots).
+// the bytes each task moves, tensor view slots).
 void build_instructions(const ir::Program& p, Image& im) {
   const size_t nt = p.tasks.size();
   abi::amk_instruction_t* ins = im.instructions();
   im.params.resize(nt);
   im.recipes.resize(nt);
-  im.core_type.assign(nt, 0);
   im.io_off.resize(nt + 1);
   im.hot.resize(nt);
   im.task_bytes.resize(nt);
@@ -242,8 +241,6 @@ void build_instructions(const ir::Program& p, Image& im) {
         std::vector<std::string> errs;
         im.recipes[t] = ir::parse_recipe(rv->other, static_cast<int64_t>(k.inputs.size()), errs);
       }
-    im.core_type[t] =
-        static_cast<uint8_t>(core_type_of(k.op, im.recipes[t] ? &*im.recipes[t] : nullptr));
     im.hot[t].out_counter = static_cast<uint32_t>(k.out_counter);
     im.hot[t].runs_kernel = k.op != ir::Op::NOP;
     im.task_bytes[t] = k.op == ir::Op::NOP ? 0 : ir::task_load(p, k).bytes;

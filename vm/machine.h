@@ -75,6 +75,10 @@ inline Topology topology_of(const AicoreOptions& a) {
   return t;
 }
 
+/// The lanes of a topology as observers see them: every core ("AIC 0 (cluster 0)", AIC first),
+/// then every scheduler ("AICPU scheduler 0").
+std::vector<std::string> lane_names(const Topology& topo);
+
 template <class Host>
 struct Machine {
   Host& H;

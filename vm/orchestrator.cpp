@@ -34,10 +34,16 @@
 #include <fmt/format.h>
 
 #include "vm/machine.h"
+#include "vm/rings.h"
 
 namespace amk::vm {
 
 namespace {
+
+using detail::DepEntry;
+using detail::DepPool;
+using detail::HeapRing;
+using detail::TaskRing;
 
 // A slot's task: submitted, completed, consumed (see State), then kFree once the watermark has
 // passed it, until the slot's next task is submitted.
@@ -91,12 +97,6 @@ struct alignas(64) Slot {
   ir::Task task;  // op, label and params (reused in place: the vectors keep their capacity)
   const UserKernel* user = nullptr;  // a registered kernel's task (its op is NOP)
   const inst::Tensor* view_data() const { return n_views <= kInlineViews ? views : more.data(); }
-};
-
-// A dependency-pool entry: `consumer` waits for `producer`; `next` chains the producer's fanout.
-struct DepEntry {
-  uint32_t producer = 0, consumer = 0;
-  int32_t next = -1;
 };
 
 // A task's name in messages and in record(): its label, or "OP#id" ("KERNEL#id" for a
@@ -154,32 +154,14 @@ class Chunked {
   size_t n_ = 0;
 };
 
-// An index into a ring of `size` entries: a mask when the size is a power of two (the defaults), so
-// the hot paths take no division.
-class RingIndex {
- public:
-  explicit RingIndex(uint64_t size = 1)
-      : size_(size), mask_(std::has_single_bit(size) ? size - 1 : 0) {}
-  uint64_t operator()(uint64_t i) const { return mask_ ? i & mask_ : i % size_; }
-
- private:
-  uint64_t size_, mask_;
-};
-
-struct HeapBlock {
-  int64_t off = 0, size = 0;
-  uint32_t last_user = 0;  // last task using it (+1; 0: none yet)
-  bool pinned = true;      // its scope has not ended
-  int scope = -1;
-};
-
 }  // namespace
 
 struct Orchestrator::State {
-  OrchestratorOptions opt;
-  std::unique_ptr<Slot[]> slots;
-  std::unique_ptr<DepEntry[]> pool;  // the dependency pool (a ring, freed with the watermark)
-  std::unique_ptr<std::byte[]> heap;
+  explicit State(const OrchestratorOptions& o)
+      : opt(o), ring(o.rings.task_window), pool(o.rings.dep_pool), heap(o.rings.heap_bytes) {}
+  OrchestratorOptions opt;  // with the ring sizes clamped (Orchestrator's constructor)
+  TaskRing<Slot> ring;      // the task ring (slots, freed with the watermark)
+  DepPool pool;             // the dependency pool (a ring, freed with the watermark)
 
   // Orchestrator thread only.
   alignas(64) ir::TensorMap tm;
@@ -224,15 +206,13 @@ struct Orchestrator::State {
   std::unique_ptr<uint32_t[]> stage;               // ready at submit, by staged count (task_at)
   std::atomic<uint8_t> phase{kNotStarted};         // read by the monitor only
   alignas(64) std::atomic<uint64_t> taken{0};      // stage entries the schedulers took
-  // last_alive and the heap under wm_mu (the orchestrator's fast path reads the atomics without
-  // it).
+  // last_alive and the heap ring under wm_mu (the orchestrator's fast path reads the atomics
+  // without it).
   alignas(64) std::mutex wm_mu;
   std::atomic<uint32_t> last_alive{0};
   std::atomic<uint64_t> dep_freed{0};  // entries returned (in use: dep_alloc - dep_freed)
   std::condition_variable space_cv;
-  std::deque<HeapBlock> blocks;  // allocation order
-  int64_t blocks_popped = 0;     // global index of blocks.front()
-  int64_t heap_used = 0;
+  HeapRing heap;
   alignas(64) std::atomic<uint64_t> completed{0};  // tasks finished
 
   // Execution: the machine and its threads, finish()'s wait, the stall monitor. The flags are
@@ -246,18 +226,12 @@ struct Orchestrator::State {
   std::vector<std::thread> threads;
   alignas(64) std::mutex done_mu;  // done_cv, kernel_error, stall
   std::condition_variable done_cv;
-  std::string kernel_error, stall_report, stall_class;  // done_mu
-  std::thread monitor;
-  std::mutex mon_mu;
-  std::condition_variable mon_cv;
-  bool mon_stop = false;  // mon_mu
+  std::string kernel_error, stall_report;               // done_mu
+  StallClass stall_class = StallClass::None;            // done_mu
+  detail::Monitor monitor;                              // the schedulers' timeout (watch())
+  detail::Clock::time_point t0 = detail::Clock::now();  // the observer's time origin
 
-  RingIndex task_at, dep_at;  // task_window, dep_pool
-
-  Slot& slot(uint32_t id) { return slots[task_at(id)]; }
-
-  // The pool index of the i-th entry ever taken (a ring).
-  int32_t pool_at(uint64_t i) const { return static_cast<int32_t>(dep_at(i)); }
+  Slot& slot(uint32_t id) { return ring[id]; }
 
   // Advances the watermark over consumed tasks; frees ring slots, pool entries (a task's own, to
   // its producers: every producer finished walking its fanout before the task could run), heap
@@ -278,18 +252,9 @@ struct Orchestrator::State {
       }
       if (freed) dep_freed.store(freed, std::memory_order_release);
       last_alive.store(a, std::memory_order_release);
-      free_blocks_locked();
+      heap.free_before(a);
     }
     space_cv.notify_all();
-  }
-
-  void free_blocks_locked() {
-    while (!blocks.empty() && !blocks.front().pinned &&
-           blocks.front().last_user <= last_alive.load(std::memory_order_relaxed)) {
-      heap_used -= blocks.front().size;
-      blocks.pop_front();
-      ++blocks_popped;
-    }
   }
 
   // Drops one reference on task id (a consumer finished, or its scope ended).
@@ -309,13 +274,18 @@ struct Orchestrator::State {
   // The machine host (machine.h).
   uint8_t type_of(uint32_t id) { return slot(id).core; }
   bool all_done(uint64_t) const { return false; }  // the schedulers run until the destructor
-  void on_dispatch(uint32_t, int) {}
-  void on_retire(uint32_t) {}
+  void on_dispatch(uint32_t id, int sched) {
+    if (opt.observer) opt.observer->on_dispatch(id, sched, detail::ns_since(t0));
+  }
+  void on_retire(uint32_t id) {
+    if (opt.observer) opt.observer->on_retire(id, detail::ns_since(t0));
+  }
   // Runs the kernel unless an earlier one failed; always true, so a failed run still drains and
   // nothing waits forever.
-  bool exec(uint32_t id, inst::Workspace& ws, int32_t) {
+  bool exec(uint32_t id, inst::Workspace& ws, int32_t core) {
     Slot& s = slot(id);
     if (failed.load(std::memory_order_acquire)) return true;
+    if (opt.observer) opt.observer->on_entry(core, id, detail::ns_since(t0));
     ir::ParamTable params;
     params.set(s.task);
     const inst::Tensor* v = s.view_data();
@@ -330,6 +300,7 @@ struct Orchestrator::State {
                         ir::error_messages(r.diagnostics));
       failed.store(true, std::memory_order_release);
     }
+    if (opt.observer) opt.observer->on_exit(core, id, detail::ns_since(t0));
     return true;
   }
 
@@ -345,13 +316,13 @@ struct Orchestrator::State {
       s.state.store(kCompleted, std::memory_order_release);
       fan.clear();
       for (int32_t e = s.fan_head; e >= 0;) {
-        const DepEntry& d = pool[static_cast<size_t>(e)];
+        const DepEntry& d = pool[e];
         fan.push_back(d.consumer);
         e = d.next;
       }
       prods.clear();
       for (uint32_t k = 0; k < s.n_linked; ++k)
-        prods.push_back(pool[static_cast<size_t>(pool_at(s.dep_begin + k))].producer);
+        prods.push_back(pool[pool.at(s.dep_begin + k)].producer);
       s.fan_head = s.fan_tail = -1;
       if (s.refs == 0) {
         s.state.store(kConsumed, std::memory_order_relaxed);
@@ -374,35 +345,31 @@ struct Orchestrator::State {
     }
   }
 
-  // The schedulers' timeout (PTO's SCHEDULER_TIMEOUT with its sub-classes): wakes every 2 ms,
-  // publishes what an idle orchestrator left unpublished; no retirement for watchdog_ms while a
-  // task is pending, or while the orchestration is open and nothing is pending, classifies the
-  // stall and fails the run.
+  // The schedulers' timeout (PTO's SCHEDULER_TIMEOUT with its sub-classes), on the monitor
+  // thread: every 2 ms it publishes what an idle orchestrator left unpublished; no retirement for
+  // watchdog_ms while a task is pending, or while the orchestration is open and nothing is
+  // pending, classifies the stall and fails the run.
   void watch() {
     const auto limit = std::chrono::milliseconds(std::max<int64_t>(1, opt.watchdog_ms));
     // 2 ms ticks: also the longest a task stays unpublished behind an idle orchestrator.
     const auto slice = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(2), limit);
-    uint64_t last = M->P.total_done();
-    auto since = detail::Clock::now();
-    std::unique_lock lk(mon_mu);
-    while (!mon_stop) {
-      mon_cv.wait_for(lk, slice);
-      if (mon_stop) return;
-      publish_idle();
-      const uint64_t retired = M->P.total_done();
-      const auto now = detail::Clock::now();
-      const uint64_t sub = next_id.load(std::memory_order_acquire);
-      const bool pending = completed.load(std::memory_order_acquire) < sub;
-      const bool open_orch = phase.load(std::memory_order_acquire) == kOrchestrating;
-      if (retired != last || (!pending && !open_orch)) {  // progress, or at rest
-        last = retired;
-        since = now;
-        continue;
-      }
-      if (now - since < limit) continue;
-      classify(sub, !open_orch);
-      return;
-    }
+    monitor.start(slice,
+                  [this, limit, last = M->P.total_done(), since = detail::Clock::now()]() mutable {
+                    publish_idle();
+                    const uint64_t retired = M->P.total_done();
+                    const auto now = detail::Clock::now();
+                    const uint64_t sub = next_id.load(std::memory_order_acquire);
+                    const bool pending = completed.load(std::memory_order_acquire) < sub;
+                    const bool open_orch = phase.load(std::memory_order_acquire) == kOrchestrating;
+                    if (retired != last || (!pending && !open_orch)) {  // progress, or at rest
+                      last = retired;
+                      since = now;
+                      return true;
+                    }
+                    if (now - since < limit) return true;
+                    classify(sub, !open_orch);
+                    return false;
+                  });
   }
 
   // Records the stall (class and counts as in PTO's TIMEOUT_EXIT line) and fails the run.
@@ -416,14 +383,12 @@ struct Orchestrator::State {
     const BusyCore* stuck = nullptr;
     for (const BusyCore& b : busy)
       if (!stuck || b.state == BusyCore::State::Running) stuck = &b;
-    const char* cls = stuck         ? "running-stalled"
-                      : ready > 0   ? "ready-but-idle"
-                      : waiting > 0 ? "dependency-deadlock"
-                                    : "orchestrator-starvation";
+    const StallClass cls = classify_stall(stuck != nullptr, ready, waiting);
     std::string msg = fmt::format(
         "FATAL: Scheduler Timeout ({}): no task retired for {} ms; completed {}/{}, running {}, "
         "ready {}, waiting {}, orchestrator {}",
-        cls, opt.watchdog_ms, done, sub, running, ready, waiting, orch_done ? "done" : "not done");
+        name(cls), opt.watchdog_ms, done, sub, running, ready, waiting,
+        orch_done ? "done" : "not done");
     if (stuck)
       msg += fmt::format("; stuck task {} on {} core {} ({})", stuck->task, name(stuck->type),
                          stuck->core,
@@ -470,18 +435,18 @@ struct Orchestrator::State {
   // Under wm_mu: why waiting for the heap (`heap`) or the task ring / dependency pool can never
   // end, or "" when progress is still possible.
   std::string diagnose_locked(bool on_heap) {
-    if (on_heap && !blocks.empty() && blocks.front().pinned) {
-      const HeapBlock& b = blocks.front();
+    if (const detail::HeapBlock* oldest = heap.oldest(); on_heap && oldest && oldest->pinned) {
+      const detail::HeapBlock& b = *oldest;
       if (b.scope < 0 || scope_open(b.scope))
         return fmt::format(
             "FATAL: Heap Ring Deadlock Detected! (heap ring full)\n"
             "  heap ring: {} of {} bytes in use; the oldest block ({} bytes at offset {}) belongs "
             "to {} and is freed only when it ends, which the blocked orchestrator cannot reach\n"
             "  Solution: heap_bytes of at least {} (2x what is in use)",
-            heap_used, opt.rings.heap_bytes, b.size, b.off,
+            heap.used(), heap.capacity(), b.size, b.off,
             b.scope < 0 ? std::string("the top level (freed at finish())")
                         : fmt::format("scope #{}, still open,", b.scope),
-            std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(2 * heap_used, 1024))));
+            std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(2 * heap.used(), 1024))));
     }
     const uint32_t oldest = last_alive.load(), end = next_id.load();
     if (oldest < end) {
@@ -498,10 +463,9 @@ struct Orchestrator::State {
             "  Solution: a task window larger than the scope's tasks; recommended "
             "task_window = {} (at least 2x the scope's {} tasks)",
             on_heap ? "heap ring" : "task ring / dependency pool", opt.rings.task_window, active,
-            opt.rings.task_window, dep_alloc - dep_freed.load(), opt.rings.dep_pool, heap_used,
-            opt.rings.heap_bytes, oldest,
-            label_of(head.task.label, head.task.op, head.user, oldest), head.scope, in_scope,
-            std::bit_ceil(std::max<uint32_t>(2 * in_scope, 4)), in_scope);
+            opt.rings.task_window, dep_alloc - dep_freed.load(), opt.rings.dep_pool, heap.used(),
+            heap.capacity(), oldest, label_of(head.task.label, head.task.op, head.user, oldest),
+            head.scope, in_scope, std::bit_ceil(std::max<uint32_t>(2 * in_scope, 4)), in_scope);
       }
     }
     return {};
@@ -549,7 +513,7 @@ struct Orchestrator::State {
       v = visible.load(std::memory_order_acquire);
       if (t >= v) return false;
     } while (!taken.compare_exchange_weak(t, v, std::memory_order_relaxed));
-    for (; t < v; ++t) on_ready(stage[task_at(t)]);
+    for (; t < v; ++t) on_ready(stage[ring.pos(t)]);
     return true;
   }
   bool has_published() const {
@@ -574,34 +538,32 @@ struct Orchestrator::State {
   }
 };
 
-Orchestrator::Orchestrator(const OrchestratorOptions& o) : s_(std::make_unique<State>()) {
+namespace {
+
+OrchestratorOptions clamped(OrchestratorOptions o) {
+  o.rings.task_window = std::max<uint32_t>(2, o.rings.task_window);
+  o.rings.heap_bytes = std::max<int64_t>(0, o.rings.heap_bytes);
+  o.rings.dep_pool = std::clamp<uint32_t>(o.rings.dep_pool, 1, INT32_MAX);
+  o.publish_every = std::max<uint32_t>(1, o.publish_every);
+  return o;
+}
+
+}  // namespace
+
+Orchestrator::Orchestrator(const OrchestratorOptions& o) : s_(std::make_unique<State>(clamped(o))) {
   State& s = *s_;
-  s.opt = o;
-  s.opt.rings.task_window = std::max<uint32_t>(2, o.rings.task_window);
-  s.opt.rings.heap_bytes = std::max<int64_t>(0, o.rings.heap_bytes);
-  s.opt.rings.dep_pool = std::clamp<uint32_t>(o.rings.dep_pool, 1, INT32_MAX);
-  s.opt.publish_every = std::max<uint32_t>(1, o.publish_every);
-  s.task_at = RingIndex(s.opt.rings.task_window);
-  s.dep_at = RingIndex(s.opt.rings.dep_pool);
-  s.slots.reset(new Slot[s.opt.rings.task_window]);
   s.stage.reset(new uint32_t[s.opt.rings.task_window]);
-  s.pool.reset(new DepEntry[s.opt.rings.dep_pool]);
-  s.heap.reset(new std::byte[static_cast<size_t>(std::max<int64_t>(s.opt.rings.heap_bytes, 1))]);
   s.topo = detail::topology_of(o.machine);
+  if (o.observer) o.observer->set_up(nullptr, detail::lane_names(s.topo));
   const int n = s.topo.schedulers + s.topo.core_threads;
   s.M = std::make_unique<detail::Machine<State>>(s, s.topo, s.opt.rings.task_window, n);
   for (int w = 0; w < n; ++w) s.threads.emplace_back([&s, w] { detail::machine_thread(*s.M, w); });
-  s.monitor = std::thread([&s] { s.watch(); });
+  s.watch();
 }
 
 Orchestrator::~Orchestrator() {
   (void)finish();  // a destructor cannot report; finish() did when it was called
-  {
-    std::lock_guard lk(s_->mon_mu);
-    s_->mon_stop = true;
-  }
-  s_->mon_cv.notify_all();
-  s_->monitor.join();
+  s_->monitor.stop();
   s_->M->finish_run();
   for (auto& w : s_->threads) w.join();
 }
@@ -625,40 +587,22 @@ ir::Result<int64_t> Orchestrator::make_tensor(std::string name, ir::DType dtype,
   b.shape = std::move(shape);
   b.kind = ir::BufferKind::ACTIVATION;
   const int64_t bytes = (b.nbytes() + kAlign - 1) / kAlign * kAlign;
-  if (bytes > s.opt.rings.heap_bytes) {
+  if (bytes > s.heap.capacity()) {
     s.error = ir::error("orch.usage",
                         fmt::format("make_tensor '{}': {} bytes exceed the heap ring ({} bytes)",
-                                    b.name, bytes, s.opt.rings.heap_bytes));
+                                    b.name, bytes, s.heap.capacity()));
     return s.error;
   }
   const int scope = s.open.empty() ? -1 : s.open.back();
   std::unique_lock lk(s.wm_mu);
   int64_t off = -1;
-  auto place = [&] {
-    const int64_t H = s.opt.rings.heap_bytes;
-    if (s.blocks.empty()) {
-      off = 0;
-      return true;
-    }
-    const int64_t top = s.blocks.back().off + s.blocks.back().size, tail = s.blocks.front().off;
-    if (top > tail || (top == tail && s.heap_used == 0)) {
-      if (top + bytes <= H)
-        off = top;
-      else if (bytes <= tail)
-        off = 0;  // wrap; never straddle the end
-    } else if (top + bytes <= tail) {
-      off = top;
-    }
-    return off >= 0;
-  };
+  auto place = [&] { return (off = s.heap.place(bytes)) >= 0; };
   if (!s.wait_for_space(lk, true, place)) return s.error;
-  s.blocks.push_back({off, bytes, 0, true, scope});
-  s.heap_used += bytes;
-  s.st.max_heap_bytes = std::max(s.st.max_heap_bytes, s.heap_used);
-  const int64_t block = s.blocks_popped + static_cast<int64_t>(s.blocks.size()) - 1;
+  const int64_t block = s.heap.take(off, bytes, scope);
+  s.st.max_heap_bytes = std::max(s.st.max_heap_bytes, s.heap.used());
   lk.unlock();
-  std::memset(s.heap.get() + off, 0, static_cast<size_t>(b.nbytes()));
-  return s.add_tensor(std::move(b), s.heap.get() + off, block, scope);
+  std::memset(s.heap.data(off), 0, static_cast<size_t>(b.nbytes()));
+  return s.add_tensor(std::move(b), s.heap.data(off), block, scope);
 }
 
 namespace {
@@ -754,11 +698,7 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
   }
   if (heap_arg) {  // heap blocks live until the watermark passes their last user
     std::lock_guard lk(s.wm_mu);
-    for (const TensorArg& a : args) {
-      const TensorInfo& t = s.tensors[static_cast<size_t>(a.tensor)];
-      if (t.block >= s.blocks_popped)
-        s.blocks[static_cast<size_t>(t.block - s.blocks_popped)].last_user = id + 1;
-    }
+    for (const TensorArg& a : args) s.heap.use(s.tensors[static_cast<size_t>(a.tensor)].block, id);
   }
   // Tasks before alive_floor are reclaimed; the slot of any later one is not reused yet (it is
   // more recent than id - window).
@@ -831,14 +771,14 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
       ++early;  // reclaimed, or finished: no lock needed
       continue;
     }
-    const int32_t e = s.pool_at(sl.dep_begin + sl.n_linked);
-    s.pool[static_cast<size_t>(e)] = {p, id, -1};
+    const int32_t e = s.pool.at(sl.dep_begin + sl.n_linked);
+    s.pool[e] = {p, id, -1};
     std::lock_guard pl(ps.mu);
     if (ps.state.load(std::memory_order_relaxed) != kPending) {
       ++early;
       continue;
     }
-    (ps.fan_tail >= 0 ? s.pool[static_cast<size_t>(ps.fan_tail)].next : ps.fan_head) = e;
+    (ps.fan_tail >= 0 ? s.pool[ps.fan_tail].next : ps.fan_head) = e;
     ps.fan_tail = e;
     ++ps.refs;
     ++sl.n_linked;
@@ -854,7 +794,7 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
   // Ready now: staged for the next publish().
   if (sl.n_linked == 0 || sl.fanin.fetch_sub(early + 1, std::memory_order_acq_rel) == early + 1) {
     const uint64_t k = s.staged.load(std::memory_order_relaxed);
-    s.stage[s.task_at(k)] = id;  // at most task_window tasks are alive, so never one unpublished
+    s.stage[s.ring.pos(k)] = id;  // at most task_window tasks are alive, so never one unpublished
     s.staged.store(k + 1, std::memory_order_release);
   }
   s.submitted.store(id + 1, std::memory_order_release);
@@ -908,9 +848,8 @@ void Orchestrator::scope_end() {
   s.open.pop_back();
   {
     std::lock_guard lk(s.wm_mu);
-    for (HeapBlock& b : s.blocks)
-      if (b.scope == id) b.pinned = false;
-    s.free_blocks_locked();
+    s.heap.unpin(id);
+    s.heap.free_before(s.last_alive.load(std::memory_order_relaxed));
   }
   s.publish();  // the scope's tasks go to the schedulers now, not after later submits
   std::vector<uint32_t> tasks;
@@ -927,9 +866,8 @@ ir::Status Orchestrator::finish() {
   while (!s.open.empty()) scope_end();
   {
     std::lock_guard lk(s.wm_mu);
-    for (HeapBlock& b : s.blocks)
-      if (b.scope < 0) b.pinned = false;
-    s.free_blocks_locked();
+    s.heap.unpin(-1);
+    s.heap.free_before(s.last_alive.load(std::memory_order_relaxed));
   }
   {
     std::unique_lock lk(s.done_mu);

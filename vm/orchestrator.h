@@ -13,7 +13,9 @@
 
 #include "ir/program.h"
 #include "ir/tensor_map.h"
-#include "vm/vm.h"
+#include "vm/observer.h"
+#include "vm/options.h"
+#include "vm/run_result.h"
 
 namespace amk::vm {
 
@@ -55,6 +57,9 @@ struct OrchestratorOptions {
   /// publish at once).
   uint32_t publish_every = 16;
   inst::Kernel (*kernel_for)(ir::Op) = inst::kernel_for;  ///< the kernel registry (a seam)
+  /// Sees every task's dispatch, run and retirement (a TraceRecorder traces an orchestration;
+  /// task ids are submission order); must outlive the orchestrator.
+  Observer* observer = nullptr;
 };
 
 /// A kernel registered with Orchestrator::kernel() (PTO's func_id).
@@ -70,7 +75,7 @@ struct OrchestratorStats {
   uint64_t blocked = 0;        ///< submits that waited for a ring or pool (back-pressure)
   uint32_t max_active = 0;     ///< most tasks alive at once (as the orchestrator saw them)
   int64_t max_heap_bytes = 0;  ///< most heap bytes in use at once
-  std::string stall_class;     ///< the schedulers' timeout class ("" if none; see watchdog_ms)
+  StallClass stall_class = StallClass::None;  ///< the schedulers' timeout class (watchdog_ms)
 };
 
 /// Builds and runs a task graph; methods are called from one (the orchestrating) thread. Ready

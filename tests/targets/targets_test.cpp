@@ -58,8 +58,13 @@ TEST(Targets, AscendAndTx8DescribeTheirTopology) {
   EXPECT_EQ(a.count_of("aiv"), 48);
   EXPECT_EQ(a.aicpu_threads, 4);
   EXPECT_EQ(a.record.num_sms.i, 72);
+  // The core type of each opcode is data: the cube (AIC) opcodes, every other one on AIV.
+  const std::vector<ir::Op> cube = {ir::Op::GEMV_TILE, ir::Op::GEMM_TILE, ir::Op::ATTENTION_TILE};
+  EXPECT_EQ(a.aic_ops, cube);
   TargetSpec a5 = must_load("a5");
   EXPECT_EQ(a5.clusters, 36);
+  EXPECT_EQ(a5.aic_ops, cube);
+  EXPECT_TRUE(must_load("h100").aic_ops.empty());
   TargetSpec x = must_load("tx8");
   EXPECT_EQ(x.mesh, (std::vector<int64_t>{4, 4}));
   EXPECT_EQ(x.count_of("tile"), 16);
@@ -83,6 +88,7 @@ TEST(Targets, MalformedFilesAreErrorsWithPointers) {
       {"\"scratch_bytes\": 52428800", "\"scratch_bytes\": -1", "/amk/scratch_bytes"},
       {"\"num_sms\": 132", "\"num_sms\": \"many\"", "/num_sms"},
       {"\"workers\": [", "\"mesh\": [0], \"workers\": [", "/amk/mesh"},
+      {"\"workers\": [", "\"aic_ops\": [\"GEMV\"], \"workers\": [", "/amk/aic_ops/0"},
   };
   for (const Case& c : cases) {
     std::string text = base;

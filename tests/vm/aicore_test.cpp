@@ -43,7 +43,6 @@ RunOptions aicore(int schedulers, int core_threads, int64_t clusters = 4) {
   o.aicore.clusters = clusters;
   o.aicore.schedulers = schedulers;
   o.aicore.core_threads = core_threads;
-  o.trace = true;
   return o;
 }
 
@@ -53,7 +52,8 @@ TEST(AicoreCoreTypes, MatrixWorkGoesToAicEverythingElseToAiv) {
     t.op = static_cast<ir::Op>(k);
     const bool matrix =
         t.op == ir::Op::GEMV_TILE || t.op == ir::Op::GEMM_TILE || t.op == ir::Op::ATTENTION_TILE;
-    EXPECT_EQ(core_type_of(t), matrix ? CoreType::Aic : CoreType::Aiv) << ir::name(t.op);
+    EXPECT_EQ(core_type_of(t, default_aic_ops()), matrix ? CoreType::Aic : CoreType::Aiv)
+        << ir::name(t.op);
   }
   auto fused = [](int first_op) {
     ir::Task t;
@@ -68,8 +68,9 @@ TEST(AicoreCoreTypes, MatrixWorkGoesToAicEverythingElseToAiv) {
         {"recipe", ir::ParamValue::of_json(ir::JsonValue(nlohmann::json{{"steps", steps}}))});
     return t;
   };
-  EXPECT_EQ(core_type_of(fused(static_cast<int>(ir::Op::GEMV_TILE))), CoreType::Aic);
-  EXPECT_EQ(core_type_of(fused(static_cast<int>(ir::Op::MUL))), CoreType::Aiv);
+  EXPECT_EQ(core_type_of(fused(static_cast<int>(ir::Op::GEMV_TILE)), default_aic_ops()),
+            CoreType::Aic);
+  EXPECT_EQ(core_type_of(fused(static_cast<int>(ir::Op::MUL)), default_aic_ops()), CoreType::Aiv);
 }
 
 TEST(AicoreTopology, EveryTaskRunsOnACoreOfItsTypeOwnedByTheSchedulerThatDispatchedIt) {
@@ -79,15 +80,18 @@ TEST(AicoreTopology, EveryTaskRunsOnACoreOfItsTypeOwnedByTheSchedulerThatDispatc
   for (auto [sched, cthreads] : {std::pair{1, 0}, {3, 0}, {2, 2}, {4, 1}}) {
     RunOptions o = aicore(sched, cthreads);
     for (int64_t t = 0; t < 40; t += 2) o.aicore.overrides.emplace_back(t, CoreType::Aic);
+    TraceRecorder rec;
+    o.observer = &rec;
     RunResult r = m->run(o);
     ASSERT_TRUE(r.ok()) << test::errors(r.diagnostics);
-    ASSERT_EQ(r.trace.size(), 41u);
+    ASSERT_EQ(rec.events().size(), 41u);
+    EXPECT_EQ(rec.lanes(), r.lanes);
     // 4 clusters: AIC cores 0..3, AIV cores 4..11 (cluster i: AIV 4+2i, 5+2i); then schedulers.
     ASSERT_EQ(r.lanes.size(), 12u + static_cast<size_t>(sched));
     EXPECT_EQ(r.lanes[0], "AIC 0 (cluster 0)");
     EXPECT_EQ(r.lanes[5], "AIV 1 (cluster 0)");
     EXPECT_EQ(r.lanes[12], "AICPU scheduler 0");
-    for (const TraceEvent& e : r.trace) {
+    for (const TraceEvent& e : rec.events()) {
       const bool aic = e.task < 40 && e.task % 2 == 0;
       EXPECT_EQ(e.worker < 4, aic) << "task " << e.task << " ran on core " << e.worker;
       const int64_t cluster = e.worker < 4 ? e.worker : (e.worker - 4) / 2;
@@ -129,7 +133,7 @@ TEST(AicoreStalls, AKernelThatNeverFinishesIsReportedAsRunningStalled) {
     o.kernel_for = hanging_registry;
     RunResult r = m->run(o);
     ASSERT_EQ(r.status, RunResult::Status::Stuck);
-    EXPECT_EQ(r.stall_class, "running-stalled");
+    EXPECT_EQ(r.stall_class, StallClass::RunningStalled);
     // Task 2 holds its core (ACK, no FIN). Cores multiplexed on the OS thread stuck in it may
     // hold tasks too (dispatched, or finished and not yet retired), never a running one.
     ASSERT_FALSE(r.busy.empty());
@@ -151,9 +155,12 @@ TEST(AicoreStalls, AKernelThatNeverFinishesIsReportedAsRunningStalled) {
 
 TEST(AicoreTrace, OneLanePerCoreAndPerSchedulerThread) {
   auto m = test::must(Vm::load(fan(6), {}));
-  RunResult r = m->run(aicore(2, 0, 2));
+  TraceRecorder rec;
+  RunOptions o = aicore(2, 0, 2);
+  o.observer = &rec;
+  RunResult r = m->run(o);
   ASSERT_TRUE(r.ok()) << test::errors(r.diagnostics);
-  const auto doc = nlohmann::json::parse(chrome_trace(m->program(), r));
+  const auto doc = nlohmann::json::parse(chrome_trace(m->program(), rec));
   int lanes = 0, slices = 0, dispatches = 0, retires = 0;
   for (const auto& e : doc["traceEvents"]) {
     if (e["ph"] == "M") ++lanes;
@@ -176,10 +183,12 @@ TEST(AicoreDeterministic, TheSameSeedReplaysTheSameCoreAssignment) {
     RunOptions o = aicore(1, 0);
     o.aicore.deterministic = true;
     o.seed = seed;
+    TraceRecorder rec;
+    o.observer = &rec;
     RunResult r = m->run(o);
     EXPECT_TRUE(r.ok()) << test::errors(r.diagnostics);
     std::vector<int32_t> c(31, -1);
-    for (const TraceEvent& e : r.trace) c[static_cast<size_t>(e.task)] = e.worker;
+    for (const TraceEvent& e : rec.events()) c[static_cast<size_t>(e.task)] = e.worker;
     return c;
   };
   EXPECT_EQ(cores_of(9), cores_of(9));

@@ -18,6 +18,7 @@
 #include "support.h"
 #include "validate/validate.h"
 #include "vm/orchestrator.h"
+#include "vm/vm.h"
 
 namespace amk::vm {
 namespace {
@@ -41,6 +42,40 @@ inst::Kernel logging_registry(ir::Op) {
 
 size_t pos(const std::string& label) {
   return static_cast<size_t>(std::find(g_log.begin(), g_log.end(), label) - g_log.begin());
+}
+
+TEST(OrchestratorTrace, AnObserverSeesEveryTaskDispatchedRunAndRetiredOnItsCore) {
+  TraceRecorder rec;
+  OrchestratorOptions o;
+  o.machine.clusters = 2;
+  o.machine.schedulers = 2;
+  o.observer = &rec;
+  std::vector<float> x(4, 1.0f), y(4), z(4);
+  {
+    Orchestrator orch(o);
+    const int64_t X = orch.tensor("x", ir::DType::F32, {4}, x.data(), ir::BufferKind::IO_INPUT);
+    const int64_t Y = orch.tensor("y", ir::DType::F32, {4}, y.data(), ir::BufferKind::IO_OUTPUT);
+    const int64_t Z = orch.tensor("z", ir::DType::F32, {4}, z.data(), ir::BufferKind::IO_OUTPUT);
+    ASSERT_TRUE(test::ok(
+        orch.submit(ir::Op::COPY, CoreType::Aiv, {{X, ArgDir::Input}, {Y, ArgDir::Output}})));
+    ASSERT_TRUE(test::ok(
+        orch.submit(ir::Op::COPY, CoreType::Aic, {{Y, ArgDir::Input}, {Z, ArgDir::Output}})));
+    ASSERT_TRUE(test::ok(orch.finish()));
+  }
+  EXPECT_EQ(z, x);
+  // Lanes: 2 AIC, 4 AIV, then the 2 schedulers.
+  ASSERT_EQ(rec.lanes().size(), 8u);
+  EXPECT_EQ(rec.lanes()[6], "AICPU scheduler 0");
+  const std::vector<TraceEvent> ev = rec.events();
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_GE(ev[0].worker, 2);               // the AIV task on an AIV core
+  EXPECT_LT(ev[1].worker, 2);               // the AIC task on an AIC core
+  EXPECT_LE(ev[0].end_ns, ev[1].start_ns);  // the second reads what the first wrote
+  for (const TraceEvent& e : ev) {
+    EXPECT_GE(e.scheduler, 0);
+    EXPECT_LE(e.dispatch_ns, e.start_ns);
+    EXPECT_LE(e.end_ns, e.retire_ns);
+  }
 }
 
 TEST(OrchestratorDeps, RawWawWarAndDisjointRowRegions) {
@@ -269,7 +304,7 @@ TEST(OrchestratorStalls, AnIdleMachineWhileTheOrchestrationIsOpenIsOrchestratorS
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // slow host code
     const auto failed = orch.submit(ir::Op::NOP, CoreType::Aiv, {{t, ArgDir::InOut}}, {}, "second");
     EXPECT_FALSE(failed);
-    EXPECT_EQ(orch.stats().stall_class, "orchestrator-starvation");
+    EXPECT_EQ(orch.stats().stall_class, StallClass::OrchestratorStarvation);
     EXPECT_NE(test::errors(failed.diagnostics)
                   .find("FATAL: Scheduler Timeout (orchestrator-starvation): no task "
                         "retired for 40 ms; completed 1/1, running 0, ready 0, waiting 0, "
@@ -291,7 +326,7 @@ TEST(OrchestratorStalls, AFinishedOrchestrationAtRestIsNotAStall) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_TRUE(test::ok(orch.submit(ir::Op::NOP, CoreType::Aic, {{t, ArgDir::InOut}})));
   EXPECT_TRUE(test::ok(orch.finish()));
-  EXPECT_EQ(orch.stats().stall_class, "");
+  EXPECT_EQ(orch.stats().stall_class, StallClass::None);
 }
 
 TEST(OrchestratorStalls, AKernelThatNeverFinishesIsRunningStalledAndFinishReturns) {
@@ -311,7 +346,7 @@ TEST(OrchestratorStalls, AKernelThatNeverFinishesIsRunningStalledAndFinishReturn
                             {}, "after"));
     const auto failed = orch.finish();
     EXPECT_FALSE(failed);
-    EXPECT_EQ(orch.stats().stall_class, "running-stalled");
+    EXPECT_EQ(orch.stats().stall_class, StallClass::RunningStalled);
     EXPECT_NE(test::errors(failed.diagnostics)
                   .find("FATAL: Scheduler Timeout (running-stalled): no task retired for "
                         "50 ms; completed 0/2, running 1, ready 0, waiting 1, orchestrator "

@@ -274,6 +274,8 @@ TEST(VmWatchdog, ADeadlockedProgramEndsWithAReportNotAHang) {
   auto m = test::must(Vm::load(chain(6, true), lo));
   for (RunOptions o : every_mode()) {
     o.watchdog_ms = 2000;
+    StuckReporter reporter;  // the stuck report is an observer too
+    o.observer = &reporter;
     const auto t0 = std::chrono::steady_clock::now();
     RunResult r = m->run(o);
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5)) << describe(o);
@@ -281,9 +283,10 @@ TEST(VmWatchdog, ADeadlockedProgramEndsWithAReportNotAHang) {
     EXPECT_EQ(r.tasks_done, 0);
     ASSERT_FALSE(r.blocked.empty());
     const std::string rep = stuck_report(m->program(), r);
+    EXPECT_EQ(reporter.report(), rep);
     EXPECT_NE(rep.find("deadlock"), std::string::npos) << rep;
     if (o.mode == Mode::Aicore) {
-      EXPECT_EQ(r.stall_class, "dependency-deadlock") << rep;
+      EXPECT_EQ(r.stall_class, StallClass::DependencyDeadlock) << rep;
       EXPECT_NE(rep.find("stall class: dependency-deadlock; 0 ready task(s) not dispatched"),
                 std::string::npos)
           << rep;
@@ -435,11 +438,12 @@ TEST(VmTrace, OneSlicePerTaskOnItsSmLane) {
   auto m = test::must(Vm::load(chain(5, false), lo));
   RunOptions o;
   o.workers = 2;
-  o.trace = true;
+  TraceRecorder rec;
+  o.observer = &rec;
   RunResult r = m->run(o);
   ASSERT_TRUE(r.ok());
-  ASSERT_EQ(r.trace.size(), 5u);
-  json t = json::parse(chrome_trace(m->program(), r));
+  ASSERT_EQ(rec.events().size(), 5u);
+  json t = json::parse(chrome_trace(m->program(), rec));
   int slices = 0;
   for (const auto& ev : t["traceEvents"])
     if (ev["ph"] == "X" && ev["cat"] == "task") {
