@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/decode.h"
+#include "app/machine.h"
 #include "lower/config.h"
 #include "lower/lower.h"
 #include "lower_support.h"
@@ -24,72 +26,43 @@ using test_support::target;
 
 using json = nlohmann::ordered_json;
 
-struct Decoder {
-  ModelSpec m;
-  targets::TargetSpec t;
-  std::optional<ir::ScheduleConfig> cfg;
-  LowerOptions opt;
-  vm::TensorStore kv;
-  vm::RunOptions ro;
-
-  std::vector<float> step(const vm::SafeTensors& w, int32_t token, int64_t pos) {
-    LowerOptions o = opt;
-    o.pos = pos;
-    auto v = amk::test::must(vm::Vm::load(amk::test::must(lower(m, t, cfg, o)), {}));
-    for (const ir::Status& st :
-         {v->bind_weights(w), v->set_decode_inputs({&token, 1}, static_cast<int32_t>(pos)),
-          v->bind_kv(kv)})
-      if (!st) throw std::runtime_error(amk::test::text(st.diagnostics));
-    vm::RunResult res = v->run(ro);
-    if (!res.ok()) throw std::runtime_error(amk::test::text(res.diagnostics));
-    int64_t id = 0;
-    for (const auto& b : v->program().buffers) {
-      if (b.name == "logits") {
-        const float* f = static_cast<const float*>(v->data(id));
-        return {f, f + b.numel()};
-      }
-      ++id;
-    }
-    throw std::runtime_error("no logits");
-  }
-};
-
-// Decodes `steps` positions with the scheduled program and with the direct evaluation. In AICore
-// mode the topology and scheduler count come from the target and `workers` is the core threads.
+// Decodes `steps` positions (prompt token 3, then greedy) with the scheduled program and checks
+// every step against the direct evaluation (app::decode with verify, the loop amk generate runs);
+// returns the largest |logit difference|. In AICore mode the topology, scheduler count and core
+// types come from the target and `workers` is the core threads.
 double max_error(const std::string& name, const std::string& tgt, const ir::ScheduleConfig& cfg,
                  int steps, int workers, vm::Mode mode, ir::DType dtype = ir::DType::F32) {
   const ModelSpec m = model(name);
   const targets::TargetSpec t = target(tgt);
+  app::DecodeSource src;
+  src.model = &m;
+  src.target = &t;
+  src.config = cfg;
+  src.lower.dtype = dtype;
   LowerOptions ro;
   ro.reference = true;
   ro.dtype = dtype;
-  const ir::Program ref_prog = amk::test::must(lower(m, t, cfg, ro));
-  const auto image = vm::random_weights_image(ref_prog, 11);
+  const auto image = vm::random_weights_image(amk::test::must(lower(m, t, cfg, ro)), 11);
   auto w = amk::test::must(vm::SafeTensors::parse(image, "random"));
-  Decoder sched{m, t, cfg, {}, {}, {}};
-  sched.opt.dtype = dtype;
-  sched.ro.workers = workers;
-  sched.ro.mode = mode;
-  sched.ro.seed = 5;
+  app::DecodeOptions o;
+  o.prompt = {3};
+  o.max_tokens = steps;
+  o.verify = true;
+  o.tolerance = INFINITY;  // report the error; the tests compare it
+  o.weights = w.get();
+  o.run.workers = workers;
+  o.run.seed = 5;
   if (mode == vm::Mode::Aicore) {
-    sched.ro.aicore.clusters = t.clusters;
-    sched.ro.aicore.aic_per_cluster = t.cluster_aic;
-    sched.ro.aicore.aiv_per_cluster = t.cluster_aiv;
-    sched.ro.aicore.schedulers = static_cast<int>(t.aicpu_threads);
-    sched.ro.aicore.core_threads = workers;
+    if (ir::Status st = app::set_mode("aicore", &t, o.run); !st)
+      throw std::runtime_error(amk::test::text(st.diagnostics));
+    o.run.aicore.core_threads = workers;
+  } else {
+    o.run.mode = mode;
   }
-  Decoder direct{m, t, cfg, ro, {}, {}};
-  direct.ro.mode = vm::Mode::Deterministic;
-  double worst = 0;
-  int32_t token = 3;
-  for (int pos = 0; pos < steps; ++pos) {
-    const auto a = sched.step(*w, token, pos), b = direct.step(*w, token, pos);
-    EXPECT_EQ(a.size(), b.size());
-    for (size_t i = 0; i < a.size(); ++i)
-      worst = std::max(worst, static_cast<double>(std::fabs(a[i] - b[i])));
-    token = static_cast<int32_t>(std::max_element(b.begin(), b.end()) - b.begin());
-  }
-  return worst;
+  auto r = app::decode(src, o);
+  if (!r) throw std::runtime_error(amk::test::text(r.diagnostics));
+  EXPECT_EQ(r->steps, static_cast<size_t>(steps));
+  return r->max_error;
 }
 
 struct Case {
