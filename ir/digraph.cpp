@@ -58,35 +58,37 @@ std::vector<uint32_t> Digraph::topo_order() const {
   return order;
 }
 
-std::vector<int64_t> queue_successors(const Program& p) {
-  std::vector<int64_t> next(p.tasks.size(), -1);
-  LastOnSm last;
-  for (size_t t = 0; t < p.tasks.size(); ++t) {
-    if (!p.tasks[t].sm) continue;
-    int64_t& prev = last[*p.tasks[t].sm];
-    if (prev >= 0) next[static_cast<size_t>(prev)] = static_cast<int64_t>(t);
-    prev = static_cast<int64_t>(t);
-  }
-  return next;
-}
-
-Digraph schedule_graph(const Program& p, const Graph& g, QueueEdges queues) {
+ScheduleGraph::ScheduleGraph(const Program& p, const Graph& g, QueueEdges queues) : g_(g) {
   const uint32_t n = g.num_tasks();
-  std::vector<std::pair<uint32_t, uint32_t>> edges;
-  edges.reserve(g.edge_count() + (queues == QueueEdges::None ? 0 : n));
-  LastOnSm last;
-  for (uint32_t t = 0; t < n; ++t) {
-    const auto& sm = p.tasks[t].sm;
-    if (queues == QueueEdges::Loader || (queues == QueueEdges::Assigned && sm)) {
-      int64_t& prev =
-          last[queues == QueueEdges::Loader ? std::max<int64_t>(0, sm.value_or(0)) : *sm];
-      if (prev >= 0) edges.emplace_back(static_cast<uint32_t>(prev), t);
-      prev = t;
+  if (queues != QueueEdges::None) {
+    prev_.assign(n, -1);
+    next_.assign(n, -1);
+    LastOnSm last;
+    for (uint32_t t = 0; t < n; ++t) {
+      const auto& sm = p.tasks[t].sm;
+      if (queues == QueueEdges::Assigned && !sm) continue;
+      int64_t& q = last[queues == QueueEdges::Loader ? std::max<int64_t>(0, sm.value_or(0)) : *sm];
+      if (q >= 0) {
+        prev_[t] = q;
+        next_[static_cast<size_t>(q)] = t;
+      }
+      q = t;
     }
-    for (uint32_t slot : g.wait_slots(t))
-      for (uint32_t q : g.producers(slot)) edges.emplace_back(q, t);
   }
-  return Digraph::from_edges(n, edges);
+  std::vector<uint64_t> indeg(n, 0);
+  order_.reserve(n);
+  for (uint32_t t = 0; t < n; ++t) {
+    for (uint32_t s : g.wait_slots(t)) indeg[t] += g.producers(s).size();
+    if (queue_prev(t) >= 0) ++indeg[t];
+    if (!indeg[t]) order_.push_back(t);
+  }
+  for (size_t head = 0; head < order_.size(); ++head) {
+    const uint32_t v = order_[head];
+    for (uint32_t c : g.consumers(v))
+      if (--indeg[c] == 0) order_.push_back(c);
+    if (const int64_t q = queue_next(v); q >= 0 && --indeg[static_cast<size_t>(q)] == 0)
+      order_.push_back(static_cast<uint32_t>(q));
+  }
 }
 
 namespace {
@@ -108,7 +110,7 @@ CriticalPath critical_path(const Program& p, const Graph& g) {
   if (!g.acyclic() || p.tasks.empty()) return cp;
   std::vector<Chain> cost(p.tasks.size());
   for (size_t t = 0; t < p.tasks.size(); ++t) cost[t] = {1, p.tasks[t].est_bytes};
-  const auto lp = longest_path<Chain>(schedule_graph(p, g, QueueEdges::None), cost);
+  const auto lp = longest_path<Chain>(ScheduleGraph(p, g, QueueEdges::None), cost);
   cp.tasks = lp.length().tasks;
   cp.est_bytes = lp.length().bytes;
   cp.path = lp.path();

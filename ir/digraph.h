@@ -1,8 +1,10 @@
-// The schedule-graph toolkit: a frozen directed graph over dense ids (successors and predecessors
-// as flat arrays split by offsets), its Kahn order and longest paths, and the graph of a program's
-// counter dependencies plus (optionally) its SM queues. Every analysis that orders tasks uses it.
+// The schedule-graph toolkit: the order and longest paths of a program's tasks over counter
+// dependencies plus (optionally) SM-queue order, factored through counters as ir::Graph stores
+// them (an all-join of n producers and m waiters costs n + m, never n x m), and a small frozen
+// directed graph over dense ids for other DAGs (the lowering's counter groups).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <utility>
@@ -21,8 +23,6 @@ class Digraph {
   static Digraph from_edges(uint32_t n, std::span<const std::pair<uint32_t, uint32_t>> edges);
   /// Number of nodes.
   uint32_t size() const { return static_cast<uint32_t>(succ_off_.size() - 1); }
-  /// Number of edges.
-  size_t edge_count() const { return succ_.size(); }
   /// Successors of `v`.
   std::span<const uint32_t> succs(uint32_t v) const {
     return {succ_.data() + succ_off_[v], succ_off_[v + 1] - succ_off_[v]};
@@ -39,64 +39,8 @@ class Digraph {
   std::vector<uint32_t> succ_off_{0}, succ_, pred_off_{0}, pred_;
 };
 
-/// Which SM-queue edges a schedule graph adds to the counter dependencies.
-enum class QueueEdges : uint8_t {
-  None,      ///< dependencies only
-  Assigned,  ///< each SM's serial queue: consecutive tasks with that `sm` (any value), in list
-             ///< order; unassigned tasks are in none
-  Loader,    ///< as AMK's loader and cost model run a placed program: an unassigned (or negative)
-             ///< SM counts as SM 0
-};
-
-/// The tasks' schedule graph: an edge producer -> waiter for every counter a task waits on (AMK's
-/// dependency edges, once per pair), and the SM-queue edges `queues` asks for. A task's
-/// predecessors list its queue predecessor first, then producers by wait; its successors ascend.
-Digraph schedule_graph(const Program& p, const Graph& g, QueueEdges queues);
-/// Each task's successor in its SM's queue (as QueueEdges::Assigned orders them), or -1.
-std::vector<int64_t> queue_successors(const Program& p);
-
-/// Longest paths through an acyclic digraph: finish[v] = cost[v] + the largest finish of its
-/// predecessors; `prev` names that predecessor (the first in Kahn order among equals).
-template <class Cost>
-struct LongestPath {
-  std::vector<Cost> finish;
-  std::vector<uint32_t> prev;  ///< UINT32_MAX where a path starts
-  uint32_t end = UINT32_MAX;   ///< the lowest node with the largest finish (none when empty)
-  bool acyclic = true;         ///< false: a cycle; nothing else is filled
-  /// The longest path, first node to `end`.
-  std::vector<uint32_t> path() const {
-    std::vector<uint32_t> out;
-    for (uint32_t v = end; v != UINT32_MAX; v = prev[v]) out.push_back(v);
-    return {out.rbegin(), out.rend()};
-  }
-  /// The largest finish (Cost{} when empty).
-  Cost length() const { return end == UINT32_MAX ? Cost{} : finish[end]; }
-};
-
-/// Longest paths by `cost` (any type with + and <: a time, a task count, a pair).
-template <class Cost>
-LongestPath<Cost> longest_path(const Digraph& d, std::span<const Cost> cost) {
-  LongestPath<Cost> r;
-  const std::vector<uint32_t> order = d.topo_order();
-  if (order.size() != d.size()) {
-    r.acyclic = false;
-    return r;
-  }
-  r.finish.assign(cost.begin(), cost.end());
-  r.prev.assign(d.size(), UINT32_MAX);
-  for (uint32_t v : order)
-    for (uint32_t s : d.succs(v))
-      if (const Cost c = r.finish[v] + cost[s]; r.finish[s] < c) {
-        r.finish[s] = c;
-        r.prev[s] = v;
-      }
-  for (uint32_t v = 0; v < d.size(); ++v)
-    if (r.end == UINT32_MAX || r.finish[r.end] < r.finish[v]) r.end = v;
-  return r;
-}
-
-/// The longest path from each node to a sink, its own cost included (a list scheduler's upward
-/// rank); empty when the graph has a cycle.
+/// The longest path from each node of a Digraph to a sink, its own cost included (a list
+/// scheduler's upward rank); empty when the graph has a cycle.
 template <class Cost>
 std::vector<Cost> longest_tail(const Digraph& d, std::span<const Cost> cost) {
   const std::vector<uint32_t> order = d.topo_order();
@@ -110,6 +54,105 @@ std::vector<Cost> longest_tail(const Digraph& d, std::span<const Cost> cost) {
     tail[v] = cost[v] + below;
   }
   return tail;
+}
+
+/// Which SM-queue edges a schedule graph adds to the counter dependencies.
+enum class QueueEdges : uint8_t {
+  None,      ///< dependencies only
+  Assigned,  ///< each SM's serial queue: consecutive tasks with that `sm` (any value), in list
+             ///< order; unassigned tasks are in none
+  Loader,    ///< as AMK's loader and cost model run a placed program: an unassigned (or negative)
+             ///< SM counts as SM 0
+};
+
+/// The tasks of a program as a schedule: an edge producer -> waiter for every counter a task waits
+/// on (AMK's dependency edges, read from the program's ir::Graph) and the SM-queue edges `queues`
+/// asks for, with the Kahn order over both.
+class ScheduleGraph {
+ public:
+  /// `g` must be the graph of `p` and outlive this object.
+  ScheduleGraph(const Program& p, const Graph& g, QueueEdges queues);
+  /// Kahn order (FIFO seeded with ascending zero-indegree tasks; a task's consumers ascending,
+  /// then its queue successor); shorter than the task count on a cycle.
+  const std::vector<uint32_t>& order() const { return order_; }
+  /// True when every task is in order().
+  bool acyclic() const { return order_.size() == g_.num_tasks(); }
+  /// A task's predecessor in its SM's queue, or -1.
+  int64_t queue_prev(uint32_t t) const { return prev_.empty() ? -1 : prev_[t]; }
+  /// A task's successor in its SM's queue, or -1.
+  int64_t queue_next(uint32_t t) const { return next_.empty() ? -1 : next_[t]; }
+  /// Calls f(q) for every predecessor of t: its queue predecessor first, then the producers of
+  /// each counter it waits on (in wait order, each producer in list order).
+  template <class F>
+  void for_each_pred(uint32_t t, F&& f) const {
+    if (const int64_t q = queue_prev(t); q >= 0) f(static_cast<uint32_t>(q));
+    for (uint32_t s : g_.wait_slots(t))
+      for (uint32_t q : g_.producers(s)) f(q);
+  }
+  /// The program's counter graph.
+  const Graph& graph() const { return g_; }
+
+ private:
+  const Graph& g_;
+  std::vector<int64_t> prev_, next_;
+  std::vector<uint32_t> order_;
+};
+
+/// Longest paths: finish[v] = cost[v] + the largest finish of its predecessors; `prev` names
+/// that predecessor (the earliest in Kahn order among equals).
+template <class Cost>
+struct LongestPath {
+  std::vector<Cost> finish;
+  std::vector<uint32_t> prev;  ///< UINT32_MAX where a path starts
+  uint32_t end = UINT32_MAX;   ///< the lowest task with the largest finish (none when empty)
+  bool acyclic = true;         ///< false: a cycle; nothing else is filled
+  /// The longest path, first task to `end`.
+  std::vector<uint32_t> path() const {
+    std::vector<uint32_t> out;
+    for (uint32_t v = end; v != UINT32_MAX; v = prev[v]) out.push_back(v);
+    return {out.rbegin(), out.rend()};
+  }
+  /// The largest finish (Cost{} when empty).
+  Cost length() const { return end == UINT32_MAX ? Cost{} : finish[end]; }
+};
+
+/// Longest paths through a schedule graph by `cost` (any type with + and <: a time, a task
+/// count, a pair), in O(tasks + waits): a counter's producers are folded into their best finish.
+template <class Cost>
+LongestPath<Cost> longest_path(const ScheduleGraph& sg, std::span<const Cost> cost) {
+  LongestPath<Cost> r;
+  if (!sg.acyclic()) {
+    r.acyclic = false;
+    return r;
+  }
+  const Graph& g = sg.graph();
+  const std::vector<uint32_t>& order = sg.order();
+  const size_t n = order.size();
+  std::vector<uint32_t> pos(n);
+  for (size_t k = 0; k < n; ++k) pos[order[k]] = static_cast<uint32_t>(k);
+  // Per counter slot: its best producer so far (the earliest in Kahn order among equals).
+  std::vector<uint32_t> best(g.num_slots(), UINT32_MAX);
+  r.finish.assign(cost.begin(), cost.end());
+  r.prev.assign(n, UINT32_MAX);
+  auto better = [&](uint32_t a, uint32_t b) {  // a's finish beats b's (ties: earlier in order)
+    return b == UINT32_MAX || r.finish[b] < r.finish[a] ||
+           (!(r.finish[a] < r.finish[b]) && pos[a] < pos[b]);
+  };
+  for (uint32_t v : order) {
+    uint32_t from = UINT32_MAX;
+    if (const int64_t q = sg.queue_prev(v); q >= 0) from = static_cast<uint32_t>(q);
+    for (uint32_t s : g.wait_slots(v))
+      if (best[s] != UINT32_MAX && better(best[s], from)) from = best[s];
+    if (from != UINT32_MAX) {
+      r.finish[v] = r.finish[from] + cost[v];
+      r.prev[v] = from;
+    }
+    uint32_t& b = best[g.out_slot(v)];
+    if (better(v, b)) b = v;
+  }
+  for (uint32_t v = 0; v < n; ++v)
+    if (r.end == UINT32_MAX || r.finish[r.end] < r.finish[v]) r.end = v;
+  return r;
 }
 
 /// The longest dependency chain by task count (ties: the most est_bytes along it).

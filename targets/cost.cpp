@@ -66,7 +66,7 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg) {
   r.floor_us = tg.bandwidth_bound_us(w);
   r.sm_assigned = p.sm_assigned();
   const ir::Graph g = ir::Graph::build(p);
-  const ir::Digraph deps = ir::schedule_graph(p, g, ir::QueueEdges::None);
+  const ir::ScheduleGraph deps(p, g, ir::QueueEdges::None);
   const auto cp = ir::longest_path<double>(deps, t);
   if (!cp.acyclic) {
     r.cyclic = true;
@@ -84,7 +84,7 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg) {
     return r;
   }
   // SMs assigned: each SM's queue runs in list order, an unassigned task on SM 0 (AMK's loader).
-  const ir::Digraph queued = ir::schedule_graph(p, g, ir::QueueEdges::Loader);
+  const ir::ScheduleGraph queued(p, g, ir::QueueEdges::Loader);
   const auto amk = ir::longest_path<double>(queued, t);
   if (!amk.acyclic) {
     r.cyclic = true;

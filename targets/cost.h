@@ -1,6 +1,6 @@
 // AMK's cost model over any program: per-task time from the bytes and flops it moves (one
 // definition: ir::task_load) on a target, the makespan over dependencies and per-SM queues
-// (ir::schedule_graph), and the weight-streaming floor.
+// (ir::ScheduleGraph), and the weight-streaming floor.
 #pragma once
 
 #include <cstdint>

@@ -49,22 +49,23 @@ namespace {
 void check_queue_deadlock(Context& c) {
   const ir::Program& p = c.p;
   const uint32_t n = c.g.num_tasks();
-  const ir::Digraph d = ir::schedule_graph(p, c.g, ir::QueueEdges::Assigned);
-  const std::vector<uint32_t> order = d.topo_order();
-  if (order.size() == n) return;
+  const ir::ScheduleGraph d(p, c.g, ir::QueueEdges::Assigned);
+  if (d.acyclic()) return;
   // Witness: walk backwards from the lowest stuck task through stuck predecessors (its SM-queue
   // predecessor first, then producers by wait) until a task repeats.
   std::vector<uint8_t> stuck(n, 1);
-  for (uint32_t t : order) stuck[t] = 0;
-  const std::vector<int64_t> next = ir::queue_successors(p);
+  for (uint32_t t : d.order()) stuck[t] = 0;
   uint32_t v = static_cast<uint32_t>(std::find(stuck.begin(), stuck.end(), 1) - stuck.begin());
   std::vector<uint32_t> walk;
   std::vector<int64_t> seen_at(n, -1);
   while (seen_at[v] < 0) {
     seen_at[v] = static_cast<int64_t>(walk.size());
     walk.push_back(v);
-    const auto preds = d.preds(v);
-    v = *std::find_if(preds.begin(), preds.end(), [&](uint32_t q) { return stuck[q] != 0; });
+    uint32_t pred = UINT32_MAX;
+    d.for_each_pred(v, [&](uint32_t q) {
+      if (pred == UINT32_MAX && stuck[q]) pred = q;
+    });
+    v = pred;
   }
   std::vector<uint32_t> cyc(walk.begin() + seen_at[v], walk.end());
   std::reverse(cyc.begin(), cyc.end());  // forward direction: each hop enables the next
@@ -75,7 +76,7 @@ void check_queue_deadlock(Context& c) {
   std::vector<ir::Note> notes;
   for (size_t i = 0; i + 1 < cyc.size(); ++i) {
     uint32_t a = cyc[i], b = cyc[i + 1];
-    bool queue = next[a] == static_cast<int64_t>(b);
+    bool queue = d.queue_next(a) == static_cast<int64_t>(b);
     path += fmt::format(" {} {}:{}", queue ? "=>" : "->", b, p.tasks[b].display());
     if (notes.size() < 16)
       notes.push_back(

@@ -3,10 +3,12 @@
 
 #include <deque>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "ir/digraph.h"
 #include "ir/gen.h"
 #include "ir/graph.h"
 #include "ir/json_io.h"
@@ -127,6 +129,106 @@ TEST(Graph, SelfEdgeMakesTheGraphCyclic) {
   Graph g = Graph::build(p);
   EXPECT_EQ(g.edge_count(), 1u);
   EXPECT_FALSE(g.acyclic());
+}
+
+}  // namespace
+}  // namespace amk::ir
+
+namespace amk::ir {
+namespace {
+
+// The naive longest path: relax every naive edge (plus the SM-queue edges the loader runs) in a
+// Kahn order computed from them, and the naive queue edges.
+std::vector<double> naive_finish(const Program& p, const std::vector<double>& cost, bool queues) {
+  auto edges = naive_edges(p);
+  if (queues) {
+    std::map<int64_t, uint32_t> last;
+    for (uint32_t t = 0; t < p.tasks.size(); ++t) {
+      const int64_t sm = std::max<int64_t>(0, p.tasks[t].sm.value_or(0));
+      if (last.count(sm)) edges.emplace(last[sm], t);
+      last[sm] = t;
+    }
+  }
+  std::vector<std::vector<uint32_t>> preds(p.tasks.size());
+  for (auto [a, b] : edges) preds[b].push_back(a);
+  std::vector<double> fin(p.tasks.size(), -1);
+  bool changed = true;
+  while (changed) {  // Bellman-style to a fixed point (the graph is acyclic)
+    changed = false;
+    for (uint32_t t = 0; t < p.tasks.size(); ++t) {
+      double start = 0;
+      bool ready = true;
+      for (uint32_t q : preds[t]) {
+        if (fin[q] < 0) ready = false;
+        start = std::max(start, fin[q]);
+      }
+      if (ready && fin[t] != start + cost[t]) {
+        fin[t] = start + cost[t];
+        changed = true;
+      }
+    }
+  }
+  return fin;
+}
+
+TEST(ScheduleGraph, LongestPathsFoldedThroughCountersEqualTheNaiveEdgeRelaxation) {
+  const GenShape shapes[] = {GenShape::Llama, GenShape::Mesh, GenShape::Chain, GenShape::Fan};
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    GenOptions o;
+    o.shape = shapes[seed % 4];
+    o.seed = seed;
+    o.tasks = 200;
+    o.num_sms = seed % 3 == 0 ? 7 : 0;  // with and without SM queues
+    const Program p = generate(o).program;
+    const Graph g = Graph::build(p);
+    std::vector<double> cost(p.tasks.size());
+    for (size_t t = 0; t < cost.size(); ++t) cost[t] = 1.0 + static_cast<double>((t * 37) % 11);
+    for (bool queues : {false, true}) {
+      const ScheduleGraph sg(p, g, queues ? QueueEdges::Loader : QueueEdges::None);
+      ASSERT_TRUE(sg.acyclic()) << seed;
+      const auto lp = longest_path<double>(sg, cost);
+      EXPECT_EQ(lp.finish, naive_finish(p, cost, queues))
+          << "seed " << seed << " queues " << queues;
+      // The path is a chain of real predecessors ending at the longest finish.
+      const auto path = lp.path();
+      ASSERT_FALSE(path.empty());
+      EXPECT_EQ(lp.finish[path.back()], lp.length());
+      double sum = 0;
+      for (uint32_t t : path) sum += cost[t];
+      EXPECT_DOUBLE_EQ(sum, lp.length()) << seed;
+    }
+  }
+}
+
+TEST(ScheduleGraph, AQueueOrderAgainstTheDependenciesIsACycle) {
+  Program p;
+  p.add_counter();
+  p.add_counter();
+  Task a;  // SM 0, first in the queue, waits for b
+  a.out_counter = 0;
+  a.waits.push_back({1, 1, {}});
+  a.sm = 0;
+  Task b;  // SM 0, after a in the queue
+  b.out_counter = 1;
+  b.sm = 0;
+  p.tasks = {a, b};
+  const Graph g = Graph::build(p);
+  EXPECT_TRUE(ScheduleGraph(p, g, QueueEdges::None).acyclic());
+  const ScheduleGraph q(p, g, QueueEdges::Assigned);
+  EXPECT_FALSE(q.acyclic());
+  EXPECT_EQ(q.queue_next(0), 1);
+  EXPECT_EQ(q.queue_prev(1), 0);
+  EXPECT_FALSE(longest_path<double>(q, std::vector<double>{1, 1}).acyclic);
+}
+
+TEST(Digraph, KahnOrderAndUpwardRanks) {
+  const std::pair<uint32_t, uint32_t> edges[] = {{0, 2}, {1, 2}, {2, 3}, {1, 3}};
+  const Digraph d = Digraph::from_edges(4, edges);
+  EXPECT_EQ(d.topo_order(), (std::vector<uint32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(longest_tail<double>(d, std::vector<double>{1, 2, 3, 4}),
+            (std::vector<double>{8, 9, 7, 4}));
+  const std::pair<uint32_t, uint32_t> cyc[] = {{0, 1}, {1, 0}};
+  EXPECT_TRUE(longest_tail<double>(Digraph::from_edges(2, cyc), std::vector<double>{1, 1}).empty());
 }
 
 }  // namespace
