@@ -11,13 +11,19 @@ ir::Status emit(Plan& p) {
   std::vector<int64_t> size(p.group_notes.size(), 0);
   for (const PlanTask& t : p.tasks) ++size[static_cast<size_t>(t.group)];
   p.program.counters.clear();
-  p.program.tasks.clear();
-  p.program.tasks.reserve(p.tasks.size());
+  // A warm plan keeps its tasks (and the program its task storage): copy into the elements the
+  // previous run left, so a steady state allocates nothing; a cold one moves.
+  if (!p.keep_tasks) p.program.tasks.clear();
+  p.program.tasks.resize(p.tasks.size());
   for (size_t i = 0; i < p.tasks.size(); ++i) {
     PlanTask& pt = p.tasks[i];
     auto& c = counter[static_cast<size_t>(pt.group)];
     if (c < 0) c = p.program.add_counter(p.group_notes[static_cast<size_t>(pt.group)]);
-    ir::Task t = std::move(pt.task);
+    ir::Task& t = p.program.tasks[i];
+    if (p.keep_tasks)
+      t = pt.task;
+    else
+      t = std::move(pt.task);
     t.out_counter = c;
     t.waits.clear();
     for (uint32_t d : p.deps(i)) {
@@ -37,7 +43,6 @@ ir::Status emit(Plan& p) {
                        fmt::format("task {} ({}) needs {} waits (ABI max {}); fuse less or tile "
                                    "coarser",
                                    i, t.label, t.waits.size(), ir::kMaxWaits));
-    p.program.add_task(std::move(t));
   }
   return {};
 }

@@ -16,10 +16,75 @@
 
 namespace amk::lower {
 
-LowerResult lower(const ModelSpec& m, const targets::TargetSpec& t,
-                  const std::optional<ir::ScheduleConfig>& cfg, const LowerOptions& opt) {
+namespace {
+
+// A key for the tasks, buffers and dependencies tile, fuse and deps derive from the knobs.
+std::string structure_key(const Knobs& k) {
+  auto opt = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "-"; };
+  std::string key = fmt::format("{}|{}|{}|{}|", opt(k.n_tile), opt(k.base_width),
+                                opt(k.n_partitions), opt(k.kv_block));
+  for (const auto& group : k.fusion) key += fmt::format("{};", fmt::join(group, ","));
+  return key;
+}
+
+// The state after tile, fuse and deps: what a (tiling, fusion) point determines.
+struct Structure {
+  std::string key;
+  std::vector<ir::Buffer> buffers;
+  std::vector<PlanTask> tasks;
+  std::vector<std::string> group_notes, group_names;
+  std::vector<uint32_t> dep_off, dep_list;
+};
+
+constexpr size_t kStructures = 4;  // kept per lowerer (a neighbourhood's tilings)
+
+}  // namespace
+
+struct Lowerer::Impl {
+  const ModelSpec& m;
+  const targets::TargetSpec& t;
+  LowerOptions opt;
+  bool warm;
+  std::vector<Node> graph;
+  bool graph_built = false;
+  std::vector<Structure> cache;  // most recent last
+  Plan p;
+  bool has_program = false;
+  uint64_t hits = 0;
+};
+
+Lowerer::Lowerer(const ModelSpec& m, const targets::TargetSpec& t, const LowerOptions& opt,
+                 bool warm)
+    : impl_(new Impl{m, t, opt, warm, {}, false, {}, {}, false, 0}) {
+  impl_->p.keep_tasks = warm;
+}
+Lowerer::~Lowerer() = default;
+Lowerer::Lowerer(Lowerer&&) noexcept = default;
+Lowerer& Lowerer::operator=(Lowerer&&) noexcept = default;
+
+const ir::Program& Lowerer::program() const {
+  AMK_ASSERT(impl_->has_program, "Lowerer::program() before a successful run()");
+  return impl_->p.program;
+}
+
+ir::Program Lowerer::take() {
+  AMK_ASSERT(impl_->has_program, "Lowerer::take() before a successful run()");
+  impl_->has_program = false;
+  return std::move(impl_->p.program);
+}
+
+uint64_t Lowerer::cache_hits() const {
+  return impl_->hits;
+}
+
+LowerResult Lowerer::run(const std::optional<ir::ScheduleConfig>& cfg) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
+  Impl& w = *impl_;
+  const ModelSpec& m = w.m;
+  const targets::TargetSpec& t = w.t;
+  const LowerOptions& opt = w.opt;
+  w.has_program = false;
   LowerResult r;
   auto failed = [&](ir::Diagnostics d) {
     ir::append(r.diagnostics, std::move(d));
@@ -35,15 +100,17 @@ LowerResult lower(const ModelSpec& m, const targets::TargetSpec& t,
                                                opt.pos, m.max_seq, m.name))});
   if (opt.quant != Quant::None && opt.quant_group < 1)
     return failed({ir::error("lower.option", "the quantisation group must be >= 1")});
-  Plan p;
+  Plan& p = w.p;
   p.model = &m;
   p.target = &t;
   p.opt = opt;
+  p.log.clear();
   ir::Result<Knobs> knobs = parse_knobs(cfg, t);
   if (!knobs) return failed(std::move(knobs.diagnostics));
   p.knobs = std::move(*knobs);
   p.program.target = t.record;
   p.program.config = cfg;
+  p.program.pages.reset();
   auto step = [&](const char* name, auto&& fn) {
     const auto s = clock::now();
     const size_t before = p.log.size();
@@ -62,14 +129,43 @@ LowerResult lower(const ModelSpec& m, const targets::TargetSpec& t,
       return {};
     };
   };
-  const bool ok = step("graph", done([&] { p.graph = build_decoder_graph(m); })) &&
-                  step("tile", done([&] { tile(p); })) &&  //
-                  step("fuse", [&] { return fuse(p); }) &&
-                  step("deps", done([&] { derive_dependencies(p); })) &&
-                  step("assign", [&] { return assign_workers(p); }) &&
-                  step("pages", [&] { return allocate_pages(p); }) &&
-                  step("emit", [&] { return emit(p); });
-  if (opt.log) r.log = std::move(p.log);
+  const std::string key = structure_key(p.knobs);
+  auto hit = std::find_if(w.cache.begin(), w.cache.end(),
+                          [&](const Structure& s) { return s.key == key; });
+  bool ok = true;
+  if (hit != w.cache.end()) {
+    ++w.hits;
+    ok = step("structure", done([&] {  // tile, fuse and deps of an earlier run
+           p.program.buffers = hit->buffers;
+           p.tasks = hit->tasks;
+           p.group_notes = hit->group_notes;
+           p.group_names = hit->group_names;
+           p.dep_off = hit->dep_off;
+           p.dep_list = hit->dep_list;
+         }));
+    std::rotate(hit, hit + 1, w.cache.end());  // most recent last
+  } else {
+    p.program.buffers.clear();
+    p.tasks.clear();
+    p.group_notes.clear();
+    p.group_names.clear();
+    ok = step("graph", done([&] {
+           if (!w.graph_built) p.graph = build_decoder_graph(m);
+           w.graph_built = true;
+         })) &&
+         step("tile", done([&] { tile(p); })) &&  //
+         step("fuse", [&] { return fuse(p); }) &&
+         step("deps", done([&] { derive_dependencies(p); }));
+    if (ok && w.warm) {
+      if (w.cache.size() == kStructures) w.cache.erase(w.cache.begin());
+      w.cache.push_back({key, p.program.buffers, p.tasks, p.group_notes, p.group_names, p.dep_off,
+                         p.dep_list});
+    }
+  }
+  ok = ok && step("assign", [&] { return assign_workers(p); }) &&
+       step("pages", [&] { return allocate_pages(p); }) &&
+       step("emit", [&] { return emit(p); });
+  if (opt.log) r.log = p.log;
   if (!ok) return r;
   nlohmann::ordered_json meta = {
       {"model", m.source},      {"gpu", t.record.name},
@@ -81,8 +177,16 @@ LowerResult lower(const ModelSpec& m, const targets::TargetSpec& t,
     meta["quant"] = opt.quant == Quant::Int8 ? "int8" : "int4";
   }
   p.program.meta = ir::JsonValue(std::move(meta));
-  r.value = std::move(p.program);
+  w.has_program = true;
   r.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+  return r;
+}
+
+LowerResult lower(const ModelSpec& m, const targets::TargetSpec& t,
+                  const std::optional<ir::ScheduleConfig>& cfg, const LowerOptions& opt) {
+  Lowerer l(m, t, opt, /*warm=*/false);
+  LowerResult r = l.run(cfg);
+  if (!ir::has_errors(r.diagnostics)) r.value = l.take();
   return r;
 }
 

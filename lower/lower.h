@@ -2,6 +2,7 @@
 // allocate pages, emit; each pass one function, logged and timed on request.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,5 +26,33 @@ struct LowerResult : ir::Result<ir::Program> {
 /// These are the passes only; compile() (compile.h) also proves and predicts the program.
 LowerResult lower(const ModelSpec& m, const targets::TargetSpec& t,
                   const std::optional<ir::ScheduleConfig>& cfg, const LowerOptions& opt);
+
+/// The warm lowering of a search's inner loop, for one model, target and options: the op graph is
+/// built once, and the tasks, buffers and dependencies of the last few (tiling, fusion) points are
+/// kept, so a config that differs only in placement, pages or launch knobs skips tile, fuse and
+/// the dependency pass. lower() is a cold Lowerer: both give the same bytes for the same config.
+class Lowerer {
+ public:
+  /// `m` and `t` must outlive the lowerer; `warm` false keeps nothing between runs (lower()).
+  Lowerer(const ModelSpec& m, const targets::TargetSpec& t, const LowerOptions& opt,
+          bool warm = true);
+  ~Lowerer();
+  Lowerer(Lowerer&&) noexcept;
+  Lowerer& operator=(Lowerer&&) noexcept;
+  /// Lowers under `cfg`; on success the program stays in the lowerer until the next call (the
+  /// result holds no program: see program() and take()). The log and seconds are filled as
+  /// lower()'s.
+  LowerResult run(const std::optional<ir::ScheduleConfig>& cfg);
+  /// The program of the last successful run().
+  const ir::Program& program() const;
+  /// Moves it out.
+  ir::Program take();
+  /// How many run()s reused a cached (tiling, fusion) point.
+  uint64_t cache_hits() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace amk::lower

@@ -80,6 +80,7 @@ struct Plan {
   std::vector<std::string> group_names;     ///< op name per group ("L0.q_proj")
   std::vector<uint32_t> dep_off, dep_list;  ///< CSR: earlier tasks each task must follow
   std::vector<std::string> log;
+  bool keep_tasks = false;  ///< emit copies the tasks instead of moving them (a warm Lowerer)
   /// The earlier tasks task `i` must follow (after the dependency pass).
   std::span<const uint32_t> deps(size_t i) const {
     return {dep_list.data() + dep_off[i], dep_off[i + 1] - dep_off[i]};

@@ -437,5 +437,56 @@ TEST(Property, RandomValidConfigsOfSmallModelsAlwaysValidate) {
   RecordProperty("configs_checked", checked);
 }
 
+// A search's walk: a fresh random config, or the previous one with a knob that tile, fuse and
+// the dependency pass do not read changed (so the warm lowerer reuses their result).
+ir::ScheduleConfig walk_step(uint64_t s, const ir::ScheduleConfig& prev, const ModelSpec& m,
+                             const targets::TargetSpec& t) {
+  if (s % 2 == 0) return random_config(s, m, t);
+  ir::ScheduleConfig c = prev;
+  switch (s % 7) {
+    case 1:
+      c.sm_assignment = ir::JsonValue(json(s % 3 ? "round_robin" : "load_balance"));
+      break;
+    case 3:
+      c.page_allocation = ir::JsonValue(json(s % 3 ? "linear" : "graph_color"));
+      break;
+    case 5:
+      c.pipelining_depth = ir::JsonValue(json(static_cast<int64_t>(s % 5)));
+      break;
+    default:
+      c.threads_per_block = ir::JsonValue(json(s % 3 ? 128 : 256));
+  }
+  return c;
+}
+
+TEST(Property, TheWarmLowererGivesTheBytesOfAColdLowerOnAThousandConfigs) {
+  int checked = 0;
+  uint64_t hits = 0;
+  for (const char* name : {"toy-2L", "smollm2-135m", "llama-3.2-1b"}) {
+    const ModelSpec m = model(name);
+    for (const char* tn : {"h100", "a2a3"}) {
+      const targets::TargetSpec t = target(tn);
+      LowerOptions o;
+      Lowerer warm(m, t, o);
+      ir::ScheduleConfig c = default_config();
+      for (uint64_t s = 0; s < 170; ++s) {
+        c = walk_step(s, c, m, t);
+        const LowerResult w = warm.run(c);
+        const LowerResult cold = lower(m, t, c, o);
+        ASSERT_EQ(ir::has_errors(w.diagnostics), ir::has_errors(cold.diagnostics))
+            << name << " " << tn << " step " << s;
+        if (!cold.value) continue;  // a config the tiling refuses is refused both ways
+        ASSERT_EQ(ir::write_program(warm.program()), ir::write_program(*cold.value))
+            << name << " " << tn << " step " << s;
+        ++checked;
+      }
+      hits += warm.cache_hits();
+    }
+  }
+  EXPECT_GE(checked, 1000);
+  EXPECT_GT(hits, 400u);  // the walk reused a structure about every other step
+  RecordProperty("configs_checked", checked);
+}
+
 }  // namespace
 }  // namespace amk::lower
