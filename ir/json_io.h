@@ -29,6 +29,9 @@ bool looks_like_program(std::string_view text);
 /// Parses a JSON document that must be an object (`what` names it in errors: "a model spec"),
 /// with the same diagnostics as a program (pointer, line:column; NaN/Infinity refused).
 Result<JsonValue> parse_json_object(std::string_view text, std::string_view what);
+/// A ScheduleConfig as AMK writes a program's "config" (json.dumps(indent=2) layout, its key
+/// order, unknown fields at the end): the text of a ScheduleConfig file; parse_config reads it.
+std::string write_config(const ScheduleConfig& c);
 /// The exact bytes AMK's MegakernelProgram.to_json() writes (unknown fields kept at the end).
 std::string write_program(const Program& p);
 

@@ -6,14 +6,10 @@ namespace amk::ir {
 
 JsonValue::JsonValue() = default;
 JsonValue::JsonValue(nlohmann::ordered_json j)
-    : p_(j.is_null() ? nullptr : std::make_unique<nlohmann::ordered_json>(std::move(j))) {}
-JsonValue::JsonValue(const JsonValue& o)
-    : p_(o.p_ ? std::make_unique<nlohmann::ordered_json>(*o.p_) : nullptr) {}
+    : p_(j.is_null() ? nullptr : std::make_shared<nlohmann::ordered_json>(std::move(j))) {}
+JsonValue::JsonValue(const JsonValue& o) = default;
 JsonValue::JsonValue(JsonValue&& o) noexcept = default;
-JsonValue& JsonValue::operator=(const JsonValue& o) {
-  if (this != &o) p_ = o.p_ ? std::make_unique<nlohmann::ordered_json>(*o.p_) : nullptr;
-  return *this;
-}
+JsonValue& JsonValue::operator=(const JsonValue& o) = default;
 JsonValue& JsonValue::operator=(JsonValue&& o) noexcept = default;
 JsonValue::~JsonValue() = default;
 
@@ -35,7 +31,10 @@ const nlohmann::ordered_json& JsonValue::json() const {
 }
 
 nlohmann::ordered_json& JsonValue::mut() {
-  if (!p_) p_ = std::make_unique<nlohmann::ordered_json>();
+  if (!p_)
+    p_ = std::make_shared<nlohmann::ordered_json>();
+  else if (p_.use_count() > 1)  // shared with a copy: this one gets its own
+    p_ = std::make_shared<nlohmann::ordered_json>(*p_);
   return *p_;
 }
 

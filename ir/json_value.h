@@ -7,7 +7,9 @@
 
 namespace amk::ir {
 
-/// Owning wrapper over nlohmann::ordered_json; null when empty. Keeps heavy headers out.
+/// A value wrapper over nlohmann::ordered_json; null when empty. Keeps heavy headers out. Copies
+/// share the JSON until one of them is changed through mut() (copy on write), so copying a
+/// program copies no recipe or meta.
 class JsonValue {
  public:
   JsonValue();
@@ -33,7 +35,7 @@ class JsonValue {
   bool operator==(const JsonValue& o) const;
 
  private:
-  std::unique_ptr<nlohmann::ordered_json> p_;
+  std::shared_ptr<nlohmann::ordered_json> p_;
 };
 
 }  // namespace amk::ir

@@ -285,4 +285,10 @@ std::string write_program(const Program& p) {
   return out;
 }
 
+std::string write_config(const ScheduleConfig& c) {
+  std::string out;
+  put_config(out, c, 0);
+  return out;
+}
+
 }  // namespace amk::ir

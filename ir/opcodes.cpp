@@ -1,6 +1,7 @@
 #include "ir/opcodes.h"
 
 #include <array>
+#include <limits>
 
 #include "ir/program.h"
 
@@ -136,12 +137,37 @@ ParamTable ParamTable::of(const Task& t) {
   return pt;
 }
 
+const RequiredParams& required_params(Op op) {
+  static const auto table = [] {
+    std::array<RequiredParams, kOpCount> r{};
+    for (size_t o = 0; o < kRegistry.size(); ++o)
+      for (std::string_view k : kRegistry[o].required) {
+        if (auto f = param_field(k))
+          r[o].fields |= 1u << static_cast<int>(*f);
+        else
+          r[o].others.push_back(k);
+      }
+    return r;
+  }();
+  return table[static_cast<size_t>(op)];
+}
+
 void ParamTable::set(const Task& t) {
   present = ints = reals = 0;
+  plain = true;
   for (const Param& p : t.params) {
     auto field = param_field(p.key);
-    if (!field) continue;
+    if (!field) {
+      plain = false;
+      continue;
+    }
     auto k = static_cast<int>(*field);
+    if (present >> k & 1u) plain = false;  // named twice
+    if (kFields[static_cast<size_t>(k)].type == ParamType::Int
+            ? !p.value.is_int() || p.value.i < std::numeric_limits<int32_t>::min() ||
+                  p.value.i > std::numeric_limits<int32_t>::max()
+            : p.value.kind == ParamValue::Kind::Other)
+      plain = false;
     present |= 1u << k;
     if (p.value.is_int()) {
       ints |= 1u << k;

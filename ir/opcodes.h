@@ -4,6 +4,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "ir/types.h"
 
@@ -21,6 +22,15 @@ struct OpSpec {
 
 /// The registry entry of an opcode.
 const OpSpec& op_spec(Op op);
+
+/// An opcode's required params as amk_params_t field bits, and the required keys that are no
+/// field (a FUSED task's recipe).
+struct RequiredParams {
+  uint32_t fields = 0;
+  std::vector<std::string_view> others;
+};
+/// The required params of `op` (computed once).
+const RequiredParams& required_params(Op op);
 
 /// Marshalled type of a known param field: int32 ('i') or float ('f').
 enum class ParamType : char { Int = 'i', Float = 'f' };
@@ -63,6 +73,9 @@ struct Task;
 
 /// A task's known param fields decoded once (a bit per field says which kinds are present).
 struct ParamTable {
+  /// Every param is a known field, named once, holding a value of its field's type (Int: an int
+  /// in int32 range; Float: a number or a bool): nothing about the params to report.
+  bool plain = true;
   uint32_t present = 0;         ///< field is present (any value)
   uint32_t ints = 0;            ///< field holds a non-bool int (value in i[])
   uint32_t reals = 0;           ///< field holds an int or a float (value in f[])

@@ -27,10 +27,18 @@ void TensorMap::push(int64_t buffer, bool read, uint32_t task, const Region& r) 
   }
   Slot& s = by_buffer_[static_cast<size_t>(buffer)];
   List& l = read ? s.reads : s.writes;
-  if (l.tail >= 0)
+  const bool along = r.axis >= 0 && r.lo < r.hi;
+  if (l.tail >= 0) {
     pool_[static_cast<size_t>(l.tail)].next = i;
-  else
+    if (l.axis >= 0 && along && r.axis == l.axis)
+      l.end = std::max(l.end, r.hi);
+    else
+      l.axis = kMixed;
+  } else {
     l.head = i;
+    l.axis = along ? r.axis : kMixed;
+    l.end = r.hi;
+  }
   l.tail = i;
   ++live_entries_;
   expiry_.push_back({buffer, task, i, read});
@@ -59,6 +67,7 @@ void TensorMap::erase_if(List& l, Pred&& stale) {
     i = next;
   }
   l.tail = prev;
+  if (l.head < 0) l.axis = kEmpty;
 }
 
 TensorMap::Slot& TensorMap::slot(int64_t b) {
@@ -78,7 +87,10 @@ void TensorMap::forget_before(uint32_t task) {
     Slot& s = by_buffer_[static_cast<size_t>(e.buffer)];
     List& l = e.read ? s.reads : s.writes;
     l.head = pool_[static_cast<size_t>(e.node)].next;
-    if (l.head < 0) l.tail = -1;
+    if (l.head < 0) {
+      l.tail = -1;
+      l.axis = kEmpty;
+    }
     free_node(e.node);
   }
   expiry_head_ = h;
@@ -132,6 +144,7 @@ void TensorMap::record(uint32_t task, std::span<const Access> reads, std::span<c
     }
   };
   auto each = [&](const List& l, const Region& r, bool war) {
+    if (l.past(r)) return;
     for (int32_t i = l.head; i >= 0;) {
       const Node& n = pool_[static_cast<size_t>(i)];
       if (overlaps(n.region, r)) dep(n.task, war);
@@ -149,8 +162,8 @@ void TensorMap::record(uint32_t task, std::span<const Access> reads, std::span<c
   for (const Access& a : writes) {
     Slot& s = slot(a.buffer);
     auto covered = [&](const Node& e) { return e.task != task && covers(a.region, e.region); };
-    erase_if(s.writes, covered);
-    erase_if(s.reads, covered);
+    if (!s.writes.past(a.region)) erase_if(s.writes, covered);
+    if (!s.reads.past(a.region)) erase_if(s.reads, covered);
     push(a.buffer, false, task, a.region);
   }
   for (const Access& a : reads) push(a.buffer, true, task, a.region);

@@ -53,8 +53,17 @@ class TensorMap {
     int32_t next;  // -1: end
     Region region;
   };
+  // `axis` >= 0: every entry is a non-empty region along that axis ending at or before `end`, so
+  // a region along it starting at `end` or later overlaps and covers none of them (the tiles of
+  // one output, written in order, skip the scan).
+  static constexpr int kEmpty = -1, kMixed = -2;
   struct List {
     int32_t head = -1, tail = -1;
+    int axis = kEmpty;
+    int64_t end = 0;
+    bool past(const Region& r) const {
+      return head < 0 || (axis >= 0 && r.axis == axis && r.lo >= end);
+    }
   };
   struct Slot {
     List writes, reads;  // live entries (covered ones are dropped)

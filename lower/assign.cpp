@@ -1,6 +1,7 @@
 #include "lower/assign.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <numeric>
 
@@ -48,33 +49,51 @@ Dag build_dag(const Plan& p) {
   return d;
 }
 
+// The SMs' free times, with the earliest-free query of a list schedule in O(log SMs): a min
+// segment tree over the SMs (padded with +inf leaves).
+class FreeTimes {
+ public:
+  explicit FreeTimes(size_t sms) : leaves_(std::bit_ceil(std::max<size_t>(sms, 1))) {
+    tree_.assign(2 * leaves_, std::numeric_limits<double>::infinity());
+    for (size_t s = 0; s < sms; ++s) tree_[leaves_ + s] = 0.0;
+    for (size_t i = leaves_ - 1; i >= 1; --i) tree_[i] = std::min(tree_[2 * i], tree_[2 * i + 1]);
+  }
+  double at(size_t s) const { return tree_[leaves_ + s]; }
+  void set(size_t s, double t) {
+    size_t i = leaves_ + s;
+    tree_[i] = t;
+    for (i /= 2; i >= 1; i /= 2) tree_[i] = std::min(tree_[2 * i], tree_[2 * i + 1]);
+  }
+  // The SM where a task ready at `ready` starts first, the lowest index among ties: the first SM
+  // free by `ready`, else the first of the earliest free.
+  size_t earliest(double ready) const {
+    const double bound = tree_[1] <= ready ? ready : tree_[1];
+    size_t i = 1;
+    while (i < leaves_) i = tree_[2 * i] <= bound ? 2 * i : 2 * i + 1;
+    return i - leaves_;
+  }
+
+ private:
+  size_t leaves_;
+  std::vector<double>
+      tree_;  // heap order: node i has children 2i, 2i+1; leaves at [leaves_, 2 leaves_)
+};
+
 // Earliest-finish list scheduling of `order` (each SM runs its tasks in this order); `fixed[i]`
 // >= 0 pins task i. Writes each task's SM and returns the makespan, which is the cost model's
 // per-SM queue prediction for the emitted program.
 double list_schedule(const Dag& d, const std::vector<uint32_t>& order,
                      const std::vector<int64_t>& fixed, size_t sms, std::vector<int64_t>& sm) {
-  std::vector<double> avail(sms, 0.0), group_fin(d.groups, 0.0);
+  FreeTimes avail(sms);
+  std::vector<double> group_fin(d.groups, 0.0);
   sm.assign(order.size(), 0);
   double makespan = 0;
   for (uint32_t i : order) {
     double ready = 0;
     for (uint32_t k = d.off[i]; k < d.off[i + 1]; ++k) ready = std::max(ready, group_fin[d.in[k]]);
-    size_t best = 0;
-    if (fixed[i] >= 0) {
-      best = static_cast<size_t>(fixed[i]);
-    } else {
-      double best_start = std::numeric_limits<double>::infinity();
-      for (size_t s = 0; s < sms; ++s) {
-        const double start = std::max(ready, avail[s]);
-        if (start < best_start) {  // ties: the lowest index, so queues stay dense
-          best_start = start;
-          best = s;
-          if (avail[s] <= ready) break;  // cannot start earlier than `ready`
-        }
-      }
-    }
-    const double fin = std::max(ready, avail[best]) + d.time[i];
-    avail[best] = fin;
+    const size_t best = fixed[i] >= 0 ? static_cast<size_t>(fixed[i]) : avail.earliest(ready);
+    const double fin = std::max(ready, avail.at(best)) + d.time[i];
+    avail.set(best, fin);
     double& gf = group_fin[static_cast<size_t>(d.group[i])];
     gf = std::max(gf, fin);
     makespan = std::max(makespan, fin);
@@ -106,26 +125,6 @@ std::vector<uint32_t> rank_order(const Dag& d) {
   return order;
 }
 
-// Puts the tasks in `order` (queue order is task order) and renumbers their dependencies.
-void reorder(Plan& p, const std::vector<uint32_t>& order) {
-  const size_t n = order.size();
-  std::vector<uint32_t> pos(n);
-  for (size_t k = 0; k < n; ++k) pos[order[k]] = static_cast<uint32_t>(k);
-  std::vector<PlanTask> tasks;
-  tasks.reserve(n);
-  std::vector<uint32_t> off(1, 0), list;
-  off.reserve(n + 1);
-  list.reserve(p.dep_list.size());
-  for (uint32_t old : order) {
-    tasks.push_back(std::move(p.tasks[old]));
-    for (uint32_t dep : p.deps(old)) list.push_back(pos[dep]);
-    off.push_back(static_cast<uint32_t>(list.size()));
-  }
-  p.tasks = std::move(tasks);
-  p.dep_off = std::move(off);
-  p.dep_list = std::move(list);
-}
-
 }  // namespace
 
 ir::Status assign_workers(Plan& p) {
@@ -133,7 +132,8 @@ ir::Status assign_workers(Plan& p) {
   const size_t n = p.tasks.size();
   const auto sms = static_cast<size_t>(p.target->num_workers());
   if (p.knobs.sm == Knobs::Sm::RoundRobin) {
-    for (size_t i = 0; i < n; ++i) p.tasks[i].task.sm = static_cast<int64_t>(i % sms);
+    p.sm.resize(n);
+    for (size_t i = 0; i < n; ++i) p.sm[i] = static_cast<int64_t>(i % sms);
     return {};
   }
   std::vector<int64_t> fixed(n, -1);
@@ -172,8 +172,12 @@ ir::Status assign_workers(Plan& p) {
       }
     }
   }
-  for (size_t i = 0; i < n; ++i) p.tasks[i].task.sm = sm[i];
-  if (!order.empty()) reorder(p, order);
+  p.sm = std::move(sm);
+  if (!order.empty()) {
+    p.pos.resize(n);
+    for (size_t k = 0; k < n; ++k) p.pos[order[k]] = static_cast<uint32_t>(k);
+    p.order = std::move(order);
+  }
   p.log.push_back(fmt::format("  assign: {}, SM queues {:.1f} us", how, best));
   return {};
 }

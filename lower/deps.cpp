@@ -3,7 +3,8 @@
 namespace amk::lower {
 
 void derive_dependencies(Plan& p) {
-  TensorMap tm;
+  TensorMap& tm = p.tensor_map;
+  tm.clear();
   std::vector<Access> reads, writes;
   p.dep_off.assign(1, 0);
   p.dep_off.reserve(p.tasks.size() + 1);

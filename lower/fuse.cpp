@@ -228,16 +228,16 @@ ir::Status fuse(Plan& p) {
           "(recomputed in the FUSED task), e.g. {}",
           gi, ix.kept.size(), ix.kept.front()));
   }
-  size_t w = 0;  // compact in place; a FUSED task takes its last member's slot
-  for (size_t i = 0; i < p.tasks.size(); ++i) {
+  size_t w = 0;  // compact in place (swaps keep every element's storage); a FUSED task takes
+  for (size_t i = 0; i < p.tasks.size(); ++i) {  // its last member's slot
     if (ix.insert_at[i]) {
-      p.tasks[w++] = std::move(*ix.insert_at[i]);
+      std::swap(p.tasks[w++], *ix.insert_at[i]);
     } else if (!ix.drop[i]) {
-      if (w != i) p.tasks[w] = std::move(p.tasks[i]);
+      if (w != i) std::swap(p.tasks[w], p.tasks[i]);
       ++w;
     }
   }
-  p.tasks.resize(w);
+  resize_reusing(p.tasks, w, p.spare_plan);
   return {};
 }
 

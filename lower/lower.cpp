@@ -27,16 +27,28 @@ std::string structure_key(const Knobs& k) {
   return key;
 }
 
-// The state after tile, fuse and deps: what a (tiling, fusion) point determines.
+// The state after tile, fuse and deps: what a (tiling, fusion) point determines. An entry is
+// swapped into the plan for a run (the later passes leave it as it is) and back out after it; a
+// miss overwrites the least recently used entry in place, so its storage is reused.
 struct Structure {
-  std::string key;
+  std::string key;  // empty: not filled
+  uint64_t used = 0;
+  uint64_t filled = 0;  // the run that filled it (tells refills apart)
   std::vector<ir::Buffer> buffers;
   std::vector<PlanTask> tasks;
   std::vector<std::string> group_notes, group_names;
   std::vector<uint32_t> dep_off, dep_list;
+
+  void swap_with(Plan& p) {
+    tasks.swap(p.tasks);
+    group_notes.swap(p.group_notes);
+    group_names.swap(p.group_names);
+    dep_off.swap(p.dep_off);
+    dep_list.swap(p.dep_list);
+  }
 };
 
-constexpr size_t kStructures = 4;  // kept per lowerer (a neighbourhood's tilings)
+constexpr size_t kStructures = 2;  // kept per lowerer (a neighbourhood's tilings)
 
 }  // namespace
 
@@ -45,18 +57,25 @@ struct Lowerer::Impl {
   const targets::TargetSpec& t;
   LowerOptions opt;
   bool warm;
-  std::vector<Node> graph;
-  bool graph_built = false;
-  std::vector<Structure> cache;  // most recent last
+  bool graph_built = false;      // p.graph
+  std::vector<Structure> cache;  // kStructures entries when warm, one when cold
+  uint64_t clock = 0;            // run count: Structure::used
   Plan p;
+  // What the program holds from earlier runs, as (entry, Structure::filled): the buffers of
+  // `buffers_of`; the tasks, counters and waits `emitted` in `emitted_order`. {-1, 0}: nothing.
+  std::pair<ptrdiff_t, uint64_t> buffers_of{-1, 0}, emitted{-1, 0};
+  std::vector<uint32_t> emitted_order;
+  int64_t meta_weight_bytes = -1;  // the meta below is for programs with these weight bytes
+  ir::JsonValue meta;
   bool has_program = false;
   uint64_t hits = 0;
 };
 
 Lowerer::Lowerer(const ModelSpec& m, const targets::TargetSpec& t, const LowerOptions& opt,
                  bool warm)
-    : impl_(new Impl{m, t, opt, warm, {}, false, {}, {}, false, 0}) {
+    : impl_(new Impl{m, t, opt, warm, false, {}, 0, {}, {-1, 0}, {-1, 0}, {}, -1, {}, false, 0}) {
   impl_->p.keep_tasks = warm;
+  impl_->cache.resize(warm ? kStructures : 1);
 }
 Lowerer::~Lowerer() = default;
 Lowerer::Lowerer(Lowerer&&) noexcept = default;
@@ -70,6 +89,7 @@ const ir::Program& Lowerer::program() const {
 ir::Program Lowerer::take() {
   AMK_ASSERT(impl_->has_program, "Lowerer::take() before a successful run()");
   impl_->has_program = false;
+  impl_->buffers_of = impl_->emitted = {-1, 0};
   return std::move(impl_->p.program);
 }
 
@@ -129,54 +149,74 @@ LowerResult Lowerer::run(const std::optional<ir::ScheduleConfig>& cfg) {
       return {};
     };
   };
-  const std::string key = structure_key(p.knobs);
-  auto hit = std::find_if(w.cache.begin(), w.cache.end(),
-                          [&](const Structure& s) { return s.key == key; });
+  p.sm.clear();
+  p.order.clear();
+  p.pos.clear();
+  std::string key = structure_key(p.knobs);
+  auto entry = std::find_if(w.cache.begin(), w.cache.end(),
+                            [&](const Structure& s) { return !s.key.empty() && s.key == key; });
+  const bool hit = w.warm && entry != w.cache.end();
+  if (!hit)  // the least recently used entry (an unfilled one first)
+    entry =
+        std::min_element(w.cache.begin(), w.cache.end(),
+                         [](const Structure& a, const Structure& b) { return a.used < b.used; });
+  Structure& s = *entry;
+  const std::pair<ptrdiff_t, uint64_t> id{entry - w.cache.begin(), s.filled};
+  s.used = ++w.clock;
+  s.swap_with(p);
   bool ok = true;
-  if (hit != w.cache.end()) {
+  if (hit) {
     ++w.hits;
-    ok = step("structure", done([&] {  // tile, fuse and deps of an earlier run
-           p.program.buffers = hit->buffers;
-           p.tasks = hit->tasks;
-           p.group_notes = hit->group_notes;
-           p.group_names = hit->group_names;
-           p.dep_off = hit->dep_off;
-           p.dep_list = hit->dep_list;
-         }));
-    std::rotate(hit, hit + 1, w.cache.end());  // most recent last
+    ok = step("structure", done([&] {  // an earlier run's
+                if (w.buffers_of != id) p.program.buffers = s.buffers;
+                w.buffers_of = id;
+              }));
   } else {
+    w.buffers_of = w.emitted = {-1, 0};
+    s.key.clear();
+    s.filled = w.clock;
     p.program.buffers.clear();
-    p.tasks.clear();
     p.group_notes.clear();
     p.group_names.clear();
     ok = step("graph", done([&] {
-           if (!w.graph_built) p.graph = build_decoder_graph(m);
-           w.graph_built = true;
-         })) &&
+                if (!w.graph_built) p.graph = build_decoder_graph(m);
+                w.graph_built = true;
+              })) &&
          step("tile", done([&] { tile(p); })) &&  //
          step("fuse", [&] { return fuse(p); }) &&
          step("deps", done([&] { derive_dependencies(p); }));
     if (ok && w.warm) {
-      if (w.cache.size() == kStructures) w.cache.erase(w.cache.begin());
-      w.cache.push_back({key, p.program.buffers, p.tasks, p.group_notes, p.group_names, p.dep_off,
-                         p.dep_list});
+      s.key = std::move(key);
+      s.buffers = p.program.buffers;
+      w.buffers_of = {id.first, s.filled};
     }
   }
   ok = ok && step("assign", [&] { return assign_workers(p); }) &&
-       step("pages", [&] { return allocate_pages(p); }) &&
-       step("emit", [&] { return emit(p); });
+       step("pages", [&] { return allocate_pages(p); });
+  p.tasks_emitted = ok && hit && w.emitted == id && w.emitted_order == p.order;
+  w.emitted = {-1, 0};
+  ok = ok && step("emit", [&] { return emit(p); });
+  if (ok && w.warm) {
+    w.emitted = {id.first, s.filled};
+    w.emitted_order = p.order;
+  }
+  s.swap_with(p);  // the entry keeps the structure (emptied by a cold emit's moves)
   if (opt.log) r.log = p.log;
   if (!ok) return r;
-  nlohmann::ordered_json meta = {
-      {"model", m.source},      {"gpu", t.record.name},
-      {"regime", "decode"},     {"pos", opt.pos},
-      {"kv_len", opt.pos + 1},  {"dtype", std::string(ir::name(opt.dtype))},
-      {"n_layers", m.n_layers}, {"weight_bytes", p.program.total_weight_bytes()}};
-  if (opt.quant != Quant::None) {
-    meta["quantized"] = true;
-    meta["quant"] = opt.quant == Quant::Int8 ? "int8" : "int4";
+  if (const int64_t bytes = p.program.total_weight_bytes(); bytes != w.meta_weight_bytes) {
+    nlohmann::ordered_json meta = {
+        {"model", m.source},      {"gpu", t.record.name},
+        {"regime", "decode"},     {"pos", opt.pos},
+        {"kv_len", opt.pos + 1},  {"dtype", std::string(ir::name(opt.dtype))},
+        {"n_layers", m.n_layers}, {"weight_bytes", bytes}};
+    if (opt.quant != Quant::None) {
+      meta["quantized"] = true;
+      meta["quant"] = opt.quant == Quant::Int8 ? "int8" : "int4";
+    }
+    w.meta = ir::JsonValue(std::move(meta));
+    w.meta_weight_bytes = bytes;
   }
-  p.program.meta = ir::JsonValue(std::move(meta));
+  p.program.meta = w.meta;
   w.has_program = true;
   r.seconds = std::chrono::duration<double>(clock::now() - t0).count();
   return r;

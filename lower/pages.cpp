@@ -14,8 +14,8 @@ ir::Status allocate_pages(Plan& p) {
   std::vector<int64_t> dense(p.group_notes.size(), -1);
   size_t ng = 0;
   std::vector<size_t> gof(n);
-  for (size_t i = 0; i < n; ++i) {
-    auto& d = dense[static_cast<size_t>(p.tasks[i].group)];
+  for (size_t i = 0; i < n; ++i) {  // i: emission position
+    auto& d = dense[static_cast<size_t>(p.tasks[p.task_at(i)].group)];
     if (d < 0) d = static_cast<int64_t>(ng++);
     gof[i] = static_cast<size_t>(d);
   }
@@ -23,8 +23,8 @@ ir::Status allocate_pages(Plan& p) {
   std::vector<uint64_t> anc(ng * words, 0);
   for (size_t i = 0; i < n; ++i) {
     uint64_t* a = &anc[gof[i] * words];
-    for (uint32_t dep : p.deps(i)) {
-      const size_t g = gof[dep];
+    for (uint32_t dep : p.deps(p.task_at(i))) {
+      const size_t g = gof[p.position(dep)];
       if (g == gof[i]) continue;
       const uint64_t* b = &anc[g * words];
       for (size_t w = 0; w < words; ++w) a[w] |= b[w];
@@ -55,7 +55,7 @@ ir::Status allocate_pages(Plan& p) {
       if (write && std::find(u.writers.begin(), u.writers.end(), gof[i]) == u.writers.end())
         u.writers.push_back(gof[i]);
     };
-    p.tasks[i].accesses(reads, writes);
+    p.tasks[p.task_at(i)].accesses(reads, writes);
     for (const Access& a : reads) touch(a.buffer, false);
     for (const Access& a : writes) touch(a.buffer, true);
   }

@@ -66,6 +66,23 @@ struct PlanTask {
   }
 };
 
+/// Resizes `v` to `n`: the elements a shrink drops are parked in `spare` and a growth takes them
+/// back first, so the storage of their strings and vectors survives a warm lowering's changes of
+/// size (their contents are stale: the caller overwrites them).
+template <class T>
+void resize_reusing(std::vector<T>& v, size_t n, std::vector<T>& spare) {
+  while (v.size() > n) {
+    spare.push_back(std::move(v.back()));
+    v.pop_back();
+  }
+  if (v.capacity() < n) v.reserve(std::max(n, 2 * v.capacity()));
+  while (v.size() < n && !spare.empty()) {
+    v.push_back(std::move(spare.back()));
+    spare.pop_back();
+  }
+  v.resize(n);
+}
+
 /// Everything the passes share. `program` holds buffers, meta, target and config until emit
 /// fills its counters and tasks.
 struct Plan {
@@ -79,12 +96,28 @@ struct Plan {
   std::vector<std::string> group_notes;     ///< counter note per group
   std::vector<std::string> group_names;     ///< op name per group ("L0.q_proj")
   std::vector<uint32_t> dep_off, dep_list;  ///< CSR: earlier tasks each task must follow
+  /// The passes after deps leave tasks, groups and dependencies as they are (a warm Lowerer
+  /// keeps them for the next config): assign chooses each task's SM and the emission order here.
+  std::vector<int64_t> sm;      ///< by task: its SM (empty: the tasks' own)
+  std::vector<uint32_t> order;  ///< order[k]: the task emitted k-th (empty: task order)
+  std::vector<uint32_t> pos;    ///< inverse of order (empty with it)
   std::vector<std::string> log;
   bool keep_tasks = false;  ///< emit copies the tasks instead of moving them (a warm Lowerer)
+  /// The program's tasks are already those this run emits, in this order (a warm Lowerer's run
+  /// on the structure and order of its previous one): emit only sets their SMs.
+  bool tasks_emitted = false;
+  // Memory a warm lowering keeps between runs.
+  ir::TensorMap tensor_map;           ///< the dependency pass's
+  std::vector<PlanTask> spare_plan;   ///< tasks dropped by a shrink, storage kept (resize_reusing)
+  std::vector<ir::Task> spare_tasks;  ///< the program's, likewise
   /// The earlier tasks task `i` must follow (after the dependency pass).
   std::span<const uint32_t> deps(size_t i) const {
     return {dep_list.data() + dep_off[i], dep_off[i + 1] - dep_off[i]};
   }
+  /// The task emitted at position k.
+  uint32_t task_at(size_t k) const { return order.empty() ? static_cast<uint32_t>(k) : order[k]; }
+  /// The emission position of task i.
+  uint32_t position(uint32_t i) const { return pos.empty() ? i : pos[i]; }
   /// A new counter group named `name` (note defaults to the name); returns its id.
   int64_t add_group(std::string name, std::string note = {}) {
     group_notes.push_back(note.empty() ? name : std::move(note));

@@ -1,10 +1,13 @@
 #include "lower/tile.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <map>
 
 #include <fmt/format.h>
+
+#include "ir/assert.h"
 
 namespace amk::lower {
 namespace {
@@ -23,6 +26,10 @@ struct Tiler {
   const int64_t B;
   const int64_t d;  // bytes per element for estimates (AMK: max(1, bits // 8))
   std::map<std::string, int64_t, std::less<>> buf;
+  size_t used = 0;           // tasks written
+  PlanTask* open = nullptr;  // the task being written
+  size_t params_used = 0;    // its params so far
+  std::string scratch;       // the labels formatted here
 
   explicit Tiler(Plan& plan)
       : p(plan),
@@ -50,23 +57,70 @@ struct Tiler {
   }
   int64_t id(const std::string& name) const { return buf.find(name)->second; }
 
-  PlanTask& task(Op op, std::vector<int64_t> in, std::vector<int64_t> out, std::string label,
-                 int64_t group, int64_t node, int64_t bytes, int64_t flops) {
-    PlanTask pt;
-    pt.task.op = op;
-    pt.task.inputs = std::move(in);
-    pt.task.outputs = std::move(out);
-    pt.task.label = std::move(label);
-    pt.task.est_bytes = bytes;
-    pt.task.est_flops = flops;
+  // The next task, written over the element a warm lowering left there (its strings and vectors
+  // keep their storage).
+  PlanTask& task(Op op, std::initializer_list<int64_t> in, std::initializer_list<int64_t> out,
+                 std::string_view label, int64_t group, int64_t node, int64_t bytes,
+                 int64_t flops) {
+    close();
+    PlanTask& pt = p.tasks[used++];
+    open = &pt;
+    params_used = 0;
+    ir::Task& t = pt.task;
+    t.op = op;
+    t.inputs.assign(in);
+    t.outputs.assign(out);
+    t.out_counter = 0;
+    t.waits.clear();
+    t.sm.reset();
+    t.est_bytes = bytes;
+    t.est_flops = flops;
+    t.label.assign(label);
+    if (!t.extra.is_null()) t.extra = ir::JsonValue();
     pt.group = group;
     pt.node = node;
-    pt.task.params.reserve(7);
-    p.tasks.push_back(std::move(pt));
-    return p.tasks.back();
+    pt.out_region = {};
+    return pt;
   }
-  static void param(PlanTask& t, const char* key, ParamValue v) {
-    t.task.params.push_back({key, v});
+  // "NAME[tI]", the label of tile I (formatted by hand: this is most tasks).
+  std::string_view tile_label(const std::string& name, int64_t i) {
+    char digits[24];
+    const auto end = std::to_chars(digits, digits + sizeof digits, i).ptr;
+    scratch.assign(name);
+    scratch += "[t";
+    scratch.append(digits, end);
+    scratch += ']';
+    return scratch;
+  }
+  // `fmt` formatted into a scratch string (no allocation once it has grown).
+  template <class... Args>
+  std::string_view label(fmt::format_string<Args...> f, Args&&... args) {
+    scratch.clear();
+    fmt::format_to(std::back_inserter(scratch), f, std::forward<Args>(args)...);
+    return scratch;
+  }
+  // Sets the next param of the task being written (over the one a warm lowering left there).
+  void param(PlanTask& t, std::string_view key, ParamValue::Kind kind, int64_t i, double f) {
+    AMK_ASSERT(&t == open, "a param of a task other than the one being written");
+    std::vector<ir::Param>& ps = t.task.params;
+    if (params_used == ps.size()) ps.emplace_back();
+    ir::Param& q = ps[params_used++];
+    if (q.key != key) q.key.assign(key);
+    q.value.kind = kind;
+    q.value.i = i;
+    q.value.f = f;
+    if (!q.value.other.is_null()) q.value.other = ir::JsonValue();
+  }
+  void param_int(PlanTask& t, std::string_view key, int64_t v) {
+    param(t, key, ParamValue::Kind::Int, v, 0.0);
+  }
+  void param_float(PlanTask& t, std::string_view key, double v) {
+    param(t, key, ParamValue::Kind::Float, 0, v);
+  }
+  // Ends the task being written: drops params an earlier run left beyond its own.
+  void close() {
+    if (open) open->task.params.resize(params_used);
+    open = nullptr;
   }
 
   int64_t tile_width(int64_t N) const {
@@ -105,18 +159,17 @@ struct Tiler {
                                   : fmt::format("{} ({} tiles)", n.name, tiles));
     for (int64_t i = 0; i < tiles; ++i) {
       const int64_t off = i * nt, w = std::min(nt, N - off);
-      std::vector<int64_t> in{x};
-      in.insert(in.end(), w_in.begin(), w_in.end());
       const int64_t bytes = quant ? (ceil_div(K * bits, 8) + 2 * n_groups) * w : K * d * w;
-      PlanTask& t = task(B > 1 ? Op::GEMM_TILE : Op::GEMV_TILE, std::move(in), {out},
-                         fmt::format("{}[t{}]", n.name, i), g, ni, bytes, 2 * K * w * B);
-      if (B > 1) param(t, "M_tile", ParamValue::of_int(B));
-      param(t, "K", ParamValue::of_int(K));
-      param(t, "N_tile", ParamValue::of_int(w));
-      param(t, "n_off", ParamValue::of_int(off));
+      PlanTask& t = task(B > 1 ? Op::GEMM_TILE : Op::GEMV_TILE, {x}, {out}, tile_label(n.name, i),
+                         g, ni, bytes, 2 * K * w * B);
+      t.task.inputs.insert(t.task.inputs.end(), w_in.begin(), w_in.end());
+      if (B > 1) param_int(t, "M_tile", B);
+      param_int(t, "K", K);
+      param_int(t, "N_tile", w);
+      param_int(t, "n_off", off);
       if (quant) {
-        param(t, "qdtype", ParamValue::of_int(bits == 8 ? 6 : 7));
-        param(t, "group", ParamValue::of_int(group));
+        param_int(t, "qdtype", bits == 8 ? 6 : 7);
+        param_int(t, "group", group);
       }
       t.out_region = {
           static_cast<int>(p.program.buffers[static_cast<size_t>(out)].shape.size()) - 1, off,
@@ -124,30 +177,39 @@ struct Tiler {
     }
   }
 
+  // The KV partitions of an attention (1: not split).
+  int64_t partitions() const {
+    const int64_t kv_len = p.opt.pos + 1;
+    if (B != 1 || p.opt.reference) return 1;
+    std::optional<int64_t> want = p.knobs.n_partitions;
+    if (!want && !p.opt.amk_compat && p.knobs.kv_block) want = ceil_div(kv_len, *p.knobs.kv_block);
+    return want && *want > 1
+               ? std::min({int64_t{8}, p.target->num_workers(), *want, ceil_div(kv_len, 16)})
+               : 1;
+  }
+  // The tasks of an attention: one, or its non-empty partitions and their combine.
+  int64_t attention_tasks() const {
+    const int64_t parts = partitions(), kv_len = p.opt.pos + 1;
+    return parts <= 1 ? 1 : ceil_div(kv_len, ceil_div(kv_len, parts)) + 1;
+  }
+
   void attention(const Node& n, int64_t ni) {
     const int64_t hd = m.head_dim, kv_len = p.opt.pos + 1;
     const int64_t q = id(n.inputs[0]), kc = id(n.inputs[1]), vc = id(n.inputs[2]);
     const double scale = std::pow(static_cast<double>(hd), -0.5);
     auto common = [&](PlanTask& t) {
-      param(t, "scale", ParamValue::of_float(scale));
-      param(t, "n_heads", ParamValue::of_int(m.n_heads));
-      param(t, "n_kv_heads", ParamValue::of_int(m.n_kv_heads));
+      param_float(t, "scale", scale);
+      param_int(t, "n_heads", m.n_heads);
+      param_int(t, "n_kv_heads", m.n_kv_heads);
     };
-    int64_t parts = 1;
-    if (B == 1 && !p.opt.reference) {
-      std::optional<int64_t> want = p.knobs.n_partitions;
-      if (!want && !p.opt.amk_compat && p.knobs.kv_block)
-        want = ceil_div(kv_len, *p.knobs.kv_block);
-      if (want && *want > 1)
-        parts = std::min({int64_t{8}, p.target->num_workers(), *want, ceil_div(kv_len, 16)});
-    }
+    const int64_t parts = partitions();
     if (parts <= 1) {
       const int64_t out = act(n.output, {B, m.q_dim()});
       PlanTask& t = task(Op::ATTENTION_TILE, {q, kc, vc}, {out}, n.name, p.add_group(n.name), ni,
                          B * 2 * kv_len * m.n_kv_heads * hd * d, B * 4 * m.n_heads * hd * kv_len);
-      param(t, "head_dim", ParamValue::of_int(hd));
-      param(t, "kv_start", ParamValue::of_int(0));
-      param(t, "kv_len", ParamValue::of_int(kv_len));
+      param_int(t, "head_dim", hd);
+      param_int(t, "kv_start", 0);
+      param_int(t, "kv_len", kv_len);
       common(t);
       return;
     }
@@ -158,23 +220,24 @@ struct Tiler {
       if (len <= 0) break;
       const int64_t pb = act(fmt::format("{}.part{}", n.output, s), {m.n_heads, hd + 2});
       part_bufs.push_back(pb);
-      const std::string label = fmt::format("{}.s{}", n.name, s);
-      PlanTask& t = task(Op::ATTENTION_TILE, {q, kc, vc}, {pb}, label, p.add_group(label), ni,
+      const int64_t g = p.add_group(fmt::format("{}.s{}", n.name, s));
+      PlanTask& t = task(Op::ATTENTION_TILE, {q, kc, vc}, {pb}, p.group_names.back(), g, ni,
                          2 * len * m.n_kv_heads * hd * d, 4 * m.n_heads * hd * len);
-      param(t, "head_dim", ParamValue::of_int(hd));
-      param(t, "kv_start", ParamValue::of_int(start));
-      param(t, "kv_len", ParamValue::of_int(len));
+      param_int(t, "head_dim", hd);
+      param_int(t, "kv_start", start);
+      param_int(t, "kv_len", len);
       common(t);
-      param(t, "flags", ParamValue::of_int(2));
+      param_int(t, "flags", 2);
       t.task.sm = s % p.target->num_workers();
     }
     const int64_t out = act(n.output, {B, m.q_dim()});
     const auto np = static_cast<int64_t>(part_bufs.size());
-    PlanTask& c = task(Op::ATTENTION_COMBINE, part_bufs, {out}, n.name + ".comb",
+    PlanTask& c = task(Op::ATTENTION_COMBINE, {}, {out}, label("{}.comb", n.name),
                        p.add_group(n.name), ni, np * m.n_heads * (hd + 2) * d, np * m.n_heads * hd);
-    param(c, "head_dim", ParamValue::of_int(hd));
-    param(c, "n_heads", ParamValue::of_int(m.n_heads));
-    param(c, "n_kv_heads", ParamValue::of_int(m.n_kv_heads));
+    c.task.inputs.assign(part_bufs.begin(), part_bufs.end());
+    param_int(c, "head_dim", hd);
+    param_int(c, "n_heads", m.n_heads);
+    param_int(c, "n_kv_heads", m.n_kv_heads);
   }
 
   void node(const Node& n, int64_t ni) {
@@ -184,15 +247,15 @@ struct Tiler {
         const int64_t out = act(n.output, {B, H});
         PlanTask& t = task(Op::EMBED, {id("token_id"), weight(n)}, {out}, n.name,
                            p.add_group(n.name), ni, B * H * d, 0);
-        param(t, "hidden", ParamValue::of_int(H));
+        param_int(t, "hidden", H);
         return;
       }
       case NodeOp::RmsNorm: {
         const int64_t out = act(n.output, {B, H});
         PlanTask& t = task(Op::RMSNORM, {id(n.inputs[0]), weight(n)}, {out}, n.name,
                            p.add_group(n.name), ni, B * H * d, 4 * B * H);
-        param(t, "eps", ParamValue::of_float(m.rms_eps));
-        param(t, "hidden", ParamValue::of_int(H));
+        param_float(t, "eps", m.rms_eps);
+        param_int(t, "hidden", H);
         return;
       }
       case NodeOp::Linear:
@@ -201,15 +264,15 @@ struct Tiler {
         std::vector<int64_t> shape{B, n.heads, hd};
         if (B == 1 && n.role == "rope_q") shape = {n.heads, hd};  // AMK: q as [n_heads, hd]
         const int64_t hs = act(n.output + ".hs", shape);
-        const std::string rl = n.name + ".reshape";
-        PlanTask& r = task(Op::EMBED, {id("reshape_id0"), id(n.inputs[0])}, {hs}, rl,
-                           p.add_group(rl), ni, 0, 0);
-        param(r, "hidden", ParamValue::of_int(hd));
+        const int64_t rg = p.add_group(n.name + ".reshape");
+        PlanTask& r = task(Op::EMBED, {id("reshape_id0"), id(n.inputs[0])}, {hs},
+                           p.group_names.back(), rg, ni, 0, 0);
+        param_int(r, "hidden", hd);
         const int64_t out = act(n.output, shape);
         PlanTask& t = task(Op::ROPE, {hs, id("pos")}, {out}, n.name, p.add_group(n.name), ni, 0,
                            6 * n.heads * hd);
-        param(t, "head_dim", ParamValue::of_int(hd));
-        param(t, "theta", ParamValue::of_float(m.rope_theta));
+        param_int(t, "head_dim", hd);
+        param_float(t, "theta", m.rope_theta);
         return;
       }
       case NodeOp::KvAppend: {
@@ -218,7 +281,7 @@ struct Tiler {
         const int64_t cache = buffer(n.output, BufferKind::KV_CACHE, p.opt.dtype, shape);
         PlanTask& t = task(Op::KV_APPEND, {id(n.inputs[0]), cache}, {cache}, n.name,
                            p.add_group(n.name), ni, B * m.n_kv_heads * hd * d, 0);
-        param(t, "pos", ParamValue::of_int(p.opt.pos));
+        param_int(t, "pos", p.opt.pos);
         return;
       }
       case NodeOp::Attention:
@@ -244,17 +307,19 @@ struct Tiler {
 
 void tile(Plan& p) {
   Tiler t(p);
-  size_t count = 0;  // exact task count up front: PlanTasks are moved once, never reallocated
+  size_t count = 0;  // the exact task count up front: the tasks are written in place
   for (const Node& n : p.graph)
     count += n.op == NodeOp::Linear
                  ? static_cast<size_t>(ceil_div(n.weight_shape[0], t.tile_width(n.weight_shape[0])))
              : n.op == NodeOp::Rope      ? 2
-             : n.op == NodeOp::Attention ? 9
+             : n.op == NodeOp::Attention ? static_cast<size_t>(t.attention_tasks())
                                          : 1;
-  p.tasks.reserve(count);
+  resize_reusing(p.tasks, count, p.spare_plan);
   for (const char* io : {"token_id", "pos", "reshape_id0"})
     t.buffer(io, BufferKind::IO_INPUT, ir::DType::I32, {p.opt.batch});
   for (size_t i = 0; i < p.graph.size(); ++i) t.node(p.graph[i], static_cast<int64_t>(i));
+  t.close();
+  AMK_ASSERT(t.used == count, "tile wrote another number of tasks than it counted");
 }
 
 }  // namespace amk::lower

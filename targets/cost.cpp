@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ir/assert.h"
 #include "ir/digraph.h"
 #include "ir/graph.h"
 
@@ -51,6 +52,11 @@ double task_time_sm_us(const ir::Program& p, const ir::Task& t, const ir::Target
 }
 
 CostEstimate estimate(const ir::Program& p, const ir::Target& tg) {
+  return estimate(p, tg, ir::Graph::build(p));
+}
+
+CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const ir::Graph& g) {
+  AMK_ASSERT(g.num_tasks() == p.tasks.size(), "estimate: a graph of another program");
   CostEstimate r;
   const int64_t depth = p.config ? p.config->depth() : 2;
   const size_t n = p.tasks.size();
@@ -65,7 +71,6 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg) {
   const double w = static_cast<double>(p.total_weight_bytes());
   r.floor_us = tg.bandwidth_bound_us(w);
   r.sm_assigned = p.sm_assigned();
-  const ir::Graph g = ir::Graph::build(p);
   const ir::ScheduleGraph deps(p, g, ir::QueueEdges::None);
   const auto cp = ir::longest_path<double>(deps, t);
   if (!cp.acyclic) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "ir/graph.h"
 #include "ir/program.h"
 
 namespace amk::targets {
@@ -30,5 +31,7 @@ double task_time_sm_us(const ir::Program& p, const ir::Task& t, const ir::Target
                        int64_t depth);
 /// Predicts `p` on `tg`; the depth is the program's ScheduleConfig::depth() (2 without a config).
 CostEstimate estimate(const ir::Program& p, const ir::Target& tg);
+/// Likewise with the counter graph of `p` already built (a validator's: Validator::graph()).
+CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const ir::Graph& g);
 
 }  // namespace amk::targets

@@ -71,10 +71,14 @@ AllBefore all_before(Context& c, int64_t x, int64_t y) {
     }
     if (!same) wreps.push_back(w);
   }
-  for (uint32_t u : xs)
-    for (uint32_t w : ys)
-      if (u == w) ab.impossible = true;
-  if (ab.impossible) return ab;
+  // A task both using x and writing y? Both lists ascend (task-list order): one merge.
+  for (size_t i = 0, j = 0; i < xs.size() && j < ys.size();) {
+    if (xs[i] == ys[j]) {
+      ab.impossible = true;
+      return ab;
+    }
+    xs[i] < ys[j] ? ++i : ++j;
+  }
   ab.first = static_cast<uint32_t>(c.s.ab_queries.size());
   for (uint32_t s : user_slots) {
     uint32_t u = c.g.producers(s)[0];

@@ -150,11 +150,16 @@ void check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
               fmt::format("task {} ({}) expected {} outputs, got {}", id, op, spec.n_outputs,
                           t.outputs.size()),
               ir::task_pointer(id, "outputs"));
-    for (std::string_view k : spec.required)
-      if (auto f = ir::param_field(k); f ? !(pt.present >> static_cast<int>(*f) & 1u) : !t.param(k))
-        c.error(kOpRequiredParam,
-                fmt::format("task {} ({}) missing required param '{}'", id, op, k),
-                ir::task_pointer(id, "params"));
+    // The common case in a few bit operations; anything to report takes the loops below.
+    const ir::RequiredParams& rq = ir::required_params(t.op);
+    if ((rq.fields & ~pt.present) != 0 || !rq.others.empty())
+      for (std::string_view k : spec.required)
+        if (auto f = ir::param_field(k);
+            f ? !(pt.present >> static_cast<int>(*f) & 1u) : !t.param(k))
+          c.error(kOpRequiredParam,
+                  fmt::format("task {} ({}) missing required param '{}'", id, op, k),
+                  ir::task_pointer(id, "params"));
+    if (pt.plain) return;
     for (const ir::Param& prm : t.params) {
       auto type = ir::param_type(prm.key);
       auto ptr = [&] { return ir::task_pointer(id, "params/" + ir::pointer_token(prm.key)); };

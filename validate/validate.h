@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "ir/diagnostic.h"
+#include "ir/graph.h"
 #include "ir/program.h"
 
 namespace amk::validate {
@@ -56,6 +57,8 @@ class Validator {
   Validator& operator=(Validator&&) noexcept;
   /// Runs every rule on an in-memory program; never throws on a malformed program.
   Result validate(const ir::Program& p);
+  /// The counter graph of the program validated last (for the cost model: targets::estimate).
+  const ir::Graph& graph() const;
 
  private:
   std::unique_ptr<Scratch> s_;

@@ -125,6 +125,10 @@ Validator::~Validator() = default;
 Validator::Validator(Validator&&) noexcept = default;
 Validator& Validator::operator=(Validator&&) noexcept = default;
 
+const ir::Graph& Validator::graph() const {
+  return s_->graph;
+}
+
 Result Validator::validate(const ir::Program& p) {
   Scratch& s = *s_;
   s.rule_count.clear();

@@ -411,6 +411,78 @@ TEST(TensorMapTest, ForgettingDropsExactlyTheTasksBeforeTheBound) {
   EXPECT_EQ(forgetting.entries(), 0u);
 }
 
+// The TensorMap against the rule it implements, written as plainly as possible: every live entry
+// of every earlier access is scanned in insertion order; a write drops the entries it covers. The
+// map's shortcuts (tiles of one output written in order skip the scan) must give the same
+// dependencies in the same order, on random accesses and on runs of in-order tiles.
+TEST(TensorMapTest, GivesTheDependenciesOfAPlainScanInTheSameOrder) {
+  struct Entry {
+    uint32_t task;
+    int64_t buffer;
+    bool read;
+    Region region;
+  };
+  std::mt19937 rng(11);
+  TensorMap tm;
+  std::vector<Entry> live;
+  uint32_t t = 0;
+  for (int run = 0; run < 3000; ++run) {
+    // A run of in-order tiles of one buffer along one axis (some runs out of order or empty).
+    const int64_t b = rng() % 6;
+    const int axis = static_cast<int>(rng() % 2);
+    const int tiles = 1 + static_cast<int>(rng() % 6);
+    int64_t lo = rng() % 4;
+    for (int k = 0; k < tiles; ++k, ++t) {
+      std::vector<Access> reads, writes;
+      const int64_t w = rng() % 5 == 0 ? 0 : 1 + static_cast<int64_t>(rng() % 4);
+      if (rng() % 7 == 0) lo = rng() % 12;  // back to an earlier column
+      writes.push_back({b, rng() % 9 == 0 ? Region{} : Region{axis, lo, lo + w}});
+      lo += w;
+      for (int r = static_cast<int>(rng() % 3); r > 0; --r) {
+        Access a{static_cast<int64_t>(rng() % 6), {}};
+        if (rng() % 3 == 0) {
+          const int64_t rl = rng() % 16;
+          a.region = {static_cast<int>(rng() % 2), rl, rl + 1 + static_cast<int64_t>(rng() % 4)};
+        }
+        if (a.buffer != b) reads.push_back(a);
+      }
+      std::vector<uint32_t> want, got;
+      std::vector<uint8_t> want_war, got_war;
+      auto dep = [&](uint32_t d, bool war) {
+        auto it = std::find(want.begin(), want.end(), d);
+        if (it == want.end()) {
+          want.push_back(d);
+          want_war.push_back(war);
+        } else if (!war) {
+          want_war[static_cast<size_t>(it - want.begin())] = 0;
+        }
+      };
+      auto scan = [&](const Access& a, bool reads_of_it, bool war) {
+        for (const Entry& e : live)
+          if (e.buffer == a.buffer && e.read == reads_of_it && e.task != t &&
+              overlaps(e.region, a.region))
+            dep(e.task, war);
+      };
+      for (const Access& a : reads) scan(a, false, false);
+      for (const Access& a : writes) {
+        scan(a, false, false);
+        scan(a, true, true);
+      }
+      for (const Access& a : writes) {
+        std::erase_if(live, [&](const Entry& e) {
+          return e.buffer == a.buffer && e.task != t && covers(a.region, e.region);
+        });
+        live.push_back({t, a.buffer, false, a.region});
+      }
+      for (const Access& a : reads) live.push_back({t, a.buffer, true, a.region});
+      tm.record(t, reads, writes, got, &got_war);
+      ASSERT_EQ(got, want) << "task " << t;
+      ASSERT_EQ(got_war, want_war) << "task " << t;
+    }
+  }
+  EXPECT_EQ(tm.entries(), live.size());
+}
+
 TEST(Property, RandomValidConfigsOfSmallModelsAlwaysValidate) {
   validate::Validator v;
   int checked = 0;
