@@ -88,9 +88,9 @@ std::optional<int> Args::parse(int argc, char** argv) {
 int exit_code(const ir::Diagnostics& d) {
   // Codes by family; the first error decides.
   static constexpr std::pair<std::string_view, int> kExit[] = {
-      {"vm.rejected", kRejected},   {"lower.rejected", kRejected}, {"merge.", kRejected},
-      {"verify.", kRejected},       {"vm.deadlock", kDeadlock},    {"vm.timeout", kDeadlock},
-      {"orch.deadlock", kDeadlock},
+      {"vm.rejected", kRejected},   {"lower.rejected", kRejected},    {"merge.", kRejected},
+      {"verify.", kRejected},       {"vm.deadlock", kDeadlock},       {"vm.timeout", kDeadlock},
+      {"orch.deadlock", kDeadlock}, {"search.none-valid", kRejected},
   };
   for (const ir::Diagnostic& x : d) {
     if (x.severity != ir::Severity::Error) continue;

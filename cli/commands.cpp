@@ -11,6 +11,7 @@ std::span<const Command> commands() {
       {"validate", "prove programs deadlock- and race-free (AMK's rules and more)", cmd_validate},
       {"simulate", "counter simulation and seeded adversarial interleavings", cmd_simulate},
       {"lower", "lower a model + ScheduleConfig into a validated program for a target", cmd_lower},
+      {"search", "search ScheduleConfigs with the full proof in the loop", cmd_search},
       {"targets", "list the built-in targets (GPUs, Ascend, TX8) or print one", cmd_targets},
       {"models", "list the built-in model specs or print one (also HF config.json)", cmd_models},
       {"run", "execute a program on the reference VM with real numerics", cmd_run},

@@ -23,14 +23,10 @@ void add_lowering_options(Args& args, bool need_target) {
       "amk-compat", "AMK's lower() byte for byte (only tiling and n_partitions are consumed)");
 }
 
-namespace {
-
 bool is_inline_json(const std::string& arg) {
   const size_t i = arg.find_first_not_of(" \t\r\n");
   return i != std::string::npos && arg[i] == '{';
 }
-
-}  // namespace
 
 ir::Result<std::optional<ir::ScheduleConfig>> resolve_config(const std::string& arg) {
   using R = ir::Result<std::optional<ir::ScheduleConfig>>;

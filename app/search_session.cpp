@@ -1,0 +1,78 @@
+#include "app/search_session.h"
+
+#include <fmt/format.h>
+
+#include "ir/fileio.h"
+#include "lower/config.h"
+
+namespace amk::app {
+
+ir::Result<std::unique_ptr<SearchSession>> SearchSession::create(SearchRequest req) {
+  std::unique_ptr<SearchSession> s(new SearchSession);
+  ir::Diagnostics warnings;
+  auto model = lower::load_model(req.model);
+  if (!model) return std::move(model.diagnostics);
+  ir::append(warnings, std::move(model.diagnostics));
+  s->model_ = std::move(*model.value);
+  auto target = targets::load_target(req.target);
+  if (!target) return std::move(target.diagnostics);
+  s->target_ = std::move(*target.value);
+  if (req.start)
+    if (ir::Result<lower::Knobs> k = lower::parse_knobs(*req.start, s->target_); !k) {
+      if (!req.start_origin.empty()) ir::set_file(k.diagnostics, req.start_origin);
+      return std::move(k.diagnostics);
+    }
+  const ir::ScheduleConfig base = req.start ? *req.start : lower::default_config();
+  ir::Result<search::Space> space = [&]() -> ir::Result<search::Space> {
+    if (req.space.empty()) return search::default_space(s->model_, s->target_, base);
+    ir::Result<std::string> text = ir::read_file(req.space);
+    if (!text) return std::move(text.diagnostics);
+    return search::parse_space(*text, req.space, s->model_, s->target_, base);
+  }();
+  if (!space) return std::move(space.diagnostics);
+  s->space_ = std::move(*space.value);
+  s->options_ = std::move(req.options);
+  s->options_.start = req.start;
+  s->header_ = search::header_of(s->model_, s->target_, s->space_, s->options_);
+  if (!req.resume.empty()) {
+    ir::Result<search::Log> log = search::read_log(req.resume);
+    if (!log) return std::move(log.diagnostics);
+    if (log->header) {
+      const search::LogHeader& a = *log->header;
+      const search::LogHeader& b = s->header_;
+      const std::pair<const char*, bool> same[] = {{"model", a.model == b.model},
+                                                   {"target", a.target == b.target},
+                                                   {"algorithm", a.algorithm == b.algorithm},
+                                                   {"objective", a.objective == b.objective},
+                                                   {"seed", a.seed == b.seed},
+                                                   {"space", a.space == b.space},
+                                                   {"start", a.start == b.start}};
+      for (const auto& [field, equal] : same)
+        if (!equal) {
+          ir::Diagnostic d = ir::error(
+              "search.replay",
+              fmt::format("the log is of another search: its {} differs from this one's", field),
+              fmt::format("/search/{}", field));
+          d.file = req.resume;
+          return d;
+        }
+    }
+    s->options_.replay = std::move(log->trials);
+    s->resume_complete_ = log->complete;
+    ir::append(warnings, std::move(log->warnings));
+  }
+  ir::Result<std::unique_ptr<SearchSession>> r(std::move(s));
+  r.diagnostics = std::move(warnings);
+  return r;
+}
+
+ir::Result<search::SearchResult> SearchSession::run(
+    std::function<bool(const search::Trial&)> on_trial,
+    std::function<void(const search::Trial&)> on_measured) {
+  search::SearchOptions o = options_;
+  o.on_trial = std::move(on_trial);
+  o.on_measured = std::move(on_measured);
+  return search::Search(model_, target_, space_, std::move(o)).run();
+}
+
+}  // namespace amk::app

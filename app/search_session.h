@@ -1,0 +1,59 @@
+// A search set up from the arguments `amk search`, the Python module and the servers take: a
+// model and a target by name or file, a space file (or the built-in one), a start config and a
+// resume log, checked against each other before anything runs.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "ir/result.h"
+#include "lower/model.h"
+#include "search/search.h"
+#include "search/space.h"
+#include "targets/target.h"
+
+namespace amk::app {
+
+/// What to search.
+struct SearchRequest {
+  std::string model;                        ///< a built-in name, a spec or a config.json
+  std::string target;                       ///< a built-in name or a target .json
+  std::string space;                        ///< a space file ("": schedules/space.json)
+  std::optional<ir::ScheduleConfig> start;  ///< nullopt: AMK's default_config
+  std::string start_origin;                 ///< where the start came from (its file, --start)
+  std::string resume;                       ///< a --log of an earlier run of the same search
+  search::SearchOptions options;            ///< its start and replay are filled from the above
+};
+
+/// A search ready to run: the model, target and space it owns, and the search.
+class SearchSession {
+ public:
+  /// Loads everything; a start config the target refuses is `config.invalid` naming
+  /// start_origin; a resume log of another search is `search.replay`.
+  static ir::Result<std::unique_ptr<SearchSession>> create(SearchRequest req);
+  /// Runs it (see search::Search::run) with these hooks (SearchOptions::on_trial, on_measured).
+  ir::Result<search::SearchResult> run(std::function<bool(const search::Trial&)> on_trial = {},
+                                       std::function<void(const search::Trial&)> on_measured = {});
+  const lower::ModelSpec& model() const { return model_; }
+  const targets::TargetSpec& target() const { return target_; }
+  const search::Space& space() const { return space_; }
+  /// The log header of this search.
+  const search::LogHeader& header() const { return header_; }
+  /// Trials replayed from the resume log.
+  size_t replayed() const { return options_.replay.size(); }
+  /// The resume log's bytes up to its last whole line (a line cut off by a crash comes after).
+  size_t resume_complete() const { return resume_complete_; }
+
+ private:
+  SearchSession() = default;
+  lower::ModelSpec model_;
+  targets::TargetSpec target_;
+  search::Space space_;
+  search::SearchOptions options_;
+  search::LogHeader header_;
+  size_t resume_complete_ = 0;
+};
+
+}  // namespace amk::app

@@ -1,0 +1,287 @@
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "app/command.h"
+#include "app/search_session.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/lowering.h"
+#include "ir/fileio.h"
+#include "ir/json_io.h"
+#include "ir/pyjson.h"
+
+namespace amk::cli {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// A trial as in the log, without its timings and diagnostics.
+ojson trial_summary(const search::Trial& t) {
+  ojson j = ojson::parse(search::trial_json(t));
+  for (const char* k :
+       {"duplicate_of", "eval_us", "lower_us", "validate_us", "cost_us", "diagnostics"})
+    j.erase(k);
+  return j;
+}
+
+// A file the log is appended to, one flushed line per trial.
+struct LogFile {
+  std::FILE* f = nullptr;
+  ~LogFile() {
+    if (f) std::fclose(f);
+  }
+  bool write(const std::string& line) {
+    if (!f) return true;
+    return std::fputs(line.c_str(), f) >= 0 && std::fputc('\n', f) != EOF && std::fflush(f) == 0;
+  }
+};
+
+}  // namespace
+
+int cmd_search(int argc, char** argv) {
+  Args args(
+      "amk search MODEL --target T [--budget N | --time SECONDS] [--seed S] [--jobs J]\n"
+      "           [--algo descent|amk] [--space F] [--start C] [--objective "
+      "predicted|amk-formula]\n"
+      "           [--log trials.jsonl] [--resume trials.jsonl] [--tsv results.tsv]\n"
+      "           [-o best-config.json] [--program best-program.json]\n"
+      "           [--measure CMD --top-k K [--measure-timeout S]] [--json]",
+      "Searches ScheduleConfigs of MODEL for target T with the full proof in the loop: every\n"
+      "candidate is lowered, proven by the validator (every rule, at any size) and scored by the\n"
+      "cost model; a config that fails to lower or a program the validator rejects is a logged\n"
+      "rejection with its reason. The space is data (schedules/space.json, or --space F).\n"
+      "--algo descent (the default) descends over every one-knob neighbour of the current point,\n"
+      "then mixes the best points and perturbs the incumbent; --algo amk is AMK's search(): a "
+      "0.35\n"
+      "share of random configs, then one-knob mutations kept iff strictly better. Duplicates cost\n"
+      "nothing. The same seed gives the same trials and the same best for any --jobs.\n"
+      "--measure CMD runs `CMD PROGRAM.json` (or CMD with {} replaced by the path) for the "
+      "--top-k\n"
+      "best predicted configs and reads a latency in µs (the last number it prints); the ranking\n"
+      "then uses measurements; a failing or hanging command falls back to the prediction.\n"
+      "The best config is never predicted worse than the start, and is lowered and validated\n"
+      "again before it is written. Exit 0 with a best config, 1 if no candidate was valid, 2 bad\n"
+      "input.");
+  args.add()("model", po::value<std::string>(), "model name or file")(
+      "budget,n", po::value<int64_t>()->default_value(200), "candidates to evaluate")(
+      "time", po::value<double>(), "stop proposing after this many seconds")(
+      "seed", po::value<uint64_t>()->default_value(0), "random seed")(
+      "jobs,j", po::value<int>()->default_value(1), "evaluator threads")(
+      "algo", po::value<std::string>()->default_value("descent"), "descent or amk")(
+      "space", po::value<std::string>(), "search-space file (default: schedules/space.json)")(
+      "start", po::value<std::string>(),
+      "start ScheduleConfig (file or inline JSON; default: AMK's default_config)")(
+      "objective", po::value<std::string>()->default_value("predicted"),
+      "predicted (amk's cost model) or amk-formula")(
+      "log", po::value<std::string>(), "append one JSON line per trial here (flushed)")(
+      "resume", po::value<std::string>(), "replay this log and continue where it stopped")(
+      "tsv", po::value<std::string>(), "write AMK's results.tsv here")(
+      "output,o", po::value<std::string>(), "write the best ScheduleConfig here")(
+      "program", po::value<std::string>(), "write the best program here")(
+      "measure", po::value<std::string>(), "command measuring a program's latency in µs")(
+      "top-k", po::value<int>()->default_value(3), "--measure: candidates to measure")(
+      "measure-timeout", po::value<double>()->default_value(60), "--measure: seconds per run")(
+      "pos", po::value<int64_t>()->default_value(0), "decode position (kv_len = pos + 1)")(
+      "json", "print one JSON document");
+  args.add()("target,t", po::value<std::string>()->required(), "target name or target .json")(
+      "dtype", po::value<std::string>()->default_value("F32"), "F32, BF16 or F16")(
+      "quant", po::value<std::string>()->default_value("none"), "none, int8 or int4")(
+      "group", po::value<int64_t>()->default_value(128), "columns per quantisation scale")(
+      "batch,B", po::value<int64_t>()->default_value(1), "batch");
+  args.positional("model", 1);
+  if (auto rc = args.parse(argc, argv)) return *rc;
+  if (!args.has("model")) {
+    std::cerr << "amk search: give a MODEL (amk models)\n";
+    return kUnreadable;
+  }
+  const bool json = args.has("json");
+  app::SearchRequest req;
+  req.model = args.get<std::string>("model");
+  req.target = args.get<std::string>("target");
+  if (args.has("space")) req.space = args.get<std::string>("space");
+  if (args.has("resume")) req.resume = args.get<std::string>("resume");
+  if (args.has("start")) {
+    auto c = resolve_config(args.get<std::string>("start"));
+    if (!c) return fail(c.diagnostics, "amk search");
+    if (!*c.value) {
+      std::cerr << "amk search: --start needs a ScheduleConfig, not 'auto'\n";
+      return kUnreadable;
+    }
+    req.start = std::move(**c.value);
+    req.start_origin =
+        is_inline_json(args.get<std::string>("start")) ? "--start" : args.get<std::string>("start");
+  }
+  search::SearchOptions& o = req.options;
+  o.budget = args.get<int64_t>("budget");
+  o.seed = args.get<uint64_t>("seed");
+  o.jobs = args.get<int>("jobs");
+  if (args.has("time")) o.deadline_s = args.get<double>("time");
+  if (o.budget < 1 || o.jobs < 1 || o.jobs > 256 || (args.has("time") && !(o.deadline_s > 0))) {
+    std::cerr << "amk search: --budget and --time must be positive, --jobs in [1, 256]\n";
+    return kUnreadable;
+  }
+  const auto algo = args.get<std::string>("algo");
+  if (algo != "descent" && algo != "amk") {
+    std::cerr << "amk search: --algo " << algo << ": use descent or amk\n";
+    return kUnreadable;
+  }
+  o.algorithm = algo == "amk" ? search::Algorithm::Amk : search::Algorithm::Descent;
+  const auto objective = args.get<std::string>("objective");
+  if (objective != "predicted" && objective != "amk-formula") {
+    std::cerr << "amk search: --objective " << objective << ": use predicted or amk-formula\n";
+    return kUnreadable;
+  }
+  o.objective =
+      objective == "amk-formula" ? search::Objective::AmkFormula : search::Objective::Predicted;
+  o.lower.pos = args.get<int64_t>("pos");
+  o.lower.batch = args.get<int64_t>("batch");
+  o.lower.quant_group = args.get<int64_t>("group");
+  if (auto d = ir::parse_dtype(args.get<std::string>("dtype"));
+      d && (*d == ir::DType::F32 || *d == ir::DType::BF16 || *d == ir::DType::F16)) {
+    o.lower.dtype = *d;
+  } else {
+    std::cerr << "amk search: --dtype: use F32, BF16 or F16\n";
+    return kUnreadable;
+  }
+  if (const auto q = args.get<std::string>("quant"); q == "int8" || q == "int4") {
+    o.lower.quant = q == "int8" ? lower::Quant::Int8 : lower::Quant::Int4;
+  } else if (q != "none") {
+    std::cerr << "amk search: --quant: use none, int8 or int4\n";
+    return kUnreadable;
+  }
+  std::filesystem::path measure_dir;
+  if (args.has("measure")) {
+    const auto cmd = args.get<std::string>("measure");
+    const double timeout = args.get<double>("measure-timeout");
+    o.measure_top_k = args.get<int>("top-k");
+    if (o.measure_top_k < 1 || !(timeout > 0)) {
+      std::cerr << "amk search: --top-k and --measure-timeout must be positive\n";
+      return kUnreadable;
+    }
+    measure_dir = std::filesystem::temp_directory_path() /
+                  fmt::format("amk-measure-{}", static_cast<long>(::getpid()));
+    std::filesystem::create_directories(measure_dir);
+    o.measure = [cmd, timeout, measure_dir](const ir::Program& p,
+                                            const search::Trial& t) -> ir::Result<double> {
+      const std::string path = (measure_dir / fmt::format("trial{}.amk.json", t.index)).string();
+      if (ir::Status st = ir::write_file_atomic(path, ir::write_program(p)); !st)
+        return std::move(st.diagnostics);
+      return app::measure_with_command(cmd, path, timeout);
+    };
+  }
+  auto session = app::SearchSession::create(std::move(req));
+  if (!session) return fail(session.diagnostics, "amk search");
+  print_diagnostics(session.diagnostics, "amk search");
+  app::SearchSession& s = **session;
+
+  std::error_code ec;
+  const bool same_log = args.has("log") && args.has("resume") &&
+                        std::filesystem::equivalent(args.get<std::string>("log"),
+                                                    args.get<std::string>("resume"), ec);
+  LogFile log;
+  if (args.has("log")) {
+    const auto path = args.get<std::string>("log");
+    if (same_log) {  // continue the log in place, past a line a crash may have cut off
+      std::filesystem::resize_file(path, s.resume_complete(), ec);
+      if (ec) {
+        std::cerr << fmt::format("amk search: cannot truncate --log {}: {}\n", path, ec.message());
+        return kUnreadable;
+      }
+    }
+    log.f = std::fopen(path.c_str(), "a");
+    if (!log.f) {
+      std::cerr << fmt::format("amk search: cannot open --log {}\n", path);
+      return kUnreadable;
+    }
+    if (!same_log) log.write(search::header_json(s.header()));
+  }
+  const bool bar = !json && isatty(2);
+  const auto t0 = std::chrono::steady_clock::now();
+  int64_t done = 0, valid = 0;
+  double best = INFINITY;
+  bool log_ok = true;
+  auto on_trial = [&](const search::Trial& t) {
+    const bool replayed = static_cast<size_t>(t.index) < s.replayed();
+    if (!(same_log && replayed)) log_ok = log.write(search::trial_json(t)) && log_ok;
+    if (t.duplicate_of < 0) ++done;
+    if (t.valid && t.duplicate_of < 0) ++valid;
+    if (t.valid) best = std::min(best, t.score);
+    if (bar) {
+      const double el =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::cerr << fmt::format(
+          "\r{} {}/{} evaluated, {:.0f}% valid, best {:.1f} us, {:.0f}/s   ", "amk search:", done,
+          args.get<int64_t>("budget"),
+          done ? 100.0 * static_cast<double>(valid) / static_cast<double>(done) : 0.0, best,
+          static_cast<double>(done) / std::max(el, 1e-9));
+    }
+    return true;
+  };
+  ir::Result<search::SearchResult> r = s.run(on_trial, [&](const search::Trial& t) {
+    ojson m = {{"measured", t.index},
+               {"us", t.measured_us ? ojson(*t.measured_us) : ojson(nullptr)}};
+    if (!t.measured_us && !t.diagnostics.empty()) m["why"] = t.diagnostics.back().message;
+    log_ok = log.write(m.dump()) && log_ok;
+    if (!t.measured_us && !t.diagnostics.empty())
+      std::cerr << "amk search: " << t.diagnostics.back().message << " (keeping the prediction)\n";
+  });
+  if (bar) std::cerr << "\n";
+  if (!measure_dir.empty()) std::filesystem::remove_all(measure_dir);
+  if (!log_ok) std::cerr << "amk search: warning: could not write every line of --log\n";
+  if (!r) return fail(r.diagnostics, "amk search");
+  const search::SearchResult& res = *r;
+  const search::Trial& b = res.trials[static_cast<size_t>(res.best)];
+  const search::Trial& start = res.trials.front();
+  if (args.has("tsv") && !write_output(args.get<std::string>("tsv"), search::results_tsv(res)))
+    return kUnreadable;
+  if (args.has("output") &&
+      !write_output(args.get<std::string>("output"), ir::write_config(b.config) + "\n"))
+    return kUnreadable;
+  if (args.has("program") &&
+      !write_output(args.get<std::string>("program"), ir::write_program(res.best_program)))
+    return kUnreadable;
+  const double rate = static_cast<double>(res.evaluations) / std::max(res.wall_s, 1e-9);
+  if (json) {
+    ojson j = ojson::object();
+    j["model"] = s.model().name;
+    j["target"] = s.target().record.name;
+    j["algorithm"] = algo;
+    j["objective"] = objective;
+    j["seed"] = args.get<uint64_t>("seed");
+    j["trials"] = res.trials.size();
+    j["evaluations"] = res.evaluations;
+    j["duplicates"] = res.duplicates;
+    j["valid"] = res.valid;
+    j["replayed"] = res.replayed;
+    j["exhausted"] = res.exhausted;
+    j["start"] = trial_summary(start);
+    j["best"] = trial_summary(b);
+    j["candidates_per_s"] = rate;
+    j["wall_s"] = res.wall_s;
+    std::string out;
+    ir::append_json_value(out, j, 0);
+    std::cout << out << "\n";
+    return kOk;
+  }
+  std::cout << fmt::format(
+      "searched {} for {} ({}): {} trials, {} evaluated, {} valid, {} duplicates{}; best trial {} "
+      "({}) {:.1f} us{} vs start {} us; {:.0f} candidates/s over {} job(s){}\n",
+      s.model().name, s.target().record.name, algo, res.trials.size(), res.evaluations, res.valid,
+      res.duplicates, res.replayed ? fmt::format(", {} replayed", res.replayed) : "", b.index,
+      search::name(b.source), b.score, b.measured_us ? " measured" : " predicted",
+      std::isfinite(start.score) ? fmt::format("{:.1f}", start.score) : std::string("invalid"),
+      rate, args.get<int>("jobs"),
+      res.exhausted ? "; stopped early: every config the algorithm could still reach was tried"
+                    : "");
+  return kOk;
+}
+
+}  // namespace amk::cli

@@ -1,0 +1,450 @@
+#include "search/search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <set>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include "lower/config.h"
+#include "targets/cost.h"
+#include "validate/validate.h"
+
+namespace amk::search {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr Source kSources[] = {Source::Start,    Source::Random,    Source::Mutate,
+                               Source::Neighbor, Source::Crossover, Source::Perturb};
+constexpr std::string_view kSourceNames[] = {"start",    "random",    "mutate",
+                                             "neighbor", "crossover", "perturb"};
+constexpr size_t kReasons = 3;  // rejection diagnostics kept per trial (AMK keeps 3 messages)
+
+double us_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+// One worker: a warm lowering and a validator, reused across candidates.
+struct Evaluator {
+  lower::Lowerer lowerer;
+  validate::Validator validator;
+
+  void evaluate(Trial& t, const targets::TargetSpec& target, Objective obj) {
+    const auto t0 = Clock::now();
+    lower::LowerResult lr = lowerer.run(t.config);
+    const auto t1 = Clock::now();
+    t.lower_us = std::chrono::duration<double, std::micro>(t1 - t0).count();
+    if (ir::has_errors(lr.diagnostics)) {
+      for (ir::Diagnostic& d : lr.diagnostics)
+        if (d.severity == ir::Severity::Error && t.diagnostics.size() < kReasons)
+          t.diagnostics.push_back(std::move(d));
+      t.eval_us = t.lower_us;
+      return;
+    }
+    const ir::Program& p = lowerer.program();
+    t.tasks = static_cast<int64_t>(p.tasks.size());
+    validate::Result v = validator.validate(p);
+    const auto t2 = Clock::now();
+    t.validate_us = std::chrono::duration<double, std::micro>(t2 - t1).count();
+    if (!v.ok) {
+      for (ir::Diagnostic& d : v.errors) {
+        if (t.diagnostics.size() == kReasons) break;
+        t.diagnostics.push_back(std::move(d));
+      }
+      t.eval_us = t.lower_us + t.validate_us;
+      return;
+    }
+    const targets::CostEstimate c = targets::estimate(p, target.record, validator.graph());
+    t.cost_us = us_since(t2);
+    t.valid = true;
+    t.predicted_us = c.makespan_us;
+    t.amk_formula_us = c.amk_makespan_us;
+    t.score = obj == Objective::Predicted ? c.makespan_us : c.amk_makespan_us;
+    t.eval_us = t.lower_us + t.validate_us + t.cost_us;
+  }
+};
+
+// A proposal: a point and why.
+struct Proposal {
+  Point point;
+  Source source;
+};
+
+// The trials so far, with their points and the incumbent.
+struct History {
+  std::vector<Trial> trials;
+  std::vector<Point> points;
+  std::unordered_map<std::string, int64_t> by_key;  // config key -> first trial with it
+  std::set<Point> seen;                             // every point proposed so far
+  int64_t incumbent = -1;                           // best valid trial (earliest among equals)
+  double score(int64_t i) const { return i < 0 ? INFINITY : trials[static_cast<size_t>(i)].score; }
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  // The next batch of proposals (empty: done), given the trials so far and the evaluations left.
+  virtual std::vector<Proposal> next(const History& h, int64_t remaining) = 0;
+};
+
+// Shared moves over a space.
+struct Moves {
+  const Space& space;
+  std::mt19937_64 rng;
+  size_t below(size_t n) { return static_cast<size_t>(rng() % n); }
+  Point random_point() {
+    Point p(space.knobs.size());
+    for (size_t k = 0; k < p.size(); ++k)
+      p[k] = static_cast<uint16_t>(below(space.knobs[k].values.size()));
+    return p;
+  }
+  // Whether some one-knob change of `p` was never proposed.
+  bool has_unseen_neighbour(const History& h, Point p) const {
+    for (size_t k = 0; k < p.size(); ++k) {
+      const uint16_t was = p[k];
+      for (size_t v = 0; v < space.knobs[k].values.size(); ++v) {
+        p[k] = static_cast<uint16_t>(v);
+        if (v != was && !h.seen.count(p)) return true;
+      }
+      p[k] = was;
+    }
+    return false;
+  }
+  // One knob changed to another of its values, chosen uniformly (AMK's mutate_config).
+  Point mutate(Point p) {
+    std::vector<size_t> movable;
+    for (size_t k = 0; k < p.size(); ++k)
+      if (space.knobs[k].values.size() > 1) movable.push_back(k);
+    if (movable.empty()) return p;
+    const size_t k = movable[below(movable.size())];
+    const size_t n = space.knobs[k].values.size();
+    p[k] = static_cast<uint16_t>((p[k] + 1 + below(n - 1)) % n);
+    return p;
+  }
+};
+
+// AMK's search(): after the start, round((budget - 1) x 0.35) random configs, then one-knob
+// mutations of the incumbent, one at a time (the run keeps a trial iff strictly better).
+class AmkStrategy : public Strategy {
+ public:
+  AmkStrategy(const Space& s, uint64_t seed, int64_t budget)
+      : mv_{s, std::mt19937_64(seed)},
+        explore_(static_cast<int64_t>(std::llround(static_cast<double>(budget - 1) * 0.35))) {}
+  std::vector<Proposal> next(const History& h, int64_t remaining) override {
+    if (explored_ < explore_) {  // independent of the results: one batch
+      std::vector<Proposal> batch;
+      for (; explored_ < explore_ && static_cast<int64_t>(batch.size()) < remaining; ++explored_)
+        batch.push_back({mv_.random_point(), Source::Random});
+      return batch;
+    }
+    const Point& inc = h.points[static_cast<size_t>(h.incumbent >= 0 ? h.incumbent : 0)];
+    if (!mv_.has_unseen_neighbour(h, inc)) return {};  // nothing a mutation could still find
+    return {{mv_.mutate(inc), Source::Mutate}};
+  }
+
+ private:
+  Moves mv_;
+  int64_t explore_, explored_ = 0;
+};
+
+// The default: steepest descent over every one-knob neighbour of the current point (a batch the
+// workers evaluate together); at a local optimum, a diversification batch (crossovers of the
+// best points, perturbations of the incumbent, random points) whose best becomes the new current
+// point, and descent resumes. Knobs that keep the tiling come first in a batch, so the workers'
+// lowerings reuse their tile/fuse/deps work.
+class DescentStrategy : public Strategy {
+ public:
+  DescentStrategy(const Space& s, uint64_t seed) : mv_{s, std::mt19937_64(seed)} {}
+  std::vector<Proposal> next(const History& h, int64_t remaining) override {
+    if (current_ < 0) current_ = 0;  // the start
+    if (!last_.empty()) {            // the results of the previous batch
+      int64_t best = -1;
+      for (int64_t i : last_)
+        if (best < 0 || h.score(i) < h.score(best)) best = i;
+      if (diversifying_ || h.score(best) < h.score(current_))
+        current_ = best;
+      else
+        stuck_ = true;
+      diversifying_ = false;
+      last_.clear();
+    }
+    std::vector<Proposal> batch;
+    if (!stuck_) batch = neighbours(h, h.points[static_cast<size_t>(current_)]);
+    if (batch.empty()) {  // a local optimum (or every neighbour already seen): diversify
+      batch = diversify(h);
+      diversifying_ = true;
+      stuck_ = false;
+    }
+    if (static_cast<int64_t>(batch.size()) > remaining)
+      batch.resize(static_cast<size_t>(remaining));
+    const int64_t first = static_cast<int64_t>(h.trials.size());
+    for (size_t i = 0; i < batch.size(); ++i) last_.push_back(first + static_cast<int64_t>(i));
+    return batch;
+  }
+
+ private:
+  std::vector<Proposal> neighbours(const History& h, const Point& at) {
+    std::vector<Proposal> same_tiling, retile;
+    for (size_t k = 0; k < at.size(); ++k) {
+      const Knob& knob = mv_.space.knobs[k];
+      const bool tiling = knob.path.starts_with("tiling.") || knob.path == "fusion_grouping";
+      for (size_t v = 0; v < knob.values.size(); ++v) {
+        if (v == at[k]) continue;
+        Point p = at;
+        p[k] = static_cast<uint16_t>(v);
+        if (seen(h, p)) continue;
+        (tiling ? retile : same_tiling).push_back({std::move(p), Source::Neighbor});
+      }
+    }
+    same_tiling.insert(same_tiling.end(), retile.begin(), retile.end());
+    return same_tiling;
+  }
+
+  std::vector<Proposal> diversify(const History& h) {
+    // The best distinct valid points so far.
+    std::vector<int64_t> elite;
+    for (int64_t i = 0; i < static_cast<int64_t>(h.trials.size()); ++i)
+      if (h.trials[static_cast<size_t>(i)].valid &&
+          h.trials[static_cast<size_t>(i)].duplicate_of < 0)
+        elite.push_back(i);
+    std::stable_sort(elite.begin(), elite.end(),
+                     [&](int64_t a, int64_t b) { return h.score(a) < h.score(b); });
+    if (elite.size() > 4) elite.resize(4);
+    std::vector<Proposal> batch;
+    const Point& inc = h.points[static_cast<size_t>(h.incumbent >= 0 ? h.incumbent : 0)];
+    for (int attempt = 0; attempt < 64 && batch.size() < kDiversify; ++attempt) {
+      Proposal p;
+      const int kind = attempt % 4;
+      if (kind < 2 && elite.size() >= 2) {  // uniform crossover of two elites
+        const Point& a = h.points[static_cast<size_t>(elite[mv_.below(elite.size())])];
+        const Point& b = h.points[static_cast<size_t>(elite[mv_.below(elite.size())])];
+        p.point = a;
+        for (size_t k = 0; k < a.size(); ++k)
+          if (mv_.below(2)) p.point[k] = b[k];
+        p.source = Source::Crossover;
+      } else if (kind < 3) {  // two or three knobs of the incumbent changed
+        p.point = mv_.mutate(mv_.mutate(inc));
+        if (mv_.below(2)) p.point = mv_.mutate(p.point);
+        p.source = Source::Perturb;
+      } else {
+        p.point = mv_.random_point();
+        p.source = Source::Random;
+      }
+      if (seen(h, p.point) || std::any_of(batch.begin(), batch.end(),
+                                          [&](const Proposal& q) { return q.point == p.point; }))
+        continue;
+      batch.push_back(std::move(p));
+    }
+    if (batch.empty()) batch.push_back({mv_.random_point(), Source::Random});  // let the run dedup
+    return batch;
+  }
+
+  static bool seen(const History& h, const Point& p) { return h.seen.count(p) > 0; }
+
+  static constexpr size_t kDiversify = 8;
+  Moves mv_;
+  int64_t current_ = -1;
+  std::vector<int64_t> last_;
+  bool diversifying_ = false, stuck_ = false;
+};
+
+}  // namespace
+
+std::string_view name(Source s) {
+  return kSourceNames[static_cast<size_t>(s)];
+}
+
+std::optional<Source> parse_source(std::string_view s) {
+  for (size_t i = 0; i < std::size(kSources); ++i)
+    if (kSourceNames[i] == s) return kSources[i];
+  return std::nullopt;
+}
+
+Search::Search(const lower::ModelSpec& m, const targets::TargetSpec& t, Space space,
+               SearchOptions options)
+    : m_(m), t_(t), space_(std::move(space)), o_(std::move(options)) {}
+
+ir::Result<SearchResult> Search::run() {
+  const auto t0 = Clock::now();
+  SearchResult res;
+  History h;
+  const ir::ScheduleConfig base = o_.start ? *o_.start : lower::default_config();
+  const Point start_point = space_.point_of(base);
+  const int jobs = std::max(1, o_.jobs);
+  std::vector<std::unique_ptr<Evaluator>> workers;
+  for (int j = 0; j < jobs; ++j)
+    workers.push_back(std::make_unique<Evaluator>(Evaluator{lower::Lowerer(m_, t_, o_.lower), {}}));
+  tbb::task_arena arena(jobs);
+  std::unordered_map<int64_t, const Trial*> replay;
+  for (const Trial& r : o_.replay) replay[r.index] = &r;
+
+  std::unique_ptr<Strategy> strategy;
+  if (o_.algorithm == Algorithm::Amk)
+    strategy = std::make_unique<AmkStrategy>(space_, o_.seed, o_.budget);
+  else
+    strategy = std::make_unique<DescentStrategy>(space_, o_.seed);
+
+  // Turns proposals into trials (duplicates and replayed ones settled at once), evaluates the
+  // rest in parallel, and records them in index order.
+  auto run_batch = [&](std::vector<Proposal> batch) -> ir::Status {
+    std::vector<Trial> trials(batch.size());
+    std::vector<size_t> todo;
+    std::unordered_map<std::string, size_t> in_batch;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      Trial& t = trials[i];
+      t.index = static_cast<int64_t>(h.trials.size() + i);
+      t.source = batch[i].source;
+      t.config = t.source == Source::Start ? base : space_.config(batch[i].point, base);
+      t.key = config_key(t.config);
+      if (auto it = replay.find(t.index); it != replay.end()) {
+        if (it->second->key != t.key)
+          return ir::error("search.replay",
+                           fmt::format("trial {} of the log has another config than this search "
+                                       "proposes: a log of another search (model, target, seed, "
+                                       "algorithm, space or start)",
+                                       t.index));
+        t = *it->second;
+        t.config = trials[i].config;
+        ++res.replayed;
+        continue;
+      }
+      if (auto it = h.by_key.find(t.key); it != h.by_key.end()) {
+        t.duplicate_of = it->second;
+      } else if (auto jt = in_batch.find(t.key); jt != in_batch.end()) {
+        t.duplicate_of = trials[jt->second].index;
+      } else {
+        in_batch.emplace(t.key, i);
+        todo.push_back(i);
+      }
+    }
+    arena.execute([&] {
+      tbb::parallel_for(tbb::blocked_range<size_t>(0, todo.size()),
+                        [&](const tbb::blocked_range<size_t>& r) {
+                          const int w = std::max(0, tbb::this_task_arena::current_thread_index());
+                          for (size_t k = r.begin(); k != r.end(); ++k)
+                            workers[static_cast<size_t>(w) % workers.size()]->evaluate(
+                                trials[todo[k]], t_, o_.objective);
+                        });
+    });
+    const auto first = static_cast<int64_t>(h.trials.size());  // trials[i] is trial first + i
+    for (size_t i = 0; i < trials.size(); ++i) {
+      Trial& t = trials[i];
+      if (t.duplicate_of >= 0 && !replay.count(t.index)) {
+        const Trial& orig = t.duplicate_of < first
+                                ? h.trials[static_cast<size_t>(t.duplicate_of)]
+                                : trials[static_cast<size_t>(t.duplicate_of - first)];
+        t.valid = orig.valid;
+        t.diagnostics = orig.diagnostics;
+        t.predicted_us = orig.predicted_us;
+        t.amk_formula_us = orig.amk_formula_us;
+        t.tasks = orig.tasks;
+        t.score = orig.score;
+      }
+      if (t.duplicate_of >= 0)
+        ++res.duplicates;
+      else
+        ++res.evaluations;
+      if (t.duplicate_of < 0) h.by_key.emplace(t.key, t.index);
+      h.points.push_back(batch[i].point);
+      h.seen.insert(batch[i].point);
+      if (t.valid && t.duplicate_of < 0 && t.score < h.score(h.incumbent)) h.incumbent = t.index;
+      h.trials.push_back(std::move(t));
+      if (o_.on_trial && !o_.on_trial(h.trials.back())) {
+        res.stopped = true;
+        return {};
+      }
+    }
+    return {};
+  };
+
+  auto out_of_time = [&] {
+    return o_.deadline_s > 0 &&
+           std::chrono::duration<double>(Clock::now() - t0).count() >= o_.deadline_s;
+  };
+  if (ir::Status st = run_batch({{start_point, Source::Start}}); !st)
+    return std::move(st.diagnostics);
+  int idle = 0;  // batches that evaluated nothing new (a small space runs out)
+  while (!res.stopped && res.evaluations < o_.budget && !out_of_time() && idle < 64) {
+    std::vector<Proposal> batch = strategy->next(h, o_.budget - res.evaluations);
+    if (batch.empty()) {
+      res.exhausted = true;
+      break;
+    }
+    const int64_t before = res.evaluations;
+    if (ir::Status st = run_batch(std::move(batch)); !st) return std::move(st.diagnostics);
+    idle = res.evaluations == before ? idle + 1 : 0;
+  }
+  if (idle == 64) res.exhausted = true;
+
+  // The exploit: measure the best predicted configs (and the start), rank by measurement.
+  if (o_.measure && o_.measure_top_k > 0 && !res.stopped) {
+    std::vector<int64_t> ranked;
+    for (const Trial& t : h.trials)
+      if (t.valid && t.duplicate_of < 0) ranked.push_back(t.index);
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [&](int64_t a, int64_t b) { return h.score(a) < h.score(b); });
+    if (ranked.size() > static_cast<size_t>(o_.measure_top_k))
+      ranked.resize(static_cast<size_t>(o_.measure_top_k));
+    if (h.trials[0].valid && std::find(ranked.begin(), ranked.end(), 0) == ranked.end())
+      ranked.push_back(0);  // the best is never measured worse than the start
+    int64_t best_measured = -1;
+    for (int64_t i : ranked) {
+      Trial& t = h.trials[static_cast<size_t>(i)];
+      lower::LowerResult lr = lower::lower(m_, t_, t.config, o_.lower);
+      if (!lr) continue;
+      ir::Result<double> us = o_.measure(*lr.value, t);
+      if (!us || !std::isfinite(*us) || *us <= 0) {
+        ir::Diagnostic d = us ? ir::error("search.measure", fmt::format("the measurement {} is not "
+                                                                        "a positive latency",
+                                                                        *us))
+                              : us.diagnostics.front();
+        d.severity = ir::Severity::Warning;  // the trial keeps its prediction
+        t.diagnostics.push_back(std::move(d));
+        continue;
+      }
+      t.measured_us = *us;
+      t.score = *us;
+      if (best_measured < 0 || t.score < h.score(best_measured)) best_measured = i;
+    }
+    if (best_measured >= 0) h.incumbent = best_measured;
+    if (o_.on_measured)
+      for (int64_t i : ranked) o_.on_measured(h.trials[static_cast<size_t>(i)]);
+  }
+
+  res.best = h.incumbent;
+  res.valid = std::count_if(h.trials.begin(), h.trials.end(),
+                            [](const Trial& t) { return t.valid && t.duplicate_of < 0; });
+  res.trials = std::move(h.trials);
+  res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (res.best < 0) {
+    ir::Diagnostics d{
+        ir::error("search.none-valid",
+                  fmt::format("no candidate of {} trials lowered and validated for {} on {}",
+                              res.trials.size(), m_.name, t_.record.name))};
+    for (const ir::Diagnostic& x : res.trials.front().diagnostics) {
+      ir::Diagnostic why = x;
+      why.message = "the start config: " + why.message;
+      d.push_back(std::move(why));
+    }
+    return d;
+  }
+  // The best config, lowered again from nothing and proven again before anyone writes it.
+  lower::LowerResult lr =
+      lower::lower(m_, t_, res.trials[static_cast<size_t>(res.best)].config, o_.lower);
+  if (!lr) return std::move(lr.diagnostics);
+  validate::Result v = validate::validate(*lr.value);
+  AMK_ASSERT(v.ok, "the best config lowered again does not validate");
+  res.best_program = std::move(*lr.value);
+  return res;
+}
+
+}  // namespace amk::search

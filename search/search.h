@@ -1,0 +1,156 @@
+// Schedule search with the full proof in the loop: propose ScheduleConfigs, lower each (a warm
+// lowering per worker), prove it with the validator (every rule, at any size), score it with the
+// cost model (or a measurement), keep the best. Deterministic for a seed whatever the jobs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/diagnostic.h"
+#include "ir/program.h"
+#include "ir/result.h"
+#include "lower/lower.h"
+#include "lower/model.h"
+#include "search/space.h"
+#include "targets/target.h"
+
+namespace amk::search {
+
+/// Where a trial's config came from.
+enum class Source : uint8_t {
+  Start,      ///< the start config (trial 0)
+  Random,     ///< a uniform random point
+  Mutate,     ///< the incumbent with one knob changed at random (AMK's exploit)
+  Neighbor,   ///< one knob of the descent's current point changed (every value, in turn)
+  Crossover,  ///< knobs of two good points mixed
+  Perturb,    ///< the incumbent with several knobs changed (leaves a local optimum)
+};
+/// "start", "random", "mutate", "neighbor", "crossover", "perturb".
+std::string_view name(Source s);
+/// The source of a name, or nullopt.
+std::optional<Source> parse_source(std::string_view s);
+
+/// What a search minimises.
+enum class Objective : uint8_t {
+  Predicted,   ///< amk's cost model (per-SM bandwidth share, shared HBM)
+  AmkFormula,  ///< AMK's formula (every SM streams at full bandwidth)
+};
+
+/// How it proposes configs.
+enum class Algorithm : uint8_t {
+  Descent,  ///< the default: steepest one-knob descent from the start, then crossover of the
+            ///< best points and perturbations of the incumbent, descending again
+  Amk,      ///< AMK's policy: the start, a 0.35 share of random configs, then one-knob mutations
+            ///< of the incumbent, one at a time, kept iff strictly better
+};
+
+/// One candidate of a search.
+struct Trial {
+  int64_t index = 0;
+  Source source = Source::Start;
+  ir::ScheduleConfig config;
+  std::string key;            ///< the canonical config text (config_key)
+  int64_t duplicate_of = -1;  ///< an earlier trial with the same config: not evaluated again
+  bool valid = false;
+  ir::Diagnostics diagnostics;  ///< why it was rejected: the lowering's or the validator's errors
+  double predicted_us = std::numeric_limits<double>::quiet_NaN();
+  double amk_formula_us = std::numeric_limits<double>::quiet_NaN();
+  std::optional<double> measured_us;  ///< --measure: the command's latency
+  int64_t tasks = 0;
+  double eval_us = 0;  ///< lower + validate + cost (0 for a duplicate or a replayed trial)
+  double lower_us = 0, validate_us = 0, cost_us = 0;       ///< eval_us by step
+  double score = std::numeric_limits<double>::infinity();  ///< the objective; +inf if invalid
+};
+
+/// How a search runs.
+struct SearchOptions {
+  int64_t budget = 200;   ///< evaluations (duplicates cost nothing and do not count)
+  double deadline_s = 0;  ///< stop proposing after this many seconds (0: none)
+  uint64_t seed = 0;
+  int jobs = 1;  ///< evaluator threads (each a warm lowerer and validator)
+  Algorithm algorithm = Algorithm::Descent;
+  Objective objective = Objective::Predicted;
+  std::optional<ir::ScheduleConfig> start;  ///< nullopt: AMK's default_config
+  lower::LowerOptions lower;                ///< position, batch, dtype, quantisation
+  /// Measures a program on hardware (the exploit): a latency in µs, or an error (the trial then
+  /// keeps its prediction). Called for the `measure_top_k` best predicted valid trials.
+  std::function<ir::Result<double>(const ir::Program&, const Trial&)> measure;
+  int measure_top_k = 0;
+  /// Called with every trial in index order on the calling thread; false stops the search.
+  std::function<bool(const Trial&)> on_trial;
+  /// Called with each trial the exploit measured (or tried to: a warning says why not).
+  std::function<void(const Trial&)> on_measured;
+  /// Trials of an earlier run of the same search (a --resume log): a proposal whose index is here
+  /// takes its result instead of being evaluated.
+  std::vector<Trial> replay;
+};
+
+/// What a search found.
+struct SearchResult {
+  std::vector<Trial> trials;  ///< every trial, by index
+  int64_t best = -1;          ///< the best valid trial (the start when nothing beat it)
+  ir::Program best_program;   ///< the best config lowered again and proven again
+  int64_t evaluations = 0, duplicates = 0, valid = 0, replayed = 0;
+  bool stopped = false;    ///< on_trial asked to stop
+  bool exhausted = false;  ///< ended before the budget: the algorithm had nothing new to try
+  double wall_s = 0;
+};
+
+/// A search of `m` on `t` over `space`.
+class Search {
+ public:
+  /// `m` and `t` must outlive the search.
+  Search(const lower::ModelSpec& m, const targets::TargetSpec& t, Space space,
+         SearchOptions options);
+  /// Runs to the budget or the deadline. Fails when the start config is invalid for this model
+  /// and target (`search.start`), or when no trial was valid (`search.none-valid`, with the
+  /// trials); a replay that does not match this search is `search.replay`.
+  ir::Result<SearchResult> run();
+
+ private:
+  const lower::ModelSpec& m_;
+  const targets::TargetSpec& t_;
+  Space space_;
+  SearchOptions o_;
+};
+
+/// A trial as one JSON line (the --log format): index, source, config, valid, scores, tasks,
+/// eval_us, duplicate_of, diagnostics (code, message, pointer).
+std::string trial_json(const Trial& t);
+/// A trial from a log line; errors name the line's JSON pointer.
+ir::Result<Trial> parse_trial(std::string_view line);
+/// What identifies a search in its log (the first line): a resumed log must match it.
+struct LogHeader {
+  std::string model, target, algorithm, objective, start;  ///< start: the start config's key
+  uint64_t seed = 0;
+  uint64_t space = 0;  ///< config_hash of the space's knobs and values
+};
+/// The header as one JSON line ({"search": {...}}).
+std::string header_json(const LogHeader& h);
+/// A log read back: its header and its trials (by index; a later line for an index wins).
+struct Log {
+  std::optional<LogHeader> header;
+  std::vector<Trial> trials;
+  size_t complete = 0;       ///< bytes up to the end of the last whole line read
+  ir::Diagnostics warnings;  ///< a last line cut off by a crash (dropped)
+};
+/// Reads a --log file; a malformed line is an error naming the file and line:column, except an
+/// unterminated last line (a run killed while writing it), which is dropped with a warning.
+ir::Result<Log> read_log(const std::string& path);
+/// The header of a search about to run.
+LogHeader header_of(const lower::ModelSpec& m, const targets::TargetSpec& t, const Space& s,
+                    const SearchOptions& o);
+/// "descent" or "amk"; "predicted" or "amk-formula".
+std::string_view name(Algorithm a);
+std::string_view name(Objective o);
+
+/// AMK's results.tsv: a header, then per trial its index, source, valid, score, predicted and
+/// measured µs, tasks, kept (it became the incumbent), the first rejection reason and the config.
+std::string results_tsv(const SearchResult& r);
+
+}  // namespace amk::search

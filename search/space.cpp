@@ -1,0 +1,256 @@
+#include "search/space.h"
+
+#include <algorithm>
+#include <array>
+#include <span>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ir/json_io.h"
+#include "lower/config.h"
+#include "lower/lower.h"
+
+std::span<const std::pair<std::string_view, std::string_view>> amk_builtin_space_files();
+
+namespace amk::search {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+// The knobs a space may vary, in AMK's field order: a path through the config's JSON.
+constexpr std::array<std::string_view, 10> kKnobs = {
+    "tiling.gemv.N_tile",        "tiling.gemv.base_width", "tiling.attention.n_partitions",
+    "tiling.attention.kv_block", "fusion_grouping",        "sm_assignment",
+    "page_allocation",           "pipelining_depth",       "threads_per_block",
+    "smem_bytes_per_block"};
+
+// The ScheduleConfig field a knob path starts with.
+ir::JsonValue& field(ir::ScheduleConfig& c, std::string_view path) {
+  if (path.starts_with("tiling.")) return c.tiling;
+  if (path == "fusion_grouping") return c.fusion_grouping;
+  if (path == "sm_assignment") return c.sm_assignment;
+  if (path == "page_allocation") return c.page_allocation;
+  if (path == "pipelining_depth") return c.pipelining_depth;
+  if (path == "threads_per_block") return c.threads_per_block;
+  return c.smem_bytes_per_block;
+}
+
+// Sets (or, for null, removes) a knob's value in a config.
+void set(ir::ScheduleConfig& c, std::string_view path, const json& v) {
+  ir::JsonValue& f = field(c, path);
+  if (!path.starts_with("tiling.")) {
+    f = ir::JsonValue(v);
+    return;
+  }
+  const size_t dot = path.find('.', 7);
+  const std::string arch(path.substr(7, dot - 7)), key(path.substr(dot + 1));
+  json& tiling = f.mut();
+  if (!tiling.is_object()) tiling = json::object();
+  if (v.is_null()) {
+    if (tiling.contains(arch)) {
+      tiling[arch].erase(key);
+      if (tiling[arch].empty()) tiling.erase(arch);
+    }
+    return;
+  }
+  tiling[arch][key] = v;
+}
+
+// A knob's value in a config (null when absent).
+json get(const ir::ScheduleConfig& c, std::string_view path) {
+  const json& f = field(const_cast<ir::ScheduleConfig&>(c), path).json();
+  if (!path.starts_with("tiling.")) return f;
+  const size_t dot = path.find('.', 7);
+  const std::string arch(path.substr(7, dot - 7)), key(path.substr(dot + 1));
+  if (f.is_object() && f.contains(arch) && f[arch].is_object() && f[arch].contains(key))
+    return f[arch][key];
+  return nullptr;
+}
+
+// The numeric target field a bound names, or nullopt for an unknown name.
+std::optional<double> target_field(const ir::Target& t, std::string_view name) {
+  const std::pair<std::string_view, const ir::Number*> fields[] = {
+      {"num_sms", &t.num_sms},
+      {"smem_bytes_per_sm", &t.smem_bytes_per_sm},
+      {"smem_bytes_per_block_optin", &t.smem_bytes_per_block_optin},
+      {"regs_per_sm", &t.regs_per_sm},
+      {"max_threads_per_sm", &t.max_threads_per_sm},
+      {"max_regs_per_thread", &t.max_regs_per_thread},
+      {"l2_bytes", &t.l2_bytes},
+      {"hbm_bytes", &t.hbm_bytes}};
+  for (const auto& [n, v] : fields)
+    if (n == name) return v->as_double();
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view default_space_text() {
+  return amk_builtin_space_files()[0].second;
+}
+
+ir::ScheduleConfig Space::config(const Point& pt, const ir::ScheduleConfig& base) const {
+  ir::ScheduleConfig c = base;
+  for (size_t k = 0; k < knobs.size(); ++k) set(c, knobs[k].path, knobs[k].values[pt[k]].json());
+  // The lowering reads base_width only without an N_tile, and kv_block only without
+  // n_partitions: leave them out then, so equal programs have equal configs.
+  if (!get(c, "tiling.gemv.N_tile").is_null()) set(c, "tiling.gemv.base_width", nullptr);
+  if (!get(c, "tiling.attention.n_partitions").is_null())
+    set(c, "tiling.attention.kv_block", nullptr);
+  return c;
+}
+
+Point Space::point_of(const ir::ScheduleConfig& c) {
+  Point pt(knobs.size());
+  for (size_t k = 0; k < knobs.size(); ++k) {
+    const json v = get(c, knobs[k].path);
+    auto it = std::find_if(knobs[k].values.begin(), knobs[k].values.end(),
+                           [&](const ir::JsonValue& x) { return x.json() == v; });
+    if (it == knobs[k].values.end()) {
+      knobs[k].values.push_back(ir::JsonValue(v));
+      knobs[k].labels.push_back(v.dump());
+      it = knobs[k].values.end() - 1;
+    }
+    pt[k] = static_cast<uint16_t>(it - knobs[k].values.begin());
+  }
+  return pt;
+}
+
+double Space::size() const {
+  double n = 1;
+  for (const Knob& k : knobs) n *= static_cast<double>(k.values.size());
+  return n;
+}
+
+ir::Result<Space> parse_space(std::string_view text, std::string_view origin,
+                              const lower::ModelSpec& m, const targets::TargetSpec& t,
+                              const ir::ScheduleConfig& base) {
+  auto fail = [&](std::string msg, std::string pointer) {
+    ir::Diagnostic d = ir::error("space.invalid", std::move(msg), std::move(pointer));
+    d.file = origin;
+    return ir::Result<Space>(std::move(d));
+  };
+  ir::Result<ir::JsonValue> doc = ir::parse_json_object(text, "a search space");
+  if (!doc) {
+    ir::set_file(doc.diagnostics, origin);
+    return std::move(doc.diagnostics);
+  }
+  const json& j = doc->json();
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "knobs" && it.key() != "bounds" && it.key() != "note")
+      return fail("unknown field (known: knobs, bounds, note)", "/" + ir::pointer_token(it.key()));
+  if (!j.contains("knobs") || !j["knobs"].is_object() || j["knobs"].empty())
+    return fail("must be an object of knob paths and their domains", "/knobs");
+  const json bounds = j.contains("bounds") ? j["bounds"] : json::object();
+  if (!bounds.is_object()) return fail("must be an object {knob: target field}", "/bounds");
+  Space s;
+  const json& knobs = j["knobs"];
+  for (auto it = knobs.begin(); it != knobs.end(); ++it) {
+    const std::string ptr = "/knobs/" + ir::pointer_token(it.key());
+    if (std::find(kKnobs.begin(), kKnobs.end(), it.key()) == kKnobs.end())
+      return fail(fmt::format("unknown knob (known: {})", fmt::join(kKnobs, ", ")), ptr);
+    Knob k;
+    k.path = it.key();
+    const json& dom = it.value();
+    if (k.path == "fusion_grouping") {
+      if (!dom.is_object() || dom.empty())
+        return fail("must be an object of named presets (lists of op-name groups)", ptr);
+      for (auto p = dom.begin(); p != dom.end(); ++p) {
+        k.values.push_back(ir::JsonValue(p.value()));
+        k.labels.push_back(p.key());
+      }
+    } else {
+      if (!dom.is_array() || dom.empty()) return fail("must be a non-empty list of values", ptr);
+      for (const json& v : dom) {
+        k.values.push_back(ir::JsonValue(v));
+        k.labels.push_back(v.dump());
+      }
+    }
+    // Every value must be one the lowering accepts for this target; values above a bound are
+    // dropped (a target field of 0 or 1 sets no bound).
+    std::optional<double> bound;
+    if (bounds.contains(k.path)) {
+      const json& b = bounds[k.path];
+      bound = b.is_string() ? target_field(t.record, b.get<std::string>()) : std::nullopt;
+      if (!bound)
+        return fail("must name a numeric target field (max_threads_per_sm, ...)",
+                    "/bounds/" + ir::pointer_token(k.path));
+      if (*bound <= 1) bound.reset();
+    }
+    Knob kept{k.path, {}, {}};
+    std::string dropped;  // why the first preset dropped was dropped
+    for (size_t i = 0; i < k.values.size(); ++i) {
+      const json& v = k.values[i].json();
+      if (bound && v.is_number() && v.get<double>() > *bound) continue;
+      ir::ScheduleConfig c = base;
+      set(c, k.path, v);
+      if (k.path == "fusion_grouping") {
+        // A preset is legal for the model when some tiling of the space fuses it: try the
+        // coarsest N_tile (a whole-projection tile lets down_proj fuse) without split-KV.
+        set(c, "tiling.gemv.N_tile", 1 << 20);
+        set(c, "tiling.attention.n_partitions", nullptr);
+        set(c, "tiling.attention.kv_block", nullptr);
+        if (lower::LowerResult lr = lower::lower(m, t, c, {}); !lr) {
+          if (dropped.empty())
+            dropped =
+                fmt::format(" (preset {}: {})", k.labels[i], ir::error_messages(lr.diagnostics));
+          continue;
+        }
+      } else if (ir::Result<lower::Knobs> ok = lower::parse_knobs(c, t); !ok) {
+        const std::string vptr = dom.is_object() ? ptr + "/" + ir::pointer_token(k.labels[i])
+                                                 : ptr + "/" + std::to_string(i);
+        return fail(fmt::format("value {} is not one the lowering accepts: {}", v.dump(),
+                                ir::error_messages(ok.diagnostics)),
+                    vptr);
+      }
+      kept.values.push_back(k.values[i]);
+      kept.labels.push_back(k.labels[i]);
+    }
+    if (kept.values.empty())
+      return fail(fmt::format("no value of this knob fits target {} and model {}{}", t.record.name,
+                              m.name, dropped),
+                  ptr);
+    s.knobs.push_back(std::move(kept));
+  }
+  for (auto it = bounds.begin(); it != bounds.end(); ++it)
+    if (!knobs.contains(it.key()))
+      return fail("bounds a knob the space does not have",
+                  "/bounds/" + ir::pointer_token(it.key()));
+  ir::Result<Space> r(std::move(s));
+  r.diagnostics = std::move(doc.diagnostics);
+  ir::set_file(r.diagnostics, origin);
+  return r;
+}
+
+ir::Result<Space> default_space(const lower::ModelSpec& m, const targets::TargetSpec& t,
+                                const ir::ScheduleConfig& base) {
+  return parse_space(default_space_text(), "schedules/space.json", m, t, base);
+}
+
+std::string config_key(const ir::ScheduleConfig& c) {
+  json j = json::object();
+  j["tiling"] = c.tiling.json();
+  j["fusion_grouping"] = c.fusion_grouping.json();
+  j["sm_assignment"] = c.sm_assignment.json();
+  j["pipelining_depth"] = c.pipelining_depth.json();
+  j["page_allocation"] = c.page_allocation.json();
+  j["threads_per_block"] = c.threads_per_block.json();
+  j["smem_bytes_per_block"] = c.smem_bytes_per_block.json();
+  if (c.extra.json().is_object())
+    for (auto it = c.extra.json().begin(); it != c.extra.json().end(); ++it)
+      j[it.key()] = it.value();
+  return j.dump();
+}
+
+uint64_t config_hash(std::string_view key) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char ch : key) {
+    h ^= static_cast<unsigned char>(ch);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+}  // namespace amk::search

@@ -1,0 +1,391 @@
+// Proves the search layer's promises: the same seed gives the same trials and best for any number
+// of jobs, a resumed search equals an uninterrupted one, the best is never worse than the start,
+// every rejection is logged with its rule code, duplicates are never evaluated again, and the
+// measurement exploit ranks by measurements and survives a failing measurer.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "ir/fileio.h"
+#include "ir/json_io.h"
+#include "lower/config.h"
+#include "lower/lower.h"
+#include "lower_support.h"
+#include "search/search.h"
+#include "search/space.h"
+#include "support.h"
+#include "validate/validate.h"
+
+namespace amk::search {
+namespace {
+
+namespace ts = lower::test_support;
+using test::must;
+
+Space space_for(const lower::ModelSpec& m, const targets::TargetSpec& t, const std::string& text) {
+  return must(parse_space(text, "space.json", m, t, lower::default_config()));
+}
+
+SearchResult run(const lower::ModelSpec& m, const targets::TargetSpec& t, SearchOptions o,
+                 std::optional<Space> space = std::nullopt) {
+  Space s =
+      space ? *space : must(default_space(m, t, o.start ? *o.start : lower::default_config()));
+  return must(Search(m, t, std::move(s), std::move(o)).run());
+}
+
+SearchOptions options(int64_t budget, uint64_t seed, Algorithm a, int jobs) {
+  SearchOptions o;
+  o.budget = budget;
+  o.seed = seed;
+  o.algorithm = a;
+  o.jobs = jobs;
+  return o;
+}
+
+// What a trial is, without its timings.
+std::string identity(const Trial& t) {
+  std::string s = std::to_string(t.index) + " " + std::string(name(t.source)) + " " + t.key + " " +
+                  std::to_string(t.duplicate_of) + (t.valid ? " valid " : " invalid ") +
+                  (std::isfinite(t.score) ? std::to_string(t.score) : "inf");
+  for (const ir::Diagnostic& d : t.diagnostics) s += " " + d.code;
+  return s;
+}
+
+std::vector<std::string> identities(const SearchResult& r) {
+  std::vector<std::string> out;
+  for (const Trial& t : r.trials) out.push_back(identity(t));
+  return out;
+}
+
+TEST(Search, TheSameSeedGivesTheSameTrialsAndBestForOneAndTwoJobs) {
+  for (const char* model : {"toy-2L", "smollm2-135m"}) {
+    const auto m = ts::model(model);
+    const auto t = ts::target("a2a3");
+    for (Algorithm a : {Algorithm::Descent, Algorithm::Amk}) {
+      SearchOptions o = options(120, 7, a, 1);
+      const SearchResult one = run(m, t, o);
+      o.jobs = 2;
+      const SearchResult two = run(m, t, o);
+      EXPECT_EQ(identities(one), identities(two)) << model << " " << name(a);
+      EXPECT_EQ(one.best, two.best);
+      EXPECT_EQ(ir::write_config(one.trials[static_cast<size_t>(one.best)].config),
+                ir::write_config(two.trials[static_cast<size_t>(two.best)].config));
+      o.seed = 8;
+      if (a == Algorithm::Amk) {
+        EXPECT_NE(identities(run(m, t, o)), identities(one)) << "the seed matters";
+      }
+    }
+  }
+}
+
+TEST(Search, TheBestIsNeverPredictedWorseThanTheStartAndIsAValidProgram) {
+  const auto t = ts::target("h100");
+  for (const char* model : {"toy-2L", "smollm2-135m"}) {
+    const auto m = ts::model(model);
+    // Starts: the default, and a good point (the best of a short search), from which nothing
+    // nearby is better.
+    SearchOptions o;
+    o.budget = 60;
+    const SearchResult first = run(m, t, o);
+    for (const ir::ScheduleConfig& start :
+         {lower::default_config(), first.trials[static_cast<size_t>(first.best)].config}) {
+      for (Algorithm a : {Algorithm::Descent, Algorithm::Amk}) {
+        SearchOptions s;
+        s.budget = 60;
+        s.algorithm = a;
+        s.start = start;
+        const SearchResult r = run(m, t, s);
+        ASSERT_TRUE(r.trials[0].valid);
+        EXPECT_EQ(r.trials[0].source, Source::Start);
+        EXPECT_EQ(r.trials[0].key, config_key(start));
+        const Trial& best = r.trials[static_cast<size_t>(r.best)];
+        EXPECT_LE(best.score, r.trials[0].score) << model;
+        for (const Trial& x : r.trials) {
+          if (x.valid) {
+            EXPECT_GE(x.score, best.score) << "the best is the minimum";
+          }
+        }
+        EXPECT_TRUE(validate::validate(r.best_program).ok);
+        auto again = lower::lower(m, t, best.config, {});
+        ASSERT_TRUE(again);
+        EXPECT_EQ(ir::write_program(*again.value), ir::write_program(r.best_program));
+      }
+    }
+  }
+}
+
+TEST(Search, ARejectedCandidateIsLoggedWithItsRuleCodeAndTheSearchGoesOn) {
+  // Fusing swiglu into down_proj needs down_proj as one task: small N_tiles make the lowering
+  // refuse the config.
+  const auto m = ts::model("toy-2L");
+  const auto t = ts::target("h100");
+  const Space s = space_for(m, t, R"({"knobs": {
+      "tiling.gemv.N_tile": [null, 16, 32, 64],
+      "fusion_grouping": {"none": [], "mlp": [["swiglu", "down_proj"]]},
+      "pipelining_depth": [0, 1, 2, 3]}})");
+  SearchOptions o;
+  o.budget = 500;
+  std::vector<std::string> lines;
+  o.on_trial = [&](const Trial& x) {
+    lines.push_back(trial_json(x));
+    return true;
+  };
+  const SearchResult r = run(m, t, o, s);
+  EXPECT_EQ(r.evaluations, 32) << "the search goes on to exhaust the space";
+  int rejected = 0;
+  for (const Trial& x : r.trials) {
+    if (x.valid || x.duplicate_of >= 0) continue;
+    ++rejected;
+    ASSERT_FALSE(x.diagnostics.empty()) << identity(x);
+    EXPECT_EQ(x.diagnostics[0].code, "config.invalid");
+    EXPECT_EQ(x.diagnostics[0].pointer, "/config/fusion_grouping/0");
+    EXPECT_FALSE(std::isfinite(x.score));
+    const std::string& line = lines[static_cast<size_t>(x.index)];
+    EXPECT_NE(line.find(R"("code":"config.invalid")"), std::string::npos) << line;
+    EXPECT_NE(line.find("cannot fuse"), std::string::npos) << line;
+  }
+  EXPECT_EQ(rejected, 3 * 4) << "N_tile 16, 32 and 64 with the mlp fusion, at every depth";
+  EXPECT_EQ(r.valid, 32 - 12);
+  const std::string tsv = results_tsv(r);
+  EXPECT_NE(tsv.find("\tconfig.invalid: cannot fuse"), std::string::npos);
+}
+
+TEST(Search, ADuplicateConfigIsNeverEvaluatedAgain) {
+  const auto m = ts::model("toy-2L");
+  const auto t = ts::target("a2a3");
+  for (Algorithm a : {Algorithm::Descent, Algorithm::Amk}) {
+    SearchOptions o;
+    o.budget = 150;
+    o.algorithm = a;
+    const SearchResult r = run(m, t, o);
+    std::set<std::string> evaluated;
+    int64_t dups = 0;
+    for (const Trial& x : r.trials) {
+      if (x.duplicate_of >= 0) {
+        ++dups;
+        const Trial& orig = r.trials[static_cast<size_t>(x.duplicate_of)];
+        EXPECT_EQ(orig.key, x.key);
+        EXPECT_LT(orig.duplicate_of, 0) << "a duplicate points at the evaluated trial";
+        EXPECT_EQ(x.eval_us, 0) << "not evaluated";
+        EXPECT_EQ(x.valid, orig.valid);
+        EXPECT_EQ(x.score, orig.score);
+      } else {
+        EXPECT_TRUE(evaluated.insert(x.key).second) << "evaluated twice: " << x.key;
+        EXPECT_GT(x.eval_us, 0);
+      }
+    }
+    EXPECT_EQ(static_cast<int64_t>(evaluated.size()), r.evaluations);
+    EXPECT_EQ(dups, r.duplicates);
+    if (a == Algorithm::Descent) {
+      EXPECT_EQ(r.evaluations, o.budget) << "duplicates do not count against the budget";
+    } else if (r.evaluations < o.budget) {  // AMK's policy ends at a local optimum whose every
+      EXPECT_TRUE(r.exhausted);             // one-knob mutation was tried
+    }
+    if (a == Algorithm::Amk) {
+      EXPECT_GT(dups, 0) << "AMK's mutations repeat themselves";
+    }
+  }
+  // A space of two points: the search stops when it has nothing new to try.
+  const Space tiny = space_for(m, t, R"({"knobs": {"pipelining_depth": [1, 2]}})");
+  SearchOptions o;
+  o.budget = 1000;
+  const SearchResult r = run(m, t, o, tiny);
+  EXPECT_EQ(r.evaluations, 2);
+}
+
+TEST(Search, AResumedSearchEqualsAnUninterruptedOne) {
+  const auto m = ts::model("smollm2-135m");
+  const auto t = ts::target("h100");
+  for (Algorithm a : {Algorithm::Descent, Algorithm::Amk}) {
+    const SearchOptions o = options(100, 3, a, 2);
+    const SearchResult whole = run(m, t, o);
+    // Interrupted after 37 trials; its log read back.
+    std::vector<Trial> logged;
+    SearchOptions cut = o;
+    cut.on_trial = [&](const Trial& x) {
+      logged.push_back(must(parse_trial(trial_json(x))));
+      return logged.size() < 37;
+    };
+    const SearchResult part = run(m, t, cut);
+    EXPECT_TRUE(part.stopped);
+    ASSERT_EQ(logged.size(), 37u);
+    SearchOptions resumed = o;
+    resumed.replay = logged;
+    int64_t evaluated_again = 0;
+    resumed.on_trial = [&](const Trial& x) {
+      if (x.index < 37 && x.eval_us > 0 && x.duplicate_of < 0 &&
+          x.eval_us != logged[static_cast<size_t>(x.index)].eval_us)
+        ++evaluated_again;
+      return true;
+    };
+    const SearchResult r = run(m, t, resumed);
+    EXPECT_EQ(r.replayed, 37);
+    EXPECT_EQ(evaluated_again, 0);
+    EXPECT_EQ(identities(r), identities(whole)) << name(a);
+    EXPECT_EQ(r.best, whole.best);
+    // A log of another search is refused.
+    SearchOptions other = o;
+    other.seed = 4;
+    other.replay = logged;
+    Space s = must(default_space(m, t, lower::default_config()));
+    auto refused = Search(m, t, s, other).run();
+    if (a == Algorithm::Amk) {  // the first random point differs
+      ASSERT_FALSE(refused);
+      EXPECT_EQ(refused.diagnostics[0].code, "search.replay");
+    }
+  }
+}
+
+TEST(Search, ATrialRoundTripsThroughItsLogLine) {
+  const auto m = ts::model("toy-2L");
+  const auto t = ts::target("h100");
+  const Space s = space_for(m, t, R"({"knobs": {
+      "tiling.gemv.N_tile": [null, 16],
+      "fusion_grouping": {"none": [], "mlp": [["swiglu", "down_proj"]]}}})");
+  SearchOptions o;
+  o.budget = 10;
+  const SearchResult r = run(m, t, o, s);
+  for (const Trial& x : r.trials) {
+    const Trial y = must(parse_trial(trial_json(x)));
+    EXPECT_EQ(identity(y), identity(x));
+    EXPECT_EQ(trial_json(y), trial_json(x));
+  }
+  auto bad = parse_trial(R"({"index": 0, "source": "sideways", "config": {}, "valid": true})");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.diagnostics[0].pointer, "/source");
+  bad =
+      parse_trial(R"({"index": 0, "source": "start", "config": {}, "valid": true, "score": "x"})");
+  ASSERT_FALSE(bad);
+  bad = parse_trial("{\"index\": 0,");
+  ASSERT_FALSE(bad);
+  EXPECT_GT(bad.diagnostics[0].column, 0);
+}
+
+TEST(Search, LogReadingDropsALastLineCutOffByACrashAndRefusesOtherDamage) {
+  const auto dir = test::temp_dir();
+  const auto m = ts::model("toy-2L");
+  const auto t = ts::target("h100");
+  SearchOptions o;
+  o.budget = 5;
+  const SearchResult r = run(m, t, o);
+  const Space s = must(default_space(m, t, lower::default_config()));
+  std::string text = header_json(header_of(m, t, s, o)) + "\n";
+  for (const Trial& x : r.trials) text += trial_json(x) + "\n";
+  const std::string whole = text;
+  text += trial_json(r.trials[0]).substr(0, 40);  // killed while writing
+  const auto path = (dir / "log.jsonl").string();
+  ASSERT_TRUE(test::ok(ir::write_file_atomic(path, text)));
+  const Log log = must(read_log(path));
+  ASSERT_TRUE(log.header);
+  EXPECT_EQ(log.header->model, "toy-2L");
+  EXPECT_EQ(log.trials.size(), r.trials.size());
+  EXPECT_EQ(log.complete, whole.size());
+  ASSERT_EQ(log.warnings.size(), 1u);
+  EXPECT_EQ(log.warnings[0].line, static_cast<int>(r.trials.size()) + 2);
+  // The same damage in the middle is an error with the file and the line.
+  ASSERT_TRUE(test::ok(ir::write_file_atomic(path, text + "\n" + trial_json(r.trials[0]) + "\n")));
+  auto bad = read_log(path);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.diagnostics[0].file, path);
+  EXPECT_EQ(bad.diagnostics[0].line, static_cast<int>(r.trials.size()) + 2);
+}
+
+TEST(Search, MeasurementsRankTheTopKAndAFailingMeasurementKeepsThePrediction) {
+  const auto m = ts::model("toy-2L");
+  const auto t = ts::target("h100");
+  SearchOptions o;
+  o.budget = 40;
+  o.measure_top_k = 3;
+  // A "device" on which more tasks run faster: the opposite of the prediction's ranking.
+  o.measure = [](const ir::Program& p, const Trial&) -> ir::Result<double> {
+    return 1e6 / static_cast<double>(p.tasks.size());
+  };
+  std::vector<int64_t> measured;
+  o.on_measured = [&](const Trial& x) { measured.push_back(x.index); };
+  const SearchResult r = run(m, t, o);
+  ASSERT_EQ(measured.size(), 4u) << "the top 3 and the start";
+  EXPECT_EQ(measured.back(), 0);
+  int64_t most_tasks = -1;
+  for (int64_t i : measured) {
+    const Trial& x = r.trials[static_cast<size_t>(i)];
+    ASSERT_TRUE(x.measured_us);
+    EXPECT_EQ(x.score, *x.measured_us);
+    if (most_tasks < 0 || x.tasks > r.trials[static_cast<size_t>(most_tasks)].tasks) most_tasks = i;
+  }
+  EXPECT_EQ(r.best, most_tasks);
+  EXPECT_TRUE(r.trials[static_cast<size_t>(r.best)].measured_us);
+
+  // A measurer that fails: every trial keeps its prediction, with a warning saying why.
+  SearchOptions f = o;
+  f.measure = [](const ir::Program&, const Trial&) -> ir::Result<double> {
+    return ir::error("search.measure", "--measure: 'bench' exited with status 3");
+  };
+  measured.clear();
+  const SearchResult g = run(m, t, f);
+  ASSERT_EQ(measured.size(), 4u);
+  for (int64_t i : measured) {
+    const Trial& x = g.trials[static_cast<size_t>(i)];
+    EXPECT_FALSE(x.measured_us);
+    ASSERT_FALSE(x.diagnostics.empty());
+    EXPECT_EQ(x.diagnostics.back().severity, ir::Severity::Warning);
+    EXPECT_EQ(x.score, x.predicted_us);
+  }
+  SearchOptions p = o;
+  p.measure = {};
+  p.measure_top_k = 0;
+  p.on_measured = {};
+  EXPECT_EQ(g.best, run(m, t, p).best) << "the prediction's ranking";
+}
+
+TEST(Space, ABadSpaceIsAnErrorWithAPointer) {
+  const auto m = ts::model("toy-2L");
+  const auto t = ts::target("h100");
+  auto err = [&](const std::string& text) {
+    auto s = parse_space(text, "s.json", m, t, lower::default_config());
+    EXPECT_FALSE(s) << text;
+    return s ? ir::Diagnostic{} : s.diagnostics.front();
+  };
+  EXPECT_EQ(err(R"({"knobs": {"tiling.gemv.M_tile": [1]}})").pointer, "/knobs/tiling.gemv.M_tile");
+  EXPECT_EQ(err(R"({"knobs": {"pipelining_depth": []}})").pointer, "/knobs/pipelining_depth");
+  EXPECT_EQ(err(R"({"knobs": {"pipelining_depth": [1, "two"]}})").pointer,
+            "/knobs/pipelining_depth/1");
+  EXPECT_EQ(err(R"({"knobs": {"threads_per_block": [4096]}})").pointer,
+            "/knobs/threads_per_block/0");
+  const ir::Diagnostic fusion =
+      err(R"({"knobs": {"fusion_grouping": {"x": [["nope", "swiglu"]]}}})");
+  EXPECT_EQ(fusion.pointer, "/knobs/fusion_grouping");
+  EXPECT_NE(fusion.message.find("preset x: no layer has all of its ops"), std::string::npos)
+      << fusion.message;
+  const ir::Diagnostic syntax = err("{\"knobs\": {\n  \"pipelining_depth\": [1,]}}");
+  EXPECT_EQ(syntax.line, 2);
+  EXPECT_GT(syntax.column, 0);
+  EXPECT_EQ(syntax.file, "s.json");
+}
+
+TEST(Space, TheBuiltInSpaceIsBoundedByTheTargetAndCanonicalises) {
+  const auto m = ts::model("llama-3.2-1b");
+  auto h100 = must(default_space(m, ts::target("h100"), lower::default_config()));
+  const auto t4 = must(default_space(m, ts::target("t4"), lower::default_config()));
+  auto knob = [](const Space& s, const std::string& path) -> const Knob& {
+    for (const Knob& k : s.knobs)
+      if (k.path == path) return k;
+    throw std::runtime_error("no knob " + path);
+  };
+  EXPECT_EQ(knob(h100, "smem_bytes_per_block").values.size(), 4u);
+  EXPECT_EQ(knob(t4, "smem_bytes_per_block").values.size(), 3u) << "98304 B is more than a T4 has";
+  EXPECT_GT(h100.size(), 1e5);
+  // Equal programs have equal configs: base_width is left out beside an N_tile.
+  Point p = h100.point_of(lower::default_config());
+  const Knob& base_width = knob(h100, "tiling.gemv.base_width");
+  const size_t bw = static_cast<size_t>(&base_width - h100.knobs.data());
+  Point q = p;
+  q[bw] = static_cast<uint16_t>((p[bw] + 1) % base_width.values.size());
+  EXPECT_EQ(config_key(h100.config(p, lower::default_config())),
+            config_key(h100.config(q, lower::default_config())));
+  EXPECT_EQ(config_key(h100.config(p, lower::default_config())),
+            config_key(lower::default_config()));
+}
+
+}  // namespace
+}  // namespace amk::search
