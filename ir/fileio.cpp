@@ -52,12 +52,71 @@ Result<std::string> read_file(const std::string& path) {
   return out;
 }
 
+namespace {
+
+// Writes all of `data` to `fd`; false with errno set on failure.
+bool write_all(int fd, std::string_view data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// The file a path names once its symlinks are followed (a dangling link names the file it would
+// create); an error for a loop.
+Result<std::string> follow_links(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path p(path);
+  for (int hops = 0; hops < 40; ++hops) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(p, ec))) return p.string();
+    fs::path to = fs::read_symlink(p, ec);
+    if (ec)
+      return io_error("io.write",
+                      fmt::format("cannot follow the link '{}': {}", p.string(), ec.message()),
+                      path);
+    p = to.is_absolute() ? to : p.parent_path() / to;
+  }
+  return io_error("io.write",
+                  fmt::format("cannot write '{}': too many levels of symbolic links", path), path);
+}
+
+}  // namespace
+
 Status write_file_atomic(const std::string& path, std::string_view data) {
   namespace fs = std::filesystem;
   auto fail_with = [&](std::string msg) {
     return Status(io_error("io.write", std::move(msg), path));
   };
-  fs::path target(path);
+  Result<std::string> resolved = follow_links(path);
+  if (!resolved) return std::move(resolved.diagnostics);
+  const std::string& real = *resolved;  // a symlink is written through, at its target
+  struct stat st {};
+  const bool exists = ::stat(real.c_str(), &st) == 0;
+  if (exists && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+    // A device or a pipe is written straight into: replacing it would break it (/dev/null).
+    const int fd = ::open(real.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return fail_with(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+    const bool ok = write_all(fd, data);
+    const int e = errno;
+    ::close(fd);
+    if (!ok) return fail_with(fmt::format("cannot write '{}': {}", path, std::strerror(e)));
+    return {};
+  }
+  if (exists && S_ISDIR(st.st_mode))
+    return fail_with(fmt::format("cannot write '{}': it is a directory", path));
+  if (exists && !S_ISREG(st.st_mode))
+    return fail_with(fmt::format(
+        "cannot write '{}': it is neither a regular file nor a device or pipe (refusing to "
+        "replace it)",
+        path));
+  fs::path target(real);
   fs::path dir = target.parent_path();
   if (dir.empty()) dir = ".";
   std::string tmpl = fmt::format("{}/.{}.tmp.XXXXXX", dir.string(), target.filename().string());
@@ -69,18 +128,9 @@ Status write_file_atomic(const std::string& path, std::string_view data) {
     ::unlink(tmpl.c_str());
     return fail_with(fmt::format("cannot write '{}' ({}): {}", path, what, std::strerror(e)));
   };
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail("write");
-    }
-    off += static_cast<size_t>(n);
-  }
+  if (!write_all(fd, data)) return fail("write");
   // Keep the permissions of a file we replace; new files get the usual 0666 & ~umask.
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
+  if (exists) {
     ::fchmod(fd, st.st_mode & 07777);
   } else {
     mode_t um = ::umask(0);
@@ -93,7 +143,7 @@ Status write_file_atomic(const std::string& path, std::string_view data) {
     ::unlink(tmpl.c_str());
     return fail_with(fmt::format("cannot write '{}' (close): {}", path, std::strerror(e)));
   }
-  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
+  if (::rename(tmpl.c_str(), real.c_str()) != 0) {
     int e = errno;
     ::unlink(tmpl.c_str());
     return fail_with(fmt::format("cannot write '{}' (rename): {}", path, std::strerror(e)));

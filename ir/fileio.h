@@ -25,7 +25,9 @@ Result<std::pair<std::string, std::string>> read_builtin_or_file(
 /// The stems of built-in files, sorted.
 std::vector<std::string> builtin_names(std::span<const BuiltinFile> builtins);
 /// Writes `data` to `path` atomically: a failed write (an `io.write` error) leaves an existing
-/// file as it was.
+/// file as it was. A symlink is written through (atomically at its target, keeping its mode); a
+/// character device or a FIFO is written straight into; a directory or another special file is
+/// refused.
 Status write_file_atomic(const std::string& path, std::string_view data);
 
 }  // namespace amk::ir
