@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -52,6 +53,26 @@ po::options_description_easy_init Args::add() {
   return opts_.add_options();
 }
 
+void Args::range(const char* name, double lo, double hi) {
+  ranges_.push_back({name, lo, hi});
+}
+
+namespace {
+
+// A numeric option's value as a double (nullopt: not numeric).
+std::optional<double> number_of(const boost::any& v) {
+  if (auto* i = boost::any_cast<int>(&v)) return *i;
+  if (auto* l = boost::any_cast<int64_t>(&v)) return static_cast<double>(*l);
+  if (auto* d = boost::any_cast<double>(&v)) return *d;
+  return std::nullopt;
+}
+
+std::string bound(double x) {
+  return std::isinf(x) ? (x < 0 ? "-inf" : "inf") : fmt::format("{}", x);
+}
+
+}  // namespace
+
 void Args::positional(const char* name, int max) {
   pos_.add(name, max);
 }
@@ -70,6 +91,14 @@ std::optional<int> Args::parse(int argc, char** argv) {
       return kOk;
     }
     po::notify(vm_);
+    for (const Range& r : ranges_) {
+      if (!vm_.count(r.name)) continue;
+      const std::optional<double> x = number_of(vm_[r.name].value());
+      if (x && *x >= r.lo && *x <= r.hi) continue;
+      std::cerr << fmt::format("amk {}: --{} {} is out of range: allowed [{}, {}]\n", argv[0],
+                               r.name, x ? bound(*x) : std::string("?"), bound(r.lo), bound(r.hi));
+      return kUnreadable;
+    }
   } catch (const po::unknown_option& e) {
     std::vector<std::string> names;
     for (const auto& o : opts_.options()) names.push_back("--" + o->long_name());

@@ -39,6 +39,9 @@ class Args {
   po::options_description_easy_init add();
   /// Maps the next `max` positional arguments (-1: all the rest) to option `name`.
   void positional(const char* name, int max);
+  /// Refuses a value of the numeric option `name` outside [lo, hi] (checked by parse(), before
+  /// any work: exit 2 naming the option, the value and the range).
+  void range(const char* name, double lo, double hi);
   /// Parses; returns an exit code when the command must stop (help printed or usage error).
   std::optional<int> parse(int argc, char** argv);
   /// The parsed values.
@@ -56,7 +59,15 @@ class Args {
   po::options_description opts_;
   po::positional_options_description pos_;
   po::variables_map vm_;
+  struct Range {
+    const char* name;
+    double lo, hi;
+  };
+  std::vector<Range> ranges_;
 };
+
+/// The largest seed an option takes (seeds are signed on the command line so "-1" cannot wrap).
+inline constexpr double kMaxSeed = 9007199254740992.0;  // 2^53: exact as a double
 
 /// The exit code of a failure, decided by its first error's code (the one mapping): a program
 /// the validator rejects or a --verify mismatch 1, a deadlock or watchdog timeout 3, anything

@@ -17,14 +17,17 @@ int cmd_gen(int argc, char** argv) {
       "planted: llama (layered decoder at toy width, KV caches, tiled projections), mesh\n"
       "(random DAG with joins and transitive-only orderings), chain, fan (fan-out/fan-in).");
   args.add()("shape", po::value<std::string>()->default_value("llama"), "llama, mesh, chain, fan")(
-      "tasks", po::value<uint64_t>()->default_value(1000), "approximate number of tasks")(
-      "seed", po::value<uint64_t>()->default_value(1), "random seed")(
+      "tasks", po::value<int64_t>()->default_value(1000), "approximate number of tasks")(
+      "seed", po::value<int64_t>()->default_value(1), "random seed")(
       "nop", "make every task a NOP without buffers (same DAG)")(
       "pages", "add a valid page allocation with reuse")(
       "sms", po::value<int64_t>()->default_value(0), "assign SMs round-robin over N SMs")(
       "defect", po::value<std::string>()->default_value("none"),
       fmt::format("plant a defect: {}", ir::gen_defect_names()).c_str())(
       "output,o", po::value<std::string>()->required(), "output file ('-' = stdout)");
+  args.range("tasks", 1, 1 << 26);
+  args.range("seed", 0, kMaxSeed);
+  args.range("sms", 0, 1 << 16);
   if (auto rc = args.parse(argc, argv)) return *rc;
   ir::GenOptions opt;
   auto shape = ir::parse_gen_shape(args.get<std::string>("shape"));
@@ -41,15 +44,11 @@ int cmd_gen(int argc, char** argv) {
   }
   opt.shape = *shape;
   opt.defect = *defect;
-  opt.tasks = args.get<uint64_t>("tasks");
-  opt.seed = args.get<uint64_t>("seed");
+  opt.tasks = static_cast<uint64_t>(args.get<int64_t>("tasks"));
+  opt.seed = static_cast<uint64_t>(args.get<int64_t>("seed"));
   opt.nop = args.has("nop");
   opt.pages = args.has("pages");
   opt.num_sms = args.get<int64_t>("sms");
-  if (opt.tasks > (uint64_t{1} << 26)) {
-    std::cerr << "amk gen: --tasks is limited to 2^26\n";
-    return kUnreadable;
-  }
   ir::GenResult r = ir::generate(opt);
   const auto out = args.get<std::string>("output");
   if (!write_output(out, ir::write_program(r.program))) return kUnreadable;

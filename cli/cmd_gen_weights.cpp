@@ -19,10 +19,11 @@ int cmd_gen_weights(int argc, char** argv) {
       "Buffer.source (else its name), in each buffer's dtype: norm vectors 1 +- 0.1, matrices\n"
       "uniform in +-1/sqrt(K), integer codes random. The file is written atomically.");
   args.add()("program", po::value<std::string>(), "program JSON, or a model")(
-      "seed", po::value<uint64_t>()->default_value(0), "random seed")(
+      "seed", po::value<int64_t>()->default_value(0), "random seed")(
       "output,o", po::value<std::string>(), "safetensors file to write");
   add_lowering_options(args, false);
   args.positional("program", 1);
+  args.range("seed", 0, kMaxSeed);
   if (auto rc = args.parse(argc, argv)) return *rc;
   if (!args.has("program") || !args.has("output")) {
     std::cerr << "amk gen-weights: give a PROGRAM and -o OUT\n";
@@ -44,7 +45,8 @@ int cmd_gen_weights(int argc, char** argv) {
     }
     prog = std::move(lr.value);
   }
-  const auto image = vm::random_weights_image(*prog, args.get<uint64_t>("seed"));
+  const auto image =
+      vm::random_weights_image(*prog, static_cast<uint64_t>(args.get<int64_t>("seed")));
   const auto out = args.get<std::string>("output");
   if (!write_output(out,
                     std::string_view(reinterpret_cast<const char*>(image.data()), image.size())))

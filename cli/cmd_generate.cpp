@@ -64,6 +64,8 @@ int cmd_generate(int argc, char** argv) {
   add_lowering_options(args, false);
   add_run_options(args);
   args.positional("program", -1);
+  args.range("max-tokens", 1, 1 << 20);
+  args.range("tolerance", 0, 1e30);
   if (auto rc = args.parse(argc, argv)) return *rc;
   if (!args.has("program") || !args.has("prompt-ids")) {
     std::cerr << "amk generate: give a MODEL (or per-position PROGRAMs) and --prompt-ids\n";

@@ -25,6 +25,7 @@ int cmd_lower(int argc, char** argv) {
       "output,o", po::value<std::string>(), "program file to write ('-' = stdout)");
   add_lowering_options(args, true);
   args.positional("model", 1);
+  args.range("pos", 0, 1 << 24);
   if (auto rc = args.parse(argc, argv)) return *rc;
   if (!args.has("model") || !args.has("output")) {
     std::cerr << "amk lower: give a MODEL and -o OUT\n";

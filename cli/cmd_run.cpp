@@ -48,6 +48,7 @@ int cmd_run(int argc, char** argv) {
       "trace", po::value<std::string>(), "write a Chrome/Perfetto trace JSON")(
       "unsafe-skip-validate", "run even if the validator rejects the program (watchdog tests)");
   add_run_options(args);
+  args.range("sms", 0, 1 << 16);
   args.positional("program", 1);
   if (auto rc = args.parse(argc, argv)) return *rc;
   if (!args.has("program")) {

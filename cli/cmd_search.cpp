@@ -73,7 +73,7 @@ int cmd_search(int argc, char** argv) {
   args.add()("model", po::value<std::string>(), "model name or file")(
       "budget,n", po::value<int64_t>()->default_value(200), "candidates to evaluate")(
       "time", po::value<double>(), "stop proposing after this many seconds")(
-      "seed", po::value<uint64_t>()->default_value(0), "random seed")(
+      "seed", po::value<int64_t>()->default_value(0), "random seed")(
       "jobs,j", po::value<int>()->default_value(1), "evaluator threads")(
       "algo", po::value<std::string>()->default_value("descent"), "descent or amk")(
       "space", po::value<std::string>(), "search-space file (default: schedules/space.json)")(
@@ -97,6 +97,15 @@ int cmd_search(int argc, char** argv) {
       "group", po::value<int64_t>()->default_value(128), "columns per quantisation scale")(
       "batch,B", po::value<int64_t>()->default_value(1), "batch");
   args.positional("model", 1);
+  args.range("budget", 1, 1e9);
+  args.range("time", 1e-3, 1e7);
+  args.range("seed", 0, kMaxSeed);
+  args.range("jobs", 1, 256);
+  args.range("top-k", 1, 1e4);
+  args.range("measure-timeout", 1e-3, 1e6);
+  args.range("pos", 0, 1 << 24);
+  args.range("group", 1, 1 << 20);
+  args.range("batch", 1, lower::kMaxBatch);
   if (auto rc = args.parse(argc, argv)) return *rc;
   if (!args.has("model")) {
     std::cerr << "amk search: give a MODEL (amk models)\n";
@@ -121,13 +130,9 @@ int cmd_search(int argc, char** argv) {
   }
   search::SearchOptions& o = req.options;
   o.budget = args.get<int64_t>("budget");
-  o.seed = args.get<uint64_t>("seed");
+  o.seed = static_cast<uint64_t>(args.get<int64_t>("seed"));
   o.jobs = args.get<int>("jobs");
   if (args.has("time")) o.deadline_s = args.get<double>("time");
-  if (o.budget < 1 || o.jobs < 1 || o.jobs > 256 || (args.has("time") && !(o.deadline_s > 0))) {
-    std::cerr << "amk search: --budget and --time must be positive, --jobs in [1, 256]\n";
-    return kUnreadable;
-  }
   const auto algo = args.get<std::string>("algo");
   if (algo != "descent" && algo != "amk") {
     std::cerr << "amk search: --algo " << algo << ": use descent or amk\n";
@@ -162,10 +167,6 @@ int cmd_search(int argc, char** argv) {
     const auto cmd = args.get<std::string>("measure");
     const double timeout = args.get<double>("measure-timeout");
     o.measure_top_k = args.get<int>("top-k");
-    if (o.measure_top_k < 1 || !(timeout > 0)) {
-      std::cerr << "amk search: --top-k and --measure-timeout must be positive\n";
-      return kUnreadable;
-    }
     measure_dir = std::filesystem::temp_directory_path() /
                   fmt::format("amk-measure-{}", static_cast<long>(::getpid()));
     std::filesystem::create_directories(measure_dir);
@@ -255,7 +256,7 @@ int cmd_search(int argc, char** argv) {
     j["target"] = s.target().record.name;
     j["algorithm"] = algo;
     j["objective"] = objective;
-    j["seed"] = args.get<uint64_t>("seed");
+    j["seed"] = args.get<int64_t>("seed");
     j["trials"] = res.trials.size();
     j["evaluations"] = res.evaluations;
     j["duplicates"] = res.duplicates;

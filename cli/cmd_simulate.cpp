@@ -50,12 +50,14 @@ int cmd_simulate(int argc, char** argv) {
       "reads before every writer ran, writes while a reader or an overlapping writer is\n"
       "ready, and page clobbers. Exit 0 clean, 1 stuck or racy, 2 unreadable.");
   args.add()("file", po::value<std::string>()->required(), "program JSON file")(
-      "seeds", po::value<uint32_t>()->default_value(16), "interleavings to try")(
-      "first-seed", po::value<uint64_t>()->default_value(0),
+      "seeds", po::value<int64_t>()->default_value(16), "interleavings to try")(
+      "first-seed", po::value<int64_t>()->default_value(0),
       "first seed (replay one with --seeds 1)")(
       "no-sm-queues", "ignore SM assignments (fire any ready task, as AMK's simulator)")(
       "json", "print one JSON document");
   args.positional("file", 1);
+  args.range("seeds", 1, 1e6);
+  args.range("first-seed", 0, kMaxSeed);
   if (auto rc = args.parse(argc, argv)) return *rc;
   const auto file = args.get<std::string>("file");
   const bool json = args.has("json");
@@ -66,8 +68,8 @@ int cmd_simulate(int argc, char** argv) {
   const bool sm = !args.has("no-sm-queues");
   validate::CounterSim cs = validate::simulate_counters(p, g, sm);
   validate::AdversarialOptions opt;
-  opt.seeds = args.get<uint32_t>("seeds");
-  opt.first_seed = args.get<uint64_t>("first-seed");
+  opt.seeds = static_cast<uint32_t>(args.get<int64_t>("seeds"));
+  opt.first_seed = static_cast<uint64_t>(args.get<int64_t>("first-seed"));
   opt.sm_queues = sm;
   validate::Adversarial adv = validate::simulate_adversarial(p, g, opt);
   const bool clean = cs.stuck.empty() && adv.races.empty() && adv.stuck.empty();

@@ -21,6 +21,8 @@ void add_lowering_options(Args& args, bool need_target) {
                                                "columns per quantisation scale")(
       "batch,B", po::value<int64_t>()->default_value(1), "batch (B > 1 emits GEMM tiles)")(
       "amk-compat", "AMK's lower() byte for byte (only tiling and n_partitions are consumed)");
+  args.range("group", 1, 1 << 20);
+  args.range("batch", 1, lower::kMaxBatch);
 }
 
 bool is_inline_json(const std::string& arg) {

@@ -45,7 +45,7 @@ void add_run_options(Args& args) {
       "mode", po::value<std::string>(),
       "sm (SMs multiplexed on the workers), sm-threads (one OS thread per SM), deterministic, "
       "aicore (AICPU schedulers + AIC/AIV cores), aicore-deterministic; default: aicore on a "
-      "target with clusters, else sm")("seed", po::value<uint64_t>()->default_value(0),
+      "target with clusters, else sm")("seed", po::value<int64_t>()->default_value(0),
                                        "interleaving seed of the deterministic modes")(
       "watchdog-ms", po::value<int64_t>()->default_value(10000),
       "abort after this long without progress")(
@@ -55,18 +55,21 @@ void add_run_options(Args& args) {
       "aicore: OS threads running the cores' kernels (0: each scheduler runs its own cores)")(
       "core-type", po::value<std::string>(),
       "aicore: per-task core types, e.g. 3=aiv,17=aic (default: by opcode)");
+  args.range("workers", 0, vm::kMaxThreads);
+  args.range("seed", 0, kMaxSeed);
+  args.range("watchdog-ms", 1, 86400000);
+  args.range("schedulers", 0, vm::kMaxThreads);
+  args.range("core-threads", 0, vm::kMaxThreads);
 }
 
 ir::Status resolve_run_options(const Args& args, const targets::TargetSpec* target,
                                vm::RunOptions& ro) {
   ro.workers = args.get<int>("workers");
-  ro.seed = args.get<uint64_t>("seed");
+  ro.seed = static_cast<uint64_t>(args.get<int64_t>("seed"));
   ro.watchdog_ms = args.get<int64_t>("watchdog-ms");
   ir::Status st =
       app::set_mode(args.has("mode") ? args.get<std::string>("mode") : std::string(), target, ro);
   if (!st) return st;
-  if (args.get<int>("schedulers") < 0 || args.get<int>("core-threads") < 0)
-    return ir::error("usage.option", "--schedulers and --core-threads must not be negative");
   if (args.get<int>("schedulers") > 0) ro.aicore.schedulers = args.get<int>("schedulers");
   ro.aicore.core_threads = args.get<int>("core-threads");
   if (args.has("core-type")) {

@@ -111,9 +111,9 @@ LowerResult Lowerer::run(const std::optional<ir::ScheduleConfig>& cfg) {
     return r;
   };
   if (ir::Status st = check_model(m); !st) return failed(std::move(st.diagnostics));
-  if (opt.batch < 1)
-    return failed(
-        {ir::error("lower.option", fmt::format("batch must be >= 1 (got {})", opt.batch))});
+  if (opt.batch < 1 || opt.batch > kMaxBatch)
+    return failed({ir::error(
+        "lower.option", fmt::format("batch must be in [1, {}] (got {})", kMaxBatch, opt.batch))});
   if (opt.pos < 0 || opt.pos >= m.max_seq)
     return failed(
         {ir::error("lower.option", fmt::format("pos {} is outside the KV cache [0, {}) of model {}",

@@ -22,6 +22,9 @@ namespace amk::lower {
 enum class Quant : uint8_t { None, Int8, Int4 };
 
 /// What to lower besides the model, target and config.
+/// The largest batch a lowering takes.
+inline constexpr int64_t kMaxBatch = 4096;
+
 struct LowerOptions {
   int64_t pos = 0;                   ///< decode position (kv_len = pos + 1)
   int64_t batch = 1;                 ///< B > 1 emits GEMM tiles

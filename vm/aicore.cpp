@@ -241,6 +241,7 @@ RunResult run_aicore(Image& im, const RunOptions& o) {
   }
   Launch<true> L(im, o, false);
   const int threads = topo.schedulers + topo.core_threads;
+  if (threads > kMaxThreads) return too_many_threads(threads, "scheduler and core threads");
   ProgramHost<true> H(L, std::move(types));
   ProgramMachine<true> M(H, topo, nt, threads);
   set_up_lanes(M, r);

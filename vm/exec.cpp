@@ -187,6 +187,7 @@ RunResult Vm::launch(const RunOptions& o) {
   set_up_observer(L, r);
   const bool pool_mode = o.mode == Mode::Multiplexed;
   const int threads = pool_mode ? workers : static_cast<int>(im.num_sms);
+  if (threads > kMaxThreads) return too_many_threads(threads, pool_mode ? "workers" : "SM threads");
   Pool P(L.nt, threads);
   if (pool_mode)
     for (uint32_t t = 0; t < L.nt; ++t)

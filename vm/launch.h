@@ -395,6 +395,17 @@ void fill_common(Launch<C>& L, RunResult& r) {
   }
 }
 
+/// A run refused before it starts: `n` threads of `what` exceed kMaxThreads (`vm.options`).
+inline RunResult too_many_threads(int64_t n, std::string_view what) {
+  RunResult r;
+  r.status = RunResult::Status::KernelError;
+  r.diagnostics.push_back(ir::error(
+      "vm.options", fmt::format("{} {} would need as many OS threads; a run starts at most {} "
+                                "(use fewer, or --mode sm to multiplex SMs on a few workers)",
+                                n, what, kMaxThreads)));
+  return r;
+}
+
 /// The error of a stuck single-thread run (no watchdog: nothing else could have moved).
 inline ir::Diagnostic serial_deadlock(const RunResult& r) {
   return ir::error("vm.deadlock", fmt::format("deadlock: no task can run ({} of {} tasks done)",

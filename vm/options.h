@@ -70,6 +70,9 @@ struct AicoreOptions {
   std::vector<std::pair<int64_t, CoreType>> overrides;  ///< per-task core type (task id, type)
 };
 
+/// The most OS threads a run starts (workers, SM threads, schedulers plus core threads).
+inline constexpr int kMaxThreads = 1024;
+
 /// Run options.
 struct RunOptions {
   Mode mode = Mode::Multiplexed;

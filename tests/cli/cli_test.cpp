@@ -176,5 +176,89 @@ TEST(CliDispatch, UnknownCommandsAndOptionsSuggestTheClosestName) {
   EXPECT_EQ(run_amk({"--help"}).rc, 0);
 }
 
+TEST(CliOptions, EveryNumericOptionOutOfRangeExitsTwoNamingTheOptionValueAndRange) {
+  const fs::path dir = test::temp_dir();
+  const std::string p = (dir / "p.json").string(), m = (dir / "m.json").string();
+  ASSERT_EQ(run_amk({"gen", "--tasks", "30", "-o", p}).rc, 0);
+  ASSERT_EQ(run_amk({"gen", "--shape", "mesh", "--nop", "--tasks", "30", "-o", m}).rc, 0);
+  const std::string out = (dir / "o.json").string();
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const Case cases[] = {
+      {{"simulate", p, "--seeds", "-1"}, "--seeds -1 is out of range: allowed [1, 1000000]"},
+      {{"simulate", p, "--seeds", "0"}, "--seeds 0 is out of range"},
+      {{"simulate", p, "--first-seed", "-3"}, "--first-seed -3 is out of range"},
+      {{"gen", "--tasks", "-5", "-o", out}, "--tasks -5 is out of range: allowed [1, 67108864]"},
+      {{"gen", "--sms", "-1", "-o", out}, "--sms -1 is out of range"},
+      {{"run", m, "--workers", "100000"}, "--workers 100000 is out of range: allowed [0, 1024]"},
+      {{"run", m, "--sms", "100000"}, "--sms 100000 is out of range"},
+      {{"run", m, "--watchdog-ms", "0"}, "--watchdog-ms 0 is out of range"},
+      {{"run", m, "--schedulers", "-2"}, "--schedulers -2 is out of range"},
+      {{"lower", "toy-2L", "--target", "h100", "--batch", "0", "-o", out}, "--batch 0 is out"},
+      {{"lower", "toy-2L", "--target", "h100", "--batch", "100000000", "-o", out}, "--batch"},
+      {{"lower", "toy-2L", "--target", "h100", "--pos", "-1", "-o", out}, "--pos -1 is out"},
+      {{"generate", "toy-2L", "--prompt-ids", "1", "--max-tokens", "0"}, "--max-tokens 0 is"},
+      {{"search", "toy-2L", "--target", "h100", "--jobs", "0"}, "--jobs 0 is out of range"},
+      {{"search", "toy-2L", "--target", "h100", "--seed", "-1"}, "--seed -1 is out of range"},
+      {{"gen-weights", "toy-2L", "--seed", "-1", "-o", out}, "--seed -1 is out of range"},
+  };
+  for (const Case& c : cases) {
+    auto r = run_amk(c.args);
+    EXPECT_EQ(r.rc, 2) << c.args[0] << " " << c.says << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(out)) << "nothing was written";
+  // More SM threads than a run may start: refused by the VM, not a crash.
+  auto r = run_amk({"run", m, "--sms", "5000", "--mode", "sm-threads"});
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("vm.options"), std::string::npos) << r.err;
+  EXPECT_EQ(run_amk({"run", m, "--sms", "50", "--mode", "sm-threads"}).rc, 0);
+}
+
+TEST(CliFiles, ConfigModelTargetAndSpaceFilesReportFileLineColumnAndPointer) {
+  const fs::path dir = test::temp_dir();
+  auto put = [&](const char* name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  const std::string out = (dir / "o.json").string();
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<std::string> says;
+  };
+  const std::string cfg = put("c.json", "{\"tiling\":\n {\"gemv\": {\"N_tile\": 64,}}}");
+  const std::string hf = put("config.json", "{\"hidden_size\": 64,\n \"num_hidden_layers\": 2,, }");
+  const std::string huge = put("huge.json", "{\"hidden_size\": 1e400}");
+  const std::string target = put("t.json", "{\"name\": \"x\",\n \"num_sms\": 13 ");
+  const std::string space = put("s.json", "{\"knobs\": {\"pipelining_depth\": [1e400]}}");
+  const Case cases[] = {
+      {{"lower", "toy-2L", "--target", "h100", "--config",
+        R"({"tiling":{"gemv":{"N_tile":1e400}}})", "-o", out},
+       {"--config:1:29:", "/tiling/gemv/N_tile", "json.non-finite"}},
+      {{"lower", "toy-2L", "--target", "h100", "--config", cfg, "-o", out},
+       {cfg + ":2:25:", "json.syntax"}},
+      {{"lower", hf, "--target", "h100", "-o", out}, {hf + ":2:25:", "json.syntax"}},
+      {{"models", huge}, {huge + ":1:17:", "/hidden_size", "json.non-finite"}},
+      {{"targets", target}, {target + ":2:", "json.syntax"}},
+      {{"search", "toy-2L", "--target", "h100", "--space", space},
+       {space + ":1:33:", "/knobs/pipelining_depth/0"}},
+  };
+  for (const Case& c : cases) {
+    auto r = run_amk(c.args);
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+    for (const std::string& s : c.says)
+      EXPECT_NE(r.err.find(s), std::string::npos) << s << "\n" << r.err;
+  }
+  EXPECT_FALSE(fs::exists(out));
+  // Inline JSON is a config like a file.
+  EXPECT_EQ(run_amk({"lower", "toy-2L", "--target", "h100", "--config",
+                     R"({"tiling":{"gemv":{"N_tile":32}}})", "-o", out})
+                .rc,
+            0);
+}
+
 }  // namespace
 }  // namespace amk
