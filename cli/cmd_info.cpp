@@ -12,6 +12,7 @@
 #include "ir/pyjson.h"
 #include "targets/cost.h"
 #include "targets/target.h"
+#include "validate/validate.h"
 
 namespace amk::cli {
 namespace {
@@ -26,14 +27,17 @@ std::string mb(int64_t bytes) {
 
 int cmd_info(int argc, char** argv) {
   Args args(
-      "amk info FILE [--target T] [--json]",
+      "amk info FILE [--target T] [--json] [--unsafe]",
       "Summarises a program: counts, producer->consumer edges, weight megabytes, opcode mix,\n"
       "pages, config and the critical path (longest dependency chain). The cost model's\n"
       "prediction is printed next to the weight-streaming floor for the program's target, or\n"
-      "for --target T (a built-in name or a target .json).");
+      "for --target T (a built-in name or a target .json). The program is validated first: a\n"
+      "rejected one is marked REJECTED (JSON: valid false and the rule codes) and gets no\n"
+      "prediction unless --unsafe is given, so a loop ranking by info never picks an unsafe\n"
+      "schedule. Exit 0 valid, 1 rejected, 2 unreadable.");
   args.add()("file", po::value<std::string>()->required(), "program JSON file")(
-      "target,t", po::value<std::string>(), "predict for this target")("json",
-                                                                       "print one JSON document");
+      "target,t", po::value<std::string>(), "predict for this target")(
+      "json", "print one JSON document")("unsafe", "predict even for a rejected program");
   args.positional("file", 1);
   if (auto rc = args.parse(argc, argv)) return *rc;
   const auto file = args.get<std::string>("file");
@@ -49,8 +53,12 @@ int cmd_info(int argc, char** argv) {
     if (!t) return fail(t.diagnostics, "amk info");
     tgt = t->record;
   }
+  const validate::Result verdict = validate::validate(p);
+  std::vector<std::string> rules;  // the rejection's rule codes, each once, in order
+  for (const ir::Diagnostic& d : verdict.errors)
+    if (std::find(rules.begin(), rules.end(), d.code) == rules.end()) rules.push_back(d.code);
   std::optional<targets::CostEstimate> cost;
-  if (tgt) cost = targets::estimate(p, *tgt);
+  if (tgt && (verdict.ok || args.has("unsafe"))) cost = targets::estimate(p, *tgt);
 
   std::map<std::string, int64_t> ops, kinds;
   int64_t est_bytes = 0, est_flops = 0, n_weights = 0;
@@ -73,6 +81,9 @@ int cmd_info(int argc, char** argv) {
   if (json) {
     ojson j;
     j["file"] = file;
+    j["valid"] = verdict.ok;
+    j["rules"] = rules;
+    j["errors"] = verdict.errors.size();
     j["ir_version"] = p.ir_version;
     j["abi_version"] = p.abi_version;
     j["meta"] = meta;
@@ -113,8 +124,11 @@ int cmd_info(int argc, char** argv) {
     std::string out;
     ir::append_json_value(out, j, 0);
     std::cout << out << "\n";
-    return kOk;
+    return verdict.ok ? kOk : kRejected;
   }
+  if (!verdict.ok)
+    std::cout << fmt::format("REJECTED by the validator: {} error(s) ({}); see amk validate {}\n",
+                             verdict.errors.size(), fmt::join(rules, ", "), file);
 
   std::cout << fmt::format("{}: IR {}, ABI {}, model {}, gpu {}, target {}\n", file, p.ir_version,
                            p.abi_version, meta_str("model"), meta_str("gpu"),
@@ -150,7 +164,9 @@ int cmd_info(int argc, char** argv) {
         "{:.1f} us; weight-streaming floor {:.1f} us\n",
         tgt->name, cost->makespan_us, cost->queue_us, cost->bandwidth_us, cost->amk_makespan_us,
         cost->floor_us);
-  return kOk;
+  else if (tgt && !verdict.ok)
+    std::cout << "  cost: no prediction for a rejected program (--unsafe to force one)\n";
+  return verdict.ok ? kOk : kRejected;
 }
 
 }  // namespace amk::cli

@@ -260,5 +260,29 @@ TEST(CliFiles, ConfigModelTargetAndSpaceFilesReportFileLineColumnAndPointer) {
             0);
 }
 
+TEST(CliInfo, AnUnsafeProgramIsMarkedRejectedAndGetsNoPrediction) {
+  const std::string bad = (test::conformance_dir() / "programs/bad_sm_queue_order.json").string();
+  auto r = run_amk({"info", bad, "--json"});
+  EXPECT_EQ(r.rc, 1);
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["valid"], false);
+  EXPECT_EQ(j["rules"], nlohmann::json::array({"sm.queue-order"}));
+  EXPECT_FALSE(j.contains("cost")) << "a ranking by info never sees a prediction for it";
+  r = run_amk({"info", bad});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(r.out.starts_with("REJECTED by the validator: 1 error(s) (sm.queue-order)")) << r.out;
+  EXPECT_EQ(r.out.find("predicted"), std::string::npos) << r.out;
+  r = run_amk({"info", bad, "--json", "--unsafe"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(nlohmann::json::parse(r.out)["cost"]["predicted_us"].is_number());
+  r = run_amk(
+      {"info", (test::conformance_dir() / "programs/toy_2L_default.json").string(), "--json"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["valid"], true);
+  EXPECT_TRUE(j["rules"].empty());
+  EXPECT_TRUE(j["cost"]["predicted_us"].is_number());
+}
+
 }  // namespace
 }  // namespace amk
