@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -50,7 +51,8 @@ int cmd_generate(int argc, char** argv) {
       "Step s feeds token s of the prompt (then the previous argmax) at position s; KV caches\n"
       "stay in the VM across steps. --verify also evaluates every step directly (one untiled\n"
       "task per graph node, no fusion, placement or pages, serial, with its own KV caches) and\n"
-      "compares the logits. Prints the generated ids and a summary line (tokens/s).\n"
+      "compares the logits. Prints the generated ids on stdout; the summary (wall tokens/s)\n"
+      "on stderr.\n"
       "Exit 0 ok, 1 a program is rejected or --verify finds a mismatch, 2 bad input,\n"
       "3 deadlock or watchdog.");
   args.add()("program", po::value<std::vector<std::string>>(), "MODEL, or per-position programs")(
@@ -70,6 +72,15 @@ int cmd_generate(int argc, char** argv) {
   if (!args.has("program") || !args.has("prompt-ids")) {
     std::cerr << "amk generate: give a MODEL (or per-position PROGRAMs) and --prompt-ids\n";
     return kUnreadable;
+  }
+  if (args.has("kv-out")) {  // a folder that is not there fails now, not after the generation
+    const std::filesystem::path dir =
+        std::filesystem::path(args.get<std::string>("kv-out")).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir)) {
+      std::cerr << fmt::format("amk generate: --kv-out {}: no folder {}\n",
+                               args.get<std::string>("kv-out"), dir.string());
+      return kUnreadable;
+    }
   }
   const auto files = args.get<std::vector<std::string>>("program");
   auto prompt = parse_ids(args.get<std::string>("prompt-ids"));
@@ -125,6 +136,21 @@ int cmd_generate(int argc, char** argv) {
     if (la) name_config(r.diagnostics, *la);
     return fail(r.diagnostics, "amk generate");
   }
+  // The ids alone on stdout (before anything that could still fail); the figures on stderr.
+  std::cout << fmt::format("{}\n", fmt::join(r->generated, ",")) << std::flush;
+  std::cerr << fmt::format(
+      "{} steps, {} new tokens in {:.3f} s: {:.2f} tokens/s ({:.3f} s in the "
+      "VM)\n",
+      r->steps, r->generated.size(), r->wall_s,
+      static_cast<double>(r->generated.size()) / std::max(r->wall_s, 1e-9), r->run_s);
+  if (la)
+    std::cerr << fmt::format("lowered {} positions for {} in {:.2f} ms\n", r->steps,
+                             la->target.record.name, r->lower_s * 1e3);
+  if (o.verify)
+    std::cerr << fmt::format(
+        "verified {} steps against the direct evaluation: max |logit "
+        "difference| {:.3g} (direct evaluation {:.3f} s)\n",
+        r->steps, r->max_error, r->direct_s);
   if (args.has("kv-out")) {
     std::vector<vm::StOut> outs;
     for (const auto& [name, t] : r->kv.tensors)
@@ -132,19 +158,6 @@ int cmd_generate(int argc, char** argv) {
     if (ir::Status w = vm::st_write(args.get<std::string>("kv-out"), outs); !w)
       return fail(w.diagnostics, "amk generate");
   }
-  std::cout << fmt::format("{}\n", fmt::join(r->generated, ","));
-  std::cout << fmt::format(
-      "{} steps, {} new tokens in {:.3f} s ({:.3f} s running): {:.2f} tokens/s\n", r->steps,
-      r->generated.size(), r->wall_s, r->run_s,
-      static_cast<double>(r->steps) / std::max(r->run_s, 1e-9));
-  if (la)
-    std::cout << fmt::format("lowered {} positions for {} in {:.2f} ms\n", r->steps,
-                             la->target.record.name, r->lower_s * 1e3);
-  if (o.verify)
-    std::cout << fmt::format(
-        "verified {} steps against the direct evaluation: max |logit "
-        "difference| {:.3g} (direct evaluation {:.3f} s)\n",
-        r->steps, r->max_error, r->direct_s);
   return kOk;
 }
 

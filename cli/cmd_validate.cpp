@@ -15,11 +15,14 @@ int cmd_validate(int argc, char** argv) {
       "Proves each program deadlock- and race-free: every AMK rule with AMK's verdicts and\n"
       "messages, plus what AMK skips (no task-count cap; counter init, read-only writes, tile\n"
       "bounds and coverage, shapes, page tables). Prints AMK's report shape; each ERROR/warn\n"
-      "line is followed by its rule code, JSON pointer and notes (omit with --brief).\n"
+      "line is followed by its rule code, JSON pointer and notes (omit with --brief); past\n"
+      "three diagnostics of one rule, one line counts the rest (--all prints each).\n"
       "Exit 0 valid, 1 rejected, 2 unreadable.");
   args.add()("file", po::value<std::vector<std::string>>(), "program JSON file(s)")(
       "json", "print one JSON document ({ok, errors, warnings, stats}; several files: a list)")(
-      "brief", "AMK's exact report lines only")("list-rules", "print every rule and exit");
+      "brief", "AMK's exact report lines only (every one)")(
+      "all", "print every diagnostic (default: at most 3 of one rule, then a count)")(
+      "list-rules", "print every rule and exit");
   args.positional("file", -1);
   if (auto rc = args.parse(argc, argv)) return *rc;
   if (args.has("list-rules")) {
@@ -55,7 +58,8 @@ int cmd_validate(int argc, char** argv) {
         doc = r.to_json(f) + "\n";
       } else {
         if (files.size() > 1) std::cout << "== " << f << " ==\n";
-        std::cout << r.report(!args.has("brief")) << "\n";
+        const bool every = args.has("brief") || args.has("all");
+        std::cout << r.report(!args.has("brief"), every ? SIZE_MAX : 3) << "\n";
       }
     }
     if (json) {

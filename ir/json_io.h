@@ -1,6 +1,7 @@
 // Reading and writing AMK's on-disk JSON: AMK's load rules, byte-identical canonical output.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +33,11 @@ Result<JsonValue> parse_json_object(std::string_view text, std::string_view what
 /// A ScheduleConfig as AMK writes a program's "config" (json.dumps(indent=2) layout, its key
 /// order, unknown fields at the end): the text of a ScheduleConfig file; parse_config reads it.
 std::string write_config(const ScheduleConfig& c);
+/// A config's canonical text: one line, AMK's key order (its identity: equal configs, equal
+/// keys; a search's duplicates, a program's meta.config_hash).
+std::string config_key(const ScheduleConfig& c);
+/// 64-bit FNV-1a of a text (of a config_key: the config's hash).
+uint64_t config_hash(std::string_view key);
 /// The exact bytes AMK's MegakernelProgram.to_json() writes (unknown fields kept at the end).
 std::string write_program(const Program& p);
 

@@ -285,6 +285,30 @@ std::string write_program(const Program& p) {
   return out;
 }
 
+std::string config_key(const ScheduleConfig& c) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  j["tiling"] = c.tiling.json();
+  j["fusion_grouping"] = c.fusion_grouping.json();
+  j["sm_assignment"] = c.sm_assignment.json();
+  j["pipelining_depth"] = c.pipelining_depth.json();
+  j["page_allocation"] = c.page_allocation.json();
+  j["threads_per_block"] = c.threads_per_block.json();
+  j["smem_bytes_per_block"] = c.smem_bytes_per_block.json();
+  if (c.extra.json().is_object())
+    for (auto it = c.extra.json().begin(); it != c.extra.json().end(); ++it)
+      j[it.key()] = it.value();
+  return j.dump();
+}
+
+uint64_t config_hash(std::string_view key) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char ch : key) {
+    h ^= static_cast<unsigned char>(ch);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
 std::string write_config(const ScheduleConfig& c) {
   std::string out;
   put_config(out, c, 0);

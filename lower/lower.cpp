@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ir/json_io.h"
 #include "lower/assign.h"
 #include "lower/config.h"
 #include "lower/deps.h"
@@ -66,6 +67,7 @@ struct Lowerer::Impl {
   std::pair<ptrdiff_t, uint64_t> buffers_of{-1, 0}, emitted{-1, 0};
   std::vector<uint32_t> emitted_order;
   int64_t meta_weight_bytes = -1;  // the meta below is for programs with these weight bytes
+  std::string meta_config;         // and this config (its canonical text)
   ir::JsonValue meta;
   bool has_program = false;
   uint64_t hits = 0;
@@ -73,7 +75,8 @@ struct Lowerer::Impl {
 
 Lowerer::Lowerer(const ModelSpec& m, const targets::TargetSpec& t, const LowerOptions& opt,
                  bool warm)
-    : impl_(new Impl{m, t, opt, warm, false, {}, 0, {}, {-1, 0}, {-1, 0}, {}, -1, {}, false, 0}) {
+    : impl_(
+          new Impl{m, t, opt, warm, false, {}, 0, {}, {-1, 0}, {-1, 0}, {}, -1, {}, {}, false, 0}) {
   impl_->p.keep_tasks = warm;
   impl_->cache.resize(warm ? kStructures : 1);
 }
@@ -203,18 +206,27 @@ LowerResult Lowerer::run(const std::optional<ir::ScheduleConfig>& cfg) {
   s.swap_with(p);  // the entry keeps the structure (emptied by a cold emit's moves)
   if (opt.log) r.log = p.log;
   if (!ok) return r;
-  if (const int64_t bytes = p.program.total_weight_bytes(); bytes != w.meta_weight_bytes) {
-    nlohmann::ordered_json meta = {
-        {"model", m.source},      {"gpu", t.record.name},
-        {"regime", "decode"},     {"pos", opt.pos},
-        {"kv_len", opt.pos + 1},  {"dtype", std::string(ir::name(opt.dtype))},
-        {"n_layers", m.n_layers}, {"weight_bytes", bytes}};
+  // AMK names a Python class in meta.model; amk names the model spec and the config's hash, so a
+  // committed program says what produced it (--amk-compat keeps AMK's bytes).
+  std::string config_text = opt.amk_compat ? std::string() : cfg ? ir::config_key(*cfg) : "auto";
+  if (const int64_t bytes = p.program.total_weight_bytes();
+      bytes != w.meta_weight_bytes || config_text != w.meta_config) {
+    nlohmann::ordered_json meta = {{"model", opt.amk_compat ? m.source : m.name},
+                                   {"gpu", t.record.name},
+                                   {"regime", "decode"},
+                                   {"pos", opt.pos},
+                                   {"kv_len", opt.pos + 1},
+                                   {"dtype", std::string(ir::name(opt.dtype))},
+                                   {"n_layers", m.n_layers},
+                                   {"weight_bytes", bytes}};
     if (opt.quant != Quant::None) {
       meta["quantized"] = true;
       meta["quant"] = opt.quant == Quant::Int8 ? "int8" : "int4";
     }
+    if (!opt.amk_compat) meta["config_hash"] = fmt::format("{:016x}", ir::config_hash(config_text));
     w.meta = ir::JsonValue(std::move(meta));
     w.meta_weight_bytes = bytes;
+    w.meta_config = std::move(config_text);
   }
   p.program.meta = w.meta;
   w.has_program = true;

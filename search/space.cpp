@@ -229,28 +229,4 @@ ir::Result<Space> default_space(const lower::ModelSpec& m, const targets::Target
   return parse_space(default_space_text(), "schedules/space.json", m, t, base);
 }
 
-std::string config_key(const ir::ScheduleConfig& c) {
-  json j = json::object();
-  j["tiling"] = c.tiling.json();
-  j["fusion_grouping"] = c.fusion_grouping.json();
-  j["sm_assignment"] = c.sm_assignment.json();
-  j["pipelining_depth"] = c.pipelining_depth.json();
-  j["page_allocation"] = c.page_allocation.json();
-  j["threads_per_block"] = c.threads_per_block.json();
-  j["smem_bytes_per_block"] = c.smem_bytes_per_block.json();
-  if (c.extra.json().is_object())
-    for (auto it = c.extra.json().begin(); it != c.extra.json().end(); ++it)
-      j[it.key()] = it.value();
-  return j.dump();
-}
-
-uint64_t config_hash(std::string_view key) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (char ch : key) {
-    h ^= static_cast<unsigned char>(ch);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 }  // namespace amk::search

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/json_io.h"
 #include "ir/json_value.h"
 #include "ir/program.h"
 #include "ir/result.h"
@@ -53,9 +54,8 @@ ir::Result<Space> default_space(const lower::ModelSpec& m, const targets::Target
 /// The built-in space file's text.
 std::string_view default_space_text();
 
-/// A config's canonical text: one line, AMK's key order (its identity in a search).
-std::string config_key(const ir::ScheduleConfig& c);
-/// 64-bit FNV-1a of a key.
-uint64_t config_hash(std::string_view key);
+/// A config's canonical text and its hash (ir's, re-exported: a search's identity of a config).
+using ir::config_hash;
+using ir::config_key;
 
 }  // namespace amk::search

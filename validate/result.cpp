@@ -1,3 +1,5 @@
+#include <map>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -25,18 +27,37 @@ void details(std::string& out, const ir::Diagnostic& d) {
         fmt::format("\n      note: {}{}{}", n.message, n.pointer.empty() ? "" : " at ", n.pointer);
 }
 
+// The lines of one list: at most `per_rule` of a code, then one line for the rest of it.
+void lines(std::string& out, const ir::Diagnostics& ds, std::string_view head, bool with_details,
+           size_t per_rule) {
+  std::map<std::string_view, size_t> shown, total;
+  for (const auto& d : ds) ++total[d.code];
+  std::map<std::string_view, std::vector<std::string_view>> rest;  // pointers not shown
+  for (const auto& d : ds) {
+    if (shown[d.code]++ < per_rule) {
+      out += fmt::format("\n  {}{}", head, d.message);
+      if (with_details) details(out, d);
+    } else {
+      rest[d.code].push_back(d.pointer);
+    }
+    if (shown[d.code] != total[d.code] || rest[d.code].empty()) continue;
+    const auto& r = rest[d.code];
+    std::string where;
+    for (size_t i = 0; i < r.size() && i < 4; ++i)
+      where += fmt::format("{}{}", i ? ", " : "", r[i].empty() ? "-" : r[i]);
+    out += fmt::format(
+        "\n  {}... and {} more [{}] like the above (at {}{}; --all or --json lists "
+        "each)",
+        head, r.size(), d.code, where, r.size() > 4 ? ", ..." : "");
+  }
+}
+
 }  // namespace
 
-std::string Result::report(bool with_details) const {
+std::string Result::report(bool with_details, size_t per_rule) const {
   std::string out = fmt::format("[{}] {}", ok ? "VALID" : "REJECTED", stats.repr());
-  for (const auto& e : errors) {
-    out += "\n  ERROR: " + e.message;
-    if (with_details) details(out, e);
-  }
-  for (const auto& w : warnings) {
-    out += "\n  warn:  " + w.message;
-    if (with_details) details(out, w);
-  }
+  lines(out, errors, "ERROR: ", with_details, per_rule);
+  lines(out, warnings, "warn:  ", with_details, per_rule);
   return out;
 }
 

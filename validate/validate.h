@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,8 +30,10 @@ struct Result {
   ir::Diagnostics warnings;
   Stats stats;
   /// AMK's report: "[VALID] {stats}" / "[REJECTED] {stats}", "  ERROR: ..." and "  warn:  ..."
-  /// lines; with `details`, each line is followed by its code, pointer and notes.
-  std::string report(bool details = true) const;
+  /// lines; with `details`, each line is followed by its code, pointer and notes. At most
+  /// `per_rule` lines of one rule are printed; one more line counts the rest and names where.
+  std::string report(bool details = true,
+                     size_t per_rule = std::numeric_limits<size_t>::max()) const;
   /// {ok, errors[], warnings[], stats} as one JSON object.
   std::string to_json(std::string_view file = {}) const;
 };

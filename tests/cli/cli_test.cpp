@@ -155,7 +155,19 @@ TEST(CliGenerate, LowersPerPositionAndVerifiesAgainstTheDirectEvaluation) {
       run_amk({"generate", "toy-1L", "-t", "a2a3", "-c", (dir / "c.json").string(), "--weights", w,
                "--prompt-ids", "1,2,3", "--max-tokens", "20", "--verify", "--workers", "2"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.out.find("verified 22 steps"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("verified 22 steps"), std::string::npos) << r.err;
+  // stdout is the ids alone (a pipe reads them); the wall-clock figures go to stderr.
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), ','), 19) << r.out;
+  EXPECT_EQ(r.out.find_first_not_of("0123456789,\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("20 new tokens in"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tokens/s"), std::string::npos) << r.err;
+  // A --kv-out that cannot be written is refused before the generation.
+  r = run_amk({"generate", "toy-1L", "--weights", w, "--prompt-ids", "1", "--kv-out",
+               (dir / "missing" / "kv.safetensors").string()});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("no folder"), std::string::npos) << r.err;
   EXPECT_EQ(
       run_amk({"generate", "toy-1L", "--weights", w, "--prompt-ids", "1", "--max-tokens", "300"})
           .rc,
@@ -282,6 +294,32 @@ TEST(CliInfo, AnUnsafeProgramIsMarkedRejectedAndGetsNoPrediction) {
   EXPECT_EQ(j["valid"], true);
   EXPECT_TRUE(j["rules"].empty());
   EXPECT_TRUE(j["cost"]["predicted_us"].is_number());
+}
+
+TEST(CliValidate, RepeatedWarningsOfOneRuleAreCountedAfterThreeAndListedInJsonAndAll) {
+  const fs::path dir = test::temp_dir();
+  const std::string f = (dir / "fused.json").string();
+  ASSERT_EQ(run_amk({"lower", "toy-2L", "--target", "h100", "--config",
+                     R"({"fusion_grouping": [["rope_q.reshape", "rope_q"],)"
+                     R"( ["rope_k.reshape", "rope_k"], ["attn_residual", "post_norm"]]})",
+                     "-o", f})
+                .rc,
+            0);
+  auto count = [](const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  auto r = run_amk({"validate", f});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(count(r.out, "param 'recipe'"), 3u) << r.out;
+  EXPECT_NE(r.out.find("... and 3 more [param.unknown] like the above (at /tasks/32/params/recipe"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(count(run_amk({"validate", f, "--all"}).out, "param 'recipe'"), 6u);
+  EXPECT_EQ(count(run_amk({"validate", f, "--brief"}).out, "param 'recipe'"), 6u);
+  auto j = nlohmann::json::parse(run_amk({"validate", f, "--json"}).out);
+  EXPECT_EQ(j["warnings"].size(), 6u);
 }
 
 }  // namespace

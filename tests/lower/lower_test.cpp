@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <random>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "ir/json_io.h"
@@ -149,6 +150,24 @@ TEST(Config, EveryKnobIsCheckedWithAPointer) {
   LowerOptions o;
   o.pos = 256;  // toy max_seq is 256
   EXPECT_FALSE(run("toy-1L", "h100", default_config(), o).value);
+}
+
+TEST(Meta, NamesTheModelSpecAndTheConfigHashExceptInAmkCompat) {
+  const auto m = model("smollm2-135m");
+  const auto t = target("h100");
+  const auto c = config({{"tiling", {{"gemv", {{"N_tile", 32}}}}}, {"pipelining_depth", 1}});
+  const auto p = lower(m, t, c, {});
+  ASSERT_TRUE(p);
+  const auto& meta = p.value->meta.json();
+  EXPECT_EQ(meta["model"], "smollm2-135m");
+  EXPECT_EQ(meta["config_hash"], fmt::format("{:016x}", ir::config_hash(ir::config_key(c))));
+  const auto other = lower(m, t, config({{"pipelining_depth", 3}}), {});
+  EXPECT_NE(other.value->meta.json()["config_hash"], meta["config_hash"]);
+  LowerOptions o;
+  o.amk_compat = true;
+  const auto compat = lower(m, t, c, o);
+  EXPECT_EQ(compat.value->meta.json()["model"], "_HFModel") << "AMK's bytes";
+  EXPECT_FALSE(compat.value->meta.json().contains("config_hash"));
 }
 
 TEST(Passes, DefaultConfigAssignsEveryTaskAndAllocatesPages) {
