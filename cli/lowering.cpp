@@ -1,6 +1,7 @@
 #include "cli/lowering.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "ir/fileio.h"
 #include "lower/config.h"
@@ -79,6 +80,39 @@ ir::Result<LoweringArgs> resolve_lowering(const Args& args, lower::ModelSpec mod
   r.opt.quant_group = args.get<int64_t>("group");
   r.opt.batch = args.get<int64_t>("batch");
   r.opt.amk_compat = args.has("amk-compat");
+  if (r.config && args.has("config")) {  // options that would silently do less than it says
+    auto note = [&](std::string msg) {
+      ir::Diagnostic n = ir::warning("config.note", std::move(msg));
+      n.file = r.config_origin;
+      warnings.push_back(std::move(n));
+    };
+    const ir::ScheduleConfig dflt = ir::ScheduleConfig::defaults();
+    const ir::ScheduleConfig& c = *r.config;
+    auto differs = [](const ir::JsonValue& a, const ir::JsonValue& b) {
+      return a.json().dump() != b.json().dump();
+    };
+    if (r.opt.amk_compat) {
+      std::vector<std::string> ignored;
+      const std::pair<const char*, bool> fields[] = {
+          {"fusion_grouping",
+           c.fusion_grouping.json().is_array() && !c.fusion_grouping.json().empty()},
+          {"sm_assignment", differs(c.sm_assignment, dflt.sm_assignment)},
+          {"pipelining_depth", differs(c.pipelining_depth, dflt.pipelining_depth)},
+          {"page_allocation", differs(c.page_allocation, dflt.page_allocation)},
+          {"threads_per_block", differs(c.threads_per_block, dflt.threads_per_block)},
+          {"smem_bytes_per_block", differs(c.smem_bytes_per_block, dflt.smem_bytes_per_block)}};
+      for (const auto& [name, set] : fields)
+        if (set) ignored.emplace_back(name);
+      if (!ignored.empty())
+        note(fmt::format("--amk-compat consumes only the tiling (as AMK's lower()); ignored: {}",
+                         fmt::join(ignored, ", ")));
+    } else if (const auto& tl = c.tiling.json(); !tl.is_object() || tl.empty()) {
+      note(
+          "the config sets no tiling: every op is tiled at AMK's auto point (by base width), "
+          "not default_config's N_tile 64 and kv_block 128; a field a config leaves out takes "
+          "ScheduleConfig's default");
+    }
+  }
   ir::Result<LoweringArgs> out(std::move(r));
   out.diagnostics = std::move(warnings);
   return out;

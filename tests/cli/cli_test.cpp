@@ -322,5 +322,32 @@ TEST(CliValidate, RepeatedWarningsOfOneRuleAreCountedAfterThreeAndListedInJsonAn
   EXPECT_EQ(j["warnings"].size(), 6u);
 }
 
+TEST(CliLower, OptionsThatDoLessThanTheConfigSaysSayIt) {
+  const std::string out = (test::temp_dir() / "o.json").string();
+  auto r = run_amk(
+      {"lower", "toy-2L", "--target", "h100", "--amk-compat", "--config",
+       R"({"fusion_grouping": [["rope_q.reshape", "rope_q"]], "page_allocation": "linear"})", "-o",
+       out});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("--amk-compat consumes only the tiling (as AMK's lower()); ignored: "
+                       "fusion_grouping, page_allocation"),
+            std::string::npos)
+      << r.err;
+  r = run_amk({"lower", "toy-2L", "--target", "h100", "--config",
+               R"({"sm_assignment": "load_balance"})", "-o", out});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("the config sets no tiling"), std::string::npos) << r.err;
+  r = run_amk({"lower", "toy-2L", "--target", "h100", "--config",
+               R"({"tiling": {"gemv": {"N_tile": 32}}})", "-o", out});
+  EXPECT_EQ(r.err.find("config.note"), std::string::npos) << r.err;
+  const fs::path dir = test::temp_dir();
+  const std::string m = (dir / "m.json").string();
+  ASSERT_EQ(run_amk({"gen", "--shape", "mesh", "--nop", "--tasks", "20", "-o", m}).rc, 0);
+  r = run_amk({"run", m, "--target", "h100", "--mode", "aicore"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("h100 has no AICore clusters; running a2a3's topology"), std::string::npos)
+      << r.err;
+}
+
 }  // namespace
 }  // namespace amk
