@@ -1,9 +1,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <climits>
+#include <cstring>
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "app/machine.h"
 #include "cli/cli.h"
@@ -15,15 +20,99 @@
 
 namespace amk::cli {
 
+namespace {
+
+// The position a lowered decode step was lowered at (meta.pos), if it says.
+std::optional<int64_t> fixed_pos(const ir::Program& p) {
+  const auto& meta = p.meta.json();
+  if (meta.is_object() && meta.contains("pos") && meta["pos"].is_number_integer())
+    return meta["pos"].get<int64_t>();
+  return std::nullopt;
+}
+
+// --token-id and --pos: the ids, and the position (the program's, unless --pos says otherwise,
+// which must then agree with it).
+ir::Result<std::pair<std::vector<int32_t>, int32_t>> decode_step(const ir::Program& p,
+                                                                 const Args& args) {
+  std::vector<int32_t> ids;
+  const std::string text = args.get<std::string>("token-id");
+  for (size_t at = 0; at <= text.size();) {
+    const size_t end = std::min(text.find(',', at), text.size());
+    int64_t v = -1;
+    const auto [ptr, ec] = std::from_chars(text.data() + at, text.data() + end, v);
+    if (ec != std::errc() || ptr != text.data() + end || v < 0 || v > INT32_MAX)
+      return ir::error(
+          "usage.option",
+          fmt::format("--token-id {}: give token ids (0..2^31-1) separated by commas", text));
+    ids.push_back(static_cast<int32_t>(v));
+    at = end + 1;
+  }
+  const std::optional<int64_t> fixed = fixed_pos(p);
+  if (args.has("pos") && fixed && args.get<int64_t>("pos") != *fixed)
+    return ir::error("vm.binding",
+                     fmt::format("--pos {} contradicts the program, lowered at pos {} (its KV "
+                                 "reads and RoPE are for that position)",
+                                 args.get<int64_t>("pos"), *fixed),
+                     "/meta/pos");
+  if (!args.has("pos") && !fixed)
+    return ir::error("usage.option",
+                     "the program does not say its position (meta.pos): give --pos");
+  return std::pair{std::move(ids),
+                   static_cast<int32_t>(args.has("pos") ? args.get<int64_t>("pos") : *fixed)};
+}
+
+// An --inputs file whose `pos` contradicts the position the program was lowered at.
+ir::Status check_inputs_pos(const ir::Program& p, const vm::SafeTensors& in) {
+  const std::optional<int64_t> fixed = fixed_pos(p);
+  if (!fixed) return {};
+  for (const vm::StTensor& t : in.tensors()) {
+    if (t.name != "pos" || t.dtype != vm::StDType::I32 || t.nbytes < 4) continue;
+    int32_t v = 0;
+    std::memcpy(&v, t.data, 4);
+    if (v == *fixed) return {};
+    ir::Diagnostic d =
+        ir::error("vm.binding",
+                  fmt::format("input 'pos' is {} but the program was lowered at pos {} "
+                              "(meta.pos)",
+                              v, *fixed),
+                  "/pos");
+    d.file = in.path();
+    return d;
+  }
+  return {};
+}
+
+// A --kv file that holds none of the program's KV caches (a weights file, say): it would bind
+// nothing and the run would read zeros.
+ir::Status check_kv_names(const ir::Program& p, const vm::SafeTensors& kv) {
+  std::vector<std::string> caches;
+  for (const ir::Buffer& b : p.buffers)
+    if (b.kind == ir::BufferKind::KV_CACHE) caches.push_back(b.name);
+  for (const vm::StTensor& t : kv.tensors())
+    if (std::find(caches.begin(), caches.end(), t.name) != caches.end()) return {};
+  ir::Diagnostic d = ir::error(
+      "vm.binding",
+      fmt::format("--kv holds none of the program's {} KV caches ({}{}); is it another file?",
+                  caches.size(), caches.empty() ? "" : caches.front(),
+                  caches.size() > 1 ? ", ..." : ""));
+  d.file = kv.path();
+  return d;
+}
+
+}  // namespace
+
 int cmd_run(int argc, char** argv) {
   Args args(
-      "amk run PROGRAM [--weights W] [--inputs I] [--kv KV] [--out O] [--workers N] [--mode M]\n"
+      "amk run PROGRAM [--weights W] [--inputs I | --token-id N[,N...] [--pos P]] [--kv KV]\n"
+      "               [--out O] [--workers N] [--mode M]\n"
       "               [--sms N] [--target T] [--schedulers N] [--core-threads N]\n"
       "               [--core-type ID=aic|aiv,...] [--trace T] [--watchdog-ms MS]\n"
       "               [--unsafe-skip-validate]",
       "Runs a program on the reference VM: loads it (refusing what `amk validate` rejects), binds\n"
       "WEIGHT/CONST buffers to --weights by Buffer.source (memory-mapped), IO_INPUT buffers to\n"
-      "--inputs by name and KV_CACHE buffers to --kv (zeros when absent), runs every task on the\n"
+      "--inputs by name (or, for a lowered decode step, --token-id: token_id, pos from the\n"
+      "program's meta.pos or --pos, reshape ids 0..n-1) and KV_CACHE buffers to --kv (zeros when\n"
+      "absent; a --kv without any of the program's caches is refused), runs every task on the\n"
       "target's SMs, and writes IO_OUTPUT and KV_CACHE buffers to --out (safetensors, "
       "atomically).\n"
       "--mode aicore (the default on a target with clusters, e.g. a2a3) runs the Ascend model "
@@ -37,6 +126,8 @@ int cmd_run(int argc, char** argv) {
   args.add()("program", po::value<std::string>(), "program JSON")(
       "weights", po::value<std::string>(), "safetensors with the WEIGHT/CONST tensors")(
       "inputs", po::value<std::string>(), "safetensors with the IO_INPUT tensors")(
+      "token-id", po::value<std::string>(), "a decode step's token id(s), one per sequence")(
+      "pos", po::value<int64_t>(), "a decode step's position (default: the program's meta.pos)")(
       "kv", po::value<std::string>(), "safetensors with KV caches from a previous step")(
       "out", po::value<std::string>(), "write IO_OUTPUT and KV_CACHE tensors here")(
       "sms", po::value<int64_t>()->default_value(0), "SM count (default: the program's target)")(
@@ -49,10 +140,19 @@ int cmd_run(int argc, char** argv) {
       "unsafe-skip-validate", "run even if the validator rejects the program (watchdog tests)");
   add_run_options(args);
   args.range("sms", 0, 1 << 16);
+  args.range("pos", 0, 1 << 24);
   args.positional("program", 1);
   if (auto rc = args.parse(argc, argv)) return *rc;
   if (!args.has("program")) {
     std::cerr << "amk run: give a PROGRAM\n";
+    return kUnreadable;
+  }
+  if (args.has("token-id") && args.has("inputs")) {
+    std::cerr << "amk run: give --inputs or --token-id, not both\n";
+    return kUnreadable;
+  }
+  if (args.has("pos") && !args.has("token-id")) {
+    std::cerr << "amk run: --pos goes with --token-id (an --inputs file carries its own pos)\n";
     return kUnreadable;
   }
   const auto path = args.get<std::string>("program");
@@ -101,7 +201,13 @@ int cmd_run(int argc, char** argv) {
   ir::Status bound;
   if (weights) bound = m->bind_weights(*weights);
   if (bound && inputs) bound = m->set_inputs(*inputs);
+  if (bound && args.has("token-id")) {
+    auto step = decode_step(m->program(), args);
+    bound = step ? m->set_decode_inputs(step->first, step->second) : ir::Status(step.diagnostics);
+  }
+  if (bound && inputs) bound = check_inputs_pos(m->program(), *inputs);
   if (bound && kvfile) bound = vm::Vm::import(*kvfile, kv);
+  if (bound && kvfile) bound = check_kv_names(m->program(), *kvfile);
   if (bound) bound = m->bind_kv(kv);
   if (!bound) return fail(bound.diagnostics, "amk run");
   vm::RunResult r = m->run(ro);

@@ -349,5 +349,30 @@ TEST(CliLower, OptionsThatDoLessThanTheConfigSaysSayIt) {
       << r.err;
 }
 
+TEST(CliRun, ADecodeStepRunsFromATokenIdAndInputsThatContradictTheProgramAreRefused) {
+  const fs::path dir = test::temp_dir();
+  const std::string p = (dir / "p.json").string(), w = (dir / "w.safetensors").string(),
+                    out = (dir / "out.safetensors").string();
+  ASSERT_EQ(run_amk({"lower", "toy-1L", "--target", "h100", "--pos", "2", "-o", p}).rc, 0);
+  ASSERT_EQ(run_amk({"gen-weights", "toy-1L", "-o", w}).rc, 0);
+  auto r = run_amk({"run", p, "--weights", w, "--token-id", "5", "--out", out});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(fs::exists(out));
+  r = run_amk({"run", p, "--weights", w, "--token-id", "5", "--kv", out});  // a previous step's
+  EXPECT_EQ(r.rc, 0) << r.err;
+  r = run_amk({"run", p, "--weights", w, "--token-id", "5", "--pos", "9"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("/meta/pos"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--pos 9 contradicts the program, lowered at pos 2"), std::string::npos);
+  r = run_amk({"run", p, "--weights", w, "--token-id", "5", "--kv", w});  // the weights file
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--kv holds none of the program's 2 KV caches"), std::string::npos) << r.err;
+  r = run_amk({"run", p, "--weights", w, "--token-id", "5,x"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--token-id 5,x"), std::string::npos) << r.err;
+  r = run_amk({"run", p, "--weights", w, "--token-id", "5", "--inputs", w});
+  EXPECT_EQ(r.rc, 2);
+}
+
 }  // namespace
 }  // namespace amk
