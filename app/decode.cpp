@@ -1,7 +1,9 @@
 #include "app/decode.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -67,13 +69,10 @@ ir::Result<ir::Program> program_of(const DecodeSource& src, size_t s, bool refer
   ir::Result<ir::Program> p = ir::load_program(src.programs[s]);
   ir::set_file(p.diagnostics, src.programs[s]);
   if (!p) return p;
-  const auto& meta = p->meta.json();
-  if (meta.is_object() && meta.contains("pos") && meta["pos"].is_number_integer() &&
-      meta["pos"].get<int64_t>() != static_cast<int64_t>(s)) {
+  if (const std::optional<int64_t> at = lowered_pos(*p); at && *at != static_cast<int64_t>(s)) {
     ir::Diagnostic d =
         ir::error("usage.input",
-                  fmt::format("lowered for position {}, but step {} runs position {}",
-                              meta["pos"].get<int64_t>(), s, s),
+                  fmt::format("lowered for position {}, but step {} runs position {}", *at, s, s),
                   "/meta/pos");
     d.file = src.programs[s];
     return d;
@@ -146,6 +145,62 @@ ir::Result<DecodeResult> decode(const DecodeSource& src, const DecodeOptions& o)
   }
   res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return res;
+}
+
+std::optional<int64_t> lowered_pos(const ir::Program& p) {
+  const auto& meta = p.meta.json();
+  if (meta.is_object() && meta.contains("pos") && meta["pos"].is_number_integer())
+    return meta["pos"].get<int64_t>();
+  return std::nullopt;
+}
+
+ir::Result<int32_t> step_pos(const ir::Program& p, std::optional<int64_t> pos) {
+  const std::optional<int64_t> fixed = lowered_pos(p);
+  if (pos && fixed && *pos != *fixed)
+    return ir::error("vm.binding",
+                     fmt::format("position {} contradicts the program, lowered at pos {} (its KV "
+                                 "reads and RoPE are for that position)",
+                                 *pos, *fixed),
+                     "/meta/pos");
+  if (!pos && !fixed)
+    return ir::error("usage.option",
+                     "the program does not say its position (meta.pos): give the position");
+  return static_cast<int32_t>(pos ? *pos : *fixed);
+}
+
+ir::Status check_step_inputs(const ir::Program& p, const vm::SafeTensors& in) {
+  const std::optional<int64_t> fixed = lowered_pos(p);
+  if (!fixed) return {};
+  for (const vm::StTensor& t : in.tensors()) {
+    if (t.name != "pos" || t.dtype != vm::StDType::I32 || t.nbytes < 4) continue;
+    int32_t v = 0;
+    std::memcpy(&v, t.data, 4);
+    if (v == *fixed) return {};
+    ir::Diagnostic d =
+        ir::error("vm.binding",
+                  fmt::format("input 'pos' is {} but the program was lowered at pos {} (meta.pos)",
+                              v, *fixed),
+                  "/pos");
+    d.file = in.path();
+    return d;
+  }
+  return {};
+}
+
+ir::Status check_kv_file(const ir::Program& p, const vm::SafeTensors& kv) {
+  std::vector<std::string_view> caches;
+  for (const ir::Buffer& b : p.buffers)
+    if (b.kind == ir::BufferKind::KV_CACHE) caches.push_back(b.name);
+  for (const vm::StTensor& t : kv.tensors())
+    if (std::find(caches.begin(), caches.end(), t.name) != caches.end()) return {};
+  ir::Diagnostic d = ir::error(
+      "vm.binding",
+      fmt::format("the KV file holds none of the program's {} KV caches ({}{}); is it another "
+                  "file?",
+                  caches.size(), caches.empty() ? "" : caches.front(),
+                  caches.size() > 1 ? ", ..." : ""));
+  d.file = kv.path();
+  return d;
 }
 
 }  // namespace amk::app

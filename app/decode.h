@@ -50,6 +50,17 @@ struct DecodeResult {
   vm::TensorStore kv;    ///< the KV caches after the last step
 };
 
+/// The position a lowered decode step was lowered at (its meta.pos), if it says.
+std::optional<int64_t> lowered_pos(const ir::Program& p);
+/// The position to run one decode step at: `pos` when given (it must agree with lowered_pos,
+/// else `vm.binding` at /meta/pos), else lowered_pos (neither: `usage.option`).
+ir::Result<int32_t> step_pos(const ir::Program& p, std::optional<int64_t> pos);
+/// Refuses step inputs that contradict the program: a `pos` tensor other than lowered_pos.
+ir::Status check_step_inputs(const ir::Program& p, const vm::SafeTensors& in);
+/// Refuses a KV file that holds none of the program's KV caches (a weights file, say: it would
+/// bind nothing and the step would read zeros).
+ir::Status check_kv_file(const ir::Program& p, const vm::SafeTensors& kv);
+
 /// Steps the prompt and max_tokens need: prompt + max_tokens - 1.
 size_t decode_steps(const DecodeOptions& o);
 /// Runs the loop. Failures: the lowering's or a program's diagnostics, `vm.rejected`, binding

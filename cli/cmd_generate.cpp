@@ -18,27 +18,6 @@
 #include "vm/vm.h"
 
 namespace amk::cli {
-namespace {
-
-std::optional<std::vector<int32_t>> parse_ids(const std::string& s) {
-  std::vector<int32_t> ids;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      size_t used = 0;
-      long v = std::stol(item, &used);
-      if (used != item.size() || v < 0 || v > INT32_MAX) return std::nullopt;
-      ids.push_back(static_cast<int32_t>(v));
-    } catch (...) {
-      return std::nullopt;
-    }
-  }
-  if (ids.empty()) return std::nullopt;
-  return ids;
-}
-
-}  // namespace
 
 int cmd_generate(int argc, char** argv) {
   Args args(
@@ -83,7 +62,7 @@ int cmd_generate(int argc, char** argv) {
     }
   }
   const auto files = args.get<std::vector<std::string>>("program");
-  auto prompt = parse_ids(args.get<std::string>("prompt-ids"));
+  auto prompt = parse_token_ids(args.get<std::string>("prompt-ids"));
   const int max_tokens = args.get<int>("max-tokens");
   if (!prompt || max_tokens < 1) {
     std::cerr << "amk generate: --prompt-ids must be non-negative integers separated by commas and "

@@ -1,15 +1,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
-#include <climits>
-#include <cstring>
 #include <iostream>
 #include <optional>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
+#include "app/decode.h"
 #include "app/machine.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -19,87 +16,6 @@
 #include "vm/vm.h"
 
 namespace amk::cli {
-
-namespace {
-
-// The position a lowered decode step was lowered at (meta.pos), if it says.
-std::optional<int64_t> fixed_pos(const ir::Program& p) {
-  const auto& meta = p.meta.json();
-  if (meta.is_object() && meta.contains("pos") && meta["pos"].is_number_integer())
-    return meta["pos"].get<int64_t>();
-  return std::nullopt;
-}
-
-// --token-id and --pos: the ids, and the position (the program's, unless --pos says otherwise,
-// which must then agree with it).
-ir::Result<std::pair<std::vector<int32_t>, int32_t>> decode_step(const ir::Program& p,
-                                                                 const Args& args) {
-  std::vector<int32_t> ids;
-  const std::string text = args.get<std::string>("token-id");
-  for (size_t at = 0; at <= text.size();) {
-    const size_t end = std::min(text.find(',', at), text.size());
-    int64_t v = -1;
-    const auto [ptr, ec] = std::from_chars(text.data() + at, text.data() + end, v);
-    if (ec != std::errc() || ptr != text.data() + end || v < 0 || v > INT32_MAX)
-      return ir::error(
-          "usage.option",
-          fmt::format("--token-id {}: give token ids (0..2^31-1) separated by commas", text));
-    ids.push_back(static_cast<int32_t>(v));
-    at = end + 1;
-  }
-  const std::optional<int64_t> fixed = fixed_pos(p);
-  if (args.has("pos") && fixed && args.get<int64_t>("pos") != *fixed)
-    return ir::error("vm.binding",
-                     fmt::format("--pos {} contradicts the program, lowered at pos {} (its KV "
-                                 "reads and RoPE are for that position)",
-                                 args.get<int64_t>("pos"), *fixed),
-                     "/meta/pos");
-  if (!args.has("pos") && !fixed)
-    return ir::error("usage.option",
-                     "the program does not say its position (meta.pos): give --pos");
-  return std::pair{std::move(ids),
-                   static_cast<int32_t>(args.has("pos") ? args.get<int64_t>("pos") : *fixed)};
-}
-
-// An --inputs file whose `pos` contradicts the position the program was lowered at.
-ir::Status check_inputs_pos(const ir::Program& p, const vm::SafeTensors& in) {
-  const std::optional<int64_t> fixed = fixed_pos(p);
-  if (!fixed) return {};
-  for (const vm::StTensor& t : in.tensors()) {
-    if (t.name != "pos" || t.dtype != vm::StDType::I32 || t.nbytes < 4) continue;
-    int32_t v = 0;
-    std::memcpy(&v, t.data, 4);
-    if (v == *fixed) return {};
-    ir::Diagnostic d =
-        ir::error("vm.binding",
-                  fmt::format("input 'pos' is {} but the program was lowered at pos {} "
-                              "(meta.pos)",
-                              v, *fixed),
-                  "/pos");
-    d.file = in.path();
-    return d;
-  }
-  return {};
-}
-
-// A --kv file that holds none of the program's KV caches (a weights file, say): it would bind
-// nothing and the run would read zeros.
-ir::Status check_kv_names(const ir::Program& p, const vm::SafeTensors& kv) {
-  std::vector<std::string> caches;
-  for (const ir::Buffer& b : p.buffers)
-    if (b.kind == ir::BufferKind::KV_CACHE) caches.push_back(b.name);
-  for (const vm::StTensor& t : kv.tensors())
-    if (std::find(caches.begin(), caches.end(), t.name) != caches.end()) return {};
-  ir::Diagnostic d = ir::error(
-      "vm.binding",
-      fmt::format("--kv holds none of the program's {} KV caches ({}{}); is it another file?",
-                  caches.size(), caches.empty() ? "" : caches.front(),
-                  caches.size() > 1 ? ", ..." : ""));
-  d.file = kv.path();
-  return d;
-}
-
-}  // namespace
 
 int cmd_run(int argc, char** argv) {
   Args args(
@@ -155,6 +71,17 @@ int cmd_run(int argc, char** argv) {
     std::cerr << "amk run: --pos goes with --token-id (an --inputs file carries its own pos)\n";
     return kUnreadable;
   }
+  std::optional<std::vector<int32_t>> token_ids;
+  if (args.has("token-id")) {
+    token_ids = parse_token_ids(args.get<std::string>("token-id"));
+    if (!token_ids) {
+      std::cerr << fmt::format(
+          "amk run: --token-id {}: give token ids (0..2^31-1) separated by "
+          "commas\n",
+          args.get<std::string>("token-id"));
+      return kUnreadable;
+    }
+  }
   const auto path = args.get<std::string>("program");
   auto prog = load(path, false);
   if (!prog) return kUnreadable;
@@ -201,13 +128,14 @@ int cmd_run(int argc, char** argv) {
   ir::Status bound;
   if (weights) bound = m->bind_weights(*weights);
   if (bound && inputs) bound = m->set_inputs(*inputs);
-  if (bound && args.has("token-id")) {
-    auto step = decode_step(m->program(), args);
-    bound = step ? m->set_decode_inputs(step->first, step->second) : ir::Status(step.diagnostics);
+  if (bound && token_ids) {
+    ir::Result<int32_t> pos = app::step_pos(
+        m->program(), args.has("pos") ? std::optional(args.get<int64_t>("pos")) : std::nullopt);
+    bound = pos ? m->set_decode_inputs(*token_ids, *pos) : ir::Status(pos.diagnostics);
   }
-  if (bound && inputs) bound = check_inputs_pos(m->program(), *inputs);
+  if (bound && inputs) bound = app::check_step_inputs(m->program(), *inputs);
+  if (bound && kvfile) bound = app::check_kv_file(m->program(), *kvfile);
   if (bound && kvfile) bound = vm::Vm::import(*kvfile, kv);
-  if (bound && kvfile) bound = check_kv_names(m->program(), *kvfile);
   if (bound) bound = m->bind_kv(kv);
   if (!bound) return fail(bound.diagnostics, "amk run");
   vm::RunResult r = m->run(ro);

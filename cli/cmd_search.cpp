@@ -91,11 +91,8 @@ int cmd_search(int argc, char** argv) {
       "measure-timeout", po::value<double>()->default_value(60), "--measure: seconds per run")(
       "pos", po::value<int64_t>()->default_value(0), "decode position (kv_len = pos + 1)")(
       "json", "print one JSON document");
-  args.add()("target,t", po::value<std::string>()->required(), "target name or target .json")(
-      "dtype", po::value<std::string>()->default_value("F32"), "F32, BF16 or F16")(
-      "quant", po::value<std::string>()->default_value("none"), "none, int8 or int4")(
-      "group", po::value<int64_t>()->default_value(128), "columns per quantisation scale")(
-      "batch,B", po::value<int64_t>()->default_value(1), "batch");
+  args.add()("target,t", po::value<std::string>()->required(), "target name or target .json");
+  add_lower_options(args);
   args.positional("model", 1);
   args.range("budget", 1, 1e9);
   args.range("time", 1e-3, 1e7);
@@ -104,8 +101,6 @@ int cmd_search(int argc, char** argv) {
   args.range("top-k", 1, 1e4);
   args.range("measure-timeout", 1e-3, 1e6);
   args.range("pos", 0, 1 << 24);
-  args.range("group", 1, 1 << 20);
-  args.range("batch", 1, lower::kMaxBatch);
   if (auto rc = args.parse(argc, argv)) return *rc;
   if (!args.has("model")) {
     std::cerr << "amk search: give a MODEL (amk models)\n";
@@ -146,22 +141,10 @@ int cmd_search(int argc, char** argv) {
   }
   o.objective =
       objective == "amk-formula" ? search::Objective::AmkFormula : search::Objective::Predicted;
+  ir::Result<lower::LowerOptions> lo = resolve_lower_options(args);
+  if (!lo) return fail(lo.diagnostics, "amk search");
+  o.lower = std::move(*lo.value);
   o.lower.pos = args.get<int64_t>("pos");
-  o.lower.batch = args.get<int64_t>("batch");
-  o.lower.quant_group = args.get<int64_t>("group");
-  if (auto d = ir::parse_dtype(args.get<std::string>("dtype"));
-      d && (*d == ir::DType::F32 || *d == ir::DType::BF16 || *d == ir::DType::F16)) {
-    o.lower.dtype = *d;
-  } else {
-    std::cerr << "amk search: --dtype: use F32, BF16 or F16\n";
-    return kUnreadable;
-  }
-  if (const auto q = args.get<std::string>("quant"); q == "int8" || q == "int4") {
-    o.lower.quant = q == "int8" ? lower::Quant::Int8 : lower::Quant::Int4;
-  } else if (q != "none") {
-    std::cerr << "amk search: --quant: use none, int8 or int4\n";
-    return kUnreadable;
-  }
   std::filesystem::path measure_dir;
   if (args.has("measure")) {
     const auto cmd = args.get<std::string>("measure");

@@ -16,14 +16,38 @@ void add_lowering_options(Args& args, bool need_target) {
       "config,c", po::value<std::string>(),
       "ScheduleConfig: a .json file, inline JSON ('{\"tiling\": ...}'), or 'auto' (AMK's "
       "config-less point); default: AMK's default_config")(
-      "dtype", po::value<std::string>()->default_value("F32"), "F32, BF16 or F16")(
+      "amk-compat", "AMK's lower() byte for byte (only tiling and n_partitions are consumed)");
+  add_lower_options(args);
+}
+
+void add_lower_options(Args& args) {
+  args.add()("dtype", po::value<std::string>()->default_value("F32"), "F32, BF16 or F16")(
       "quant", po::value<std::string>()->default_value("none"),
       "weight quantisation: none, int8, int4")("group", po::value<int64_t>()->default_value(128),
                                                "columns per quantisation scale")(
-      "batch,B", po::value<int64_t>()->default_value(1), "batch (B > 1 emits GEMM tiles)")(
-      "amk-compat", "AMK's lower() byte for byte (only tiling and n_partitions are consumed)");
+      "batch,B", po::value<int64_t>()->default_value(1), "batch (B > 1 emits GEMM tiles)");
   args.range("group", 1, 1 << 20);
   args.range("batch", 1, lower::kMaxBatch);
+}
+
+ir::Result<lower::LowerOptions> resolve_lower_options(const Args& args) {
+  lower::LowerOptions o;
+  const auto dt = args.get<std::string>("dtype");
+  auto d = ir::parse_dtype(dt);
+  if (!d || (*d != ir::DType::F32 && *d != ir::DType::BF16 && *d != ir::DType::F16))
+    return ir::error("usage.option", fmt::format("--dtype {}: use F32, BF16 or F16", dt));
+  o.dtype = *d;
+  const auto q = args.get<std::string>("quant");
+  if (q == "int8") {
+    o.quant = lower::Quant::Int8;
+  } else if (q == "int4") {
+    o.quant = lower::Quant::Int4;
+  } else if (q != "none") {
+    return ir::error("usage.option", fmt::format("--quant {}: use none, int8 or int4", q));
+  }
+  o.quant_group = args.get<int64_t>("group");
+  o.batch = args.get<int64_t>("batch");
+  return o;
 }
 
 bool is_inline_json(const std::string& arg) {
@@ -64,21 +88,9 @@ ir::Result<LoweringArgs> resolve_lowering(const Args& args, lower::ModelSpec mod
     r.config_origin = is_inline_json(arg) ? "--config" : arg;
     warnings = std::move(c.diagnostics);
   }
-  const auto dt = args.get<std::string>("dtype");
-  auto d = ir::parse_dtype(dt);
-  if (!d || (*d != ir::DType::F32 && *d != ir::DType::BF16 && *d != ir::DType::F16))
-    return ir::error("usage.option", fmt::format("--dtype {}: use F32, BF16 or F16", dt));
-  r.opt.dtype = *d;
-  const auto q = args.get<std::string>("quant");
-  if (q == "int8") {
-    r.opt.quant = lower::Quant::Int8;
-  } else if (q == "int4") {
-    r.opt.quant = lower::Quant::Int4;
-  } else if (q != "none") {
-    return ir::error("usage.option", fmt::format("--quant {}: use none, int8 or int4", q));
-  }
-  r.opt.quant_group = args.get<int64_t>("group");
-  r.opt.batch = args.get<int64_t>("batch");
+  ir::Result<lower::LowerOptions> lo = resolve_lower_options(args);
+  if (!lo) return std::move(lo.diagnostics);
+  r.opt = std::move(*lo.value);
   r.opt.amk_compat = args.has("amk-compat");
   if (r.config && args.has("config")) {  // options that would silently do less than it says
     auto note = [&](std::string msg) {

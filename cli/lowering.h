@@ -23,6 +23,10 @@ struct LoweringArgs {
 
 /// Declares the shared options on `args` (`need_target`: --target is required).
 void add_lowering_options(Args& args, bool need_target);
+/// Declares --dtype, --quant, --group and --batch (the LowerOptions a command sets).
+void add_lower_options(Args& args);
+/// Those options resolved (a bad --dtype or --quant is a `usage.option` error).
+ir::Result<lower::LowerOptions> resolve_lower_options(const Args& args);
 /// A --config value: "auto" (AMK's config-less point: nullopt), inline JSON (starting with '{'),
 /// or a ScheduleConfig file; diagnostics name the file (or "--config") and a line:column.
 ir::Result<std::optional<ir::ScheduleConfig>> resolve_config(const std::string& arg);

@@ -2,8 +2,10 @@
 
 #include "app/machine.h"
 
+#include <climits>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +41,24 @@ std::optional<std::vector<std::pair<int64_t, vm::CoreType>>> parse_core_types(
 }
 
 }  // namespace
+
+std::optional<std::vector<int32_t>> parse_token_ids(const std::string& s) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      long v = std::stol(item, &used);
+      if (used != item.size() || v < 0 || v > INT32_MAX) return std::nullopt;
+      ids.push_back(static_cast<int32_t>(v));
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
+  if (ids.empty()) return std::nullopt;
+  return ids;
+}
 
 void add_run_options(Args& args) {
   args.add()("workers", po::value<int>()->default_value(0), "OS threads (0: hardware threads)")(

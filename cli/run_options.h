@@ -2,6 +2,11 @@
 // --watchdog-ms and the AICore set-up).
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "cli/cli.h"
 #include "ir/result.h"
 #include "targets/target.h"
@@ -16,5 +21,7 @@ void add_run_options(Args& args);
 /// option is ignored.
 ir::Status resolve_run_options(const Args& args, const targets::TargetSpec* target,
                                vm::RunOptions& ro);
+/// Token ids written "1,2,3" (--prompt-ids, --token-id): non-negative int32s; nullopt if not.
+std::optional<std::vector<int32_t>> parse_token_ids(const std::string& s);
 
 }  // namespace amk::cli

@@ -18,6 +18,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/pyjson.h"
+
 namespace amk::ir::detail {
 
 struct SyntaxError {
@@ -265,24 +267,6 @@ class Lexer {
     return q + n + 1;
   }
 
-  static void put_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {  // includes lone surrogates (WTF-8), which Python strings allow
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
   uint32_t hex4() {
     if (e_ - p_ < 4) fail("Invalid \\uXXXX escape");
     uint32_t v = 0;
@@ -363,7 +347,7 @@ class Lexer {
               p_ = save;
             }
           }
-          put_utf8(out, cp);
+          append_utf8(out, cp);
           break;
         }
         default:

@@ -57,13 +57,22 @@ unsigned decode_utf8(std::string_view s, size_t& i) {
   return b0;
 }
 
-void append_utf8(std::string& out, unsigned cp) {
+template <typename T>
+void append_int(std::string& out, T v) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+}  // namespace
+
+void append_utf8(std::string& out, uint32_t cp) {
   if (cp < 0x80) {
     out += static_cast<char>(cp);
   } else if (cp < 0x800) {
     out += static_cast<char>(0xC0 | (cp >> 6));
     out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
+  } else if (cp < 0x10000) {  // includes lone surrogates (WTF-8), which Python strings allow
     out += static_cast<char>(0xE0 | (cp >> 12));
     out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
     out += static_cast<char>(0x80 | (cp & 0x3F));
@@ -74,15 +83,6 @@ void append_utf8(std::string& out, unsigned cp) {
     out += static_cast<char>(0x80 | (cp & 0x3F));
   }
 }
-
-template <typename T>
-void append_int(std::string& out, T v) {
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
-}
-
-}  // namespace
 
 void append_py_float(std::string& out, double v) {
   if (std::isnan(v)) {

@@ -1,6 +1,7 @@
 // JSON text exactly as Python's json.dumps(indent=2) writes it, and Python repr for messages.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,8 @@ namespace amk::ir {
 void append_py_float(std::string& out, double v);
 /// Python's repr of a float as a string.
 std::string py_float(double v);
+/// Appends a code point as UTF-8 (a lone surrogate as its 3-byte form, as Python strings allow).
+void append_utf8(std::string& out, uint32_t cp);
 /// Appends a JSON string literal with ensure_ascii escaping (non-ASCII as \uXXXX, surrogate pairs).
 void append_json_string(std::string& out, std::string_view utf8);
 /// Appends a value in json.dumps(indent=2) layout; `level` is the current nesting depth.

@@ -1,8 +1,8 @@
 // The static proof: deadlock- and race-freedom of a program, with witnesses, at any size.
 #pragma once
 
-#include <memory>
 #include <limits>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>

@@ -363,10 +363,12 @@ TEST(CliRun, ADecodeStepRunsFromATokenIdAndInputsThatContradictTheProgramAreRefu
   r = run_amk({"run", p, "--weights", w, "--token-id", "5", "--pos", "9"});
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("/meta/pos"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("--pos 9 contradicts the program, lowered at pos 2"), std::string::npos);
+  EXPECT_NE(r.err.find("position 9 contradicts the program, lowered at pos 2"), std::string::npos)
+      << r.err;
   r = run_amk({"run", p, "--weights", w, "--token-id", "5", "--kv", w});  // the weights file
   EXPECT_EQ(r.rc, 2);
-  EXPECT_NE(r.err.find("--kv holds none of the program's 2 KV caches"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the KV file holds none of the program's 2 KV caches"), std::string::npos)
+      << r.err;
   r = run_amk({"run", p, "--weights", w, "--token-id", "5,x"});
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("--token-id 5,x"), std::string::npos) << r.err;
