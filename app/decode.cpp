@@ -69,6 +69,7 @@ ir::Result<ir::Program> program_of(const DecodeSource& src, size_t s, bool refer
   ir::Result<ir::Program> p = ir::load_program(src.programs[s]);
   ir::set_file(p.diagnostics, src.programs[s]);
   if (!p) return p;
+  if (src.target) p->target = src.target->record;  // proven for and run on that target
   if (const std::optional<int64_t> at = lowered_pos(*p); at && *at != static_cast<int64_t>(s)) {
     ir::Diagnostic d =
         ir::error("usage.input",
@@ -185,6 +186,40 @@ ir::Status check_step_inputs(const ir::Program& p, const vm::SafeTensors& in) {
     return d;
   }
   return {};
+}
+
+ir::Result<std::string> inputs_template(const ir::Program& p, std::span<const int32_t> tokens,
+                                        std::optional<int64_t> pos) {
+  int32_t at = 0;
+  if (pos || lowered_pos(p)) {
+    ir::Result<int32_t> r = step_pos(p, pos);
+    if (!r) return std::move(r.diagnostics);
+    at = *r;
+  }
+  std::vector<std::vector<uint8_t>> bytes;  // each tensor's, alive until serialised
+  std::vector<vm::StOut> outs;
+  std::vector<int32_t> zeros;
+  for (const ir::Buffer& b : p.buffers) {
+    if (b.kind != ir::BufferKind::IO_INPUT) continue;
+    if (b.name == "token_id" && tokens.empty()) {
+      zeros.assign(static_cast<size_t>(b.numel()), 0);
+      tokens = zeros;
+    }
+    ir::Result<std::vector<int32_t>> v = vm::decode_input(b, tokens, at);
+    if (v) {
+      const auto* raw = reinterpret_cast<const uint8_t*>(v->data());
+      bytes.emplace_back(raw, raw + v->size() * sizeof(int32_t));
+      outs.push_back({b.name, vm::StDType::I32, b.shape, bytes.back()});
+    } else if (b.name == "token_id") {
+      return std::move(v.diagnostics);  // ids that do not fit the program's batch
+    } else {
+      bytes.emplace_back(static_cast<size_t>(b.nbytes()), 0);
+      outs.push_back({b.name, vm::st_of(b.dtype),
+                      b.dtype == ir::DType::I4 ? std::vector<int64_t>{b.nbytes()} : b.shape,
+                      bytes.back()});
+    }
+  }
+  return vm::st_serialize(outs);
 }
 
 ir::Status check_kv_file(const ir::Program& p, const vm::SafeTensors& kv) {

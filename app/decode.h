@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,8 @@
 namespace amk::app {
 
 /// Where each step's program comes from: `model` lowered for `target` under `config` at every
-/// position, or the per-position `programs` (files, position 0, 1, ...).
+/// position, or the per-position `programs` (files, position 0, 1, ...; proven for and run on
+/// `target` when it is set, else on their own).
 struct DecodeSource {
   const lower::ModelSpec* model = nullptr;
   const targets::TargetSpec* target = nullptr;
@@ -57,6 +59,11 @@ std::optional<int64_t> lowered_pos(const ir::Program& p);
 ir::Result<int32_t> step_pos(const ir::Program& p, std::optional<int64_t> pos);
 /// Refuses step inputs that contradict the program: a `pos` tensor other than lowered_pos.
 ir::Status check_step_inputs(const ir::Program& p, const vm::SafeTensors& in);
+/// A template for `--inputs`: every IO_INPUT of `p` as a safetensors image, a decode step's
+/// filled in (token_id `tokens`, or zeros when empty; pos from step_pos, or 0 when nothing says;
+/// reshape ids 0..n-1), any other input zeros in its dtype.
+ir::Result<std::string> inputs_template(const ir::Program& p, std::span<const int32_t> tokens,
+                                        std::optional<int64_t> pos);
 /// Refuses a KV file that holds none of the program's KV caches (a weights file, say: it would
 /// bind nothing and the step would read zeros).
 ir::Status check_kv_file(const ir::Program& p, const vm::SafeTensors& kv);

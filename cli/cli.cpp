@@ -75,6 +75,16 @@ std::string bound(double x) {
 
 void Args::positional(const char* name, int max) {
   pos_.add(name, max);
+  positional_.emplace_back(name);
+}
+
+po::options_description Args::shown() const {
+  // Positional arguments are named in the usage line; --help lists only the real options.
+  po::options_description out("options");
+  for (const auto& o : opts_.options())
+    if (std::find(positional_.begin(), positional_.end(), o->long_name()) == positional_.end())
+      out.add(o);
+  return out;
 }
 
 std::optional<int> Args::parse(int argc, char** argv) {
@@ -87,7 +97,7 @@ std::optional<int> Args::parse(int argc, char** argv) {
             .run(),
         vm_);
     if (vm_.count("help")) {
-      std::cout << "usage: " << usage_ << "\n\n" << about_ << "\n\n" << opts_ << "\n";
+      std::cout << "usage: " << usage_ << "\n\n" << about_ << "\n\n" << shown() << "\n";
       return kOk;
     }
     po::notify(vm_);
@@ -101,7 +111,8 @@ std::optional<int> Args::parse(int argc, char** argv) {
     }
   } catch (const po::unknown_option& e) {
     std::vector<std::string> names;
-    for (const auto& o : opts_.options()) names.push_back("--" + o->long_name());
+    const po::options_description listed = shown();
+    for (const auto& o : listed.options()) names.push_back("--" + o->long_name());
     std::string hint = closest(e.get_option_name(), names);
     std::cerr << "amk " << argv[0] << ": unknown option '" << e.get_option_name() << "'"
               << (hint.empty() ? "" : "; did you mean '" + hint + "'?") << "\nusage: " << usage_
@@ -137,6 +148,18 @@ void print_diagnostics(const ir::Diagnostics& d, std::string_view where) {
 int fail(const ir::Diagnostics& d, std::string_view where) {
   print_diagnostics(d, where);
   return exit_code(d);
+}
+
+int fail(const ir::Diagnostics& d, std::string_view where, bool json) {
+  if (!json) return fail(d, where);
+  ir::Diagnostics errs, warns;
+  for (const auto& x : d) (x.severity == ir::Severity::Error ? errs : warns).push_back(x);
+  const int code = exit_code(d);
+  std::cout << fmt::format(
+      "{{\n  \"ok\": false,\n  \"exit\": {},\n  \"errors\": {},\n  "
+      "\"warnings\": {}\n}}\n",
+      code, ir::diagnostics_json(errs, 1), ir::diagnostics_json(warns, 1));
+  return code;
 }
 
 std::string unreadable_json(const ir::Diagnostics& d, std::string_view file) {

@@ -59,6 +59,8 @@ class Args {
   po::options_description opts_;
   po::positional_options_description pos_;
   po::variables_map vm_;
+  std::vector<std::string> positional_;
+  po::options_description shown() const;
   struct Range {
     const char* name;
     double lo, hi;
@@ -78,6 +80,8 @@ int exit_code(const ir::Diagnostics& d);
 void print_diagnostics(const ir::Diagnostics& d, std::string_view where);
 /// Prints `d` (see print_diagnostics) and returns exit_code(d).
 int fail(const ir::Diagnostics& d, std::string_view where);
+/// As fail(), or with `json` one document {ok: false, exit, errors, warnings} on stdout.
+int fail(const ir::Diagnostics& d, std::string_view where, bool json);
 /// The diagnostics of an unreadable file as one JSON document {ok: null, file, unreadable, errors,
 /// warnings}.
 std::string unreadable_json(const ir::Diagnostics& d, std::string_view file);

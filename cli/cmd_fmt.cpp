@@ -12,7 +12,8 @@ int cmd_fmt(int argc, char** argv) {
       "amk fmt FILE... [-o OUT] [--check]",
       "Rewrites each program in AMK's canonical bytes (what AMK's to_json writes: key order,\n"
       "2-space indent, Python float repr, ASCII escapes, no trailing newline). Without -o the\n"
-      "file is rewritten in place, atomically, only when it changes. Unknown fields are kept.");
+      "file is rewritten in place, atomically, only when it changes ('-': standard input to\n"
+      "standard output). Unknown fields are kept.");
   args.add()("file", po::value<std::vector<std::string>>()->required(), "program JSON file(s)")(
       "output,o", po::value<std::string>(), "write the canonical program here ('-' = stdout)")(
       "check", "write nothing; exit 1 when a file is not canonical");
@@ -41,6 +42,8 @@ int cmd_fmt(int argc, char** argv) {
     std::string out = ir::write_program(*r);
     if (args.has("output")) {
       if (!write_output(args.get<std::string>("output"), out)) rc = kUnreadable;
+    } else if (f == "-" && !check) {  // standard input: the canonical bytes go to stdout
+      if (!write_output("-", out)) rc = kUnreadable;
     } else if (out != *text) {
       if (check) {
         std::cout << f << ": not canonical\n";

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <iostream>
 #include <string_view>
 
@@ -7,6 +8,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/lowering.h"
+#include "cli/progress.h"
 #include "vm/weights.h"
 
 namespace amk::cli {
@@ -21,7 +23,7 @@ int cmd_gen_weights(int argc, char** argv) {
   args.add()("program", po::value<std::string>(), "program JSON, or a model")(
       "seed", po::value<int64_t>()->default_value(0), "random seed")(
       "output,o", po::value<std::string>(), "safetensors file to write");
-  add_lowering_options(args, false);
+  add_lowering_options(args);
   args.positional("program", 1);
   args.range("seed", 0, kMaxSeed);
   if (auto rc = args.parse(argc, argv)) return *rc;
@@ -45,12 +47,19 @@ int cmd_gen_weights(int argc, char** argv) {
     }
     prog = std::move(lr.value);
   }
-  const auto image =
-      vm::random_weights_image(*prog, static_cast<uint64_t>(args.get<int64_t>("seed")));
+  Progress progress("amk gen-weights");
+  progress.step("random weights");
+  const auto image = vm::random_weights_image(
+      *prog, static_cast<uint64_t>(args.get<int64_t>("seed")), [&](size_t done, size_t total) {
+        progress.fraction(static_cast<double>(done) /
+                          static_cast<double>(std::max<size_t>(total, 1)));
+      });
+  progress.step("writing " + args.get<std::string>("output"));
   const auto out = args.get<std::string>("output");
   if (!write_output(out,
                     std::string_view(reinterpret_cast<const char*>(image.data()), image.size())))
     return kUnreadable;
+  progress.clear();
   std::cerr << fmt::format("wrote {}: {:.2f} MB of weights\n", out,
                            static_cast<double>(image.size()) / 1e6);
   return kOk;

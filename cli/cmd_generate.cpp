@@ -1,4 +1,3 @@
-#include <unistd.h>
 
 #include <filesystem>
 #include <iostream>
@@ -13,20 +12,34 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/lowering.h"
+#include "cli/progress.h"
 #include "cli/run_options.h"
 #include "vm/safetensors.h"
 #include "vm/vm.h"
 
 namespace amk::cli {
+namespace {
+
+// Writes a store's KV caches as one safetensors file, atomically.
+ir::Status write_kv(const std::string& path, const vm::TensorStore& kv) {
+  std::vector<vm::StOut> outs;
+  for (const auto& [name, t] : kv.tensors)
+    outs.push_back({name, vm::st_of(t.dtype), t.shape, {t.bytes.data(), t.bytes.size()}});
+  return vm::st_write(path, outs);
+}
+
+}  // namespace
 
 int cmd_generate(int argc, char** argv) {
   Args args(
       "amk generate MODEL [--target T] [--config C] [--dtype D] [--quant Q] --weights W\n"
       "                   --prompt-ids 1,2,3 --max-tokens N [--verify] [--workers N] [--mode M]\n"
-      "       amk generate PROGRAM... --weights W --prompt-ids ... --max-tokens N",
+      "       amk generate PROGRAM... [--target T] --weights W --prompt-ids ... --max-tokens N\n"
+      "       (either form: [-o KV.safetensors] [--json])",
       "Greedy decode loop on the reference VM. With a MODEL (built-in name, spec or HF\n"
       "config.json) every position is lowered for the target under the config, validated and\n"
-      "run; with PROGRAMs, the given per-position programs run in order (position 0, 1, ...).\n"
+      "run; with PROGRAMs, the given per-position programs run in order (position 0, 1, ...),\n"
+      "on their own target or, as with `amk run --target`, proven for and run on --target.\n"
       "Step s feeds token s of the prompt (then the previous argmax) at position s; KV caches\n"
       "stay in the VM across steps. --verify also evaluates every step directly (one untiled\n"
       "task per graph node, no fusion, placement or pages, serial, with its own KV caches) and\n"
@@ -40,9 +53,10 @@ int cmd_generate(int argc, char** argv) {
       "max-tokens", po::value<int>()->default_value(1), "tokens to generate")(
       "verify", "compare every step's logits with a direct evaluation (MODEL only)")(
       "tolerance", po::value<double>()->default_value(1e-4),
-      "--verify: max |logit difference| allowed")("kv-out", po::value<std::string>(),
-                                                  "write the final KV caches here (safetensors)");
-  add_lowering_options(args, false);
+      "--verify: max |logit difference| allowed")("kv-out,o", po::value<std::string>(),
+                                                  "write the final KV caches here (safetensors)")(
+      "json", "print the ids and the figures (or the errors) as one JSON document on stdout");
+  add_lowering_options(args);
   add_run_options(args);
   args.positional("program", -1);
   args.range("max-tokens", 1, 1 << 20);
@@ -61,6 +75,7 @@ int cmd_generate(int argc, char** argv) {
       return kUnreadable;
     }
   }
+  const bool json = args.has("json");
   const auto files = args.get<std::vector<std::string>>("program");
   auto prompt = parse_token_ids(args.get<std::string>("prompt-ids"));
   const int max_tokens = args.get<int>("max-tokens");
@@ -78,11 +93,11 @@ int cmd_generate(int argc, char** argv) {
   std::optional<LoweringArgs> la;
   if (files.size() == 1) {  // a MODEL, or a single program
     ir::Result<app::Subject> subject = app::load_subject(files[0]);
-    if (!subject) return fail(subject.diagnostics, "amk generate");
+    if (!subject) return fail(subject.diagnostics, "amk generate", json);
     print_diagnostics(subject.diagnostics, "amk generate");
     if (subject->model) {
       auto r = resolve_lowering(args, std::move(*subject->model));
-      if (!r) return fail(r.diagnostics, "amk generate");
+      if (!r) return fail(r.diagnostics, "amk generate", json);
       print_diagnostics(r.diagnostics, "amk generate");
       la = std::move(r.value);
       src.model = &la->model;
@@ -91,29 +106,59 @@ int cmd_generate(int argc, char** argv) {
       src.lower = la->opt;
     }
   }
-  if (!src.model) src.programs = files;
+  std::optional<targets::TargetSpec> program_target;
+  if (!src.model) {
+    src.programs = files;
+    if (target_given(args)) {  // as `amk run --target`: each program proven and run there
+      ir::Result<targets::TargetSpec> t = targets::load_target(args.get<std::string>("target"));
+      if (!t) return fail(t.diagnostics, "amk generate", json);
+      program_target = std::move(t.value);
+      src.target = &*program_target;
+    }
+  }
   std::unique_ptr<vm::SafeTensors> weights;
   if (args.has("weights")) {
     auto w = vm::SafeTensors::open(args.get<std::string>("weights"));
-    if (!w) return fail(w.diagnostics, "amk generate");
+    if (!w) return fail(w.diagnostics, "amk generate", json);
     weights = std::move(*w.value);
   }
   o.weights = weights.get();
-  ir::Status st = resolve_run_options(args, la ? &la->target : nullptr, o.run);
+  ir::Status st = resolve_run_options(args, src.target, o.run);
   print_diagnostics(st.diagnostics, "amk generate");
   if (!st) return exit_code(st.diagnostics);
   o.load = app::load_options(o.run.workers);
-  const size_t steps = app::decode_steps(o);
-  if (isatty(2) && steps > 1)
-    o.progress = [](size_t done, size_t total) {
-      std::cerr << fmt::format("\r[{:<30}] {}/{} steps", std::string(30 * done / total, '#'), done,
-                               total);
-      if (done == total) std::cerr << "\n";
-    };
+  Progress progress("amk generate");
+  progress.step("decode steps");
+  o.progress = [&](size_t done, size_t total) { progress.count(done, total); };
   ir::Result<app::DecodeResult> r = app::decode(src, o);
+  progress.clear();
   if (!r) {
     if (la) name_config(r.diagnostics, *la);
-    return fail(r.diagnostics, "amk generate");
+    return fail(r.diagnostics, "amk generate", json);
+  }
+  if (json) {  // after the KV file is written: a failure there is the document's error
+    if (args.has("kv-out")) {
+      if (ir::Status w = write_kv(args.get<std::string>("kv-out"), r->kv); !w)
+        return fail(w.diagnostics, "amk generate", true);
+    }
+    nlohmann::ordered_json j;
+    j["ok"] = true;
+    j["generated"] = r->generated;
+    j["steps"] = r->steps;
+    j["wall_s"] = r->wall_s;
+    j["tokens_per_s"] = static_cast<double>(r->generated.size()) / std::max(r->wall_s, 1e-9);
+    j["vm_s"] = r->run_s;
+    if (la) {
+      j["target"] = la->target.record.name;
+      j["lower_ms"] = r->lower_s * 1e3;
+    }
+    if (o.verify) {
+      j["max_logit_error"] = r->max_error;
+      j["direct_s"] = r->direct_s;
+    }
+    if (args.has("kv-out")) j["kv_out"] = args.get<std::string>("kv-out");
+    std::cout << j.dump(2) << "\n";
+    return kOk;
   }
   // The ids alone on stdout (before anything that could still fail); the figures on stderr.
   std::cout << fmt::format("{}\n", fmt::join(r->generated, ",")) << std::flush;
@@ -131,10 +176,7 @@ int cmd_generate(int argc, char** argv) {
         "difference| {:.3g} (direct evaluation {:.3f} s)\n",
         r->steps, r->max_error, r->direct_s);
   if (args.has("kv-out")) {
-    std::vector<vm::StOut> outs;
-    for (const auto& [name, t] : r->kv.tensors)
-      outs.push_back({name, vm::st_of(t.dtype), t.shape, {t.bytes.data(), t.bytes.size()}});
-    if (ir::Status w = vm::st_write(args.get<std::string>("kv-out"), outs); !w)
+    if (ir::Status w = write_kv(args.get<std::string>("kv-out"), r->kv); !w)
       return fail(w.diagnostics, "amk generate");
   }
   return kOk;

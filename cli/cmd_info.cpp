@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "ir/digraph.h"
 #include "ir/graph.h"
 #include "ir/pyjson.h"
@@ -42,8 +43,11 @@ int cmd_info(int argc, char** argv) {
   if (auto rc = args.parse(argc, argv)) return *rc;
   const auto file = args.get<std::string>("file");
   const bool json = args.has("json");
+  Progress progress("amk info");
+  progress.step("loading " + sized(file));
   auto prog = load(file, json);
   if (!prog) return kUnreadable;
+  progress.step(fmt::format("validating {} tasks", prog->tasks.size()));
   const ir::Program& p = *prog;
   ir::Graph g = ir::Graph::build(p);
   const ir::CriticalPath cp = ir::critical_path(p, g);
@@ -54,6 +58,7 @@ int cmd_info(int argc, char** argv) {
     tgt = t->record;
   }
   const validate::Result verdict = validate::validate(p);
+  progress.clear();
   std::vector<std::string> rules;  // the rejection's rule codes, each once, in order
   for (const ir::Diagnostic& d : verdict.errors)
     if (std::find(rules.begin(), rules.end(), d.code) == rules.end()) rules.push_back(d.code);

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "app/decode.h"
 #include "app/machine.h"
@@ -20,10 +21,11 @@ namespace amk::cli {
 int cmd_run(int argc, char** argv) {
   Args args(
       "amk run PROGRAM [--weights W] [--inputs I | --token-id N[,N...] [--pos P]] [--kv KV]\n"
-      "               [--out O] [--workers N] [--mode M]\n"
+      "               [-o OUT] [--workers N] [--mode M] [--json]\n"
       "               [--sms N] [--target T] [--schedulers N] [--core-threads N]\n"
       "               [--core-type ID=aic|aiv,...] [--trace T] [--watchdog-ms MS]\n"
-      "               [--unsafe-skip-validate]",
+      "               [--unsafe-skip-validate]\n"
+      "       amk run PROGRAM --inputs-template OUT [--token-id N[,N...]] [--pos P]",
       "Runs a program on the reference VM: loads it (refusing what `amk validate` rejects), binds\n"
       "WEIGHT/CONST buffers to --weights by Buffer.source (memory-mapped), IO_INPUT buffers to\n"
       "--inputs by name (or, for a lowered decode step, --token-id: token_id, pos from the\n"
@@ -45,7 +47,10 @@ int cmd_run(int argc, char** argv) {
       "token-id", po::value<std::string>(), "a decode step's token id(s), one per sequence")(
       "pos", po::value<int64_t>(), "a decode step's position (default: the program's meta.pos)")(
       "kv", po::value<std::string>(), "safetensors with KV caches from a previous step")(
-      "out", po::value<std::string>(), "write IO_OUTPUT and KV_CACHE tensors here")(
+      "out,o", po::value<std::string>(), "write IO_OUTPUT and KV_CACHE tensors here")(
+      "inputs-template", po::value<std::string>(),
+      "write the program's IO_INPUT tensors (a decode step's token_id (--token-id, else 0), pos "
+      "and reshape ids filled in, the rest zeros) to this safetensors file and exit")(
       "sms", po::value<int64_t>()->default_value(0), "SM count (default: the program's target)")(
       "target,t", po::value<std::string>(),
       "run on this target instead of the program's (built-in name or target .json)")(
@@ -53,7 +58,8 @@ int cmd_run(int argc, char** argv) {
       "SMs of tasks without Task.sm: lpt (AMK's loader) or round-robin")(
       "no-pages", "give every activation its own memory even when the program shares pages")(
       "trace", po::value<std::string>(), "write a Chrome/Perfetto trace JSON")(
-      "unsafe-skip-validate", "run even if the validator rejects the program (watchdog tests)");
+      "unsafe-skip-validate", "run even if the validator rejects the program (watchdog tests)")(
+      "json", "print the summary (or the errors) as one JSON document on stdout");
   add_run_options(args);
   args.range("sms", 0, 1 << 16);
   args.range("pos", 0, 1 << 24);
@@ -67,7 +73,12 @@ int cmd_run(int argc, char** argv) {
     std::cerr << "amk run: give --inputs or --token-id, not both\n";
     return kUnreadable;
   }
-  if (args.has("pos") && !args.has("token-id")) {
+  if (args.has("inputs-template") && (args.has("inputs") || args.has("out"))) {
+    std::cerr << "amk run: --inputs-template writes a template and runs nothing (no --inputs or "
+                 "-o)\n";
+    return kUnreadable;
+  }
+  if (args.has("pos") && !args.has("token-id") && !args.has("inputs-template")) {
     std::cerr << "amk run: --pos goes with --token-id (an --inputs file carries its own pos)\n";
     return kUnreadable;
   }
@@ -82,13 +93,24 @@ int cmd_run(int argc, char** argv) {
       return kUnreadable;
     }
   }
+  const bool json = args.has("json");
   const auto path = args.get<std::string>("program");
-  auto prog = load(path, false);
+  auto prog = load(path, json);
   if (!prog) return kUnreadable;
+  if (args.has("inputs-template")) {
+    ir::Result<std::string> t = app::inputs_template(
+        *prog, token_ids ? *token_ids : std::vector<int32_t>(),
+        args.has("pos") ? std::optional(args.get<int64_t>("pos")) : std::nullopt);
+    if (!t) return fail(t.diagnostics, path, json);
+    const auto out = args.get<std::string>("inputs-template");
+    if (!write_output(out, *t)) return kUnreadable;
+    std::cerr << fmt::format("wrote {}: the IO_INPUT tensors of {}\n", out, path);
+    return kOk;
+  }
   std::optional<targets::TargetSpec> spec;
   if (args.has("target")) {
     ir::Result<targets::TargetSpec> t = targets::load_target(args.get<std::string>("target"));
-    if (!t) return fail(t.diagnostics, "amk run");
+    if (!t) return fail(t.diagnostics, "amk run", json);
     spec = std::move(t.value);
     prog->target = spec->record;  // the validator then proves the program for this target's SMs
   } else {
@@ -112,7 +134,7 @@ int cmd_run(int argc, char** argv) {
   if (args.has("trace")) ro.observer = &recorder;
 
   auto loaded = vm::Vm::load(std::move(*prog), lo);
-  if (!loaded) return fail(loaded.diagnostics, path);
+  if (!loaded) return fail(loaded.diagnostics, path, json);
   vm::Vm* m = loaded->get();
   std::unique_ptr<vm::SafeTensors> weights, inputs, kvfile;
   vm::TensorStore kv;
@@ -124,7 +146,7 @@ int cmd_run(int argc, char** argv) {
     return ir::Status();
   };
   for (auto [opt, file] : {std::pair{"weights", &weights}, {"inputs", &inputs}, {"kv", &kvfile}})
-    if (ir::Status o = open(opt, *file); !o) return fail(o.diagnostics, "amk run");
+    if (ir::Status o = open(opt, *file); !o) return fail(o.diagnostics, "amk run", json);
   ir::Status bound;
   if (weights) bound = m->bind_weights(*weights);
   if (bound && inputs) bound = m->set_inputs(*inputs);
@@ -137,20 +159,26 @@ int cmd_run(int argc, char** argv) {
   if (bound && kvfile) bound = app::check_kv_file(m->program(), *kvfile);
   if (bound && kvfile) bound = vm::Vm::import(*kvfile, kv);
   if (bound) bound = m->bind_kv(kv);
-  if (!bound) return fail(bound.diagnostics, "amk run");
+  if (!bound) return fail(bound.diagnostics, "amk run", json);
   vm::RunResult r = m->run(ro);
   if (args.has("trace") &&
       !write_output(args.get<std::string>("trace"), vm::chrome_trace(m->program(), recorder)))
     return kUnreadable;
   if (r.status == vm::RunResult::Status::Stuck) {
+    if (json) {
+      ir::Diagnostic d = r.diagnostics.empty() ? ir::error("vm.deadlock", "") : r.diagnostics[0];
+      d.message = vm::stuck_report(m->program(), r);
+      d.file = path;
+      return fail({d}, path, true);
+    }
     std::cerr << path << ": " << vm::stuck_report(m->program(), r);
     return kDeadlock;
   }
-  if (r.status == vm::RunResult::Status::KernelError) return fail(r.diagnostics, path);
+  if (r.status == vm::RunResult::Status::KernelError) return fail(r.diagnostics, path, json);
   if (args.has("out")) {
     auto outs = m->outputs();
     if (ir::Status w = vm::st_write(args.get<std::string>("out"), outs); !w)
-      return fail(w.diagnostics, "amk run");
+      return fail(w.diagnostics, "amk run", json);
   }
   const double wall = std::max(r.wall_s, 1e-9);
   std::string where =
@@ -161,6 +189,25 @@ int cmd_run(int argc, char** argv) {
     where = fmt::format("{} AICore cores ({} scheduler thread{}, {} core thread{})",
                         r.lanes.size() - static_cast<size_t>(sched), sched, sched == 1 ? "" : "s",
                         cthreads, cthreads == 1 ? "" : "s");
+  }
+  if (json) {
+    nlohmann::ordered_json j;
+    j["ok"] = true;
+    j["program"] = path;
+    j["tasks"] = r.tasks_done;
+    j["mode"] = args.has("mode") ? args.get<std::string>("mode")
+                                 : std::string(ro.mode == vm::Mode::Aicore ? "aicore" : "sm");
+    j["sms"] = m->num_sms();
+    j["lanes"] = r.lanes.size();
+    j["workers"] = r.workers;
+    j["wall_ms"] = r.wall_s * 1e3;
+    j["tasks_per_s"] = static_cast<double>(r.tasks_done) / wall;
+    j["bytes"] = r.bytes;
+    j["GB_per_s"] = r.bytes / wall / 1e9;
+    if (args.has("out")) j["output"] = args.get<std::string>("out");
+    if (args.has("trace")) j["trace"] = args.get<std::string>("trace");
+    std::cout << j.dump(2) << "\n";
+    return kOk;
   }
   std::cout << fmt::format(
       "ran {} tasks on {} in {:.3f} ms: {:.0f} tasks/s, {:.2f} MB moved, {:.2f} GB/s\n",

@@ -48,7 +48,7 @@ struct LogFile {
 
 int cmd_search(int argc, char** argv) {
   Args args(
-      "amk search MODEL --target T [--budget N | --time SECONDS] [--seed S] [--jobs J]\n"
+      "amk search MODEL [--target T] [--budget N | --time SECONDS] [--seed S] [--jobs J]\n"
       "           [--algo descent|amk] [--space F] [--start C] [--objective "
       "predicted|amk-formula]\n"
       "           [--log trials.jsonl] [--resume trials.jsonl] [--tsv results.tsv]\n"
@@ -91,7 +91,7 @@ int cmd_search(int argc, char** argv) {
       "measure-timeout", po::value<double>()->default_value(60), "--measure: seconds per run")(
       "pos", po::value<int64_t>()->default_value(0), "decode position (kv_len = pos + 1)")(
       "json", "print one JSON document");
-  args.add()("target,t", po::value<std::string>()->required(), "target name or target .json");
+  add_target_option(args);
   add_lower_options(args);
   args.positional("model", 1);
   args.range("budget", 1, 1e9);

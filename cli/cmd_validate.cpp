@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "ir/json_io.h"
 #include "validate/validate.h"
 
@@ -19,8 +20,9 @@ int cmd_validate(int argc, char** argv) {
       "three diagnostics of one rule, one line counts the rest (--all prints each).\n"
       "Exit 0 valid, 1 rejected, 2 unreadable.");
   args.add()("file", po::value<std::vector<std::string>>(), "program JSON file(s)")(
-      "json", "print one JSON document ({ok, errors, warnings, stats}; several files: a list)")(
-      "brief", "AMK's exact report lines only (every one)")(
+      "json",
+      "print one JSON document {ok, exit, files: [{file, ok, errors, warnings, stats}...]}, "
+      "for one file or many")("brief", "AMK's exact report lines only (every one)")(
       "all", "print every diagnostic (default: at most 3 of one rule, then a count)")(
       "list-rules", "print every rule and exit");
   args.positional("file", -1);
@@ -38,18 +40,24 @@ int cmd_validate(int argc, char** argv) {
   const bool json = args.has("json");
   int rc = kOk;
   std::string out;
-  if (json && files.size() > 1) out += "[\n";
+
   validate::Validator v;
+  Progress progress("amk validate");
   for (size_t i = 0; i < files.size(); ++i) {
     const auto& f = files[i];
+    const std::string nth = files.size() > 1 ? fmt::format("[{}/{}] ", i + 1, files.size()) : "";
     std::string doc;
+    progress.step(nth + "loading " + sized(f));
     ir::Result<ir::Program> lr = ir::load_program(f);
+    progress.clear();
     if (!json) print_diagnostics(lr.diagnostics, f);
     if (!lr) {
       rc = kUnreadable;
       if (json) doc = unreadable_json(lr.diagnostics, f);
     } else {
+      progress.step(fmt::format("{}validating {} ({} tasks)", nth, f, lr->tasks.size()));
       validate::Result r = v.validate(*lr);
+      progress.clear();
       // JSON: load warnings (a duplicate key, a BOM) are part of the verdict's warnings (human
       // output printed them above, before AMK's report).
       if (json) r.warnings.insert(r.warnings.begin(), lr.diagnostics.begin(), lr.diagnostics.end());
@@ -62,16 +70,19 @@ int cmd_validate(int argc, char** argv) {
         std::cout << r.report(!args.has("brief"), every ? SIZE_MAX : 3) << "\n";
       }
     }
-    if (json) {
-      if (files.size() > 1 && !doc.empty() && doc.back() == '\n') doc.pop_back();
-      out += doc;
-      if (files.size() > 1) out += i + 1 < files.size() ? ",\n" : "\n";
+    if (json) {  // each file's document, indented one level into the list
+      while (!doc.empty() && doc.back() == '\n') doc.pop_back();
+      std::string indented = "    ";
+      for (char c : doc) {
+        indented += c;
+        if (c == '\n') indented += "    ";
+      }
+      out += indented + (i + 1 < files.size() ? ",\n" : "\n");
     }
   }
-  if (json) {
-    if (files.size() > 1) out += "]\n";
-    std::cout << out;
-  }
+  if (json)
+    std::cout << fmt::format("{{\n  \"ok\": {},\n  \"exit\": {},\n  \"files\": [\n{}  ]\n}}\n",
+                             rc == kOk ? "true" : "false", rc, out);
   return rc;
 }
 

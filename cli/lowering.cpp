@@ -8,14 +8,20 @@
 
 namespace amk::cli {
 
-void add_lowering_options(Args& args, bool need_target) {
-  args.add()("target,t",
-             need_target ? po::value<std::string>()->required()
-                         : po::value<std::string>()->default_value("h100"),
-             "target name (amk targets) or target .json")(
-      "config,c", po::value<std::string>(),
-      "ScheduleConfig: a .json file, inline JSON ('{\"tiling\": ...}'), or 'auto' (AMK's "
-      "config-less point); default: AMK's default_config")(
+void add_target_option(Args& args) {
+  args.add()("target,t", po::value<std::string>()->default_value("h100"),
+             "target name (amk targets) or target .json to lower for, prove and run on");
+}
+
+bool target_given(const Args& args) {
+  return args.has("target") && !args.vm()["target"].defaulted();
+}
+
+void add_lowering_options(Args& args) {
+  add_target_option(args);
+  args.add()("config,c", po::value<std::string>(),
+             "ScheduleConfig: a .json file, inline JSON ('{\"tiling\": ...}'), or 'auto' (AMK's "
+             "config-less point); default: AMK's default_config")(
       "amk-compat", "AMK's lower() byte for byte (only tiling and n_partitions are consumed)");
   add_lower_options(args);
 }

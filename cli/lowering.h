@@ -21,8 +21,12 @@ struct LoweringArgs {
   lower::LowerOptions opt;
 };
 
-/// Declares the shared options on `args` (`need_target`: --target is required).
-void add_lowering_options(Args& args, bool need_target);
+/// Declares --target (default h100): what a model is lowered for and a program proven and run on.
+void add_target_option(Args& args);
+/// Whether --target was given (not its default).
+bool target_given(const Args& args);
+/// Declares the shared options on `args` (add_target_option's --target among them).
+void add_lowering_options(Args& args);
 /// Declares --dtype, --quant, --group and --batch (the LowerOptions a command sets).
 void add_lower_options(Args& args);
 /// Those options resolved (a bad --dtype or --quant is a `usage.option` error).

@@ -388,4 +388,35 @@ std::string diff_to_json(const DiffResult& d) {
   return out;
 }
 
+std::string layer_of(std::string_view label) {
+  if (label.empty()) return "(no label)";
+  return std::string(label.substr(0, std::min(label.find('.'), label.find('['))));
+}
+
+std::vector<LayerChanges> diff_layers(const DiffResult& d, const Program& a, const Program& b) {
+  std::vector<LayerChanges> rows;
+  std::unordered_map<std::string, size_t> row_of;
+  auto row = [&](const std::string& layer) -> LayerChanges& {
+    auto [it, fresh] = row_of.emplace(layer, rows.size());
+    if (fresh) rows.push_back({layer});
+    return rows[it->second];
+  };
+  for (const Program* p : {&b, &a})  // the rows in program order
+    for (const Task& t : p->tasks) row(layer_of(t.label));
+  for (const EntityChange& c : d.changes) {
+    if (c.entity != "task") continue;
+    const std::string& label = c.id_b >= 0 && static_cast<size_t>(c.id_b) < b.tasks.size()
+                                   ? b.tasks[static_cast<size_t>(c.id_b)].label
+                               : c.id_a >= 0 && static_cast<size_t>(c.id_a) < a.tasks.size()
+                                   ? a.tasks[static_cast<size_t>(c.id_a)].label
+                                   : c.key;
+    LayerChanges& r = row(layer_of(label));
+    (c.kind == EntityChange::Kind::Added     ? r.added
+     : c.kind == EntityChange::Kind::Removed ? r.removed
+                                             : r.changed)++;
+  }
+  std::erase_if(rows, [](const LayerChanges& r) { return !r.changed && !r.added && !r.removed; });
+  return rows;
+}
+
 }  // namespace amk::ir

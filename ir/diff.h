@@ -45,4 +45,15 @@ std::string format_diff(const DiffResult& d);
 /// The diff as one JSON document ({same, match, summary, changes}).
 std::string diff_to_json(const DiffResult& d);
 
+/// Task changes of one layer (a label's first segment: "L3", "embed", "lm_head").
+struct LayerChanges {
+  std::string layer;
+  size_t changed = 0, added = 0, removed = 0;
+};
+/// Task changes per layer, layers in program order (b's, then what only a has); "(no label)"
+/// gathers unlabelled tasks.
+std::vector<LayerChanges> diff_layers(const DiffResult& d, const Program& a, const Program& b);
+/// The layer a task label belongs to: its text up to the first '.' or '['.
+std::string layer_of(std::string_view label);
+
 }  // namespace amk::ir

@@ -42,7 +42,7 @@ std::string slurp(const std::filesystem::path& p) {
   return ss.str();
 }
 
-RunResult run_amk(const std::vector<std::string>& args) {
+RunResult run_amk(const std::vector<std::string>& args, const std::string& stdin_path) {
   auto dir = temp_dir() / "run";
   std::filesystem::create_directories(dir);
   auto quote = [](const std::string& a) {
@@ -52,7 +52,8 @@ RunResult run_amk(const std::vector<std::string>& args) {
   };
   std::string cmd = quote(amk_binary());
   for (const auto& a : args) cmd += " " + quote(a);
-  cmd += " </dev/null >" + quote((dir / "out").string()) + " 2>" + quote((dir / "err").string());
+  cmd += " <" + quote(stdin_path) + " >" + quote((dir / "out").string()) + " 2>" +
+         quote((dir / "err").string());
   int status = std::system(cmd.c_str());
   RunResult r;
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

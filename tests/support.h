@@ -54,7 +54,8 @@ struct RunResult {
   int rc = -1;
   std::string out, err;
 };
-/// Runs `amk ARGS...` with stdin from /dev/null and captures stdout and stderr.
-RunResult run_amk(const std::vector<std::string>& args);
+/// Runs `amk ARGS...` with stdin from `stdin_path` and captures stdout and stderr.
+RunResult run_amk(const std::vector<std::string>& args,
+                  const std::string& stdin_path = "/dev/null");
 
 }  // namespace amk::test

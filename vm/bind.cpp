@@ -92,28 +92,34 @@ ir::Status Vm::set_input(const StTensor& t, const std::string& origin) {
   return d;
 }
 
+ir::Result<std::vector<int32_t>> decode_input(const ir::Buffer& b, std::span<const int32_t> tokens,
+                                              int32_t pos) {
+  std::vector<int32_t> v(static_cast<size_t>(b.numel()));
+  if (b.name == "token_id") {
+    if (v.size() != tokens.size())
+      return ir::error("vm.binding", fmt::format("input 'token_id' holds {} ids but {} were given",
+                                                 v.size(), tokens.size()));
+    std::copy(tokens.begin(), tokens.end(), v.begin());
+  } else if (b.name == "pos") {
+    std::fill(v.begin(), v.end(), pos);
+  } else if (b.name.starts_with("reshape_id")) {
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(i);
+  } else {
+    return ir::error(
+        "vm.binding",
+        fmt::format("input '{}' is not one a decode step provides (token_id, pos, reshape_id*)",
+                    b.name));
+  }
+  return v;
+}
+
 ir::Status Vm::set_decode_inputs(std::span<const int32_t> tokens, int32_t pos) {
   for (const ir::Buffer& b : im_->prog.buffers) {
     if (b.kind != ir::BufferKind::IO_INPUT) continue;
-    std::vector<int32_t> v(static_cast<size_t>(b.numel()));
-    if (b.name == "token_id") {
-      if (v.size() != tokens.size())
-        return ir::error("vm.binding",
-                         fmt::format("input 'token_id' holds {} ids but {} were given", v.size(),
-                                     tokens.size()));
-      std::copy(tokens.begin(), tokens.end(), v.begin());
-    } else if (b.name == "pos") {
-      std::fill(v.begin(), v.end(), pos);
-    } else if (b.name.starts_with("reshape_id")) {
-      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(i);
-    } else {
-      return ir::error(
-          "vm.binding",
-          fmt::format("input '{}' is not one a decode step provides (token_id, pos, reshape_id*)",
-                      b.name));
-    }
-    StTensor t{b.name, StDType::I32, b.shape, reinterpret_cast<const uint8_t*>(v.data()),
-               v.size() * 4};
+    ir::Result<std::vector<int32_t>> v = decode_input(b, tokens, pos);
+    if (!v) return std::move(v.diagnostics);
+    StTensor t{b.name, StDType::I32, b.shape, reinterpret_cast<const uint8_t*>(v->data()),
+               v->size() * 4};
     if (ir::Status st = set_input(t, "decode inputs"); !st) return st;
   }
   return {};

@@ -112,6 +112,17 @@ ir::Result<std::unique_ptr<SafeTensors>> SafeTensors::open(const std::string& pa
     d.file = path;
     return ir::Result<std::unique_ptr<SafeTensors>>(std::move(d));
   };
+  struct stat pre {};
+  if (path == "-" ||
+      (::stat(path.c_str(), &pre) == 0 && (S_ISFIFO(pre.st_mode) || S_ISCHR(pre.st_mode)))) {
+    // Standard input, a pipe or a device cannot be mapped: read it into memory the object owns.
+    ir::Result<std::string> text = ir::read_file(path);
+    if (!text) return std::move(text.diagnostics);
+    auto owned = std::make_unique<std::string>(std::move(*text));
+    auto f = parse({reinterpret_cast<const uint8_t*>(owned->data()), owned->size()}, path);
+    if (f) (*f)->owned_ = std::move(owned);
+    return f;
+  }
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
   struct stat st {};

@@ -40,7 +40,8 @@ struct StTensor {
 /// A read-only, memory-mapped safetensors file.
 class SafeTensors {
  public:
-  /// Maps and parses `path`; diagnostics name the file, the reason and the header's pointer.
+  /// Maps and parses `path` ("-", a pipe or a device: read into memory); diagnostics name the file,
+  /// the reason and the header's pointer.
   static ir::Result<std::unique_ptr<SafeTensors>> open(const std::string& path);
   /// Parses a file image already in memory (the bytes must outlive the object).
   static ir::Result<std::unique_ptr<SafeTensors>> parse(std::span<const uint8_t> bytes,
@@ -60,6 +61,7 @@ class SafeTensors {
   std::string path_;
   void* map_ = nullptr;
   size_t map_len_ = 0;
+  std::unique_ptr<std::string> owned_;  // the bytes of what cannot be mapped (stdin, a pipe)
   std::vector<StTensor> tensors_;
 };
 

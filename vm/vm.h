@@ -32,6 +32,12 @@ struct TensorStore {
 
 class Image;
 
+/// The values a lowered decode step binds to IO_INPUT `b`: token_id `tokens` (one id per
+/// sequence), pos `pos` in every element, reshape_id* 0..n-1; a `vm.binding` error for another
+/// input or a token count that does not fit.
+ir::Result<std::vector<int32_t>> decode_input(const ir::Buffer& b, std::span<const int32_t> tokens,
+                                              int32_t pos);
+
 /// A loaded program: the arena image plus the bindings of its buffers.
 class Vm {
  public:

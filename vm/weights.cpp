@@ -11,7 +11,9 @@
 
 namespace amk::vm {
 
-std::vector<uint8_t> random_weights_image(const ir::Program& p, uint64_t seed) {
+std::vector<uint8_t> random_weights_image(
+    const ir::Program& p, uint64_t seed,
+    const std::function<void(size_t done, size_t total)>& progress) {
   nlohmann::ordered_json h = nlohmann::ordered_json::object();
   std::vector<const ir::Buffer*> bufs;
   std::set<std::string> keys;
@@ -71,6 +73,7 @@ std::vector<uint8_t> random_weights_image(const ir::Program& p, uint64_t seed) {
       }
     }
     at += n;
+    if (progress) progress(at, off);
   }
   return out;
 }

@@ -2,6 +2,7 @@
 // and helpful errors for unknown commands and options.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -319,7 +320,7 @@ TEST(CliValidate, RepeatedWarningsOfOneRuleAreCountedAfterThreeAndListedInJsonAn
   EXPECT_EQ(count(run_amk({"validate", f, "--all"}).out, "param 'recipe'"), 6u);
   EXPECT_EQ(count(run_amk({"validate", f, "--brief"}).out, "param 'recipe'"), 6u);
   auto j = nlohmann::json::parse(run_amk({"validate", f, "--json"}).out);
-  EXPECT_EQ(j["warnings"].size(), 6u);
+  EXPECT_EQ(j["files"][0]["warnings"].size(), 6u);
 }
 
 TEST(CliLower, OptionsThatDoLessThanTheConfigSaysSayIt) {
@@ -374,6 +375,195 @@ TEST(CliRun, ADecodeStepRunsFromATokenIdAndInputsThatContradictTheProgramAreRefu
   EXPECT_NE(r.err.find("--token-id 5,x"), std::string::npos) << r.err;
   r = run_amk({"run", p, "--weights", w, "--token-id", "5", "--inputs", w});
   EXPECT_EQ(r.rc, 2);
+}
+
+TEST(CliRun, AnInputsTemplateRunsAsTheTokenIdDoesAndAContradictingPosInItIsRefused) {
+  const fs::path dir = test::temp_dir();
+  const std::string p = (dir / "p.json").string(), p3 = (dir / "p3.json").string(),
+                    w = (dir / "w.safetensors").string(), in = (dir / "in.safetensors").string(),
+                    in3 = (dir / "in3.safetensors").string();
+  ASSERT_EQ(run_amk({"lower", "toy-1L", "--pos", "2", "-o", p}).rc, 0);
+  ASSERT_EQ(run_amk({"lower", "toy-1L", "--pos", "3", "-o", p3}).rc, 0);
+  ASSERT_EQ(run_amk({"gen-weights", "toy-1L", "-o", w}).rc, 0);
+  auto r = run_amk({"run", p, "--inputs-template", in, "--token-id", "7"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string a = (dir / "a.safetensors").string(), b = (dir / "b.safetensors").string();
+  ASSERT_EQ(run_amk({"run", p, "--weights", w, "--inputs", in, "-o", a}).rc, 0);
+  ASSERT_EQ(run_amk({"run", p, "--weights", w, "--token-id", "7", "-o", b}).rc, 0);
+  EXPECT_EQ(test::slurp(a), test::slurp(b)) << "the template binds what --token-id binds";
+  // A template of the step at pos 3 contradicts the program lowered at pos 2: refused by key.
+  ASSERT_EQ(run_amk({"run", p3, "--inputs-template", in3}).rc, 0);
+  r = run_amk({"run", p, "--weights", w, "--inputs", in3});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("input 'pos' is 3 but the program was lowered at pos 2"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("in3.safetensors: /pos"), std::string::npos) << r.err;
+  r = run_amk({"run", p, "--inputs-template", in, "--pos", "5"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("/meta/pos"), std::string::npos) << r.err;
+  r = run_amk({"run", p, "--inputs-template", in, "--token-id", "1,2"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("'token_id' holds 1 ids but 2 were given"), std::string::npos) << r.err;
+}
+
+TEST(CliConsistency, ReportingCommandsPrintOneJsonDocumentOnSuccessAndOnFailure) {
+  const fs::path dir = test::temp_dir();
+  const std::string p = (dir / "p.json").string(), w = (dir / "w.safetensors").string(),
+                    kv = (dir / "kv.safetensors").string();
+  auto r = run_amk({"lower", "toy-1L", "-o", p, "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ok"], true);
+  EXPECT_EQ(j["target"], "h100") << "--target defaults to h100 in lower as in generate";
+  EXPECT_EQ(j["tasks"], 27);
+  r = run_amk({"lower", "toy-1L", "-o", p, "--json", "-c", R"({"tiling":{"gemv":{"N_tile":0}}})"});
+  EXPECT_EQ(r.rc, 2);
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ok"], false);
+  EXPECT_EQ(j["errors"][0]["pointer"], "/config/tiling/gemv/N_tile");
+  ASSERT_EQ(run_amk({"gen-weights", "toy-1L", "-o", w}).rc, 0);
+  r = run_amk({"run", p, "--weights", w, "--token-id", "3", "--json", "-o", kv});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tasks"], 27);
+  EXPECT_EQ(j["output"], kv);
+  EXPECT_TRUE(fs::exists(kv)) << "run's -o is --out";
+  r = run_amk({"run", p, "--weights", w, "--token-id", "3", "--pos", "1", "--json"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["errors"][0]["code"], "vm.binding");
+  fs::remove(kv);
+  r = run_amk({"generate", "toy-1L", "--weights", w, "--prompt-ids", "1,2", "--max-tokens", "3",
+               "--json", "-o", kv});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["generated"].size(), 3u);
+  EXPECT_EQ(j["steps"], 4);
+  EXPECT_TRUE(fs::exists(kv)) << "generate's -o is --kv-out";
+  j = nlohmann::json::parse(run_amk({"models", "--json"}).out);
+  ASSERT_TRUE(j.is_array());
+  EXPECT_EQ(j.size(), 6u);
+  EXPECT_EQ(j[0]["name"], "llama-3.2-1b");
+  // validate: one shape for one file or many.
+  const std::string bad = (test::conformance_dir() / "programs/bad_sm_queue_order.json").string();
+  auto one = nlohmann::json::parse(run_amk({"validate", p, "--json"}).out);
+  auto two = nlohmann::json::parse(run_amk({"validate", p, bad, "--json"}).out);
+  EXPECT_EQ(one["ok"], true);
+  ASSERT_EQ(one["files"].size(), 1u);
+  EXPECT_EQ(two["ok"], false);
+  EXPECT_EQ(two["exit"], 1);
+  ASSERT_EQ(two["files"].size(), 2u);
+  EXPECT_EQ(two["files"][0], one["files"][0]);
+  EXPECT_EQ(two["files"][1]["errors"][0]["code"], "sm.queue-order");
+}
+
+TEST(CliConsistency, DashReadsStandardInputWhereverAFileIsRead) {
+  const fs::path dir = test::temp_dir();
+  const std::string p = (dir / "p.json").string(), w = (dir / "w.safetensors").string(),
+                    cfg = (dir / "c.json").string();
+  ASSERT_EQ(run_amk({"lower", "toy-1L", "-o", p}).rc, 0);
+  ASSERT_EQ(run_amk({"gen-weights", "toy-1L", "-o", w}).rc, 0);
+  auto r = run_amk({"fmt", "-"}, p);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, test::slurp(p)) << "fmt - writes the canonical bytes to stdout";
+  EXPECT_EQ(run_amk({"validate", "-"}, p).rc, 0);
+  EXPECT_EQ(run_amk({"info", "-"}, p).rc, 0);
+  EXPECT_EQ(run_amk({"diff", "-", p}, p).rc, 0);
+  r = run_amk({"run", p, "--weights", "-", "--token-id", "1"}, w);
+  EXPECT_EQ(r.rc, 0) << "safetensors from a pipe: " << r.err;
+  std::ofstream(cfg) << R"({"tiling": {"gemv": {"N_tile": 32}}})";
+  EXPECT_EQ(run_amk({"lower", "toy-1L", "-c", "-", "-o", (dir / "q.json").string()}, cfg).rc, 0);
+  const std::string spec = (dir / "m.json").string();
+  std::ofstream(spec) << run_amk({"models", "toy-1L"}).out;
+  EXPECT_EQ(run_amk({"lower", "-", "-o", (dir / "q.json").string()}, spec).rc, 0);
+}
+
+TEST(CliConsistency, HelpListsTheRealOptionsAndNoInternalPositionalNames) {
+  const std::pair<std::string, std::vector<std::string>> positional[] = {
+      {"fmt", {"file"}},         {"validate", {"file"}},
+      {"info", {"file"}},        {"simulate", {"file"}},
+      {"diff", {"a", "b"}},      {"lower", {"model"}},
+      {"search", {"model"}},     {"run", {"program"}},
+      {"generate", {"program"}}, {"gen-weights", {"program"}},
+      {"models", {"model"}},     {"targets", {"target"}}};
+  for (const auto& [c, names] : positional) {
+    auto r = run_amk({c, "--help"});
+    ASSERT_EQ(r.rc, 0) << c;
+    const std::string options = r.out.substr(r.out.find("\noptions:"));
+    for (const std::string& n : names)
+      EXPECT_EQ(options.find("\n  --" + n + " "), std::string::npos)
+          << c << " --help lists --" << n;
+    EXPECT_NE(options.find("-h [ --help ]"), std::string::npos) << c;
+  }
+  EXPECT_NE(run_amk({"run", "--help"}).out.find("--inputs-template"), std::string::npos);
+  EXPECT_NE(run_amk({"run", "--help"}).out.find("-o [ --out ]"), std::string::npos);
+  EXPECT_NE(run_amk({"generate", "--help"}).out.find("-o [ --kv-out ]"), std::string::npos);
+}
+
+TEST(CliGenerate, TargetMeansWhatItMeansInLowerAndRunOnGivenPrograms) {
+  const fs::path dir = test::temp_dir();
+  const std::string p = (dir / "p.json").string(), w = (dir / "w.safetensors").string();
+  ASSERT_EQ(run_amk({"lower", "toy-1L", "-o", p}).rc, 0);
+  ASSERT_EQ(run_amk({"gen-weights", "toy-1L", "-o", w}).rc, 0);
+  const auto base = run_amk({"generate", p, "--weights", w, "--prompt-ids", "4"});
+  ASSERT_EQ(base.rc, 0) << base.err;
+  // Given PROGRAMs, --target is where they are proven and run (as `amk run --target`), never
+  // silently ignored: an unknown one is refused, a real one gives the same ids.
+  auto r = run_amk({"generate", p, "--target", "no-such-gpu", "--weights", w, "--prompt-ids", "4"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("no-such-gpu"), std::string::npos) << r.err;
+  r = run_amk({"generate", p, "--target", "a100", "--weights", w, "--prompt-ids", "4"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, base.out);
+}
+
+TEST(CliProgress, LongWorkReportsOneLinePerStepOnlyWhereAsked) {
+  const fs::path dir = test::temp_dir();
+  const std::string a = (dir / "a.json").string(), b = (dir / "b.json").string(),
+                    w = (dir / "w.safetensors").string();
+  ASSERT_EQ(run_amk({"lower", "toy-2L", "-o", a}).rc, 0);
+  ASSERT_EQ(run_amk({"lower", "toy-2L", "-c", R"({"tiling":{"gemv":{"N_tile":32}}})", "-o", b}).rc,
+            0);
+  // stderr is not a terminal here: nothing but the commands' own lines.
+  auto r = run_amk({"validate", a, b});
+  EXPECT_EQ(r.err.find("loading"), std::string::npos) << r.err;
+  r = run_amk({"diff", a, b});
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  // AMK_PROGRESS=always shows each step (what a terminal sees refreshed in place).
+  ::setenv("AMK_PROGRESS", "always", 1);
+  auto v = run_amk({"validate", a, b});
+  auto d = run_amk({"diff", a, b});
+  auto g = run_amk({"gen-weights", "toy-2L", "-o", w});
+  auto i = run_amk({"info", a});
+  ::unsetenv("AMK_PROGRESS");
+  EXPECT_NE(v.err.find("amk validate: [2/2] validating " + b + " (66 tasks)"), std::string::npos)
+      << v.err;
+  EXPECT_NE(d.err.find("amk diff: comparing 48 and 66 tasks"), std::string::npos) << d.err;
+  EXPECT_NE(g.err.find("amk gen-weights: random weights 100%"), std::string::npos) << g.err;
+  EXPECT_NE(i.err.find("amk info: validating 48 tasks"), std::string::npos) << i.err;
+  EXPECT_EQ(v.out, run_amk({"validate", a, b}).out) << "progress never touches stdout";
+}
+
+TEST(CliDiff, StatSummarisesTaskChangesPerLayerAndThePredictedLatency) {
+  const fs::path dir = test::temp_dir();
+  const std::string a = (dir / "a.json").string(), b = (dir / "b.json").string();
+  ASSERT_EQ(run_amk({"lower", "toy-2L", "-o", a}).rc, 0);
+  ASSERT_EQ(run_amk({"lower", "toy-2L", "-c", R"({"tiling":{"gemv":{"N_tile":32}}})", "-o", b}).rc,
+            0);
+  auto r = run_amk({"diff", a, b, "--stat", "--target", "h100"});
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.out.find("L0                     13        7        0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("L1                     13        7        0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("48 tasks -> 66 tasks (matched by label)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("predicted on h100: "), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(run_amk({"diff", a, b, "--stat", "--json", "-t", "h100"}).out);
+  ASSERT_EQ(j["layers"].size(), 3u);
+  EXPECT_EQ(j["layers"][0]["layer"], "L0");
+  EXPECT_EQ(j["layers"][2]["added"], 4);
+  EXPECT_LT(j["predicted_us"]["b"].get<double>(), j["predicted_us"]["a"].get<double>() * 1.5);
+  r = run_amk({"diff", a, a, "--stat"});
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_EQ(r.out, "programs are the same\n");
+  EXPECT_EQ(run_amk({"diff", a, b, "--target", "h100"}).rc, 2) << "--target needs --stat";
 }
 
 }  // namespace
