@@ -12,7 +12,7 @@ namespace amk::cli {
 
 int cmd_validate(int argc, char** argv) {
   Args args(
-      "amk validate FILE... [--json] [--brief] | amk validate --list-rules",
+      "amk validate FILE... [--json] [--brief] [--all] | amk validate --list-rules",
       "Proves each program deadlock- and race-free: every AMK rule with AMK's verdicts and\n"
       "messages, plus what AMK skips (no task-count cap; counter init, read-only writes, tile\n"
       "bounds and coverage, shapes, page tables). Prints AMK's report shape; each ERROR/warn\n"

@@ -5,7 +5,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "support.h"
@@ -564,6 +567,73 @@ TEST(CliDiff, StatSummarisesTaskChangesPerLayerAndThePredictedLatency) {
   EXPECT_EQ(r.rc, 0);
   EXPECT_EQ(r.out, "programs are the same\n");
   EXPECT_EQ(run_amk({"diff", a, b, "--target", "h100"}).rc, 2) << "--target needs --stat";
+}
+
+// The README's command table as `amk --help` and each command's --help give it: command, usage
+// (whitespace collapsed), options.
+std::string command_table() {
+  auto collapse = [](const std::string& s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '\n' || c == ' ') {
+        if (!out.empty() && out.back() != ' ') out += ' ';
+      } else {
+        out += c == '|' ? std::string("\\|") : std::string(1, c);
+      }
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+  };
+  std::string table = "| command | usage | options |\n|---|---|---|\n";
+  const std::string top = run_amk({"--help"}).out;
+  std::istringstream lines(top.substr(top.find("commands:\n") + 10));
+  for (std::string line; std::getline(lines, line) && line.starts_with("  ");) {
+    const std::string name = line.substr(2, line.find(' ', 2) - 2);
+    const std::string help = run_amk({name, "--help"}).out;
+    const size_t u = help.find("usage: ") + 7;
+    std::vector<std::string> forms;  // each "amk ..." form of the synopsis, collapsed
+    std::istringstream ul(help.substr(u, help.find("\n\n", u) - u));
+    for (std::string l; std::getline(ul, l);) {
+      const std::string c = collapse(l);
+      if (forms.empty() || c.starts_with("amk "))
+        forms.push_back(c);
+      else
+        forms.back() += " " + c;
+    }
+    const std::string usage = fmt::format("{}", fmt::join(forms, "`<br>`"));
+    std::vector<std::string> opts;
+    std::istringstream ol(help.substr(help.find("\noptions:\n") + 10));
+    for (std::string o; std::getline(ol, o);) {
+      if (!o.starts_with("  -")) continue;
+      std::string spec = o.substr(2, o.find("  ", 2) - 2);  // "-o [ --output ] arg"
+      if (spec.ends_with(" arg")) spec.resize(spec.size() - 4);
+      const size_t l = spec.find("[ --");
+      spec = l == std::string::npos
+                 ? spec.substr(0, spec.find(' '))
+                 : spec.substr(0, l - 1) + " " + spec.substr(l + 2, spec.find(" ]") - l - 2);
+      if (spec != "-h --help") opts.push_back("`" + spec + "`");
+    }
+    table += fmt::format("| `{}` | `{}` | {} |\n", name, usage, fmt::join(opts, ", "));
+  }
+  return table;
+}
+
+TEST(Readme, CommandTableMatchesTheHelpOfEveryCommand) {
+  const fs::path readme = test::source_dir() / "README.md";
+  std::string text = test::slurp(readme);
+  const std::string begin = "<!-- commands: scripts/readme-commands writes this table -->\n",
+                    end = "<!-- /commands -->";
+  const size_t b = text.find(begin), e = text.find(end);
+  ASSERT_NE(b, std::string::npos) << "README.md has no command table";
+  ASSERT_NE(e, std::string::npos);
+  const std::string want = command_table();
+  if (std::getenv("AMK_UPDATE_README")) {
+    text.replace(b + begin.size(), e - b - begin.size(), want);
+    std::ofstream(readme) << text;
+    return;
+  }
+  EXPECT_EQ(text.substr(b + begin.size(), e - b - begin.size()), want)
+      << "the README's command table differs from --help: run scripts/readme-commands";
 }
 
 }  // namespace
