@@ -9,15 +9,15 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  amk::ir::LoadResult r = amk::ir::parse_program(text);
-  if (!r.ok()) {
+  amk::ir::Result<amk::ir::Program> r = amk::ir::parse_program(text);
+  if (!r) {
     if (r.diagnostics.empty()) std::abort();  // a refusal must explain itself
     return 0;
   }
-  std::string out = amk::ir::write_program(*r.program);
-  amk::ir::LoadResult again = amk::ir::parse_program(out);
-  if (!again.ok() || !(*again.program == *r.program)) std::abort();
-  if (amk::ir::write_program(*again.program) != out) std::abort();
-  (void)amk::ir::Graph::build(*r.program);
+  std::string out = amk::ir::write_program(*r);
+  amk::ir::Result<amk::ir::Program> again = amk::ir::parse_program(out);
+  if (!again || !(*again == *r)) std::abort();
+  if (amk::ir::write_program(*again) != out) std::abort();
+  (void)amk::ir::Graph::build(*r);
   return 0;
 }

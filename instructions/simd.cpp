@@ -2,8 +2,10 @@
 
 // GCC 12 warns about the placeholder operands inside its own AVX-512 intrinsics when they are
 // inlined here (GCC bug 105593); the warnings are about the header, not this code.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstdlib>

@@ -171,7 +171,9 @@ ir::Result<std::unique_ptr<SafeTensors>> SafeTensors::parse(std::span<const uint
   const size_t data_len = bytes.size() - 8 - hlen;
   std::unique_ptr<SafeTensors> f(new SafeTensors);
   f->path_ = path;
-  for (const auto& [key, v] : h.items()) {
+  for (const auto& item : h.items()) {  // not a structured binding: lambdas below name the key
+    const std::string& key = item.key();
+    const nlohmann::json& v = item.value();
     if (key == "__metadata__") continue;
     const std::string at = "/" + ir::pointer_token(key);
     auto bad = [&](std::string_view what, std::string_view field = {}) {
