@@ -9,6 +9,7 @@
 
 #include "app/decode.h"
 #include "app/machine.h"
+#include "app/view.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/lowering.h"
@@ -23,7 +24,7 @@ int cmd_run(int argc, char** argv) {
       "amk run PROGRAM [--weights W] [--inputs I | --token-id N[,N...] [--pos P]] [--kv KV]\n"
       "               [-o OUT] [--workers N] [--mode M] [--json]\n"
       "               [--sms N] [--target T] [--schedulers N] [--core-threads N]\n"
-      "               [--core-type ID=aic|aiv,...] [--trace T] [--watchdog-ms MS]\n"
+      "               [--core-type ID=aic|aiv,...] [--trace T] [--plot OUT.svg] [--watchdog-ms MS]\n"
       "               [--unsafe-skip-validate]\n"
       "       amk run PROGRAM --inputs-template OUT [--token-id N[,N...]] [--pos P]",
       "Runs a program on the reference VM: loads it (refusing what `amk validate` rejects), binds\n"
@@ -58,6 +59,8 @@ int cmd_run(int argc, char** argv) {
       "SMs of tasks without Task.sm: lpt (AMK's loader) or round-robin")(
       "no-pages", "give every activation its own memory even when the program shares pages")(
       "trace", po::value<std::string>(), "write a Chrome/Perfetto trace JSON")(
+      "plot", po::value<std::string>(),
+      "write the measured run as an SVG timeline (one lane per worker, as `amk plot`)")(
       "unsafe-skip-validate", "run even if the validator rejects the program (watchdog tests)")(
       "json", "print the summary (or the errors) as one JSON document on stdout");
   add_run_options(args);
@@ -131,7 +134,7 @@ int cmd_run(int argc, char** argv) {
   }
   lo.placement = placement == "lpt" ? vm::Placement::Lpt : vm::Placement::RoundRobin;
   vm::TraceRecorder recorder;
-  if (args.has("trace")) ro.observer = &recorder;
+  if (args.has("trace") || args.has("plot")) ro.observer = &recorder;
 
   auto loaded = vm::Vm::load(std::move(*prog), lo);
   if (!loaded) return fail(loaded.diagnostics, path, json);
@@ -163,6 +166,10 @@ int cmd_run(int argc, char** argv) {
   vm::RunResult r = m->run(ro);
   if (args.has("trace") &&
       !write_output(args.get<std::string>("trace"), vm::chrome_trace(m->program(), recorder)))
+    return kUnreadable;
+  if (args.has("plot") &&
+      !write_output(args.get<std::string>("plot"),
+                    app::timeline_svg(m->program(), app::measured_timeline(m->program(), recorder))))
     return kUnreadable;
   if (r.status == vm::RunResult::Status::Stuck) {
     if (json) {

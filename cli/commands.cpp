@@ -20,6 +20,8 @@ std::span<const Command> commands() {
       {"gen-weights", "seeded random weights for a program's WEIGHT/CONST buffers",
        cmd_gen_weights},
       {"diff", "semantic diff of two programs", cmd_diff},
+      {"show", "a line-oriented view for git diff, or the task DAG as Graphviz DOT", cmd_show},
+      {"plot", "the cost model's predicted timeline as SVG (one lane per worker)", cmd_plot},
       {"gen", "generate a synthetic program (llama, mesh, chain, fan)", cmd_gen},
   };
   return kCommands;

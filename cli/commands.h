@@ -19,6 +19,10 @@ int cmd_simulate(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 /// amk generate: greedy decode loop over per-position programs.
 int cmd_generate(int argc, char** argv);
+/// amk show: a line-oriented view for git diff, or the DAG as DOT.
+int cmd_show(int argc, char** argv);
+/// amk plot: the predicted timeline as SVG.
+int cmd_plot(int argc, char** argv);
 /// amk gen-weights: seeded random weights for a program.
 int cmd_gen_weights(int argc, char** argv);
 

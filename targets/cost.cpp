@@ -102,4 +102,21 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const ir::Grap
   return r;
 }
 
+TaskTimes predicted_times(const ir::Program& p, const ir::Target& tg) {
+  const ir::Graph g = ir::Graph::build(p);
+  const int64_t depth = p.config ? p.config->depth() : 2;
+  std::vector<double> ts(p.tasks.size());
+  for (size_t i = 0; i < p.tasks.size(); ++i) ts[i] = task_time_sm_us(p, p.tasks[i], tg, depth);
+  const ir::ScheduleGraph sg(p, g, p.sm_assigned() ? ir::QueueEdges::Loader : ir::QueueEdges::None);
+  const auto lp = ir::longest_path<double>(sg, ts);
+  TaskTimes r;
+  r.acyclic = lp.acyclic;
+  if (!lp.acyclic) return r;
+  r.finish_us = lp.finish;
+  r.start_us.resize(ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) r.start_us[i] = lp.finish[i] - ts[i];
+  r.critical = lp.path();
+  return r;
+}
+
 }  // namespace amk::targets

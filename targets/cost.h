@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "ir/graph.h"
 #include "ir/program.h"
@@ -33,5 +34,15 @@ double task_time_sm_us(const ir::Program& p, const ir::Task& t, const ir::Target
 CostEstimate estimate(const ir::Program& p, const ir::Target& tg);
 /// Likewise with the counter graph of `p` already built (a validator's: Validator::graph()).
 CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const ir::Graph& g);
+
+/// When each task runs in the prediction (the per-SM bandwidth share; per-SM queues in list order
+/// when the program is placed, else dependencies only) and the path that sets the makespan.
+struct TaskTimes {
+  std::vector<double> start_us, finish_us;  ///< by task id
+  std::vector<uint32_t> critical;           ///< the longest path, first task to last
+  bool acyclic = true;                      ///< false: a cycle; nothing else is filled
+};
+/// The predicted start and finish of every task of `p` on `tg`.
+TaskTimes predicted_times(const ir::Program& p, const ir::Target& tg);
 
 }  // namespace amk::targets

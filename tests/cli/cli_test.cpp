@@ -1,6 +1,7 @@
 // Proves the `amk` command's contract: exit codes, byte-identical fmt, atomic outputs, JSON modes
 // and helpful errors for unknown commands and options.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +12,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "ir/fileio.h"
+#include "ir/json_io.h"
 #include "support.h"
 
 namespace amk {
@@ -487,7 +490,8 @@ TEST(CliConsistency, HelpListsTheRealOptionsAndNoInternalPositionalNames) {
       {"diff", {"a", "b"}},      {"lower", {"model"}},
       {"search", {"model"}},     {"run", {"program"}},
       {"generate", {"program"}}, {"gen-weights", {"program"}},
-      {"models", {"model"}},     {"targets", {"target"}}};
+      {"models", {"model"}},     {"show", {"file"}},
+      {"plot", {"file"}},        {"targets", {"target"}}};
   for (const auto& [c, names] : positional) {
     auto r = run_amk({c, "--help"});
     ASSERT_EQ(r.rc, 0) << c;
@@ -634,6 +638,113 @@ TEST(Readme, CommandTableMatchesTheHelpOfEveryCommand) {
   }
   EXPECT_EQ(text.substr(b + begin.size(), e - b - begin.size()), want)
       << "the README's command table differs from --help: run scripts/readme-commands";
+}
+
+// The lines of a text that start with `prefix`.
+std::vector<std::string> lines_with(const std::string& text, const std::string& prefix) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);)
+    if (l.starts_with(prefix)) out.push_back(l);
+  return out;
+}
+
+TEST(CliShow, ALineOrientedViewKeyedByLabelsThatRenumberingLeavesAlone) {
+  const fs::path dir = test::temp_dir();
+  const std::string a = (dir / "a.json").string(), b = (dir / "b.json").string();
+  ASSERT_EQ(run_amk({"lower", "toy-2L", "-o", a}).rc, 0);
+  // b: the same program with every counter id shifted by one (a new counter 0 nobody uses).
+  ir::Program p = test::must(ir::load_program(a));
+  p.counters.insert(p.counters.begin(), ir::Counter{});
+  for (ir::Task& t : p.tasks) {
+    ++t.out_counter;
+    for (ir::Wait& w : t.waits) ++w.counter;
+  }
+  ASSERT_TRUE(test::ok(ir::write_file_atomic(b, ir::write_program(p))));
+  auto sa = run_amk({"show", a, "--target", "h100"}), sb = run_amk({"show", b});
+  ASSERT_EQ(sa.rc, 0) << sa.err;
+  ASSERT_EQ(sb.rc, 0) << sb.err;
+  EXPECT_EQ(lines_with(sa.out, "task "), lines_with(sb.out, "task ")) << "ids never appear";
+  EXPECT_EQ(lines_with(sa.out, "task ").size(), 48u);
+  EXPECT_NE(sa.out.find("task L0.rope_q: ROPE sm 0 head_dim=16 theta=10000.0 | L0.qr.hs, pos -> "
+                        "L0.qr | waits L0.rope_q.reshape >= 1\n"),
+            std::string::npos)
+      << sa.out;
+  EXPECT_NE(sa.out.find("predicted on h100: "), std::string::npos);
+  EXPECT_EQ(lines_with(sb.out, "counter (none): init 0, 0 producers").size(), 1u) << sb.out;
+  EXPECT_NE(sa.out.find("config tiling.gemv.N_tile = 64\n"), std::string::npos);
+  EXPECT_NE(sa.out.find("config page_allocation = \"graph_color\"\n"), std::string::npos);
+  // Tiles of one op are folded in waits: "L0.gate_proj[t0..t3] >= 4".
+  const std::string c = (dir / "c.json").string();
+  ASSERT_EQ(run_amk({"lower", "toy-1L", "-c", R"({"tiling":{"gemv":{"N_tile":32}}})", "-o", c}).rc,
+            0);
+  EXPECT_NE(run_amk({"show", c}).out.find("[t0..t3] >= 4"), std::string::npos);
+  // A ScheduleConfig file: one knob per line.
+  std::ofstream(dir / "s.json")
+      << R"({"tiling": {"gemv": {"N_tile": 32}}, "sm_assignment": {"3": 1}})";
+  auto r = run_amk({"show", (dir / "s.json").string()});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "config tiling.gemv.N_tile = 32\nconfig fusion_grouping = []\nconfig sm_assignment.3 = "
+            "1\nconfig pipelining_depth = 2\nconfig page_allocation = \"graph_color\"\nconfig "
+            "threads_per_block = 256\nconfig smem_bytes_per_block = 0\n")
+      << "the knobs it sets, then the defaults it inherits";
+}
+
+TEST(CliShow, DotIsReadByGraphvizAndFoldsTilesAndLayers) {
+  const fs::path dir = test::temp_dir();
+  const std::string a = (dir / "a.json").string(), d = (dir / "a.dot").string();
+  ASSERT_EQ(run_amk({"lower", "toy-2L", "-c", R"({"tiling":{"gemv":{"N_tile":16}}})", "-o", a}).rc,
+            0);
+  auto count = [](const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  auto full = run_amk({"show", a, "--dot", "-o", d});
+  ASSERT_EQ(full.rc, 0) << full.err;
+  const std::string dot = test::slurp(d);
+  EXPECT_EQ(count(dot, "subgraph cluster_"), 5u) << "embed, L0, L1, final_norm, lm_head";
+  EXPECT_NE(dot.find("label=\"c"), std::string::npos) << "edges are labelled by counter";
+  const std::string svg = (dir / "a.svg").string();
+  ASSERT_EQ(std::system(("dot -Tsvg '" + d + "' -o '" + svg + "'").c_str()), 0);
+  EXPECT_NE(test::slurp(svg).find("<svg"), std::string::npos);
+  const std::string tiles = run_amk({"show", a, "--dot", "--collapse"}).out;
+  const std::string layers = run_amk({"show", a, "--dot", "--layers"}).out;
+  EXPECT_LT(count(tiles, "[label="), count(dot, "[label="));
+  EXPECT_EQ(count(layers, "\\n"), 5u) << layers;
+  EXPECT_EQ(count(layers, "subgraph"), 0u);
+  EXPECT_EQ(run_amk({"show", a, "--collapse", "tiles"}).rc, 2) << "--collapse needs --dot";
+}
+
+// Lanes of an SVG timeline counted by Python's XML parser (which also proves it well-formed).
+int svg_lanes(const std::string& path) {
+  const std::string py =
+      "import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); "
+      "sys.exit(sum(g.getAttribute('class') == 'lane' for g in d.getElementsByTagName('g')) % 256)";
+  const int st = std::system(("python3 -c \"" + py + "\" '" + path + "'").c_str());
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(CliPlot, PredictedAndMeasuredTimelinesAreWellFormedSvgWithOneLanePerWorker) {
+  const fs::path dir = test::temp_dir();
+  const std::string a = (dir / "a.json").string(), w = (dir / "w.safetensors").string(),
+                    p = (dir / "p.svg").string(), m = (dir / "m.svg").string();
+  ASSERT_EQ(run_amk({"lower", "toy-1L", "-t", "a2a3", "-o", a}).rc, 0);
+  auto r = run_amk({"plot", a, "-o", p});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(svg_lanes(p), 72) << "a2a3: 24 AIC + 48 AIV cores";
+  const std::string svg = test::slurp(p);
+  EXPECT_NE(svg.find("weight-streaming floor"), std::string::npos);
+  EXPECT_NE(svg.find("class=\"task critical\""), std::string::npos);
+  EXPECT_NE(svg.find("<title>L0.q_proj[t0] (GEMV_TILE)"), std::string::npos);
+  ASSERT_EQ(run_amk({"plot", a, "-t", "l4", "-o", p}).rc, 0);
+  EXPECT_EQ(svg_lanes(p), 58) << "l4: 58 SMs";
+  ASSERT_EQ(run_amk({"gen-weights", "toy-1L", "-o", w}).rc, 0);
+  r = run_amk(
+      {"run", a, "--weights", w, "--token-id", "2", "--mode", "sm", "--sms", "8", "--plot", m});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(svg_lanes(m), 8);
 }
 
 }  // namespace
