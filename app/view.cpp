@@ -311,8 +311,10 @@ std::optional<Timeline> predicted_timeline(const ir::Program& p, const targets::
                              ? compact(p.meta.json()["model"])
                              : std::string("program"),
                          t.record.name, cost.makespan_us);
-  for (const targets::WorkerKind& w : t.workers)
-    for (int64_t i = 0; i < w.count; ++i) tl.lanes.push_back(fmt::format("{} {}", w.kind, i));
+  // Lanes are the workers a task's `sm` indexes; named by kind where the target has one kind (a
+  // lowering for a mixed chip indexes one pool, so there they are "worker i").
+  const std::string kind = t.workers.size() == 1 ? t.workers[0].kind : std::string("worker");
+  for (int64_t i = 0; i < t.num_workers(); ++i) tl.lanes.push_back(fmt::format("{} {}", kind, i));
   if (tl.lanes.empty()) tl.lanes.push_back("SM 0");
   const bool placed = p.sm_assigned();
   std::vector<double> lane_free;  // unplaced: the fewest lanes that hold the tasks
@@ -453,8 +455,9 @@ std::string timeline_svg(const ir::Program& p, const Timeline& t) {
     out += fmt::format(
         "<g class=\"mark\"><line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" "
         "stroke=\"#333\" stroke-dasharray=\"4 3\"/><text x=\"{0:.1f}\" y=\"{3}\" "
-        "text-anchor=\"end\">{4} {5:.1f} us</text></g>\n",
-        x_of(us), kTop - 4, axis_y, kTop - 6 - (name.size() % 2) * 10, esc(name), us);
+        "text-anchor=\"{6}\">{4} {5:.1f} us</text></g>\n",
+        x_of(us), kTop - 4, axis_y, kTop - 6 - (name.size() % 2) * 10, esc(name), us,
+        x_of(us) < kWidth / 2 ? "start" : "end");
   }
   // Legend: ops and the critical path.
   double lx = kLeft, ly = axis_y + 34;

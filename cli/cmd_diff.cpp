@@ -1,17 +1,25 @@
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <sstream>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "app/view.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "ir/diff.h"
+#include "ir/fileio.h"
+#include "ir/json_io.h"
+#include "lower/config.h"
 #include "targets/cost.h"
 #include "targets/target.h"
 
@@ -79,24 +87,94 @@ std::string stat_json(const ir::DiffResult& d, const ir::Program& a, const ir::P
   return j.dump(2) + "\n";
 }
 
+// Two ScheduleConfig files (neither a program): their knob lines that differ, "- " and "+ ".
+// nullopt when either file is a program (or unreadable: the program path reports it).
+std::optional<int> config_diff(const std::string& a, const std::string& b) {
+  for (const std::string& f : {a, b}) {  // configs are small files; a program is never read twice
+    std::error_code ec;
+    if (f == "-" || std::filesystem::file_size(f, ec) > (1u << 20) || ec) return std::nullopt;
+  }
+  ir::Result<std::string> ta = ir::read_file(a), tb = ir::read_file(b);
+  if (!ta || !tb || ir::looks_like_program(*ta) || ir::looks_like_program(*tb)) return std::nullopt;
+  ir::Result<ir::ScheduleConfig> ca = lower::parse_config(*ta, a), cb = lower::parse_config(*tb, b);
+  if (!ca) return fail(ca.diagnostics, a);
+  if (!cb) return fail(cb.diagnostics, b);
+  auto lines = [](const std::string& s) {
+    std::vector<std::string> out;
+    std::istringstream in(s);
+    for (std::string l; std::getline(in, l);) out.push_back(l);
+    return out;
+  };
+  const auto la = lines(app::show_config(*ca)), lb = lines(app::show_config(*cb));
+  std::string out;
+  for (const std::string& l : la)
+    if (std::find(lb.begin(), lb.end(), l) == lb.end()) out += "- " + l + "\n";
+  for (const std::string& l : lb)
+    if (std::find(la.begin(), la.end(), l) == la.end()) out += "+ " + l + "\n";
+  std::cout << (out.empty() ? "configs are the same\n" : out);
+  return out.empty() ? kOk : kRejected;
+}
+
+// git's external diff: PATH OLD OLD-HEX OLD-MODE NEW NEW-HEX NEW-MODE.
+int git_diff(const std::vector<std::string>& f) {
+  const std::string& path = f[0];
+  std::cout << fmt::format("diff --amk a/{0} b/{0}\n", path) << std::flush;
+  const bool added = f[1] == "/dev/null", deleted = f[4] == "/dev/null";
+  if (added || deleted) {
+    const std::string& file = added ? f[4] : f[1];
+    ir::Result<std::string> text = ir::read_file(file);
+    if (text && ir::looks_like_program(*text)) {
+      ir::Result<ir::Program> p = ir::parse_program(*text);
+      if (p) {
+        std::cout << fmt::format("{} program: {} tasks, {} buffers, {} counters\n",
+                                 added ? "new" : "deleted", p->tasks.size(), p->buffers.size(),
+                                 p->counters.size());
+        return kOk;
+      }
+    }
+    std::cout << fmt::format("{} file\n", added ? "new" : "deleted");
+    return kOk;
+  }
+  if (config_diff(f[1], f[4])) return kOk;
+  auto a = load(f[1], false), b = load(f[4], false);
+  if (!a || !b) {
+    std::cout << "(not a program amk can read; see the messages above)\n";
+    return kOk;  // git stops at a failing external diff: report and let it go on
+  }
+  std::cout << ir::format_diff(ir::diff_programs(*a, *b, ir::DiffMatch::Auto));
+  return kOk;
+}
+
 }  // namespace
 
 int cmd_diff(int argc, char** argv) {
-  Args args("amk diff A B [--json] [--match auto|id|label] [--stat [--target T]]",
-            "Semantic diff of two programs. Tasks are matched by label when labels are unique in\n"
-            "both (else by id), buffers by name; waits compare by which producers and threshold,\n"
-            "so renumbered ids are not reported. --stat prints a summary instead: tasks changed,\n"
-            "added and removed per layer, the other entities' counts and, with --target, the\n"
-            "cost model's predicted latency of each side. Exit 0 same, 1 different, 2 unreadable.");
-  args.add()("a", po::value<std::string>()->required(), "first program")(
-      "b", po::value<std::string>()->required(), "second program")("json", "print JSON")(
-      "match", po::value<std::string>()->default_value("auto"), "auto, id or label")(
+  Args args(
+      "amk diff A B [--json] [--match auto|id|label] [--stat [--target T]]\n"
+      "       amk diff PATH OLD OLD-HEX OLD-MODE NEW NEW-HEX NEW-MODE   (git's external diff)",
+      "Semantic diff of two programs. Tasks are matched by label when labels are unique in\n"
+      "both (else by id), buffers by name; waits compare by which producers and threshold,\n"
+      "so renumbered ids are not reported. --stat prints a summary instead: tasks changed,\n"
+      "added and removed per layer, the other entities' counts and, with --target, the\n"
+      "cost model's predicted latency of each side. Two ScheduleConfig files are compared knob\n"
+      "by knob. Exit 0 same, 1 different, 2 unreadable.\n"
+      "Given git's seven arguments (GIT_EXTERNAL_DIFF, diff.<driver>.command; `amk git-setup`\n"
+      "sets it up) it prints a `diff --amk` section per file, /dev/null for an added or deleted\n"
+      "file, and exits 0 so git goes on.");
+  args.add()("files", po::value<std::vector<std::string>>(), "A B, or git's seven arguments")(
+      "json", "print JSON")("match", po::value<std::string>()->default_value("auto"),
+                            "auto, id or label")(
       "stat", "summary: task changes per layer, other entities' counts")(
       "target,t", po::value<std::string>(),
       "--stat: the predicted latency of both programs on this target");
-  args.positional("a", 1);
-  args.positional("b", 1);
+  args.positional("files", -1);
   if (auto rc = args.parse(argc, argv)) return *rc;
+  const auto files =
+      args.has("files") ? args.get<std::vector<std::string>>("files") : std::vector<std::string>();
+  if (files.size() == 7) return git_diff(files);
+  if (files.size() != 2) {
+    std::cerr << "amk diff: give two files A B (or git's seven external-diff arguments)\n";
+    return kUnreadable;
+  }
   const bool json = args.has("json");
   if (args.has("target") && !args.has("stat")) {
     std::cerr << "amk diff: --target goes with --stat\n";
@@ -116,12 +194,13 @@ int cmd_diff(int argc, char** argv) {
     std::cerr << "amk diff: --match must be auto, id or label\n";
     return kUnreadable;
   }
+  if (auto rc = config_diff(files[0], files[1])) return *rc;
   Progress progress("amk diff");
-  progress.step("loading " + sized(args.get<std::string>("a")));
-  auto a = load(args.get<std::string>("a"), json);
+  progress.step("loading " + sized(files[0]));
+  auto a = load(files[0], json);
   if (!a) return kUnreadable;
-  progress.step("loading " + sized(args.get<std::string>("b")));
-  auto b = load(args.get<std::string>("b"), json);
+  progress.step("loading " + sized(files[1]));
+  auto b = load(files[1], json);
   if (!b) return kUnreadable;
   progress.step(fmt::format("comparing {} and {} tasks", a->tasks.size(), b->tasks.size()));
   ir::DiffResult d = ir::diff_programs(*a, *b, match);

@@ -22,6 +22,10 @@ std::span<const Command> commands() {
       {"diff", "semantic diff of two programs", cmd_diff},
       {"show", "a line-oriented view for git diff, or the task DAG as Graphviz DOT", cmd_show},
       {"plot", "the cost model's predicted timeline as SVG (one lane per worker)", cmd_plot},
+      {"merge", "three-way merge of schedules (git's merge driver; never writes an unsafe one)",
+       cmd_merge},
+      {"git-setup", "set git up: textconv, external diff and merge driver for schedules",
+       cmd_git_setup},
       {"gen", "generate a synthetic program (llama, mesh, chain, fan)", cmd_gen},
   };
   return kCommands;

@@ -21,6 +21,10 @@ int cmd_run(int argc, char** argv);
 int cmd_generate(int argc, char** argv);
 /// amk show: a line-oriented view for git diff, or the DAG as DOT.
 int cmd_show(int argc, char** argv);
+/// amk merge: git's three-way merge driver for schedules.
+int cmd_merge(int argc, char** argv);
+/// amk git-setup: attributes and config for the diff and merge drivers.
+int cmd_git_setup(int argc, char** argv);
 /// amk plot: the predicted timeline as SVG.
 int cmd_plot(int argc, char** argv);
 /// amk gen-weights: seeded random weights for a program.

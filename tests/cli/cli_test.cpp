@@ -487,11 +487,12 @@ TEST(CliConsistency, HelpListsTheRealOptionsAndNoInternalPositionalNames) {
   const std::pair<std::string, std::vector<std::string>> positional[] = {
       {"fmt", {"file"}},         {"validate", {"file"}},
       {"info", {"file"}},        {"simulate", {"file"}},
-      {"diff", {"a", "b"}},      {"lower", {"model"}},
+      {"diff", {"files"}},       {"lower", {"model"}},
       {"search", {"model"}},     {"run", {"program"}},
       {"generate", {"program"}}, {"gen-weights", {"program"}},
       {"models", {"model"}},     {"show", {"file"}},
-      {"plot", {"file"}},        {"targets", {"target"}}};
+      {"plot", {"file"}},        {"merge", {"files"}},
+      {"targets", {"target"}}};
   for (const auto& [c, names] : positional) {
     auto r = run_amk({c, "--help"});
     ASSERT_EQ(r.rc, 0) << c;

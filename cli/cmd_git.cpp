@@ -1,0 +1,170 @@
+// The git integration: `amk merge` (git's merge driver) and `amk git-setup`.
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "app/command.h"
+#include "app/merge.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "ir/fileio.h"
+#include "ir/json_io.h"
+
+namespace amk::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The attributes lines git-setup writes: programs and ScheduleConfig files.
+constexpr const char* kAttributes[] = {"*.amk.json diff=amk merge=amk",
+                                       "*.schedule.json diff=amk merge=amk"};
+
+std::string sh_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// The running binary's absolute path (what git will call).
+std::string self_path() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("amk");
+}
+
+// Runs a git command; its stdout (trailing newline dropped), or the error it printed.
+ir::Result<std::string> git(const std::string& args) {
+  ir::Result<app::CommandOutput> r = app::run_command("git " + args, 60);
+  if (!r) return r.diagnostics;
+  if (r->status != 0)
+    return ir::error("git.failed",
+                     fmt::format("git {}: {}", args, r->err.empty() ? "failed" : r->err));
+  std::string out = r->out;
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+int cmd_merge(int argc, char** argv) {
+  Args args(
+      "amk merge BASE OURS THEIRS [-o OUT]",
+      "Three-way merge of schedules (git's merge driver: `amk merge %O %A %B`, set up by\n"
+      "`amk git-setup`). ScheduleConfig files merge knob by knob: changes to different\n"
+      "knobs, `tiling` entries, `sm_assignment` keys or `fusion_grouping` entries combine; the\n"
+      "same knob changed two ways is a conflict naming its JSON pointer and both values.\n"
+      "Programs merge task by task (matched by label; buffers by name, counters by their\n"
+      "producers, waits as sets), and the merged program is validated before it is written:\n"
+      "if the two sides are each fine but unsafe together, the merge is a conflict naming the\n"
+      "rule and the tasks. The result (canonical bytes) replaces OURS atomically, or goes to\n"
+      "-o. Exit 0 merged, 1 conflict (nothing written), 2 unreadable input.");
+  args.add()("files", po::value<std::vector<std::string>>(), "BASE OURS THEIRS")(
+      "output,o", po::value<std::string>(), "write the merge here (default: over OURS)");
+  args.positional("files", -1);
+  if (auto rc = args.parse(argc, argv)) return *rc;
+  const auto files =
+      args.has("files") ? args.get<std::vector<std::string>>("files") : std::vector<std::string>();
+  if (files.size() != 3) {
+    std::cerr << "amk merge: give BASE OURS THEIRS\n";
+    return kUnreadable;
+  }
+  std::vector<std::string> text;
+  for (const std::string& f : files) {
+    ir::Result<std::string> t = ir::read_file(f);
+    if (!t) return fail(t.diagnostics, f);
+    text.push_back(std::move(*t));
+  }
+  const bool program = ir::looks_like_program(text[1]);
+  ir::Result<std::string> merged = program ? app::merge_program_texts(text[0], text[1], text[2])
+                                           : app::merge_config_texts(text[0], text[1], text[2]);
+  if (!merged) {
+    std::cerr << fmt::format("amk merge: {} left as it was:\n", files[1]);
+    return fail(merged.diagnostics, files[1]);
+  }
+  const std::string out = args.has("output") ? args.get<std::string>("output") : files[1];
+  if (!write_output(out, *merged)) return kUnreadable;
+  std::cerr << fmt::format("amk merge: merged {} ({}); validated\n", out,
+                           program ? "program" : "ScheduleConfig");
+  return kOk;
+}
+
+int cmd_git_setup(int argc, char** argv) {
+  Args args(
+      "amk git-setup [--global] [--print]",
+      "Sets git up for schedules in this repository (or, with --global, for every\n"
+      "repository of this user): .gitattributes lines marking `*.amk.json` programs and\n"
+      "`*.schedule.json` ScheduleConfigs `diff=amk merge=amk`, and the matching config:\n"
+      "diff.amk.textconv (`amk show`, a line view for `git diff --no-ext-diff`, `git log -p`\n"
+      "and blame), diff.amk.command (`amk diff`, the semantic diff `git diff` shows) and\n"
+      "merge.amk.driver (`amk merge %O %A %B`, which never writes an unsafe schedule).\n"
+      "Idempotent; --print shows what it would write and changes nothing.");
+  args.add()("global", "set up the user's git config and attributes file")(
+      "print", "print what would be written; change nothing");
+  if (auto rc = args.parse(argc, argv)) return *rc;
+  const bool global = args.has("global"), dry = args.has("print");
+  const std::string amk = self_path();
+  std::string attributes;
+  if (global) {
+    ir::Result<std::string> f = git("config --global --get core.attributesFile");
+    if (f && !f->empty()) {
+      attributes = *f;
+    } else {
+      const char* xdg = std::getenv("XDG_CONFIG_HOME");
+      const char* home = std::getenv("HOME");
+      attributes = xdg && *xdg ? fmt::format("{}/git/attributes", xdg)
+                               : fmt::format("{}/.config/git/attributes", home ? home : ".");
+    }
+  } else {
+    ir::Result<std::string> top = git("rev-parse --show-toplevel");
+    if (!top) {
+      std::cerr << "amk git-setup: not inside a git repository (use --global for every one)\n";
+      return kUnreadable;
+    }
+    attributes = *top + "/.gitattributes";
+  }
+  const std::vector<std::pair<std::string, std::string>> config = {
+      {"diff.amk.textconv", amk + " show"},
+      {"diff.amk.command", amk + " diff"},
+      {"merge.amk.name", "amk: three-way merge of schedules, validated before it is written"},
+      {"merge.amk.driver", amk + " merge %O %A %B"},
+  };
+  // The attributes lines still missing.
+  std::string have;
+  if (fs::exists(attributes)) {
+    ir::Result<std::string> t = ir::read_file(attributes);
+    if (!t) return fail(t.diagnostics, attributes);
+    have = *t;
+  }
+  std::string add;
+  for (const char* line : kAttributes)
+    if (have.find(line) == std::string::npos) add += std::string(line) + "\n";
+  if (dry) {
+    std::cout << fmt::format("# {}\n{}", attributes, add.empty() ? "# (already there)\n" : add);
+    for (const auto& [k, v] : config)
+      std::cout << fmt::format("git config{} {} {}\n", global ? " --global" : "", k, sh_quote(v));
+    return kOk;
+  }
+  if (!add.empty()) {
+    if (!have.empty() && have.back() != '\n') have += '\n';
+    std::error_code ec;
+    fs::create_directories(fs::path(attributes).parent_path(), ec);
+    if (!write_output(attributes, have + add)) return kUnreadable;
+  }
+  for (const auto& [k, v] : config) {
+    ir::Result<std::string> r =
+        git(fmt::format("config{} {} {}", global ? " --global" : "", k, sh_quote(v)));
+    if (!r) return fail(r.diagnostics, "amk git-setup");
+  }
+  std::cerr << fmt::format("amk git-setup: {} ({}), {} git config entr{} ({})\n", attributes,
+                           add.empty() ? "already there" : "lines added", config.size(),
+                           config.size() == 1 ? "y" : "ies", global ? "global" : "this repository");
+  return kOk;
+}
+
+}  // namespace amk::cli

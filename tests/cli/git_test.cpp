@@ -1,0 +1,179 @@
+// Proves the git integration with real git in temporary repositories: amk git-setup, the textconv
+// view and the external diff, the merge driver (knob-level for configs, task-level and proven for
+// programs) and the pre-commit hook.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "ir/fileio.h"
+#include "ir/json_io.h"
+#include "support.h"
+
+namespace amk {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_amk;
+
+// A shell command run in `dir` with git's identity and HOME set to the test's own folder.
+struct Sh {
+  int rc = -1;
+  std::string out;
+};
+Sh sh(const fs::path& dir, const std::string& cmd) {
+  const fs::path log = dir.parent_path() / "sh.log";
+  const std::string full =
+      "cd '" + dir.string() + "' && export HOME='" + dir.parent_path().string() +
+      "' GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com "
+      "GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com PATH='" +
+      fs::path(test::amk_binary()).parent_path().string() + "':\"$PATH\" && (" + cmd + ") >'" +
+      log.string() + "' 2>&1";
+  const int st = std::system(full.c_str());
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, test::slurp(log)};
+}
+
+// A fresh repository with amk's drivers set up and one commit of `files`.
+fs::path repo(const std::vector<std::pair<std::string, std::string>>& files) {
+  const fs::path dir = test::temp_dir() / "repo";
+  fs::create_directories(dir);
+  EXPECT_EQ(sh(dir, "git init -q -b main").rc, 0);
+  EXPECT_EQ(sh(dir, "amk git-setup").rc, 0);
+  for (const auto& [name, text] : files) std::ofstream(dir / name) << text;
+  const Sh c = sh(dir, "git add -A && git commit -q -m base");
+  EXPECT_EQ(c.rc, 0) << c.out;
+  return dir;
+}
+
+TEST(GitSetup, WritesAttributesAndConfigOnceAndPrintsWhatItWould) {
+  const fs::path dir = repo({});
+  ASSERT_EQ(sh(dir, "amk git-setup && amk git-setup").rc, 0) << "idempotent";
+  const std::string attrs = test::slurp(dir / ".gitattributes");
+  EXPECT_EQ(attrs, "*.amk.json diff=amk merge=amk\n*.schedule.json diff=amk merge=amk\n");
+  const Sh cfg = sh(dir, "git config --get merge.amk.driver && git config --get diff.amk.textconv");
+  EXPECT_NE(cfg.out.find(" merge %O %A %B\n"), std::string::npos) << cfg.out;
+  EXPECT_NE(cfg.out.find(" show\n"), std::string::npos) << cfg.out;
+  const Sh print = sh(dir, "amk git-setup --print");
+  EXPECT_NE(print.out.find("(already there)"), std::string::npos) << print.out;
+  EXPECT_NE(print.out.find("git config diff.amk.command"), std::string::npos) << print.out;
+  EXPECT_NE(sh(test::temp_dir(), "amk git-setup").rc, 0) << "outside a repository";
+}
+
+TEST(GitDiff, TextconvShowsLabelledLinesAndTheExternalDiffIsSemantic) {
+  const fs::path tmp = test::temp_dir();
+  const std::string a = (tmp / "a.json").string(), b = (tmp / "b.json").string();
+  ASSERT_EQ(run_amk({"lower", "toy-1L", "-o", a}).rc, 0);
+  ASSERT_EQ(run_amk({"lower", "toy-1L", "-c", R"({"tiling":{"gemv":{"N_tile":32}}})", "-o", b}).rc,
+            0);
+  const fs::path dir = repo({{"p.amk.json", test::slurp(a)}});
+  fs::copy_file(b, dir / "p.amk.json", fs::copy_options::overwrite_existing);
+  const Sh ext = sh(dir, "git diff");
+  ASSERT_EQ(ext.rc, 0) << ext.out;
+  EXPECT_NE(ext.out.find("diff --amk a/p.amk.json b/p.amk.json"), std::string::npos) << ext.out;
+  EXPECT_NE(ext.out.find("config.tiling.gemv.N_tile: 64 -> 32"), std::string::npos) << ext.out;
+  const Sh conv = sh(dir, "git diff --no-ext-diff");
+  EXPECT_NE(conv.out.find("+task L0.q_proj[t1]: GEMV_TILE"), std::string::npos) << conv.out;
+  EXPECT_EQ(conv.out.find("\"id\""), std::string::npos) << "the view, not the JSON";
+  // An added file: git passes /dev/null.
+  std::ofstream(dir / "c.schedule.json") << R"({"tiling": {"gemv": {"N_tile": 16}}})";
+  const Sh added = sh(dir, "git add c.schedule.json && git diff --cached -- c.schedule.json");
+  EXPECT_EQ(added.rc, 0) << added.out;
+  EXPECT_NE(added.out.find("new file"), std::string::npos) << added.out;
+}
+
+TEST(GitMerge, DifferentKnobsMergeCleanlyAndTheSameKnobConflicts) {
+  const fs::path dir =
+      repo({{"c.schedule.json",
+             R"({"tiling": {"gemv": {"N_tile": 64}}, "sm_assignment": "load_balance"})"}});
+  auto edit = [&](const std::string& branch, const std::string& text) {
+    std::ofstream(dir / "c.schedule.json") << text;
+    return sh(dir, "git checkout -q -b " + branch + " main && git commit -qam " + branch +
+                       " && git checkout -q main");
+  };
+  ASSERT_EQ(
+      edit("tile", R"({"tiling": {"gemv": {"N_tile": 32}}, "sm_assignment": "load_balance"})").rc,
+      0);
+  ASSERT_EQ(
+      edit("place", R"({"tiling": {"gemv": {"N_tile": 64}}, "sm_assignment": "round_robin"})").rc,
+      0);
+  ASSERT_EQ(
+      edit("retile", R"({"tiling": {"gemv": {"N_tile": 16}}, "sm_assignment": "load_balance"})").rc,
+      0);
+  Sh m = sh(dir, "git checkout -q -b merged tile && git merge -q --no-edit place");
+  ASSERT_EQ(m.rc, 0) << m.out;
+  const std::string merged = test::slurp(dir / "c.schedule.json");
+  EXPECT_NE(merged.find("\"N_tile\": 32"), std::string::npos) << merged;
+  EXPECT_NE(merged.find("\"round_robin\""), std::string::npos) << merged;
+  m = sh(dir, "git checkout -q -b clash tile && git merge -q --no-edit retile");
+  EXPECT_NE(m.rc, 0) << "the same knob changed two ways";
+  EXPECT_NE(m.out.find("/tiling/gemv/N_tile: error[merge.conflict]: changed two ways: ours 32, "
+                       "theirs 16 (base 64)"),
+            std::string::npos)
+      << m.out;
+  EXPECT_NE(test::slurp(dir / "c.schedule.json").find("\"N_tile\": 32"), std::string::npos)
+      << "ours untouched";
+}
+
+TEST(GitMerge, ProgramEditsThatAreEachValidButRaceTogetherAreRefusedNamingTheRule) {
+  const fs::path fix = test::source_dir() / "tests/cli/merge";
+  const fs::path dir = repo({{"p.amk.json", test::slurp(fix / "base.amk.json")}});
+  auto branch = [&](const std::string& name, const fs::path& file) {
+    fs::copy_file(file, dir / "p.amk.json", fs::copy_options::overwrite_existing);
+    return sh(dir, "git checkout -q -b " + name + " main && git commit -qam " + name +
+                       " && git checkout -q main");
+  };
+  ASSERT_EQ(branch("ours", fix / "ours.amk.json").rc, 0);
+  ASSERT_EQ(branch("theirs", fix / "theirs.amk.json").rc, 0);
+  for (const char* f : {"base", "ours", "theirs"})
+    EXPECT_EQ(run_amk({"validate", (fix / (std::string(f) + ".amk.json")).string()}).rc, 0) << f;
+  const Sh m = sh(dir, "git checkout -q ours && git merge -q --no-edit theirs");
+  EXPECT_NE(m.rc, 0);
+  EXPECT_NE(m.out.find("error[merge.unsafe]"), std::string::npos) << m.out;
+  EXPECT_NE(m.out.find("error[race.raw]: task 2 (C) reads buffer #1 ('a')"), std::string::npos)
+      << m.out;
+  EXPECT_EQ(test::slurp(dir / "p.amk.json"), test::slurp(fix / "ours.amk.json"))
+      << "nothing written";
+  // Disjoint edits that stay safe combine: ours re-estimates task A, theirs places task C.
+  ir::Program base = test::must(ir::load_program((fix / "base.amk.json").string()));
+  ir::Program ours = base, theirs = base;
+  ours.tasks[0].est_bytes = 4096;
+  theirs.tasks[2].sm = 1;
+  const fs::path tmp = test::temp_dir();
+  for (auto [name, p] : {std::pair{"o.amk.json", &ours}, {"t.amk.json", &theirs}})
+    ASSERT_TRUE(test::ok(ir::write_file_atomic((tmp / name).string(), ir::write_program(*p))));
+  auto r = run_amk({"merge", (fix / "base.amk.json").string(), (tmp / "o.amk.json").string(),
+                    (tmp / "t.amk.json").string()});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const ir::Program merged = test::must(ir::load_program((tmp / "o.amk.json").string()));
+  EXPECT_EQ(merged.tasks[0].est_bytes, 4096);
+  EXPECT_EQ(merged.tasks[2].sm, 1);
+  EXPECT_EQ(merged.tasks.size(), 3u);
+}
+
+TEST(GitHooks, PreCommitRefusesAnUnsafeProgramAndRewritesANonCanonicalOne) {
+  const fs::path dir = repo({});
+  const std::string hook = (test::source_dir() / "scripts/git-hooks/pre-commit").string();
+  ASSERT_EQ(sh(dir, "cp '" + hook + "' .git/hooks/pre-commit").rc, 0);
+  const fs::path bad = test::conformance_dir() / "programs/bad_sm_queue_order.json";
+  fs::copy_file(bad, dir / "bad.amk.json");
+  Sh c = sh(dir, "git add bad.amk.json && git commit -q -m bad");
+  EXPECT_NE(c.rc, 0) << c.out;
+  EXPECT_NE(c.out.find("amk-validate: bad.amk.json is rejected"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("sm.queue-order"), std::string::npos) << c.out;
+  ASSERT_EQ(sh(dir, "git rm -q --cached bad.amk.json && rm bad.amk.json").rc, 0);
+  // A valid program in non-canonical bytes: the hook rewrites it and stops the commit once.
+  const std::string good = test::slurp(test::source_dir() / "tests/cli/merge/base.amk.json");
+  std::ofstream(dir / "good.amk.json") << good << "\n\n";
+  c = sh(dir, "git add good.amk.json && git commit -q -m good");
+  EXPECT_NE(c.rc, 0) << c.out;
+  EXPECT_NE(c.out.find("amk-fmt: good.amk.json was not in canonical bytes"), std::string::npos)
+      << c.out;
+  EXPECT_EQ(test::slurp(dir / "good.amk.json"), good);
+  c = sh(dir, "git add good.amk.json && git commit -q -m good");
+  EXPECT_EQ(c.rc, 0) << c.out;
+}
+
+}  // namespace
+}  // namespace amk
