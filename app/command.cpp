@@ -15,16 +15,21 @@
 
 namespace amk::app {
 
-namespace {
-
-// Single-quotes a word for /bin/sh.
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
 }
 
-}  // namespace
+ir::Result<std::string> run_git(const std::string& dir, const std::string& args) {
+  ir::Result<CommandOutput> r = run_command(
+      "git " + (dir.empty() ? std::string() : "-C " + shell_quote(dir) + " ") + args, 120);
+  if (!r) return r.diagnostics;
+  if (r->status != 0)
+    return ir::error("git.failed",
+                     fmt::format("git {}: {}", args, r->err.empty() ? "failed" : r->err));
+  return r->out;
+}
 
 ir::Result<CommandOutput> run_command(const std::string& command, double timeout_s) {
   int out_pipe[2], err_pipe[2];

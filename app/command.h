@@ -19,6 +19,12 @@ struct CommandOutput {
 /// start is `command.start`.
 ir::Result<CommandOutput> run_command(const std::string& command, double timeout_s);
 
+/// Single-quotes a word for /bin/sh.
+std::string shell_quote(const std::string& s);
+/// Runs `git ARGS` (ARGS quoted for the shell) in `dir` ("": the current folder) for at most two
+/// minutes: its stdout, or a `git.failed` error carrying what git printed.
+ir::Result<std::string> run_git(const std::string& dir, const std::string& args);
+
 /// The --measure seam: runs `command PATH` (or `command` with "{}" replaced by PATH) and reads a
 /// latency in µs, the last number it prints. A failing, hanging or silent command is an error
 /// (`search.measure`) saying why.

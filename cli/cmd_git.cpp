@@ -1,20 +1,26 @@
-// The git integration: `amk merge` (git's merge driver) and `amk git-setup`.
+// The git integration: `amk merge` (git's merge driver), `amk git-setup` and `amk log`.
 #include <unistd.h>
 
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include "app/command.h"
+#include "app/history.h"
 #include "app/merge.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "ir/fileio.h"
 #include "ir/json_io.h"
+#include "lower/model.h"
+#include "targets/target.h"
 
 namespace amk::cli {
 namespace {
@@ -25,12 +31,6 @@ namespace fs = std::filesystem;
 constexpr const char* kAttributes[] = {"*.amk.json diff=amk merge=amk",
                                        "*.schedule.json diff=amk merge=amk"};
 
-std::string sh_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 // The running binary's absolute path (what git will call).
 std::string self_path() {
   char buf[PATH_MAX];
@@ -38,15 +38,11 @@ std::string self_path() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("amk");
 }
 
-// Runs a git command; its stdout (trailing newline dropped), or the error it printed.
+// Runs a git command here; its stdout without the trailing newline.
 ir::Result<std::string> git(const std::string& args) {
-  ir::Result<app::CommandOutput> r = app::run_command("git " + args, 60);
-  if (!r) return r.diagnostics;
-  if (r->status != 0)
-    return ir::error("git.failed",
-                     fmt::format("git {}: {}", args, r->err.empty() ? "failed" : r->err));
-  std::string out = r->out;
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  ir::Result<std::string> out = app::run_git("", args);
+  if (out)
+    while (!out->empty() && (out->back() == '\n' || out->back() == '\r')) out->pop_back();
   return out;
 }
 
@@ -147,7 +143,8 @@ int cmd_git_setup(int argc, char** argv) {
   if (dry) {
     std::cout << fmt::format("# {}\n{}", attributes, add.empty() ? "# (already there)\n" : add);
     for (const auto& [k, v] : config)
-      std::cout << fmt::format("git config{} {} {}\n", global ? " --global" : "", k, sh_quote(v));
+      std::cout << fmt::format("git config{} {} {}\n", global ? " --global" : "", k,
+                               app::shell_quote(v));
     return kOk;
   }
   if (!add.empty()) {
@@ -158,12 +155,107 @@ int cmd_git_setup(int argc, char** argv) {
   }
   for (const auto& [k, v] : config) {
     ir::Result<std::string> r =
-        git(fmt::format("config{} {} {}", global ? " --global" : "", k, sh_quote(v)));
+        git(fmt::format("config{} {} {}", global ? " --global" : "", k, app::shell_quote(v)));
     if (!r) return fail(r.diagnostics, "amk git-setup");
   }
   std::cerr << fmt::format("amk git-setup: {} ({}), {} git config entr{} ({})\n", attributes,
                            add.empty() ? "already there" : "lines added", config.size(),
                            config.size() == 1 ? "y" : "ies", global ? "global" : "this repository");
+  return kOk;
+}
+
+int cmd_log(int argc, char** argv) {
+  Args args("amk log FILE [--target T] [--model M] [-n N] [--json] [--svg OUT.svg]",
+            "The git history of a schedule: for each commit that touched FILE (newest first,\n"
+            "renames followed) its date and subject, the revision's task count, the validator's\n"
+            "verdict (every revision is proven: a schedule that was unsafe at some commit shows\n"
+            "REJECTED with its rules) and the predicted latency on --target (default: the\n"
+            "program's own) with its change from the revision before; a slower one is marked\n"
+            "REGRESSION. A ScheduleConfig file is lowered for --model at each revision. --svg\n"
+            "draws the predicted latency over the commits.");
+  args.add()("file", po::value<std::string>(), "program or ScheduleConfig tracked by git")(
+      "target,t", po::value<std::string>(), "predict on this target")(
+      "model", po::value<std::string>(), "lower ScheduleConfig revisions for this model")(
+      "max-count,n", po::value<int>()->default_value(20), "newest revisions to read")(
+      "json", "print one JSON document")("svg", po::value<std::string>(),
+                                         "draw predicted latency over the commits");
+  args.positional("file", 1);
+  args.range("max-count", 1, 100000);
+  if (auto rc = args.parse(argc, argv)) return *rc;
+  if (!args.has("file")) {
+    std::cerr << "amk log: give a FILE\n";
+    return kUnreadable;
+  }
+  const bool json = args.has("json");
+  std::optional<targets::TargetSpec> target;
+  std::optional<lower::ModelSpec> model;
+  if (args.has("target")) {
+    auto t = targets::load_target(args.get<std::string>("target"));
+    if (!t) return fail(t.diagnostics, "amk log", json);
+    target = std::move(t.value);
+  }
+  if (args.has("model")) {
+    auto m = lower::load_model(args.get<std::string>("model"));
+    if (!m) return fail(m.diagnostics, "amk log", json);
+    model = std::move(m.value);
+    if (!target) target = targets::load_target("h100").value;  // as lower's default
+  }
+  app::HistoryOptions o;
+  o.max_count = args.get<int>("max-count");
+  o.target = target ? &*target : nullptr;
+  o.model = model ? &*model : nullptr;
+  const auto file = args.get<std::string>("file");
+  ir::Result<std::vector<app::Revision>> revs = app::history(file, o);
+  if (!revs) return fail(revs.diagnostics, "amk log", json);
+  // The change from the revision before (the next older one with a prediction).
+  std::vector<std::optional<double>> change(revs->size());
+  for (size_t i = 0; i < revs->size(); ++i) {
+    if (!(*revs)[i].predicted_us) continue;
+    for (size_t j = i + 1; j < revs->size(); ++j)
+      if ((*revs)[j].predicted_us) {
+        change[i] = 100.0 * (*(*revs)[i].predicted_us / *(*revs)[j].predicted_us - 1.0);
+        break;
+      }
+  }
+  auto regression = [&](size_t i) { return change[i] && *change[i] > 0.5; };
+  if (json) {
+    nlohmann::ordered_json a = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < revs->size(); ++i) {
+      const app::Revision& r = (*revs)[i];
+      nlohmann::ordered_json j;
+      j["commit"] = r.commit;
+      j["date"] = r.date;
+      j["subject"] = r.subject;
+      j["readable"] = r.readable;
+      if (!r.problem.empty()) j["problem"] = r.problem;
+      j["valid"] = r.valid;
+      j["rules"] = r.rules;
+      j["tasks"] = r.tasks;
+      j["predicted_us"] = r.predicted_us ? nlohmann::ordered_json(*r.predicted_us) : nullptr;
+      j["change_percent"] = change[i] ? nlohmann::ordered_json(*change[i]) : nullptr;
+      j["regression"] = regression(i);
+      a.push_back(std::move(j));
+    }
+    std::cout << a.dump(2) << "\n";
+  } else {
+    for (size_t i = 0; i < revs->size(); ++i) {
+      const app::Revision& r = (*revs)[i];
+      std::string verdict = !r.readable ? "NOT SCORED"
+                            : r.valid   ? "VALID"
+                                        : fmt::format("REJECTED ({})", fmt::join(r.rules, ", "));
+      std::string pred =
+          r.predicted_us ? fmt::format("{:8.1f} us", *r.predicted_us) : std::string("       - us");
+      std::string delta = change[i] ? fmt::format(" {:+6.1f}%", *change[i]) : std::string(8, ' ');
+      std::cout << fmt::format("{} {} {:>6} tasks  {}{}  {:<10} {}{}\n", r.commit.substr(0, 10),
+                               r.date, r.tasks, pred, delta, verdict, r.subject,
+                               regression(i) ? "  << REGRESSION" : "");
+      if (!r.readable && !r.problem.empty()) std::cout << "    " << r.problem << "\n";
+    }
+  }
+  if (args.has("svg") &&
+      !write_output(args.get<std::string>("svg"),
+                    app::history_svg(*revs, "predicted latency of " + file + " over commits")))
+    return kUnreadable;
   return kOk;
 }
 

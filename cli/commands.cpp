@@ -24,6 +24,7 @@ std::span<const Command> commands() {
       {"plot", "the cost model's predicted timeline as SVG (one lane per worker)", cmd_plot},
       {"merge", "three-way merge of schedules (git's merge driver; never writes an unsafe one)",
        cmd_merge},
+      {"log", "a schedule's git history: verdict and predicted latency per commit", cmd_log},
       {"git-setup", "set git up: textconv, external diff and merge driver for schedules",
        cmd_git_setup},
       {"gen", "generate a synthetic program (llama, mesh, chain, fan)", cmd_gen},

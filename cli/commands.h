@@ -25,6 +25,8 @@ int cmd_show(int argc, char** argv);
 int cmd_merge(int argc, char** argv);
 /// amk git-setup: attributes and config for the diff and merge drivers.
 int cmd_git_setup(int argc, char** argv);
+/// amk log: a schedule's git history, proven and scored per commit.
+int cmd_log(int argc, char** argv);
 /// amk plot: the predicted timeline as SVG.
 int cmd_plot(int argc, char** argv);
 /// amk gen-weights: seeded random weights for a program.

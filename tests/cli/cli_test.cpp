@@ -492,7 +492,7 @@ TEST(CliConsistency, HelpListsTheRealOptionsAndNoInternalPositionalNames) {
       {"generate", {"program"}}, {"gen-weights", {"program"}},
       {"models", {"model"}},     {"show", {"file"}},
       {"plot", {"file"}},        {"merge", {"files"}},
-      {"targets", {"target"}}};
+      {"log", {"file"}},         {"targets", {"target"}}};
   for (const auto& [c, names] : positional) {
     auto r = run_amk({c, "--help"});
     ASSERT_EQ(r.rc, 0) << c;

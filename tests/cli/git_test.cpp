@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "ir/fileio.h"
 #include "ir/json_io.h"
@@ -173,6 +174,52 @@ TEST(GitHooks, PreCommitRefusesAnUnsafeProgramAndRewritesANonCanonicalOne) {
   EXPECT_EQ(test::slurp(dir / "good.amk.json"), good);
   c = sh(dir, "git add good.amk.json && git commit -q -m good");
   EXPECT_EQ(c.rc, 0) << c.out;
+}
+
+TEST(GitLog, EveryRevisionIsProvenAndScoredAndARegressionIsMarked) {
+  const fs::path tmp = test::temp_dir();
+  const std::string fast = (tmp / "fast.json").string(), slow = (tmp / "slow.json").string();
+  ASSERT_EQ(
+      run_amk({"lower", "toy-2L", "-c",
+               R"({"tiling":{"gemv":{"N_tile":16}},"sm_assignment":"round_robin"})", "-o", fast})
+          .rc,
+      0);
+  ASSERT_EQ(run_amk({"lower", "toy-2L", "-o", slow}).rc, 0);
+  const fs::path dir = repo({{"p.amk.json", test::slurp(fast)}});
+  auto commit = [&](const fs::path& from, const std::string& subject) {
+    fs::copy_file(from, dir / "p.amk.json", fs::copy_options::overwrite_existing);
+    return sh(dir, "git commit -qam '" + subject + "'").rc;
+  };
+  ASSERT_EQ(commit(slow, "back to the default tiling"), 0);
+  ASSERT_EQ(commit(test::conformance_dir() / "programs/bad_sm_queue_order.json", "hand edit"), 0);
+  ASSERT_EQ(sh(dir, "mkdir s && git mv p.amk.json s/q.amk.json && git commit -qm moved").rc, 0);
+  const Sh log = sh(dir, "amk log s/q.amk.json --target h100 --svg h.svg");
+  ASSERT_EQ(log.rc, 0) << log.out;
+  std::vector<std::string> lines;
+  std::istringstream in(log.out);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 4u) << log.out;
+  EXPECT_NE(lines[0].find("REJECTED (sm.queue-order) moved"), std::string::npos) << log.out;
+  EXPECT_NE(lines[1].find("REJECTED (sm.queue-order) hand edit"), std::string::npos) << log.out;
+  EXPECT_NE(lines[2].find("48 tasks      45.0 us   +1.7%  VALID      back to the default tiling  "
+                          "<< REGRESSION"),
+            std::string::npos)
+      << log.out;
+  EXPECT_NE(lines[3].find("106 tasks      44.3 us"), std::string::npos) << log.out;
+  EXPECT_EQ(lines[3].find("REGRESSION"), std::string::npos);
+  const std::string svg = test::slurp(dir / "h.svg");
+  size_t points = 0;
+  for (size_t at = svg.find("class=\"revision\""); at != std::string::npos;
+       at = svg.find("class=\"revision\"", at + 1))
+    ++points;
+  EXPECT_EQ(points, 4u);
+  // A ScheduleConfig's history, lowered for a model at every revision.
+  std::ofstream(dir / "c.schedule.json") << R"({"tiling": {"gemv": {"N_tile": 32}}})";
+  ASSERT_EQ(sh(dir, "git add c.schedule.json && git commit -qm cfg").rc, 0);
+  const Sh cfg = sh(dir, "amk log c.schedule.json --model toy-2L --json");
+  ASSERT_EQ(cfg.rc, 0) << cfg.out;
+  EXPECT_NE(cfg.out.find("\"tasks\": 66"), std::string::npos) << cfg.out;
+  EXPECT_NE(cfg.out.find("\"valid\": true"), std::string::npos) << cfg.out;
 }
 
 }  // namespace
