@@ -1,4 +1,5 @@
 # Warning flags, sanitizers and the per-layer library helper shared by every folder.
+include(GNUInstallDirs)
 set(AMK_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Woverloaded-virtual
     -Wcast-align -Wimplicit-fallthrough -Wmissing-declarations)
 # GCC 12 reports impossible -Wrestrict overlaps inside std::string concatenation (GCC PR 105329).
@@ -18,15 +19,24 @@ endif()
 function(amk_apply_flags tgt)
   target_compile_options(${tgt} PRIVATE ${AMK_WARNINGS} ${AMK_SANITIZE_FLAGS})
   target_link_options(${tgt} PRIVATE ${AMK_SANITIZE_FLAGS})
-  target_include_directories(${tgt} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_include_directories(${tgt} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+                                           $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/amk>)
 endfunction()
 
-# amk_layer(name SOURCES ... PUBLIC_DEPS ... PRIVATE_DEPS ...): one static library per folder.
+# amk_layer(name [INTERNAL] SOURCES ... HEADERS ... PUBLIC_DEPS ... PRIVATE_DEPS ...): one static
+# library per folder, amk::name. Unless INTERNAL it is installed and exported (amkTargets) with its
+# public HEADERS (include/amk/<name>/); a header not listed is private to the build.
 function(amk_layer name)
-  cmake_parse_arguments(L "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+  cmake_parse_arguments(L "INTERNAL" "" "SOURCES;HEADERS;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(amk_${name} STATIC ${L_SOURCES})
+  add_library(amk::${name} ALIAS amk_${name})
   amk_apply_flags(amk_${name})
   target_link_libraries(amk_${name} PUBLIC ${L_PUBLIC_DEPS} PRIVATE ${L_PRIVATE_DEPS})
+  if(NOT L_INTERNAL)
+    set_target_properties(amk_${name} PROPERTIES EXPORT_NAME ${name})
+    install(TARGETS amk_${name} EXPORT amkTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+    install(FILES ${L_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/amk/${name})
+  endif()
 endfunction()
 
 # amk_embed_json(OUT_CPP FUNC files...): a source defining
