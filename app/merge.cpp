@@ -263,7 +263,7 @@ ir::Result<std::string> merge_config_texts(std::string_view base, std::string_vi
                                            std::string_view theirs) {
   ir::Result<ojson> merged = merge_sides(base, ours, theirs, parse);
   if (!merged) return merged.diagnostics;
-  const std::string text = merged->dump(2);
+  const std::string text = ir::dump_text(*merged, 2);
   ir::Result<ir::ScheduleConfig> c = lower::parse_config(text, "the merged config");
   if (!c) return c.diagnostics;  // each side's knobs are fine, but not together
   std::string out;  // the knobs the files set (not the defaults they inherit), canonically
@@ -277,7 +277,7 @@ ir::Result<std::string> merge_program_texts(std::string_view base, std::string_v
   if (!merged) return merged.diagnostics;
   ir::Result<ojson> doc = unkeyed(*merged);
   if (!doc) return doc.diagnostics;
-  ir::Result<ir::Program> p = ir::parse_program(doc->dump(2));
+  ir::Result<ir::Program> p = ir::parse_program(ir::dump_text(*doc, 2));
   if (!p) return p.diagnostics;
   validate::Result v = validate::validate(*p);
   if (!v.ok) {

@@ -19,6 +19,7 @@
 #include "ir/diff.h"
 #include "ir/fileio.h"
 #include "ir/json_io.h"
+#include "ir/pyjson.h"
 #include "lower/config.h"
 #include "targets/cost.h"
 #include "targets/target.h"
@@ -84,7 +85,7 @@ std::string stat_json(const ir::DiffResult& d, const ir::Program& a, const ir::P
     others[entity] = {{"changed", n[0]}, {"added", n[1]}, {"removed", n[2]}};
   j["others"] = std::move(others);
   if (us) j["predicted_us"] = {{"target", target}, {"a", us->first}, {"b", us->second}};
-  return j.dump(2) + "\n";
+  return ir::dump_text(j, 2) + "\n";
 }
 
 // Two ScheduleConfig files (neither a program): their knob lines that differ, "- " and "+ ".

@@ -14,6 +14,7 @@
 #include "cli/lowering.h"
 #include "cli/progress.h"
 #include "cli/run_options.h"
+#include "ir/pyjson.h"
 #include "vm/safetensors.h"
 #include "vm/vm.h"
 
@@ -157,7 +158,7 @@ int cmd_generate(int argc, char** argv) {
       j["direct_s"] = r->direct_s;
     }
     if (args.has("kv-out")) j["kv_out"] = args.get<std::string>("kv-out");
-    std::cout << j.dump(2) << "\n";
+    std::cout << ir::dump_text(j, 2) << "\n";
     return kOk;
   }
   // The ids alone on stdout (before anything that could still fail); the figures on stderr.

@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "ir/fileio.h"
 #include "ir/json_io.h"
+#include "ir/pyjson.h"
 #include "lower/model.h"
 #include "targets/target.h"
 
@@ -236,7 +237,7 @@ int cmd_log(int argc, char** argv) {
       j["regression"] = regression(i);
       a.push_back(std::move(j));
     }
-    std::cout << a.dump(2) << "\n";
+    std::cout << ir::dump_text(a, 2) << "\n";
   } else {
     for (size_t i = 0; i < revs->size(); ++i) {
       const app::Revision& r = (*revs)[i];

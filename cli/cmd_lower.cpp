@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/lowering.h"
 #include "ir/json_io.h"
+#include "ir/pyjson.h"
 #include "lower/compile.h"
 
 namespace amk::cli {
@@ -74,7 +75,7 @@ int cmd_lower(int argc, char** argv) {
     j["lower_ms"] = c->lower_s * 1e3;
     j["predicted_us"] = c->cost.makespan_us;
     j["floor_us"] = c->cost.floor_us;
-    std::cout << j.dump(2) << "\n";
+    std::cout << ir::dump_text(j, 2) << "\n";
     return kOk;
   }
   std::cerr << fmt::format(

@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "ir/pyjson.h"
 #include "lower/model.h"
 
 namespace amk::cli {
@@ -42,7 +43,7 @@ int cmd_models(int argc, char** argv) {
                              m->head_dim, m->intermediate, m->vocab,
                              m->tie_embeddings ? "yes" : "no");
   }
-  if (json) std::cout << all.dump(2) << "\n";
+  if (json) std::cout << ir::dump_text(all, 2) << "\n";
   return kOk;
 }
 

@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/lowering.h"
 #include "cli/run_options.h"
+#include "ir/pyjson.h"
 #include "vm/safetensors.h"
 #include "vm/vm.h"
 
@@ -24,7 +25,8 @@ int cmd_run(int argc, char** argv) {
       "amk run PROGRAM [--weights W] [--inputs I | --token-id N[,N...] [--pos P]] [--kv KV]\n"
       "               [-o OUT] [--workers N] [--mode M] [--json]\n"
       "               [--sms N] [--target T] [--schedulers N] [--core-threads N]\n"
-      "               [--core-type ID=aic|aiv,...] [--trace T] [--plot OUT.svg] [--watchdog-ms MS]\n"
+      "               [--core-type ID=aic|aiv,...] [--trace T] [--plot OUT.svg] [--watchdog-ms "
+      "MS]\n"
       "               [--unsafe-skip-validate]\n"
       "       amk run PROGRAM --inputs-template OUT [--token-id N[,N...]] [--pos P]",
       "Runs a program on the reference VM: loads it (refusing what `amk validate` rejects), binds\n"
@@ -168,8 +170,9 @@ int cmd_run(int argc, char** argv) {
       !write_output(args.get<std::string>("trace"), vm::chrome_trace(m->program(), recorder)))
     return kUnreadable;
   if (args.has("plot") &&
-      !write_output(args.get<std::string>("plot"),
-                    app::timeline_svg(m->program(), app::measured_timeline(m->program(), recorder))))
+      !write_output(
+          args.get<std::string>("plot"),
+          app::timeline_svg(m->program(), app::measured_timeline(m->program(), recorder))))
     return kUnreadable;
   if (r.status == vm::RunResult::Status::Stuck) {
     if (json) {
@@ -213,7 +216,7 @@ int cmd_run(int argc, char** argv) {
     j["GB_per_s"] = r.bytes / wall / 1e9;
     if (args.has("out")) j["output"] = args.get<std::string>("out");
     if (args.has("trace")) j["trace"] = args.get<std::string>("trace");
-    std::cout << j.dump(2) << "\n";
+    std::cout << ir::dump_text(j, 2) << "\n";
     return kOk;
   }
   std::cout << fmt::format(

@@ -213,7 +213,7 @@ int cmd_search(int argc, char** argv) {
     ojson m = {{"measured", t.index},
                {"us", t.measured_us ? ojson(*t.measured_us) : ojson(nullptr)}};
     if (!t.measured_us && !t.diagnostics.empty()) m["why"] = t.diagnostics.back().message;
-    log_ok = log.write(m.dump()) && log_ok;
+    log_ok = log.write(ir::dump_text(m)) && log_ok;
     if (!t.measured_us && !t.diagnostics.empty())
       std::cerr << "amk search: " << t.diagnostics.back().message << " (keeping the prediction)\n";
   });

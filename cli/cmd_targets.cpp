@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "ir/pyjson.h"
 #include "targets/target.h"
 
 namespace amk::cli {
@@ -44,7 +45,7 @@ int cmd_targets(int argc, char** argv) {
                                static_cast<double>(t->scratch_bytes) / (1 << 20), kinds);
     }
   }
-  if (args.has("json")) std::cout << all.dump(2) << "\n";
+  if (args.has("json")) std::cout << ir::dump_text(all, 2) << "\n";
   return kOk;
 }
 

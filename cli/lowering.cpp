@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/fileio.h"
+#include "ir/pyjson.h"
 #include "lower/config.h"
 
 namespace amk::cli {
@@ -107,7 +108,7 @@ ir::Result<LoweringArgs> resolve_lowering(const Args& args, lower::ModelSpec mod
     const ir::ScheduleConfig dflt = ir::ScheduleConfig::defaults();
     const ir::ScheduleConfig& c = *r.config;
     auto differs = [](const ir::JsonValue& a, const ir::JsonValue& b) {
-      return a.json().dump() != b.json().dump();
+      return ir::dump_text(a.json()) != ir::dump_text(b.json());
     };
     if (r.opt.amk_compat) {
       std::vector<std::string> ignored;

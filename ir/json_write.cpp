@@ -297,7 +297,7 @@ std::string config_key(const ScheduleConfig& c) {
   if (c.extra.json().is_object())
     for (auto it = c.extra.json().begin(); it != c.extra.json().end(); ++it)
       j[it.key()] = it.value();
-  return j.dump();
+  return dump_text(j);
 }
 
 uint64_t config_hash(std::string_view key) {

@@ -28,4 +28,11 @@ std::string py_repr_str(std::string_view utf8);
 /// Python's round(x, 2) then repr, as AMK's stats print weight_MB.
 std::string py_round2(double x);
 
+/// `j.dump(indent)` that never throws: bytes that are not UTF-8 (a lone surrogate read from
+/// "\ud800" is kept as such by the reader) are written as U+FFFD.
+template <class J>
+std::string dump_text(const J& j, int indent = -1) {
+  return j.dump(indent, ' ', false, J::error_handler_t::replace);
+}
+
 }  // namespace amk::ir

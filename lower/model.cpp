@@ -10,6 +10,7 @@
 
 #include "ir/fileio.h"
 #include "ir/json_io.h"
+#include "ir/pyjson.h"
 
 std::span<const std::pair<std::string_view, std::string_view>> amk_builtin_model_files();
 
@@ -217,7 +218,7 @@ std::string write_model(const ModelSpec& m) {
   j["max_seq"] = m.max_seq;
   j["tie_embeddings"] = m.tie_embeddings;
   j["note"] = m.note;
-  return j.dump(2) + "\n";
+  return ir::dump_text(j, 2) + "\n";
 }
 
 ir::Result<ModelSpec> load_model(std::string_view name_or_path) {

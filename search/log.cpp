@@ -11,6 +11,7 @@
 #include "ir/diagnostic_json.h"
 #include "ir/fileio.h"
 #include "ir/json_io.h"
+#include "ir/pyjson.h"
 #include "lower/config.h"
 #include "search/search.h"
 
@@ -47,7 +48,7 @@ std::string trial_json(const Trial& t) {
   j["validate_us"] = t.validate_us;
   j["cost_us"] = t.cost_us;
   j["diagnostics"] = ir::to_json(t.diagnostics);
-  return j.dump();
+  return ir::dump_text(j);
 }
 
 ir::Result<Trial> parse_trial(std::string_view line) {
@@ -73,7 +74,7 @@ ir::Result<Trial> parse_trial(std::string_view line) {
   if (!src) return bad("source", "must be a trial source (start, random, mutate, ...)");
   t.source = *src;
   if (!j.contains("config") || !j["config"].is_object()) return bad("config", "must be an object");
-  ir::Result<ir::ScheduleConfig> c = ir::parse_config(j["config"].dump(), /*strict=*/true);
+  ir::Result<ir::ScheduleConfig> c = ir::parse_config(ir::dump_text(j["config"]), /*strict=*/true);
   if (!c) return bad("config", "is not a ScheduleConfig: " + ir::error_messages(c.diagnostics));
   t.config = std::move(*c.value);
   t.key = config_key(t.config);
@@ -139,7 +140,7 @@ LogHeader header_of(const lower::ModelSpec& m, const targets::TargetSpec& t, con
   std::string space;
   for (const Knob& k : s.knobs) {
     space += k.path + "=";
-    for (const ir::JsonValue& v : k.values) space += v.json().dump() + ",";
+    for (const ir::JsonValue& v : k.values) space += ir::dump_text(v.json()) + ",";
     space += ";";
   }
   return {m.name,
@@ -159,7 +160,7 @@ std::string header_json(const LogHeader& h) {
             {"seed", h.seed},
             {"space", fmt::format("{:016x}", h.space)},
             {"start", json::parse(h.start)}};
-  return json{{"search", j}}.dump();
+  return ir::dump_text(json{{"search", j}});
 }
 
 ir::Result<Log> read_log(const std::string& path) {
@@ -202,7 +203,7 @@ ir::Result<Log> read_log(const std::string& path) {
                              h.value("target", ""),
                              h.value("algorithm", ""),
                              h.value("objective", ""),
-                             h["start"].dump(),
+                             ir::dump_text(h["start"]),
                              h.value("seed", uint64_t{0}),
                              space_hash};
       log.complete = std::min(at, text->size());

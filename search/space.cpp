@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/json_io.h"
+#include "ir/pyjson.h"
 #include "lower/config.h"
 #include "lower/lower.h"
 
@@ -110,7 +111,7 @@ Point Space::point_of(const ir::ScheduleConfig& c) {
                            [&](const ir::JsonValue& x) { return x.json() == v; });
     if (it == knobs[k].values.end()) {
       knobs[k].values.push_back(ir::JsonValue(v));
-      knobs[k].labels.push_back(v.dump());
+      knobs[k].labels.push_back(ir::dump_text(v));
       it = knobs[k].values.end() - 1;
     }
     pt[k] = static_cast<uint16_t>(it - knobs[k].values.begin());
@@ -165,7 +166,7 @@ ir::Result<Space> parse_space(std::string_view text, std::string_view origin,
       if (!dom.is_array() || dom.empty()) return fail("must be a non-empty list of values", ptr);
       for (const json& v : dom) {
         k.values.push_back(ir::JsonValue(v));
-        k.labels.push_back(v.dump());
+        k.labels.push_back(ir::dump_text(v));
       }
     }
     // Every value must be one the lowering accepts for this target; values above a bound are
@@ -201,7 +202,7 @@ ir::Result<Space> parse_space(std::string_view text, std::string_view origin,
       } else if (ir::Result<lower::Knobs> ok = lower::parse_knobs(c, t); !ok) {
         const std::string vptr = dom.is_object() ? ptr + "/" + ir::pointer_token(k.labels[i])
                                                  : ptr + "/" + std::to_string(i);
-        return fail(fmt::format("value {} is not one the lowering accepts: {}", v.dump(),
+        return fail(fmt::format("value {} is not one the lowering accepts: {}", ir::dump_text(v),
                                 ir::error_messages(ok.diagnostics)),
                     vptr);
       }

@@ -748,5 +748,20 @@ TEST(CliPlot, PredictedAndMeasuredTimelinesAreWellFormedSvgWithOneLanePerWorker)
   EXPECT_EQ(svg_lanes(m), 8);
 }
 
+TEST(CliFiles, LoneSurrogatesInStringsNeverCrashAWriter) {
+  // The reader keeps "\udbdd" as it is (AMK's Python does); every writer must cope (fuzz finding).
+  const fs::path dir = test::temp_dir();
+  std::string spec = run_amk({"models", "toy-1L"}).out;
+  const size_t at = spec.find("\"note\": \"") + 9;
+  spec.insert(at, "\\udbdd \\ud800x ");
+  std::ofstream(dir / "m.json") << spec;
+  auto r = run_amk({"models", (dir / "m.json").string()});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("\xef\xbf\xbdx AMK's ToyLlama"), std::string::npos) << r.out;  // U+FFFD
+  r = run_amk({"lower", (dir / "m.json").string(), "-o", (dir / "p.json").string(), "--json"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(nlohmann::json::accept(r.out)) << r.out;
+}
+
 }  // namespace
 }  // namespace amk
