@@ -1,0 +1,346 @@
+// The Python module `amk` (pybind11): load, validate, lower, cost, diff and search from Python.
+// Every call that can take long releases the GIL; malformed input raises amk.LoadError.
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "app/search_session.h"
+#include "ir/diagnostic.h"
+#include "ir/diff.h"
+#include "ir/json_io.h"
+#include "lower/compile.h"
+#include "lower/config.h"
+#include "lower/model.h"
+#include "search/search.h"
+#include "targets/cost.h"
+#include "targets/target.h"
+#include "validate/validate.h"
+
+namespace py = pybind11;
+using namespace amk;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+py::object load_error;  // amk.LoadError, set at import
+
+// Raises amk.LoadError with every error rendered (file, line:column, pointer, code, message).
+[[noreturn]] void raise(const ir::Diagnostics& d, const std::string& where) {
+  std::string msg;
+  for (const ir::Diagnostic& x : d)
+    if (x.severity == ir::Severity::Error)
+      msg += (msg.empty() ? "" : "\n") + ir::format_diagnostic(x, where);
+  if (msg.empty()) msg = where + ": failed";
+  PyErr_SetString(load_error.ptr(), msg.c_str());
+  throw py::error_already_set();
+}
+
+template <class T>
+T take(ir::Result<T> r, const std::string& where) {
+  if (!r) raise(r.diagnostics, where);
+  return std::move(*r);
+}
+
+// A JSON value as Python objects (dicts keep the key order).
+py::object to_py(const ojson& j) {
+  switch (j.type()) {
+    case ojson::value_t::null:
+      return py::none();
+    case ojson::value_t::boolean:
+      return py::bool_(j.get<bool>());
+    case ojson::value_t::number_integer:
+      return py::int_(j.get<int64_t>());
+    case ojson::value_t::number_unsigned:
+      return py::int_(j.get<uint64_t>());
+    case ojson::value_t::number_float:
+      return py::float_(j.get<double>());
+    case ojson::value_t::string:
+      return py::str(j.get<std::string>());
+    case ojson::value_t::array: {
+      py::list l;
+      for (const ojson& x : j) l.append(to_py(x));
+      return l;
+    }
+    case ojson::value_t::object: {
+      py::dict d;
+      for (const auto& [k, v] : j.items()) d[py::str(k)] = to_py(v);
+      return d;
+    }
+    default:
+      return py::none();
+  }
+}
+
+ojson parse_json(const std::string& text) {
+  return ojson::parse(text, nullptr, false);
+}
+
+// A config given as a dict (or a JSON string): AMK's ScheduleConfig.
+std::optional<ir::ScheduleConfig> config_of(const py::object& config) {
+  if (config.is_none()) return lower::default_config();
+  std::string text;
+  if (py::isinstance<py::str>(config)) {
+    text = config.cast<std::string>();
+    if (text == "auto") return std::nullopt;
+  } else {
+    text = py::module_::import("json").attr("dumps")(config).cast<std::string>();
+  }
+  return take(lower::parse_config(text, "config"), "config");
+}
+
+struct Program {
+  ir::Program p;
+};
+
+ir::Program program_of(const py::object& x) {
+  if (py::isinstance<Program>(x)) return x.cast<const Program&>().p;
+  const std::string text = x.cast<std::string>();
+  ir::Result<ir::Program> r;
+  {
+    py::gil_scoped_release free;
+    r = ir::parse_program(text);
+  }
+  return take(std::move(r), "<text>");
+}
+
+py::object program_json(const ir::Program& p, const char* key) {
+  return to_py(parse_json(ir::write_program(p))[key]);
+}
+
+py::dict diagnostic(const ir::Diagnostic& d) {
+  py::dict o;
+  o["code"] = d.code;
+  o["message"] = d.message;
+  o["pointer"] = d.pointer;
+  // The task a diagnostic is about: its pointer's /tasks/N.
+  py::object task = py::none();
+  if (d.pointer.starts_with("/tasks/")) {
+    const size_t end = d.pointer.find('/', 7);
+    const std::string n = d.pointer.substr(7, end == std::string::npos ? end : end - 7);
+    if (!n.empty() && n.find_first_not_of("0123456789") == std::string::npos && n.size() < 12)
+      task = py::int_(std::stoll(n));
+  }
+  o["task"] = task;
+  o["line"] = d.line;
+  o["column"] = d.column;
+  return o;
+}
+
+struct Verdict {
+  validate::Result r;
+  std::string json;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(amk, m) {
+  m.doc() = "amk: megakernel schedules (AMK's IR, the validator, the lowering, the cost model, the "
+            "search)";
+  load_error = py::exception<std::runtime_error>(m, "LoadError", PyExc_ValueError);
+  m.attr("LoadError").attr("__doc__") =
+      "Malformed input: the message names the file, line:column and JSON pointer.";
+
+  py::class_<Program>(m, "Program", "A megakernel schedule (AMK's MegakernelProgram).")
+      .def("dumps", [](const Program& p) { return ir::write_program(p.p); },
+           "AMK's canonical bytes.")
+      .def("__len__", [](const Program& p) { return p.p.tasks.size(); })
+      .def_property_readonly("tasks", [](const Program& p) { return program_json(p.p, "tasks"); })
+      .def_property_readonly("buffers",
+                             [](const Program& p) { return program_json(p.p, "buffers"); })
+      .def_property_readonly("counters",
+                             [](const Program& p) { return program_json(p.p, "counters"); })
+      .def_property_readonly("meta", [](const Program& p) { return to_py(p.p.meta.json()); })
+      .def("__repr__", [](const Program& p) {
+        return "<amk.Program " + std::to_string(p.p.tasks.size()) + " tasks>";
+      });
+
+  py::class_<Verdict>(m, "Result", "The validator's verdict.")
+      .def_property_readonly("ok", [](const Verdict& v) { return v.r.ok; })
+      .def_property_readonly("errors",
+                             [](const Verdict& v) {
+                               py::list l;
+                               for (const auto& d : v.r.errors) l.append(diagnostic(d));
+                               return l;
+                             })
+      .def_property_readonly("warnings",
+                             [](const Verdict& v) {
+                               py::list l;
+                               for (const auto& d : v.r.warnings) l.append(diagnostic(d));
+                               return l;
+                             })
+      .def_property_readonly("stats",
+                             [](const Verdict& v) { return to_py(parse_json(v.json)["stats"]); })
+      .def("report", [](const Verdict& v) { return v.r.report(); }, "AMK's report text.")
+      .def("__bool__", [](const Verdict& v) { return v.r.ok; });
+
+  m.def(
+      "load",
+      [](const std::string& path) {
+        ir::Result<ir::Program> r;
+        {
+          py::gil_scoped_release free;
+          r = ir::load_program(path);
+        }
+        return Program{take(std::move(r), path)};
+      },
+      py::arg("path"), "Reads a program file.");
+  m.def(
+      "loads",
+      [](const std::string& text) {
+        ir::Result<ir::Program> r;
+        {
+          py::gil_scoped_release free;
+          r = ir::parse_program(text);
+        }
+        return Program{take(std::move(r), "<text>")};
+      },
+      py::arg("text"), "Parses program JSON text.");
+  m.def(
+      "validate",
+      [](const py::object& program) {
+        ir::Program p = program_of(program);
+        Verdict v;
+        {
+          py::gil_scoped_release free;
+          v.r = validate::validate(p);
+          v.json = v.r.to_json();
+        }
+        return v;
+      },
+      py::arg("program"), "Proves a Program (or program JSON text) deadlock- and race-free.");
+  m.def(
+      "lower",
+      [](const std::string& model, const std::string& target, const py::object& config,
+         int64_t pos, int64_t batch, const std::string& dtype, const py::object& quant) {
+        const lower::ModelSpec ms = take(lower::load_model(model), model);
+        const targets::TargetSpec ts = take(targets::load_target(target), target);
+        const std::optional<ir::ScheduleConfig> cfg = config_of(config);
+        lower::LowerOptions o;
+        o.pos = pos;
+        o.batch = batch;
+        const std::optional<ir::DType> d = ir::parse_dtype(dtype);
+        if (!d) raise({ir::error("usage.option", "dtype: use F32, BF16 or F16")}, "dtype");
+        o.dtype = *d;
+        if (!quant.is_none()) {
+          const std::string q = quant.cast<std::string>();
+          if (q == "int8") o.quant = lower::Quant::Int8;
+          else if (q == "int4") o.quant = lower::Quant::Int4;
+          else raise({ir::error("usage.option", "quant: use None, 'int8' or 'int4'")}, "quant");
+        }
+        ir::Result<lower::Compiled> c;
+        {
+          py::gil_scoped_release free;
+          c = lower::compile(ms, ts, cfg, o);
+        }
+        return Program{take(std::move(c), "lower " + model).program};
+      },
+      py::arg("model"), py::arg("target"), py::arg("config") = py::none(), py::arg("pos") = 0,
+      py::arg("batch") = 1, py::arg("dtype") = "F32", py::arg("quant") = py::none(),
+      "Lowers one decode step of a model for a target under a ScheduleConfig (dict, JSON text, "
+      "'auto' or None for AMK's default_config); the program is proven before it is returned.");
+  m.def("models", &lower::builtin_model_names, "The built-in model specs.");
+  m.def("targets", &targets::builtin_target_names, "The built-in targets.");
+  m.def(
+      "cost",
+      [](const py::object& program, const std::string& target) {
+        const ir::Program p = program_of(program);
+        const targets::TargetSpec t = take(targets::load_target(target), target);
+        const targets::CostEstimate c = targets::estimate(p, t.record);
+        py::dict d;
+        d["predicted_us"] = c.makespan_us;
+        d["amk_formula_us"] = c.amk_makespan_us;
+        d["floor_us"] = c.floor_us;
+        d["bandwidth_us"] = c.bandwidth_us;
+        d["critical_path_us"] = c.critical_path_us;
+        d["total_us"] = c.total_us;
+        d["sm_assigned"] = c.sm_assigned;
+        return d;
+      },
+      py::arg("program"), py::arg("target"), "The cost model's prediction on a target.");
+  m.def(
+      "diff",
+      [](const py::object& a, const py::object& b) {
+        const ir::Program pa = program_of(a), pb = program_of(b);
+        std::string json;
+        {
+          py::gil_scoped_release free;
+          json = ir::diff_to_json(ir::diff_programs(pa, pb));
+        }
+        return to_py(parse_json(json)["changes"]);
+      },
+      py::arg("a"), py::arg("b"), "The semantic changes from a to b.");
+  m.def(
+      "search",
+      [](const std::string& model, const std::string& target, int64_t budget, uint64_t seed,
+         int jobs, const std::string& algo, const std::string& objective, const py::object& start,
+         const py::object& on_trial) {
+        app::SearchRequest req;
+        req.model = model;
+        req.target = target;
+        req.options.budget = budget;
+        req.options.seed = seed;
+        req.options.jobs = jobs;
+        if (algo != "descent" && algo != "amk")
+          raise({ir::error("usage.option", "algo: use 'descent' or 'amk'")}, "algo");
+        req.options.algorithm =
+            algo == "amk" ? search::Algorithm::Amk : search::Algorithm::Descent;
+        if (objective != "predicted" && objective != "amk-formula")
+          raise({ir::error("usage.option", "objective: use 'predicted' or 'amk-formula'")},
+                "objective");
+        req.options.objective = objective == "predicted" ? search::Objective::Predicted
+                                                         : search::Objective::AmkFormula;
+        if (!start.is_none()) {
+          req.start = config_of(start);
+          req.start_origin = "start";
+        }
+        std::unique_ptr<app::SearchSession> session =
+            take(app::SearchSession::create(std::move(req)), "search");
+        std::exception_ptr failure;  // a Python exception from on_trial stops the search
+        std::function<bool(const search::Trial&)> hook;
+        if (!on_trial.is_none())
+          hook = [&](const search::Trial& t) {
+            py::gil_scoped_acquire hold;
+            try {
+              const py::object r = on_trial(to_py(parse_json(search::trial_json(t))));
+              return r.is_none() || r.cast<bool>();
+            } catch (...) {
+              failure = std::current_exception();
+              return false;
+            }
+          };
+        ir::Result<search::SearchResult> r;
+        {
+          py::gil_scoped_release free;
+          r = session->run(hook);
+        }
+        if (failure) std::rethrow_exception(failure);
+        search::SearchResult res = take(std::move(r), "search");
+        py::dict out;
+        py::list trials;
+        for (const search::Trial& t : res.trials) trials.append(to_py(parse_json(search::trial_json(t))));
+        out["trials"] = trials;
+        out["best"] = res.best;
+        out["best_config"] =
+            to_py(parse_json(ir::write_config(res.trials[static_cast<size_t>(res.best)].config)));
+        out["best_predicted_us"] = res.trials[static_cast<size_t>(res.best)].predicted_us;
+        out["best_program"] = Program{std::move(res.best_program)};
+        out["evaluations"] = res.evaluations;
+        out["valid"] = res.valid;
+        out["duplicates"] = res.duplicates;
+        out["stopped"] = res.stopped;
+        return out;
+      },
+      py::arg("model"), py::arg("target"), py::arg("budget") = 200, py::arg("seed") = 0,
+      py::arg("jobs") = 1, py::arg("algo") = "descent", py::arg("objective") = "predicted",
+      py::arg("start") = py::none(), py::arg("on_trial") = py::none(),
+      "Searches ScheduleConfigs with the full proof in the loop (the trials and best of `amk "
+      "search` with the same arguments). on_trial(trial) sees each trial in order; returning "
+      "False stops the search, an exception stops it and propagates.");
+}

@@ -1,0 +1,137 @@
+"""Proves the Python module `amk`: every function, its errors, the GIL released around long calls,
+and that amk.search gives the trials and best of `amk search` for the same arguments."""
+import json
+import os
+import pathlib
+import subprocess
+import threading
+
+import pytest
+
+import amk
+
+ROOT = pathlib.Path(os.environ.get("AMK_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
+AMK = os.environ.get("AMK_BINARY", "amk")
+PROGRAMS = ROOT / "tests" / "conformance" / "programs"
+
+
+def test_load_and_dumps_give_amks_exact_bytes():
+    for f in ["llama_1B_default.json", "toy_1L_default.json", "bad_sm_queue_order.json"]:
+        p = amk.load(str(PROGRAMS / f))
+        assert p.dumps() == (PROGRAMS / f).read_text()
+        assert amk.loads(p.dumps()).dumps() == p.dumps()
+    p = amk.load(str(PROGRAMS / "llama_1B_default.json"))
+    assert len(p) == 4098 == len(p.tasks)
+    assert p.tasks[0]["id"] == 0 and "op" in p.tasks[0]
+    assert {"id", "name", "kind", "dtype", "shape"} <= set(p.buffers[0])
+    assert len(p.counters) > 0
+
+
+def test_malformed_input_raises_load_error_naming_line_column_and_pointer():
+    with pytest.raises(amk.LoadError) as e:
+        amk.loads('{"ir_version": "0.2.0", "tasks": [}')
+    assert "1:" in str(e.value) and "json.syntax" in str(e.value)
+    assert isinstance(e.value, ValueError)
+    bad = ROOT / "tests" / "ir" / "malformed" / "threshold_string.json"
+    with pytest.raises(amk.LoadError) as e:
+        amk.load(str(bad))
+    assert "threshold_string.json" in str(e.value)
+    assert "/tasks/0/waits/0/threshold" in str(e.value)
+    with pytest.raises(amk.LoadError):
+        amk.load("/no/such/file.json")
+
+
+def test_validate_reports_verdict_rules_pointers_tasks_and_stats():
+    ok = amk.validate(amk.load(str(PROGRAMS / "toy_1L_default.json")))
+    assert ok.ok and bool(ok) and ok.errors == []
+    assert list(ok.stats)[:3] == ["tasks", "buffers", "counters"]
+    bad = amk.validate((PROGRAMS / "bad_sm_queue_order.json").read_text())  # text works too
+    assert not bad.ok
+    e = bad.errors[0]
+    assert e["code"] == "sm.queue-order" and e["pointer"] == "/tasks/0/sm" and e["task"] == 0
+    assert "sm.queue-order" in bad.report() or "SM 0 queue order" in bad.report()
+
+
+def test_lower_takes_configs_as_dicts_text_or_auto_and_refuses_bad_ones():
+    a = amk.lower("toy-1L", "h100", {"tiling": {"gemv": {"N_tile": 32}}})
+    b = amk.lower("toy-1L", "h100", '{"tiling": {"gemv": {"N_tile": 32}}}')
+    assert a.dumps() == b.dumps() and len(a) == 38
+    assert len(amk.lower("toy-1L", "h100")) == 27  # AMK's default_config
+    assert len(amk.lower("toy-1L", "h100", "auto")) > 0
+    cli = subprocess.run([AMK, "lower", "toy-1L", "-t", "h100", "--pos", "3", "-o", "-"],
+                         capture_output=True, text=True, check=True).stdout
+    assert amk.lower("toy-1L", "h100", pos=3).dumps() == cli
+    q = amk.lower("toy-1L", "h100", dtype="BF16", quant="int8")
+    assert any(b["dtype"] == "I8" for b in q.buffers)
+    assert len(amk.lower("toy-1L", "h100", batch=4)) > 0
+    with pytest.raises(amk.LoadError) as e:
+        amk.lower("toy-1L", "h100", {"tiling": {"gemv": {"N_tile": 0}}})
+    assert "/config/tiling/gemv/N_tile" in str(e.value)
+    with pytest.raises(amk.LoadError):
+        amk.lower("gpt-2", "h100")
+    with pytest.raises(amk.LoadError):
+        amk.lower("toy-1L", "h100", quant="int3")
+
+
+def test_models_targets_cost_and_diff():
+    assert "llama-3.2-1b" in amk.models() and "toy-1L" in amk.models()
+    assert "h100" in amk.targets() and "a2a3" in amk.targets()
+    p = amk.lower("toy-2L", "h100")
+    c = amk.cost(p, "h100")
+    assert c["predicted_us"] > c["floor_us"] > 0 and c["sm_assigned"]
+    info = json.loads(subprocess.run([AMK, "info", "-", "--json", "-t", "h100"], input=p.dumps(),
+                                     capture_output=True, text=True, check=True).stdout)
+    assert abs(info["cost"]["predicted_us"] - c["predicted_us"]) < 0.05
+    q = amk.lower("toy-2L", "h100", {"tiling": {"gemv": {"N_tile": 32}}})
+    changes = amk.diff(p, q)
+    assert any(ch["entity"] == "task" and ch["change"] == "added" for ch in changes)
+    assert amk.diff(p, p) == []
+
+
+def strip(trial):
+    return {k: v for k, v in trial.items() if not k.endswith("_us") or k in ("predicted_us", "amk_formula_us")}
+
+
+def test_search_gives_the_trials_and_best_of_the_cli(tmp_path):
+    log = tmp_path / "trials.jsonl"
+    subprocess.run([AMK, "search", "toy-2L", "-t", "h100", "--budget", "25", "--seed", "3",
+                    "--jobs", "2", "--log", str(log), "-o", str(tmp_path / "best.json")],
+                   check=True, capture_output=True)
+    cli = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    seen = []
+    r = amk.search("toy-2L", "h100", budget=25, seed=3, jobs=2, on_trial=seen.append)
+    assert [strip(t) for t in r["trials"]] == [strip(t) for t in cli]
+    assert [t["index"] for t in seen] == list(range(len(r["trials"])))
+    best_cli = json.loads((tmp_path / "best.json").read_text())
+    assert r["best_config"] == best_cli
+    assert amk.validate(r["best_program"]).ok
+    assert r["best_predicted_us"] <= r["trials"][0]["predicted_us"]
+
+
+def test_on_trial_can_stop_the_search_and_its_exceptions_propagate():
+    r = amk.search("toy-1L", "h100", budget=50, on_trial=lambda t: t["index"] < 4)
+    assert r["stopped"] and len(r["trials"]) == 5
+
+    def boom(t):
+        if t["index"] == 2:
+            raise KeyError("from on_trial")
+    with pytest.raises(KeyError, match="from on_trial"):
+        amk.search("toy-1L", "h100", budget=50, on_trial=boom)
+    with pytest.raises(amk.LoadError):
+        amk.search("toy-1L", "h100", algo="annealing")
+
+
+def test_threads_validate_concurrently_with_correct_results():
+    text = (PROGRAMS / "llama_1B_default.json").read_text()
+    bad = (PROGRAMS / "bad_sm_queue_order.json").read_text()
+    results = {}
+
+    def work(name, t):
+        results[name] = [amk.validate(amk.loads(t)).ok for _ in range(3)]
+    threads = [threading.Thread(target=work, args=("good", text)),
+               threading.Thread(target=work, args=("bad", bad))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    assert results == {"good": [True] * 3, "bad": [False] * 3}
