@@ -8,6 +8,7 @@
 
 #include "app/command.h"
 #include "app/machine.h"
+#include "app/view.h"
 #include "ir/json_io.h"
 #include "lower/compile.h"
 #include "lower/config.h"
@@ -107,9 +108,7 @@ ir::Result<std::vector<Revision>> history(const std::string& path, const History
 }
 
 std::string history_svg(const std::vector<Revision>& revs, const std::string& raw_title) {
-  std::string title;
-  for (char c : raw_title)
-    title += c == '&' ? std::string("&amp;") : c == '<' ? std::string("&lt;") : std::string(1, c);
+  const std::string title = xml_escape(raw_title);
   constexpr double kW = 900, kH = 360, kL = 70, kR = 20, kT = 40, kB = 90;
   double hi = 0;
   for (const Revision& r : revs)

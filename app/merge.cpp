@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/diagnostic.h"
+#include "ir/graph.h"
 #include "ir/json_io.h"
 #include "ir/pyjson.h"
 #include "lower/config.h"
@@ -21,7 +22,7 @@ namespace {
 using ojson = nlohmann::ordered_json;
 
 std::string compact(const ojson* v) {
-  return v ? v->dump(-1, ' ', false, ojson::error_handler_t::replace) : std::string("(absent)");
+  return v ? ir::dump_text(*v) : std::string("(absent)");
 }
 
 bool same(const ojson* a, const ojson* b) {
@@ -119,14 +120,13 @@ ir::Result<ojson> keyed(std::string_view text, const char* side) {
   }
   if (std::set<std::string>(bname.begin(), bname.end()).size() != bname.size())
     return ir::error("merge.unsupported", fmt::format("{}: buffer names are not unique", side));
-  std::vector<std::vector<std::string>> producers(p->counters.size());
-  for (const ir::Task& t : p->tasks)
-    if (t.out_counter >= 0 && static_cast<size_t>(t.out_counter) < producers.size())
-      producers[static_cast<size_t>(t.out_counter)].push_back(t.label);
+  const ir::Graph g = ir::Graph::build(*p);  // a counter's slot is its id
   for (size_t c = 0; c < ckey.size(); ++c) {
-    std::sort(producers[c].begin(), producers[c].end());
-    ckey[c] = producers[c].empty() ? fmt::format("(unproduced #{})", c)
-                                   : fmt::format("{}", fmt::join(producers[c], " "));
+    std::vector<std::string> producers;
+    for (uint32_t t : g.producers(static_cast<uint32_t>(c))) producers.push_back(tkey[t]);
+    std::sort(producers.begin(), producers.end());
+    ckey[c] = producers.empty() ? fmt::format("(unproduced #{})", c)
+                                : fmt::format("{}", fmt::join(producers, " "));
   }
   auto buf = [&](const ojson& id) { return bname.at(id.get<size_t>()); };
   ojson out = ojson::object();

@@ -25,6 +25,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/diff.h"
+#include "ir/graph.h"
+#include "ir/json_io.h"
 #include "ir/pyjson.h"
 #include "targets/cost.h"
 
@@ -32,10 +34,6 @@ namespace amk::app {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-
-std::string compact(const ojson& v) {
-  return v.dump(-1, ' ', false, ojson::error_handler_t::replace);
-}
 
 std::string param_text(const ir::ParamValue& v) {
   switch (v.kind) {
@@ -48,7 +46,7 @@ std::string param_text(const ir::ParamValue& v) {
     case ir::ParamValue::Kind::Other:
       break;
   }
-  return compact(v.other.json());
+  return ir::dump_text(v.other.json());
 }
 
 // "L3.q_proj[t7]" -> {"L3.q_proj", 7}; nullopt for a label without a tile index.
@@ -89,12 +87,14 @@ std::string fold_labels(const std::vector<std::string>& labels) {
   return fmt::format("{}", fmt::join(out, ", "));
 }
 
-// The tasks that increment each counter, in list order.
-std::vector<std::vector<std::string>> producers_by_counter(const ir::Program& p) {
+// The labels of the tasks that increment each of the program's counters, in list order (a
+// counter's slot in the counter graph is its id).
+std::vector<std::vector<std::string>> producers_by_counter(const ir::Program& p,
+                                                           const ir::Graph& g) {
   std::vector<std::vector<std::string>> by(p.counters.size());
-  for (const ir::Task& t : p.tasks)
-    if (t.out_counter >= 0 && static_cast<size_t>(t.out_counter) < by.size())
-      by[static_cast<size_t>(t.out_counter)].emplace_back(t.display());
+  for (size_t c = 0; c < by.size(); ++c)
+    for (uint32_t t : g.producers(static_cast<uint32_t>(c)))
+      by[c].emplace_back(p.tasks[t].display());
   return by;
 }
 
@@ -115,34 +115,44 @@ void knob_lines(const ojson& v, const std::string& key, std::string& out) {
   }
   if (v.is_array() && std::any_of(v.begin(), v.end(),
                                   [](const ojson& x) { return x.is_array() || x.is_object(); })) {
-    for (const ojson& x : v) out += fmt::format("config {}[] = {}\n", key, compact(x));
+    for (const ojson& x : v) out += fmt::format("config {}[] = {}\n", key, ir::dump_text(x));
     return;
   }
-  out += fmt::format("config {} = {}\n", key, compact(v));
-}
-
-ojson config_json(const ir::ScheduleConfig& c) {
-  ojson j = ojson::object();
-  auto put = [&](const char* k, const ir::JsonValue& v) {
-    if (!v.json().is_null()) j[k] = v.json();
-  };
-  put("tiling", c.tiling);
-  put("fusion_grouping", c.fusion_grouping);
-  put("sm_assignment", c.sm_assignment);
-  put("pipelining_depth", c.pipelining_depth);
-  put("page_allocation", c.page_allocation);
-  put("threads_per_block", c.threads_per_block);
-  put("smem_bytes_per_block", c.smem_bytes_per_block);
-  if (c.extra.json().is_object())
-    for (const auto& [k, x] : c.extra.json().items()) j[k] = x;
-  return j;
+  out += fmt::format("config {} = {}\n", key, ir::dump_text(v));
 }
 
 }  // namespace
 
-std::string show_config(const ir::ScheduleConfig& c) {
+std::string xml_escape(std::string_view s) {
   std::string out;
-  knob_lines(config_json(c), "", out);
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string show_config(const ir::ScheduleConfig& c) {
+  ojson knobs = ir::config_json(c).json();
+  for (const char* k : {"tiling", "fusion_grouping", "sm_assignment", "pipelining_depth",
+                        "page_allocation", "threads_per_block", "smem_bytes_per_block"})
+    if (knobs[k].is_null()) knobs.erase(k);  // a knob the config does not have
+  std::string out;
+  knob_lines(knobs, "", out);
   return out;
 }
 
@@ -159,8 +169,8 @@ std::string show_program(const ir::Program& p, const targets::TargetSpec* predic
   }
   if (p.meta.json().is_object())
     for (const auto& [k, v] : p.meta.json().items())
-      out += fmt::format("meta {} = {}\n", k, compact(v));
-  const auto producers = producers_by_counter(p);
+      out += fmt::format("meta {} = {}\n", k, ir::dump_text(v));
+  const auto producers = producers_by_counter(p, ir::Graph::build(p));
   for (const ir::Task& t : p.tasks) {
     std::vector<std::string> params;
     for (const ir::Param& q : t.params) params.push_back(q.key + "=" + param_text(q.value));
@@ -222,17 +232,21 @@ std::string program_dot(const ir::Program& p, Fold fold) {
                                                       boost::property<boost::graph_edge_attribute_t,
                                                                       Attrs>>>>>>;
   // The node of each task: itself, its op (tiles folded) or its layer.
-  std::vector<std::string> key(p.tasks.size());
   std::vector<size_t> node_of(p.tasks.size());
   std::vector<std::string> node_key;
   std::vector<std::vector<uint32_t>> members;
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < p.tasks.size(); ++i) {
     const ir::Task& t = p.tasks[i];
-    std::string k = fold == Fold::None ? fmt::format("#{}", i)
-                    : fold == Fold::Layers
-                        ? ir::layer_of(t.label)
-                        : (tile_of(t.label) ? tile_of(t.label)->first : std::string(t.display()));
+    std::string k;
+    if (fold == Fold::None) {
+      k = fmt::format("#{}", i);
+    } else if (fold == Fold::Layers) {
+      k = ir::layer_of(t.label);
+    } else {
+      const auto tile = tile_of(t.label);
+      k = tile ? tile->first : std::string(t.display());
+    }
     auto [it, fresh] = index.emplace(k, node_key.size());
     if (fresh) {
       node_key.push_back(k);
@@ -271,17 +285,12 @@ std::string program_dot(const ir::Program& p, Fold fold) {
     boost::add_vertex(n, *it->second);
   }
   // Edges producer -> waiter; folded ones carry how many dependencies they stand for.
-  std::vector<std::vector<uint32_t>> prod(p.counters.size());
-  for (size_t i = 0; i < p.tasks.size(); ++i) {
-    const int64_t c = p.tasks[i].out_counter;
-    if (c >= 0 && static_cast<size_t>(c) < prod.size())
-      prod[static_cast<size_t>(c)].push_back(static_cast<uint32_t>(i));
-  }
+  const ir::Graph deps = ir::Graph::build(p);
   std::map<std::pair<size_t, size_t>, std::pair<size_t, std::string>> edges;
   for (size_t i = 0; i < p.tasks.size(); ++i)
     for (const ir::Wait& w : p.tasks[i].waits) {
-      if (w.counter < 0 || static_cast<size_t>(w.counter) >= prod.size()) continue;
-      for (uint32_t q : prod[static_cast<size_t>(w.counter)]) {
+      if (w.counter < 0 || static_cast<size_t>(w.counter) >= p.counters.size()) continue;
+      for (uint32_t q : deps.producers(static_cast<uint32_t>(w.counter))) {
         const std::pair<size_t, size_t> e{node_of[q], node_of[i]};
         if (fold != Fold::None && e.first == e.second) continue;
         auto& [n, label] = edges[e];
@@ -302,13 +311,14 @@ std::string program_dot(const ir::Program& p, Fold fold) {
 }
 
 std::optional<Timeline> predicted_timeline(const ir::Program& p, const targets::TargetSpec& t) {
-  const targets::TaskTimes times = targets::predicted_times(p, t.record);
+  const ir::Graph g = ir::Graph::build(p);
+  const targets::TaskTimes times = targets::predicted_times(p, t.record, g);
   if (!times.acyclic) return std::nullopt;
-  const targets::CostEstimate cost = targets::estimate(p, t.record);
+  const targets::CostEstimate cost = targets::estimate(p, t.record, g);
   Timeline tl;
   tl.title = fmt::format("{} on {}: predicted {:.1f} us (cost model)",
                          p.meta.json().is_object() && p.meta.json().contains("model")
-                             ? compact(p.meta.json()["model"])
+                             ? ir::dump_text(p.meta.json()["model"])
                              : std::string("program"),
                          t.record.name, cost.makespan_us);
   // Lanes are the workers a task's `sm` indexes; named by kind where the target has one kind (a
@@ -384,47 +394,26 @@ std::string timeline_svg(const ir::Program& p, const Timeline& t) {
   const std::set<uint32_t> critical(t.critical.begin(), t.critical.end());
   const double lanes_h = kLane * static_cast<double>(t.lanes.size());
   const double height = kTop + lanes_h + 60 + 16 * std::ceil(static_cast<double>(ops.size()) / 6);
-  auto esc = [](std::string_view s) {
-    std::string out;
-    for (char c : s) {
-      switch (c) {
-        case '&':
-          out += "&amp;";
-          break;
-        case '<':
-          out += "&lt;";
-          break;
-        case '>':
-          out += "&gt;";
-          break;
-        case '"':
-          out += "&quot;";
-          break;
-        default:
-          out += c;
-      }
-    }
-    return out;
-  };
+
   std::string out = fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" "
       "font-family=\"sans-serif\" font-size=\"10\">\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{}\" y=\"18\" font-size=\"13\">{}</text>\n",
-      kWidth, height, kLeft, esc(t.title));
+      kWidth, height, kLeft, xml_escape(t.title));
   std::vector<std::vector<const Bar*>> on_lane(t.lanes.size());
   for (const Bar& b : t.bars)
     if (b.lane >= 0 && static_cast<size_t>(b.lane) < on_lane.size())
       on_lane[static_cast<size_t>(b.lane)].push_back(&b);
   for (size_t l = 0; l < t.lanes.size(); ++l) {
     const double y = kTop + kLane * static_cast<double>(l);
-    out += fmt::format("<g class=\"lane\" data-lane=\"{}\">\n", esc(t.lanes[l]));
+    out += fmt::format("<g class=\"lane\" data-lane=\"{}\">\n", xml_escape(t.lanes[l]));
     out += fmt::format(
         "<rect x=\"{}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"/>\n"
         "<text x=\"4\" y=\"{:.1f}\">{}</text>\n",
         kLeft, y, kWidth - kLeft - kRight, kLane, l % 2 ? "#f7f7f7" : "#ffffff", y + kLane - 3,
-        esc(t.lanes[l]));
+        xml_escape(t.lanes[l]));
     for (const Bar* b : on_lane[l]) {
       const ir::Task& task = p.tasks[b->task];
       const bool crit = critical.count(b->task) > 0;
@@ -433,7 +422,7 @@ std::string timeline_svg(const ir::Program& p, const Timeline& t) {
           "fill=\"{}\"{}><title>{} ({}): {:.2f}..{:.2f} us</title></rect>\n",
           crit ? " critical" : "", x_of(b->start_us), y + 1,
           std::max(0.5, (b->end_us - b->start_us) * scale), kLane - 2, colour[task.op],
-          crit ? " stroke=\"#d00000\" stroke-width=\"1.5\"" : "", esc(task.display()),
+          crit ? " stroke=\"#d00000\" stroke-width=\"1.5\"" : "", xml_escape(task.display()),
           ir::name(task.op), b->start_us, b->end_us);
     }
     out += "</g>\n";
@@ -456,7 +445,7 @@ std::string timeline_svg(const ir::Program& p, const Timeline& t) {
         "<g class=\"mark\"><line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" "
         "stroke=\"#333\" stroke-dasharray=\"4 3\"/><text x=\"{0:.1f}\" y=\"{3}\" "
         "text-anchor=\"{6}\">{4} {5:.1f} us</text></g>\n",
-        x_of(us), kTop - 4, axis_y, kTop - 6 - (name.size() % 2) * 10, esc(name), us,
+        x_of(us), kTop - 4, axis_y, kTop - 6 - (name.size() % 2) * 10, xml_escape(name), us,
         x_of(us) < kWidth / 2 ? "start" : "end");
   }
   // Legend: ops and the critical path.

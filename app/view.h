@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/program.h"
@@ -52,6 +53,8 @@ struct Timeline {
 std::optional<Timeline> predicted_timeline(const ir::Program& p, const targets::TargetSpec& t);
 /// A measured run: the recorder's lanes and slices.
 Timeline measured_timeline(const ir::Program& p, const vm::TraceRecorder& r);
+/// Text escaped for XML attributes and content (& < > ").
+std::string xml_escape(std::string_view s);
 /// The timeline as a standalone SVG: one <g class="lane"> per lane, bars coloured by op with a
 /// <title> each, the critical path outlined, marks as dashed lines, a time axis and a legend.
 std::string timeline_svg(const ir::Program& p, const Timeline& t);

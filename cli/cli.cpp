@@ -150,26 +150,30 @@ int fail(const ir::Diagnostics& d, std::string_view where) {
   return exit_code(d);
 }
 
-int fail(const ir::Diagnostics& d, std::string_view where, bool json) {
-  if (!json) return fail(d, where);
+namespace {
+
+// The last members of a failure document: `"errors": [...],\n  "warnings": [...]`.
+std::string errors_and_warnings(const ir::Diagnostics& d) {
   ir::Diagnostics errs, warns;
   for (const auto& x : d) (x.severity == ir::Severity::Error ? errs : warns).push_back(x);
+  return "\"errors\": " + ir::diagnostics_json(errs, 1) +
+         ",\n  \"warnings\": " + ir::diagnostics_json(warns, 1);
+}
+
+}  // namespace
+
+int fail(const ir::Diagnostics& d, std::string_view where, bool json) {
+  if (!json) return fail(d, where);
   const int code = exit_code(d);
-  std::cout << fmt::format(
-      "{{\n  \"ok\": false,\n  \"exit\": {},\n  \"errors\": {},\n  "
-      "\"warnings\": {}\n}}\n",
-      code, ir::diagnostics_json(errs, 1), ir::diagnostics_json(warns, 1));
+  std::cout << fmt::format("{{\n  \"ok\": false,\n  \"exit\": {},\n  {}\n}}\n", code,
+                           errors_and_warnings(d));
   return code;
 }
 
 std::string unreadable_json(const ir::Diagnostics& d, std::string_view file) {
-  ir::Diagnostics errs, warns;
-  for (const auto& x : d) (x.severity == ir::Severity::Error ? errs : warns).push_back(x);
   std::string out = "{\n  \"ok\": null,\n  \"file\": ";
   ir::append_json_string(out, file);
-  out += ",\n  \"unreadable\": true,\n  \"errors\": " + ir::diagnostics_json(errs, 1);
-  out += ",\n  \"warnings\": " + ir::diagnostics_json(warns, 1) + "\n}\n";
-  return out;
+  return out + ",\n  \"unreadable\": true,\n  " + errors_and_warnings(d) + "\n}\n";
 }
 
 std::optional<ir::Program> load(const std::string& path, bool json_errors, bool quiet) {

@@ -33,6 +33,8 @@ Result<JsonValue> parse_json_object(std::string_view text, std::string_view what
 /// A ScheduleConfig as AMK writes a program's "config" (json.dumps(indent=2) layout, its key
 /// order, unknown fields at the end): the text of a ScheduleConfig file; parse_config reads it.
 std::string write_config(const ScheduleConfig& c);
+/// A config's fields as one JSON object: AMK's key order, unknown fields after (config_key's text).
+JsonValue config_json(const ScheduleConfig& c);
 /// A config's canonical text: one line, AMK's key order (its identity: equal configs, equal
 /// keys; a search's duplicates, a program's meta.config_hash).
 std::string config_key(const ScheduleConfig& c);

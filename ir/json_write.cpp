@@ -285,7 +285,7 @@ std::string write_program(const Program& p) {
   return out;
 }
 
-std::string config_key(const ScheduleConfig& c) {
+JsonValue config_json(const ScheduleConfig& c) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   j["tiling"] = c.tiling.json();
   j["fusion_grouping"] = c.fusion_grouping.json();
@@ -297,7 +297,11 @@ std::string config_key(const ScheduleConfig& c) {
   if (c.extra.json().is_object())
     for (auto it = c.extra.json().begin(); it != c.extra.json().end(); ++it)
       j[it.key()] = it.value();
-  return dump_text(j);
+  return JsonValue(std::move(j));
+}
+
+std::string config_key(const ScheduleConfig& c) {
+  return dump_text(config_json(c).json());
 }
 
 uint64_t config_hash(std::string_view key) {

@@ -141,15 +141,17 @@ struct Verdict {
 }  // namespace
 
 PYBIND11_MODULE(amk, m) {
-  m.doc() = "amk: megakernel schedules (AMK's IR, the validator, the lowering, the cost model, the "
-            "search)";
+  m.doc() =
+      "amk: megakernel schedules (AMK's IR, the validator, the lowering, the cost model, the "
+      "search)";
   load_error = py::exception<std::runtime_error>(m, "LoadError", PyExc_ValueError);
   m.attr("LoadError").attr("__doc__") =
       "Malformed input: the message names the file, line:column and JSON pointer.";
 
   py::class_<Program>(m, "Program", "A megakernel schedule (AMK's MegakernelProgram).")
-      .def("dumps", [](const Program& p) { return ir::write_program(p.p); },
-           "AMK's canonical bytes.")
+      .def(
+          "dumps", [](const Program& p) { return ir::write_program(p.p); },
+          "AMK's canonical bytes.")
       .def("__len__", [](const Program& p) { return p.p.tasks.size(); })
       .def_property_readonly("tasks", [](const Program& p) { return program_json(p.p, "tasks"); })
       .def_property_readonly("buffers",
@@ -177,7 +179,8 @@ PYBIND11_MODULE(amk, m) {
                              })
       .def_property_readonly("stats",
                              [](const Verdict& v) { return to_py(parse_json(v.json)["stats"]); })
-      .def("report", [](const Verdict& v) { return v.r.report(); }, "AMK's report text.")
+      .def(
+          "report", [](const Verdict& v) { return v.r.report(); }, "AMK's report text.")
       .def("__bool__", [](const Verdict& v) { return v.r.ok; });
 
   m.def(
@@ -217,8 +220,8 @@ PYBIND11_MODULE(amk, m) {
       py::arg("program"), "Proves a Program (or program JSON text) deadlock- and race-free.");
   m.def(
       "lower",
-      [](const std::string& model, const std::string& target, const py::object& config,
-         int64_t pos, int64_t batch, const std::string& dtype, const py::object& quant) {
+      [](const std::string& model, const std::string& target, const py::object& config, int64_t pos,
+         int64_t batch, const std::string& dtype, const py::object& quant) {
         const lower::ModelSpec ms = take(lower::load_model(model), model);
         const targets::TargetSpec ts = take(targets::load_target(target), target);
         const std::optional<ir::ScheduleConfig> cfg = config_of(config);
@@ -230,9 +233,12 @@ PYBIND11_MODULE(amk, m) {
         o.dtype = *d;
         if (!quant.is_none()) {
           const std::string q = quant.cast<std::string>();
-          if (q == "int8") o.quant = lower::Quant::Int8;
-          else if (q == "int4") o.quant = lower::Quant::Int4;
-          else raise({ir::error("usage.option", "quant: use None, 'int8' or 'int4'")}, "quant");
+          if (q == "int8")
+            o.quant = lower::Quant::Int8;
+          else if (q == "int4")
+            o.quant = lower::Quant::Int4;
+          else
+            raise({ir::error("usage.option", "quant: use None, 'int8' or 'int4'")}, "quant");
         }
         ir::Result<lower::Compiled> c;
         {
@@ -289,13 +295,12 @@ PYBIND11_MODULE(amk, m) {
         req.options.jobs = jobs;
         if (algo != "descent" && algo != "amk")
           raise({ir::error("usage.option", "algo: use 'descent' or 'amk'")}, "algo");
-        req.options.algorithm =
-            algo == "amk" ? search::Algorithm::Amk : search::Algorithm::Descent;
+        req.options.algorithm = algo == "amk" ? search::Algorithm::Amk : search::Algorithm::Descent;
         if (objective != "predicted" && objective != "amk-formula")
           raise({ir::error("usage.option", "objective: use 'predicted' or 'amk-formula'")},
                 "objective");
-        req.options.objective = objective == "predicted" ? search::Objective::Predicted
-                                                         : search::Objective::AmkFormula;
+        req.options.objective =
+            objective == "predicted" ? search::Objective::Predicted : search::Objective::AmkFormula;
         if (!start.is_none()) {
           req.start = config_of(start);
           req.start_origin = "start";
@@ -324,7 +329,8 @@ PYBIND11_MODULE(amk, m) {
         search::SearchResult res = take(std::move(r), "search");
         py::dict out;
         py::list trials;
-        for (const search::Trial& t : res.trials) trials.append(to_py(parse_json(search::trial_json(t))));
+        for (const search::Trial& t : res.trials)
+          trials.append(to_py(parse_json(search::trial_json(t))));
         out["trials"] = trials;
         out["best"] = res.best;
         out["best_config"] =

@@ -25,17 +25,13 @@ json number_or_null(double v) {
   return std::isfinite(v) ? json(v) : json(nullptr);
 }
 
-json config_json(const ir::ScheduleConfig& c) {
-  return json::parse(config_key(c));
-}
-
 }  // namespace
 
 std::string trial_json(const Trial& t) {
   json j = json::object();
   j["index"] = t.index;
   j["source"] = std::string(name(t.source));
-  j["config"] = config_json(t.config);
+  j["config"] = ir::config_json(t.config).json();
   j["duplicate_of"] = t.duplicate_of;
   j["valid"] = t.valid;
   j["score"] = number_or_null(t.score);

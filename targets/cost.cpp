@@ -102,8 +102,7 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const ir::Grap
   return r;
 }
 
-TaskTimes predicted_times(const ir::Program& p, const ir::Target& tg) {
-  const ir::Graph g = ir::Graph::build(p);
+TaskTimes predicted_times(const ir::Program& p, const ir::Target& tg, const ir::Graph& g) {
   const int64_t depth = p.config ? p.config->depth() : 2;
   std::vector<double> ts(p.tasks.size());
   for (size_t i = 0; i < p.tasks.size(); ++i) ts[i] = task_time_sm_us(p, p.tasks[i], tg, depth);

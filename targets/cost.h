@@ -42,7 +42,7 @@ struct TaskTimes {
   std::vector<uint32_t> critical;           ///< the longest path, first task to last
   bool acyclic = true;                      ///< false: a cycle; nothing else is filled
 };
-/// The predicted start and finish of every task of `p` on `tg`.
-TaskTimes predicted_times(const ir::Program& p, const ir::Target& tg);
+/// The predicted start and finish of every task of `p` on `tg` (`g`: the counter graph of `p`).
+TaskTimes predicted_times(const ir::Program& p, const ir::Target& tg, const ir::Graph& g);
 
 }  // namespace amk::targets
