@@ -1,5 +1,7 @@
 #include "app/search_session.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "ir/fileio.h"
@@ -73,6 +75,39 @@ ir::Result<search::SearchResult> SearchSession::run(
   o.on_trial = std::move(on_trial);
   o.on_measured = std::move(on_measured);
   return search::Search(model_, target_, space_, std::move(o)).run();
+}
+
+namespace {
+
+// A trial as in the log, without its timings and diagnostics.
+nlohmann::ordered_json trial_summary(const search::Trial& t) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(search::trial_json(t));
+  for (const char* k :
+       {"duplicate_of", "eval_us", "lower_us", "validate_us", "cost_us", "diagnostics"})
+    j.erase(k);
+  return j;
+}
+
+}  // namespace
+
+nlohmann::ordered_json search_summary_json(const SearchSession& s, const search::SearchResult& r) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  j["model"] = s.model().name;
+  j["target"] = s.target().record.name;
+  j["algorithm"] = search::name(s.options().algorithm);
+  j["objective"] = search::name(s.options().objective);
+  j["seed"] = s.options().seed;
+  j["trials"] = r.trials.size();
+  j["evaluations"] = r.evaluations;
+  j["duplicates"] = r.duplicates;
+  j["valid"] = r.valid;
+  j["replayed"] = r.replayed;
+  j["exhausted"] = r.exhausted;
+  j["start"] = trial_summary(r.trials.front());
+  j["best"] = trial_summary(r.trials[static_cast<size_t>(r.best)]);
+  j["candidates_per_s"] = static_cast<double>(r.evaluations) / std::max(r.wall_s, 1e-9);
+  j["wall_s"] = r.wall_s;
+  return j;
 }
 
 }  // namespace amk::app

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "ir/result.h"
 #include "lower/model.h"
 #include "search/search.h"
@@ -41,6 +43,8 @@ class SearchSession {
   const search::Space& space() const { return space_; }
   /// The log header of this search.
   const search::LogHeader& header() const { return header_; }
+  /// The options it runs with.
+  const search::SearchOptions& options() const { return options_; }
   /// Trials replayed from the resume log.
   size_t replayed() const { return options_.replay.size(); }
   /// The resume log's bytes up to its last whole line (a line cut off by a crash comes after).
@@ -55,5 +59,10 @@ class SearchSession {
   search::LogHeader header_;
   size_t resume_complete_ = 0;
 };
+
+/// The `amk search --json` document of a finished search: model, target, algorithm, objective,
+/// seed, counts, the start and best trials (as in the log, without timings and diagnostics),
+/// candidates/s and wall time.
+nlohmann::ordered_json search_summary_json(const SearchSession& s, const search::SearchResult& r);
 
 }  // namespace amk::app

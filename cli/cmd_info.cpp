@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "app/service.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
@@ -49,85 +50,28 @@ int cmd_info(int argc, char** argv) {
   if (!prog) return kUnreadable;
   progress.step(fmt::format("validating {} tasks", prog->tasks.size()));
   const ir::Program& p = *prog;
-  ir::Graph g = ir::Graph::build(p);
-  const ir::CriticalPath cp = ir::critical_path(p, g);
-  std::optional<ir::Target> tgt = p.target;
+  std::optional<ir::Target> override_target;
   if (args.has("target")) {
     auto t = targets::load_target(args.get<std::string>("target"));
     if (!t) return fail(t.diagnostics, "amk info");
-    tgt = t->record;
+    override_target = t->record;
   }
-  const validate::Result verdict = validate::validate(p);
+  const app::ProgramInfo in = app::program_info(p, override_target, args.has("unsafe"));
   progress.clear();
-  std::vector<std::string> rules;  // the rejection's rule codes, each once, in order
-  for (const ir::Diagnostic& d : verdict.errors)
-    if (std::find(rules.begin(), rules.end(), d.code) == rules.end()) rules.push_back(d.code);
-  std::optional<targets::CostEstimate> cost;
-  if (tgt && (verdict.ok || args.has("unsafe"))) cost = targets::estimate(p, *tgt);
-
-  std::map<std::string, int64_t> ops, kinds;
-  int64_t est_bytes = 0, est_flops = 0, n_weights = 0;
-  for (const auto& t : p.tasks) {
-    ++ops[std::string(ir::name(t.op))];
-    est_bytes += t.est_bytes;
-    est_flops += t.est_flops;
-  }
-  for (const auto& b : p.buffers) {
-    ++kinds[std::string(ir::name(b.kind))];
-    n_weights += b.kind == ir::BufferKind::WEIGHT;
-  }
-  int64_t waits = 0;
-  for (const auto& t : p.tasks) waits += static_cast<int64_t>(t.waits.size());
+  const validate::Result& verdict = in.verdict;
+  const ir::Graph& g = in.graph;
+  const ir::CriticalPath& cp = in.critical;
+  const std::optional<ir::Target>& tgt = in.target;
+  const std::optional<targets::CostEstimate>& cost = in.cost;
+  const std::vector<std::string>& rules = in.rules;
   const auto& meta = p.meta.json();
   auto meta_str = [&](const char* k) {
     return meta.is_object() && meta.contains(k) ? ir::py_repr(meta[k]) : std::string("-");
   };
 
   if (json) {
-    ojson j;
-    j["file"] = file;
-    j["valid"] = verdict.ok;
-    j["rules"] = rules;
-    j["errors"] = verdict.errors.size();
-    j["ir_version"] = p.ir_version;
-    j["abi_version"] = p.abi_version;
-    j["meta"] = meta;
-    j["target"] = p.target ? ojson(p.target->name) : ojson();
-    j["tasks"] = p.tasks.size();
-    j["buffers"] = p.buffers.size();
-    j["counters"] = p.counters.size();
-    j["waits"] = waits;
-    j["edges"] = g.edge_count();
-    j["acyclic"] = g.acyclic();
-    j["weight_bytes"] = p.total_weight_bytes();
-    j["weight_MB"] = std::stod(mb(p.total_weight_bytes()));
-    j["sm_assigned"] = p.sm_assigned();
-    j["ops"] = ops;
-    j["buffer_kinds"] = kinds;
-    j["est_bytes"] = est_bytes;
-    j["est_flops"] = est_flops;
-    j["pages"] = p.pages ? ojson({{"pages", p.pages->pages.size()},
-                                  {"buffers", p.pages->buffer_to_page.size()},
-                                  {"scratch_bytes", p.pages->total_scratch_bytes()}})
-                         : ojson();
-    j["config"] = p.config ? ojson(true) : ojson(false);
-    ojson crit = ojson::object();
-    crit["tasks"] = cp.tasks;
-    crit["est_bytes"] = cp.est_bytes;
-    ojson path = ojson::array();
-    for (uint32_t t : cp.path) path.push_back(t);
-    crit["path"] = std::move(path);
-    j["critical_path"] = g.acyclic() ? crit : ojson();
-    if (cost)
-      j["cost"] = {{"target", tgt->name},
-                   {"predicted_us", cost->makespan_us},
-                   {"amk_predicted_us", cost->amk_makespan_us},
-                   {"queue_us", cost->queue_us},
-                   {"bandwidth_us", cost->bandwidth_us},
-                   {"critical_path_us", cost->critical_path_us},
-                   {"floor_us", cost->floor_us}};
     std::string out;
-    ir::append_json_value(out, j, 0);
+    ir::append_json_value(out, in.json(p, file), 0);
     std::cout << out << "\n";
     return verdict.ok ? kOk : kRejected;
   }
@@ -140,17 +84,17 @@ int cmd_info(int argc, char** argv) {
                            p.target ? p.target->name : std::string("none"));
   std::cout << fmt::format(
       "  tasks {}, buffers {} ({} weights, {} MB), counters {}, waits {}, edges {}, {}\n",
-      p.tasks.size(), p.buffers.size(), n_weights, mb(p.total_weight_bytes()), p.counters.size(),
-      waits, g.edge_count(), g.acyclic() ? "acyclic" : "CYCLIC");
+      p.tasks.size(), p.buffers.size(), in.weights, mb(p.total_weight_bytes()), p.counters.size(),
+      in.waits, g.edge_count(), g.acyclic() ? "acyclic" : "CYCLIC");
   std::string opmix;
   std::vector<std::pair<int64_t, std::string>> sorted;
-  for (const auto& [k, v] : ops) sorted.emplace_back(-v, k);
+  for (const auto& [k, v] : in.ops) sorted.emplace_back(-v, k);
   std::sort(sorted.begin(), sorted.end());
   for (const auto& [v, k] : sorted) opmix += fmt::format(" {} {},", k, -v);
   if (!opmix.empty()) opmix.pop_back();
   std::cout << "  ops:" << opmix << "\n";
-  std::cout << fmt::format("  est: {} MB moved, {} MFLOP; sm assigned: {}\n", mb(est_bytes),
-                           ir::py_round2(static_cast<double>(est_flops) / 1e6),
+  std::cout << fmt::format("  est: {} MB moved, {} MFLOP; sm assigned: {}\n", mb(in.est_bytes),
+                           ir::py_round2(static_cast<double>(in.est_flops) / 1e6),
                            p.sm_assigned() ? "yes" : "no");
   if (p.pages)
     std::cout << fmt::format("  pages: {} pages for {} buffers, {} scratch bytes\n",

@@ -23,15 +23,6 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-// A trial as in the log, without its timings and diagnostics.
-ojson trial_summary(const search::Trial& t) {
-  ojson j = ojson::parse(search::trial_json(t));
-  for (const char* k :
-       {"duplicate_of", "eval_us", "lower_us", "validate_us", "cost_us", "diagnostics"})
-    j.erase(k);
-  return j;
-}
-
 // A file the log is appended to, one flushed line per trial.
 struct LogFile {
   std::FILE* f = nullptr;
@@ -129,18 +120,19 @@ int cmd_search(int argc, char** argv) {
   o.jobs = args.get<int>("jobs");
   if (args.has("time")) o.deadline_s = args.get<double>("time");
   const auto algo = args.get<std::string>("algo");
-  if (algo != "descent" && algo != "amk") {
+  const std::optional<search::Algorithm> algorithm = search::parse_algorithm(algo);
+  if (!algorithm) {
     std::cerr << "amk search: --algo " << algo << ": use descent or amk\n";
     return kUnreadable;
   }
-  o.algorithm = algo == "amk" ? search::Algorithm::Amk : search::Algorithm::Descent;
+  o.algorithm = *algorithm;
   const auto objective = args.get<std::string>("objective");
-  if (objective != "predicted" && objective != "amk-formula") {
+  const std::optional<search::Objective> obj = search::parse_objective(objective);
+  if (!obj) {
     std::cerr << "amk search: --objective " << objective << ": use predicted or amk-formula\n";
     return kUnreadable;
   }
-  o.objective =
-      objective == "amk-formula" ? search::Objective::AmkFormula : search::Objective::Predicted;
+  o.objective = *obj;
   ir::Result<lower::LowerOptions> lo = resolve_lower_options(args);
   if (!lo) return fail(lo.diagnostics, "amk search");
   o.lower = std::move(*lo.value);
@@ -234,22 +226,7 @@ int cmd_search(int argc, char** argv) {
     return kUnreadable;
   const double rate = static_cast<double>(res.evaluations) / std::max(res.wall_s, 1e-9);
   if (json) {
-    ojson j = ojson::object();
-    j["model"] = s.model().name;
-    j["target"] = s.target().record.name;
-    j["algorithm"] = algo;
-    j["objective"] = objective;
-    j["seed"] = args.get<int64_t>("seed");
-    j["trials"] = res.trials.size();
-    j["evaluations"] = res.evaluations;
-    j["duplicates"] = res.duplicates;
-    j["valid"] = res.valid;
-    j["replayed"] = res.replayed;
-    j["exhausted"] = res.exhausted;
-    j["start"] = trial_summary(start);
-    j["best"] = trial_summary(b);
-    j["candidates_per_s"] = rate;
-    j["wall_s"] = res.wall_s;
+    const ojson j = app::search_summary_json(s, res);
     std::string out;
     ir::append_json_value(out, j, 0);
     std::cout << out << "\n";

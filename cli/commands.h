@@ -36,6 +36,10 @@ int cmd_gen_weights(int argc, char** argv);
 int cmd_lower(int argc, char** argv);
 /// amk search: schedule search with the full proof in the loop.
 int cmd_search(int argc, char** argv);
+/// amk serve: the JSONL worker.
+int cmd_serve(int argc, char** argv);
+/// amk mcp: the Model Context Protocol server.
+int cmd_mcp(int argc, char** argv);
 /// amk targets: the built-in targets, or one target's record.
 int cmd_targets(int argc, char** argv);
 /// amk models: the built-in model specs, or one spec.

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/search_session.h"
+#include "app/service.h"
 #include "ir/diagnostic.h"
 #include "ir/diff.h"
 #include "ir/json_io.h"
@@ -258,16 +259,7 @@ PYBIND11_MODULE(amk, m) {
       [](const py::object& program, const std::string& target) {
         const ir::Program p = program_of(program);
         const targets::TargetSpec t = take(targets::load_target(target), target);
-        const targets::CostEstimate c = targets::estimate(p, t.record);
-        py::dict d;
-        d["predicted_us"] = c.makespan_us;
-        d["amk_formula_us"] = c.amk_makespan_us;
-        d["floor_us"] = c.floor_us;
-        d["bandwidth_us"] = c.bandwidth_us;
-        d["critical_path_us"] = c.critical_path_us;
-        d["total_us"] = c.total_us;
-        d["sm_assigned"] = c.sm_assigned;
-        return d;
+        return to_py(app::cost_json(targets::estimate(p, t.record)));
       },
       py::arg("program"), py::arg("target"), "The cost model's prediction on a target.");
   m.def(

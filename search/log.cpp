@@ -131,6 +131,18 @@ std::string_view name(Objective o) {
   return o == Objective::AmkFormula ? "amk-formula" : "predicted";
 }
 
+std::optional<Algorithm> parse_algorithm(std::string_view s) {
+  for (Algorithm a : {Algorithm::Descent, Algorithm::Amk})
+    if (name(a) == s) return a;
+  return std::nullopt;
+}
+
+std::optional<Objective> parse_objective(std::string_view s) {
+  for (Objective o : {Objective::Predicted, Objective::AmkFormula})
+    if (name(o) == s) return o;
+  return std::nullopt;
+}
+
 LogHeader header_of(const lower::ModelSpec& m, const targets::TargetSpec& t, const Space& s,
                     const SearchOptions& o) {
   std::string space;

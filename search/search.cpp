@@ -33,46 +33,6 @@ double us_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
 }
 
-// One worker: a warm lowering and a validator, reused across candidates.
-struct Evaluator {
-  lower::Lowerer lowerer;
-  validate::Validator validator;
-
-  void evaluate(Trial& t, const targets::TargetSpec& target, Objective obj) {
-    const auto t0 = Clock::now();
-    lower::LowerResult lr = lowerer.run(t.config);
-    const auto t1 = Clock::now();
-    t.lower_us = std::chrono::duration<double, std::micro>(t1 - t0).count();
-    if (ir::has_errors(lr.diagnostics)) {
-      for (ir::Diagnostic& d : lr.diagnostics)
-        if (d.severity == ir::Severity::Error && t.diagnostics.size() < kReasons)
-          t.diagnostics.push_back(std::move(d));
-      t.eval_us = t.lower_us;
-      return;
-    }
-    const ir::Program& p = lowerer.program();
-    t.tasks = static_cast<int64_t>(p.tasks.size());
-    validate::Result v = validator.validate(p);
-    const auto t2 = Clock::now();
-    t.validate_us = std::chrono::duration<double, std::micro>(t2 - t1).count();
-    if (!v.ok) {
-      for (ir::Diagnostic& d : v.errors) {
-        if (t.diagnostics.size() == kReasons) break;
-        t.diagnostics.push_back(std::move(d));
-      }
-      t.eval_us = t.lower_us + t.validate_us;
-      return;
-    }
-    const targets::CostEstimate c = targets::estimate(p, target.record, validator.graph());
-    t.cost_us = us_since(t2);
-    t.valid = true;
-    t.predicted_us = c.makespan_us;
-    t.amk_formula_us = c.amk_makespan_us;
-    t.score = obj == Objective::Predicted ? c.makespan_us : c.amk_makespan_us;
-    t.eval_us = t.lower_us + t.validate_us + t.cost_us;
-  }
-};
-
 // A proposal: a point and why.
 struct Proposal {
   Point point;
@@ -269,6 +229,69 @@ std::optional<Source> parse_source(std::string_view s) {
   return std::nullopt;
 }
 
+struct Evaluator::Impl {
+  const targets::TargetSpec& target;
+  lower::Lowerer lowerer;
+  validate::Validator validator;
+};
+
+Evaluator::Evaluator(const lower::ModelSpec& m, const targets::TargetSpec& t,
+                     const lower::LowerOptions& o)
+    : impl_(std::make_unique<Impl>(Impl{t, lower::Lowerer(m, t, o), {}})) {}
+Evaluator::~Evaluator() = default;
+Evaluator::Evaluator(Evaluator&&) noexcept = default;
+Evaluator& Evaluator::operator=(Evaluator&&) noexcept = default;
+
+void Evaluator::evaluate(Trial& t, Objective obj) {
+  lower::Lowerer& lowerer = impl_->lowerer;
+  validate::Validator& validator = impl_->validator;
+  const auto t0 = Clock::now();
+  lower::LowerResult lr = lowerer.run(t.config);
+  const auto t1 = Clock::now();
+  t.lower_us = std::chrono::duration<double, std::micro>(t1 - t0).count();
+  if (ir::has_errors(lr.diagnostics)) {
+    for (ir::Diagnostic& d : lr.diagnostics)
+      if (d.severity == ir::Severity::Error && t.diagnostics.size() < kReasons)
+        t.diagnostics.push_back(std::move(d));
+    t.eval_us = t.lower_us;
+    return;
+  }
+  const ir::Program& p = lowerer.program();
+  t.tasks = static_cast<int64_t>(p.tasks.size());
+  validate::Result v = validator.validate(p);
+  const auto t2 = Clock::now();
+  t.validate_us = std::chrono::duration<double, std::micro>(t2 - t1).count();
+  if (!v.ok) {
+    for (ir::Diagnostic& d : v.errors) {
+      if (t.diagnostics.size() == kReasons) break;
+      t.diagnostics.push_back(std::move(d));
+    }
+    t.eval_us = t.lower_us + t.validate_us;
+    return;
+  }
+  const targets::CostEstimate c = targets::estimate(p, impl_->target.record, validator.graph());
+  t.cost_us = us_since(t2);
+  t.valid = true;
+  t.predicted_us = c.makespan_us;
+  t.amk_formula_us = c.amk_makespan_us;
+  t.score = obj == Objective::Predicted ? c.makespan_us : c.amk_makespan_us;
+  t.eval_us = t.lower_us + t.validate_us + t.cost_us;
+}
+
+void take_results(Trial& to, const Trial& from) {
+  to.valid = from.valid;
+  to.diagnostics = from.diagnostics;
+  to.predicted_us = from.predicted_us;
+  to.amk_formula_us = from.amk_formula_us;
+  to.measured_us = from.measured_us;
+  to.tasks = from.tasks;
+  to.eval_us = from.eval_us;
+  to.lower_us = from.lower_us;
+  to.validate_us = from.validate_us;
+  to.cost_us = from.cost_us;
+  to.score = from.score;
+}
+
 Search::Search(const lower::ModelSpec& m, const targets::TargetSpec& t, Space space,
                SearchOptions options)
     : m_(m), t_(t), space_(std::move(space)), o_(std::move(options)) {}
@@ -280,9 +303,9 @@ ir::Result<SearchResult> Search::run() {
   const ir::ScheduleConfig base = o_.start ? *o_.start : lower::default_config();
   const Point start_point = space_.point_of(base);
   const int jobs = std::max(1, o_.jobs);
-  std::vector<std::unique_ptr<Evaluator>> workers;
-  for (int j = 0; j < jobs; ++j)
-    workers.push_back(std::make_unique<Evaluator>(Evaluator{lower::Lowerer(m_, t_, o_.lower), {}}));
+  std::vector<Evaluator> workers;
+  if (!o_.evaluate)
+    for (int j = 0; j < jobs; ++j) workers.emplace_back(m_, t_, o_.lower);
   tbb::task_arena arena(jobs);
   std::unordered_map<int64_t, const Trial*> replay;
   for (const Trial& r : o_.replay) replay[r.index] = &r;
@@ -326,15 +349,22 @@ ir::Result<SearchResult> Search::run() {
         todo.push_back(i);
       }
     }
-    arena.execute([&] {
-      tbb::parallel_for(tbb::blocked_range<size_t>(0, todo.size()),
-                        [&](const tbb::blocked_range<size_t>& r) {
-                          const int w = std::max(0, tbb::this_task_arena::current_thread_index());
-                          for (size_t k = r.begin(); k != r.end(); ++k)
-                            workers[static_cast<size_t>(w) % workers.size()]->evaluate(
-                                trials[todo[k]], t_, o_.objective);
-                        });
-    });
+    if (o_.evaluate) {
+      std::vector<Trial*> remote;
+      for (size_t k : todo) remote.push_back(&trials[k]);
+      if (!remote.empty())
+        if (ir::Status st = o_.evaluate(remote); !st) return st;
+    } else {
+      arena.execute([&] {
+        tbb::parallel_for(tbb::blocked_range<size_t>(0, todo.size()),
+                          [&](const tbb::blocked_range<size_t>& r) {
+                            const int w = std::max(0, tbb::this_task_arena::current_thread_index());
+                            for (size_t k = r.begin(); k != r.end(); ++k)
+                              workers[static_cast<size_t>(w) % workers.size()].evaluate(
+                                  trials[todo[k]], o_.objective);
+                          });
+      });
+    }
     const auto first = static_cast<int64_t>(h.trials.size());  // trials[i] is trial first + i
     for (size_t i = 0; i < trials.size(); ++i) {
       Trial& t = trials[i];
@@ -342,12 +372,8 @@ ir::Result<SearchResult> Search::run() {
         const Trial& orig = t.duplicate_of < first
                                 ? h.trials[static_cast<size_t>(t.duplicate_of)]
                                 : trials[static_cast<size_t>(t.duplicate_of - first)];
-        t.valid = orig.valid;
-        t.diagnostics = orig.diagnostics;
-        t.predicted_us = orig.predicted_us;
-        t.amk_formula_us = orig.amk_formula_us;
-        t.tasks = orig.tasks;
-        t.score = orig.score;
+        take_results(t, orig);
+        t.eval_us = t.lower_us = t.validate_us = t.cost_us = 0;
       }
       if (t.duplicate_of >= 0)
         ++res.duplicates;

@@ -88,7 +88,32 @@ struct SearchOptions {
   /// Trials of an earlier run of the same search (a --resume log): a proposal whose index is here
   /// takes its result instead of being evaluated.
   std::vector<Trial> replay;
+  /// Evaluates a batch elsewhere (an executor, a cluster) instead of the `jobs` threads: fills
+  /// each trial's results from its config as Evaluator::evaluate would; an error stops the search.
+  std::function<ir::Status(const std::vector<Trial*>&)> evaluate;
 };
+
+/// One warm worker of a search: lower + prove + score one config, reusing its lowering and its
+/// validator across calls (what every search thread and every remote worker runs).
+class Evaluator {
+ public:
+  /// `m` and `t` must outlive the evaluator.
+  Evaluator(const lower::ModelSpec& m, const targets::TargetSpec& t, const lower::LowerOptions& o);
+  ~Evaluator();
+  Evaluator(Evaluator&&) noexcept;
+  Evaluator& operator=(Evaluator&&) noexcept;
+  /// Fills `t`'s valid, diagnostics (the first rejection reasons), scores, tasks and timings from
+  /// its config.
+  void evaluate(Trial& t, Objective objective);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Copies an evaluation's results (valid, diagnostics, scores, tasks, timings) from `from` to
+/// `to`, keeping `to`'s index, source, config and key.
+void take_results(Trial& to, const Trial& from);
 
 /// What a search found.
 struct SearchResult {
@@ -148,6 +173,9 @@ LogHeader header_of(const lower::ModelSpec& m, const targets::TargetSpec& t, con
 /// "descent" or "amk"; "predicted" or "amk-formula".
 std::string_view name(Algorithm a);
 std::string_view name(Objective o);
+/// The algorithm or objective of a name, or nullopt.
+std::optional<Algorithm> parse_algorithm(std::string_view s);
+std::optional<Objective> parse_objective(std::string_view s);
 
 /// AMK's results.tsv: a header, then per trial its index, source, valid, score, predicted and
 /// measured µs, tasks, kept (it became the incumbent), the first rejection reason and the config.

@@ -1,0 +1,557 @@
+#include "app/service.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "app/search_session.h"
+#include "ir/diagnostic_json.h"
+#include "ir/diff.h"
+#include "ir/digraph.h"
+#include "ir/fileio.h"
+#include "ir/json_io.h"
+#include "ir/pyjson.h"
+#include "lower/compile.h"
+#include "lower/config.h"
+#include "lower/model.h"
+
+namespace amk::app {
+
+namespace {
+
+constexpr Operation
+    kOperations
+        [] =
+            {
+                {"validate",
+                 "Prove a megakernel program deadlock- and race-free (every rule of AMK's "
+                 "validator and "
+                 "more); errors come with JSON pointers and task ids.",
+                 R"json({"type":"object","properties":{"program":{"description":"the program: an AMK IR object, or a path to a program file","type":["object","string"]},"path":{"type":"string","description":"a program file (instead of program)"}},"additionalProperties":false})json"},
+                {"lower",
+                 "Lower one decode step of a model for a target under a ScheduleConfig into a "
+                 "program the "
+                 "validator proved; returns the program (or writes it to output) with its "
+                 "predicted latency.",
+                 R"json({"type":"object","properties":{"model":{"description":"a built-in model name (see info), a model spec file, or an inline spec","type":["string","object"]},"target":{"description":"a built-in target name (see info), a target file, or an inline record","type":["string","object"]},"config":{"description":"a ScheduleConfig object, a config file path, 'auto' (amk's auto-tiling) or null (AMK's default_config)","type":["object","string","null"]},"pos":{"type":"integer","minimum":0},"batch":{"type":"integer","minimum":1},"dtype":{"enum":["F32","BF16","F16"]},"quant":{"enum":[null,"int8","int4"]},"output":{"type":"string","description":"write the program to this file (atomically) instead of returning it"}},"required":["model","target"],"additionalProperties":false})json"},
+                {"cost",
+                 "The cost model's predicted latency of a program on a target (its own target by "
+                 "default).",
+                 R"json({"type":"object","properties":{"program":{"type":["object","string"]},"path":{"type":"string"},"target":{"type":["string","object"]}},"additionalProperties":false})json"},
+                {"search_eval",
+                 "Evaluate one ScheduleConfig as a search does: lower, prove and score it (a warm "
+                 "lowering "
+                 "and validator are kept per model, target and options).",
+                 R"json({"type":"object","properties":{"model":{"type":["string","object"]},"target":{"type":["string","object"]},"config":{"type":["object","string","null"]},"objective":{"enum":["predicted","amk-formula"]},"pos":{"type":"integer","minimum":0},"batch":{"type":"integer","minimum":1},"dtype":{"enum":["F32","BF16","F16"]},"quant":{"enum":[null,"int8","int4"]}},"required":["model","target"],"additionalProperties":false})json"},
+                {"info",
+                 "Summarise a program (counts, op mix, critical path, verdict, predicted latency); "
+                 "without a "
+                 "program, the amk version, operations, built-in models and targets.",
+                 R"json({"type":"object","properties":{"program":{"type":["object","string"]},"path":{"type":"string"},"target":{"type":["string","object"]},"unsafe":{"type":"boolean","description":"predict even for a rejected program"}},"additionalProperties":false})json"},
+                {"diff",
+                 "The semantic changes from program a to program b (tasks matched by label).",
+                 R"json({"type":"object","properties":{"a":{"type":["object","string"]},"b":{"type":["object","string"]}},"required":["a","b"],"additionalProperties":false})json"},
+                {"search",
+                 "Search ScheduleConfigs for a model on a target with the full proof in the loop; "
+                 "returns "
+                 "the start and the best trial (config, predicted latency) and optionally writes "
+                 "the best "
+                 "config.",
+                 R"json({"type":"object","properties":{"model":{"type":"string"},"target":{"type":"string"},"budget":{"type":"integer","minimum":1,"maximum":100000},"time":{"type":"number","exclusiveMinimum":0,"description":"stop after this many seconds"},"seed":{"type":"integer","minimum":0},"jobs":{"type":"integer","minimum":1,"maximum":256},"algo":{"enum":["descent","amk"]},"objective":{"enum":["predicted","amk-formula"]},"start":{"type":"object","description":"the start ScheduleConfig (default: AMK's default_config)"},"output":{"type":"string","description":"write the best config to this file"}},"required":["model","target"],"additionalProperties":false})json"},
+};
+
+ir::Diagnostic bad(std::string_view key, std::string message) {
+  return ir::error("request.invalid", std::move(message), "/" + ir::pointer_token(key));
+}
+
+// Prefixes the pointers of diagnostics about an inline value with its key; line:column of the
+// re-serialised text would mislead, so they go.
+ir::Diagnostics inside(ir::Diagnostics d, std::string_view key) {
+  for (ir::Diagnostic& x : d) {
+    x.pointer = "/" + ir::pointer_token(key) + x.pointer;
+    x.line = x.column = 0;
+    for (ir::Note& n : x.notes) n.pointer = "/" + ir::pointer_token(key) + n.pointer;
+  }
+  return d;
+}
+
+// Typed access to optional arguments.
+struct Args {
+  const ojson& j;
+  ir::Diagnostics errors;
+
+  bool has(std::string_view k) const { return j.contains(k) && !j[std::string(k)].is_null(); }
+  const ojson& at(std::string_view k) const { return j[std::string(k)]; }
+  std::string str(std::string_view k, std::string fallback = {}) {
+    if (!has(k)) return fallback;
+    if (!at(k).is_string()) {
+      errors.push_back(bad(k, fmt::format("'{}' must be a string", k)));
+      return fallback;
+    }
+    return at(k).get<std::string>();
+  }
+  int64_t integer(std::string_view k, int64_t fallback, int64_t lo, int64_t hi) {
+    if (!has(k)) return fallback;
+    const ojson& v = at(k);
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(hi)) ||
+        v.get<int64_t>() < lo || v.get<int64_t>() > hi) {
+      errors.push_back(bad(k, fmt::format("'{}' must be an integer in [{}, {}]", k, lo, hi)));
+      return fallback;
+    }
+    return v.get<int64_t>();
+  }
+  double number(std::string_view k, double fallback) {
+    if (!has(k)) return fallback;
+    if (!at(k).is_number() || at(k).get<double>() <= 0) {
+      errors.push_back(bad(k, fmt::format("'{}' must be a positive number", k)));
+      return fallback;
+    }
+    return at(k).get<double>();
+  }
+  bool flag(std::string_view k) {
+    if (!has(k)) return false;
+    if (!at(k).is_boolean()) {
+      errors.push_back(bad(k, fmt::format("'{}' must be true or false", k)));
+      return false;
+    }
+    return at(k).get<bool>();
+  }
+  // Refuses arguments the operation does not know (a typo must not be ignored).
+  void only(std::initializer_list<std::string_view> known) {
+    for (const auto& [k, v] : j.items())
+      if (k != "op" && k != "id" && std::find(known.begin(), known.end(), k) == known.end())
+        errors.push_back(bad(k, fmt::format("unknown argument '{}' (this operation takes: {})", k,
+                                            fmt::join(known, ", "))));
+  }
+  ir::Status status() {
+    if (errors.empty()) return {};
+    return std::move(errors);
+  }
+};
+
+// A program given inline (an object) or by path (a string) under `key`.
+ir::Result<ir::Program> program_arg(Args& a, std::string_view key) {
+  const ojson& v = a.at(key);
+  if (v.is_object()) {
+    ir::Result<ir::Program> r = ir::parse_program(v.dump());
+    if (!r) return inside(std::move(r.diagnostics), key);
+    return r;
+  }
+  if (v.is_string()) {
+    ir::Result<ir::Program> r = ir::load_program(v.get<std::string>());
+    if (!r) ir::set_file(r.diagnostics, v.get<std::string>());
+    return r;
+  }
+  return bad(key, fmt::format("'{}' must be a program object or a file path", key));
+}
+
+// The program of validate, cost and info: "program" (inline or a path) or "path".
+ir::Result<ir::Program> the_program(Args& a) {
+  if (a.has("program") && a.has("path")) return bad("path", "give 'program' or 'path', not both");
+  if (a.has("path")) {
+    if (!a.at("path").is_string()) return bad("path", "'path' must be a file path");
+    return program_arg(a, "path");
+  }
+  if (!a.has("program")) return bad("program", "missing 'program' (or 'path')");
+  return program_arg(a, "program");
+}
+
+ir::Result<lower::ModelSpec> model_arg(Args& a) {
+  if (!a.has("model")) return bad("model", "missing 'model' (a built-in name, a file or a spec)");
+  const ojson& v = a.at("model");
+  if (v.is_string()) return lower::load_model(v.get<std::string>());
+  if (v.is_object()) {
+    ir::Result<lower::ModelSpec> r = lower::parse_model(v.dump(), "/model");
+    if (!r) return inside(std::move(r.diagnostics), "model");
+    return r;
+  }
+  return bad("model", "'model' must be a name, a file path or a model spec object");
+}
+
+ir::Result<targets::TargetSpec> target_arg(Args& a) {
+  if (!a.has("target"))
+    return bad("target", "missing 'target' (a built-in name, a file or a record)");
+  const ojson& v = a.at("target");
+  if (v.is_string()) return targets::load_target(v.get<std::string>());
+  if (v.is_object()) {
+    ir::Result<targets::TargetSpec> r = targets::parse_target_spec(v.dump(), "/target");
+    if (!r) return inside(std::move(r.diagnostics), "target");
+    return r;
+  }
+  return bad("target", "'target' must be a name, a file path or a target record object");
+}
+
+// "config": an object, a file path, "auto" (nullopt) or absent/null (AMK's default_config).
+ir::Result<std::optional<ir::ScheduleConfig>> config_arg(Args& a, std::string_view key) {
+  if (!a.has(key)) return std::optional<ir::ScheduleConfig>(lower::default_config());
+  const ojson& v = a.at(key);
+  if (v.is_string() && v.get<std::string>() == "auto") return std::optional<ir::ScheduleConfig>();
+  ir::Result<ir::ScheduleConfig> c;
+  if (v.is_object()) {
+    c = lower::parse_config(v.dump(), "/" + std::string(key));
+    if (!c) return inside(std::move(c.diagnostics), key);
+  } else if (v.is_string()) {
+    ir::Result<std::string> text = ir::read_file(v.get<std::string>());
+    if (!text) return std::move(text.diagnostics);
+    c = lower::parse_config(*text, v.get<std::string>());
+    if (!c) return std::move(c.diagnostics);
+  } else {
+    return bad(key,
+               fmt::format("'{}' must be a ScheduleConfig object, a file path or 'auto'", key));
+  }
+  return std::optional<ir::ScheduleConfig>(std::move(*c.value));
+}
+
+lower::LowerOptions lower_options(Args& a) {
+  lower::LowerOptions o;
+  o.pos = a.integer("pos", 0, 0, 1 << 24);
+  o.batch = a.integer("batch", 1, 1, 1 << 16);
+  const std::string dtype = a.str("dtype", "F32");
+  if (const std::optional<ir::DType> d = ir::parse_dtype(dtype);
+      d && (*d == ir::DType::F32 || *d == ir::DType::BF16 || *d == ir::DType::F16))
+    o.dtype = *d;
+  else
+    a.errors.push_back(bad("dtype", "'dtype' must be F32, BF16 or F16"));
+  const std::string quant = a.str("quant", "");
+  if (quant == "int8")
+    o.quant = lower::Quant::Int8;
+  else if (quant == "int4")
+    o.quant = lower::Quant::Int4;
+  else if (!quant.empty())
+    a.errors.push_back(bad("quant", "'quant' must be null, 'int8' or 'int4'"));
+  return o;
+}
+
+std::optional<search::Objective> objective_arg(Args& a) {
+  const std::string s = a.str("objective", "predicted");
+  const std::optional<search::Objective> o = search::parse_objective(s);
+  if (!o) a.errors.push_back(bad("objective", "'objective' must be 'predicted' or 'amk-formula'"));
+  return o;
+}
+
+ojson parsed(const std::string& text) {
+  return ojson::parse(text);
+}
+
+// A warm evaluator with the model and target it lowers for.
+struct Warm {
+  lower::ModelSpec model;
+  targets::TargetSpec target;
+  std::unique_ptr<search::Evaluator> evaluator;
+};
+
+}  // namespace
+
+std::span<const Operation> operations() {
+  return kOperations;
+}
+
+ojson cost_json(const targets::CostEstimate& c) {
+  ojson j = ojson::object();
+  j["predicted_us"] = c.makespan_us;
+  j["amk_formula_us"] = c.amk_makespan_us;
+  j["floor_us"] = c.floor_us;
+  j["queue_us"] = c.queue_us;
+  j["bandwidth_us"] = c.bandwidth_us;
+  j["critical_path_us"] = c.critical_path_us;
+  j["total_us"] = c.total_us;
+  j["sm_assigned"] = c.sm_assigned;
+  return j;
+}
+
+ProgramInfo program_info(const ir::Program& p, const std::optional<ir::Target>& target,
+                         bool unsafe) {
+  ProgramInfo in;
+  in.graph = ir::Graph::build(p);
+  in.critical = ir::critical_path(p, in.graph);
+  in.target = target ? target : p.target;
+  in.verdict = validate::validate(p);
+  for (const ir::Diagnostic& d : in.verdict.errors)
+    if (std::find(in.rules.begin(), in.rules.end(), d.code) == in.rules.end())
+      in.rules.push_back(d.code);
+  if (in.target && (in.verdict.ok || unsafe)) in.cost = targets::estimate(p, *in.target);
+  for (const auto& t : p.tasks) {
+    ++in.ops[std::string(ir::name(t.op))];
+    in.est_bytes += t.est_bytes;
+    in.est_flops += t.est_flops;
+    in.waits += static_cast<int64_t>(t.waits.size());
+  }
+  for (const auto& b : p.buffers) {
+    ++in.buffer_kinds[std::string(ir::name(b.kind))];
+    in.weights += b.kind == ir::BufferKind::WEIGHT;
+  }
+  return in;
+}
+
+ojson ProgramInfo::json(const ir::Program& p, std::string_view file) const {
+  ojson j;
+  j["file"] = std::string(file);
+  j["valid"] = verdict.ok;
+  j["rules"] = rules;
+  j["errors"] = verdict.errors.size();
+  j["ir_version"] = p.ir_version;
+  j["abi_version"] = p.abi_version;
+  j["meta"] = p.meta.json();
+  j["target"] = p.target ? ojson(p.target->name) : ojson();
+  j["tasks"] = p.tasks.size();
+  j["buffers"] = p.buffers.size();
+  j["counters"] = p.counters.size();
+  j["waits"] = waits;
+  j["edges"] = graph.edge_count();
+  j["acyclic"] = graph.acyclic();
+  j["weight_bytes"] = p.total_weight_bytes();
+  j["weight_MB"] = std::stod(ir::py_round2(static_cast<double>(p.total_weight_bytes()) / 1e6));
+  j["sm_assigned"] = p.sm_assigned();
+  j["ops"] = ops;
+  j["buffer_kinds"] = buffer_kinds;
+  j["est_bytes"] = est_bytes;
+  j["est_flops"] = est_flops;
+  j["pages"] = p.pages ? ojson({{"pages", p.pages->pages.size()},
+                                {"buffers", p.pages->buffer_to_page.size()},
+                                {"scratch_bytes", p.pages->total_scratch_bytes()}})
+                       : ojson();
+  j["config"] = p.config ? ojson(true) : ojson(false);
+  ojson crit = ojson::object();
+  crit["tasks"] = critical.tasks;
+  crit["est_bytes"] = critical.est_bytes;
+  ojson path = ojson::array();
+  for (uint32_t t : critical.path) path.push_back(t);
+  crit["path"] = std::move(path);
+  j["critical_path"] = graph.acyclic() ? crit : ojson();
+  if (cost)
+    j["cost"] = {{"target", target->name},
+                 {"predicted_us", cost->makespan_us},
+                 {"amk_predicted_us", cost->amk_makespan_us},
+                 {"queue_us", cost->queue_us},
+                 {"bandwidth_us", cost->bandwidth_us},
+                 {"critical_path_us", cost->critical_path_us},
+                 {"floor_us", cost->floor_us}};
+  return j;
+}
+
+ir::Result<ojson> parse_request(std::string_view line) {
+  ir::Result<ir::JsonValue> v = ir::parse_json_object(line, "a request");
+  if (!v) return std::move(v.diagnostics);
+  return v->json();
+}
+
+ojson error_json(const ir::Diagnostics& d) {
+  ojson e = ojson::object();
+  std::string message;
+  for (const ir::Diagnostic& x : d)
+    if (x.severity == ir::Severity::Error) {
+      if (e.empty()) e["code"] = x.code;
+      message += (message.empty() ? "" : "\n") + ir::format_diagnostic(x, x.file);
+    }
+  if (e.empty()) e["code"] = "request.failed";
+  e["message"] = message;
+  e["diagnostics"] = ir::to_json(d);
+  return e;
+}
+
+struct Service::Impl {
+  std::map<std::string, Warm> warm;  // by the model, target and options of the request
+
+  ir::Result<ojson> validate(Args& a) {
+    a.only({"program", "path"});
+    if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
+    ir::Result<ir::Program> p = the_program(a);
+    if (!p) return std::move(p.diagnostics);
+    return parsed(validate::validate(*p).to_json());
+  }
+
+  ir::Result<ojson> lower(Args& a) {
+    a.only({"model", "target", "config", "pos", "batch", "dtype", "quant", "output"});
+    const lower::LowerOptions o = lower_options(a);
+    const std::string output = a.str("output");
+    if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
+    ir::Result<lower::ModelSpec> m = model_arg(a);
+    if (!m) return std::move(m.diagnostics);
+    ir::Result<targets::TargetSpec> t = target_arg(a);
+    if (!t) return std::move(t.diagnostics);
+    ir::Result<std::optional<ir::ScheduleConfig>> c = config_arg(a, "config");
+    if (!c) return std::move(c.diagnostics);
+    ir::Result<lower::Compiled> r = lower::compile(*m, *t, *c, o);
+    if (!r) return std::move(r.diagnostics);
+    ojson j = ojson::object();
+    j["tasks"] = r->program.tasks.size();
+    j["cost"] = cost_json(r->cost);
+    j["warnings"] = ir::to_json(r->verdict.warnings);
+    const std::string text = ir::write_program(r->program);
+    if (!output.empty()) {
+      if (ir::Status st = ir::write_file_atomic(output, text); !st)
+        return std::move(st.diagnostics);
+      j["path"] = output;
+    } else {
+      j["program"] = parsed(text);
+    }
+    return j;
+  }
+
+  ir::Result<ojson> cost(Args& a) {
+    a.only({"program", "path", "target"});
+    if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
+    ir::Result<ir::Program> p = the_program(a);
+    if (!p) return std::move(p.diagnostics);
+    std::optional<ir::Target> target = p->target;
+    if (a.has("target")) {
+      ir::Result<targets::TargetSpec> t = target_arg(a);
+      if (!t) return std::move(t.diagnostics);
+      target = t->record;
+    }
+    if (!target)
+      return bad("target", "the program names no target: give 'target' (a built-in name or file)");
+    ojson j = ojson::object();
+    j["target"] = target->name;
+    j.update(cost_json(targets::estimate(*p, *target)));
+    return j;
+  }
+
+  ir::Result<ojson> search_eval(Args& a) {
+    a.only({"model", "target", "config", "objective", "pos", "batch", "dtype", "quant"});
+    const lower::LowerOptions o = lower_options(a);
+    const std::optional<search::Objective> objective = objective_arg(a);
+    if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
+    if (!a.has("model")) return bad("model", "missing 'model'");
+    if (!a.has("target")) return bad("target", "missing 'target'");
+    const std::string key = ojson::array({a.at("model"), a.at("target"), o.pos, o.batch,
+                                          ir::name(o.dtype), a.str("quant")})
+                                .dump();
+    auto it = warm.find(key);
+    if (it == warm.end()) {
+      ir::Result<lower::ModelSpec> m = model_arg(a);
+      if (!m) return std::move(m.diagnostics);
+      ir::Result<targets::TargetSpec> t = target_arg(a);
+      if (!t) return std::move(t.diagnostics);
+      if (warm.size() >= 8) warm.clear();  // a worker serving many searches keeps the recent
+      it = warm.emplace(key, Warm{std::move(*m.value), std::move(*t.value), nullptr}).first;
+      it->second.evaluator =
+          std::make_unique<search::Evaluator>(it->second.model, it->second.target, o);
+    }
+    ir::Result<std::optional<ir::ScheduleConfig>> c = config_arg(a, "config");
+    if (!c) return std::move(c.diagnostics);
+    if (!*c) return bad("config", "search_eval needs a ScheduleConfig, not 'auto'");
+    search::Trial t;
+    t.config = std::move(**c);
+    t.key = ir::config_key(t.config);
+    it->second.evaluator->evaluate(t, *objective);
+    ojson j = parsed(search::trial_json(t));
+    j.erase("index");
+    j.erase("source");
+    j.erase("duplicate_of");
+    return j;
+  }
+
+  ir::Result<ojson> info(Args& a) {
+    a.only({"program", "path", "target", "unsafe"});
+    const bool unsafe = a.flag("unsafe");
+    if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
+    if (!a.has("program") && !a.has("path")) {
+      ojson j = ojson::object();
+      j["amk"] = AMK_VERSION;
+      ojson ops = ojson::array();
+      for (const Operation& op : operations()) ops.push_back(op.name);
+      j["operations"] = std::move(ops);
+      j["models"] = lower::builtin_model_names();
+      j["targets"] = targets::builtin_target_names();
+      return j;
+    }
+    ir::Result<ir::Program> p = the_program(a);
+    if (!p) return std::move(p.diagnostics);
+    std::optional<ir::Target> target;
+    if (a.has("target")) {
+      ir::Result<targets::TargetSpec> t = target_arg(a);
+      if (!t) return std::move(t.diagnostics);
+      target = t->record;
+    }
+    const std::string file = a.has("path")                 ? a.str("path")
+                             : a.at("program").is_string() ? a.str("program")
+                                                           : std::string("<program>");
+    return program_info(*p, target, unsafe).json(*p, file);
+  }
+
+  ir::Result<ojson> diff(Args& a) {
+    a.only({"a", "b"});
+    if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
+    for (const char* k : {"a", "b"})
+      if (!a.has(k)) return bad(k, fmt::format("missing '{}' (a program object or a path)", k));
+    ir::Result<ir::Program> pa = program_arg(a, "a");
+    if (!pa) return std::move(pa.diagnostics);
+    ir::Result<ir::Program> pb = program_arg(a, "b");
+    if (!pb) return std::move(pb.diagnostics);
+    return parsed(ir::diff_to_json(ir::diff_programs(*pa, *pb)));
+  }
+
+  ir::Result<ojson> search(Args& a) {
+    a.only({"model", "target", "budget", "time", "seed", "jobs", "algo", "objective", "start",
+            "output"});
+    SearchRequest req;
+    req.model = a.str("model");
+    req.target = a.str("target");
+    req.options.budget = a.integer("budget", 200, 1, 100000);
+    req.options.deadline_s = a.number("time", 0);
+    req.options.seed = static_cast<uint64_t>(a.integer("seed", 0, 0, int64_t(1) << 53));
+    req.options.jobs = static_cast<int>(a.integer("jobs", 1, 1, 256));
+    const std::optional<search::Algorithm> algo = search::parse_algorithm(a.str("algo", "descent"));
+    if (!algo) a.errors.push_back(bad("algo", "'algo' must be 'descent' or 'amk'"));
+    const std::optional<search::Objective> objective = objective_arg(a);
+    const std::string output = a.str("output");
+    if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
+    if (req.model.empty()) return bad("model", "missing 'model' (a built-in name or a file)");
+    if (req.target.empty()) return bad("target", "missing 'target' (a built-in name or a file)");
+    req.options.algorithm = *algo;
+    req.options.objective = *objective;
+    if (a.has("start")) {
+      if (!a.at("start").is_object()) return bad("start", "'start' must be a ScheduleConfig");
+      ir::Result<std::optional<ir::ScheduleConfig>> c = config_arg(a, "start");
+      if (!c) return std::move(c.diagnostics);
+      req.start = std::move(**c);
+      req.start_origin = "/start";
+    }
+    ir::Result<std::unique_ptr<SearchSession>> s = SearchSession::create(std::move(req));
+    if (!s) return std::move(s.diagnostics);
+    ir::Result<search::SearchResult> r = (*s)->run();
+    if (!r) return std::move(r.diagnostics);
+    ojson j = search_summary_json(**s, *r);
+    const search::Trial& best = r->trials[static_cast<size_t>(r->best)];
+    j["best_config"] = parsed(ir::write_config(best.config));
+    if (!output.empty()) {
+      if (ir::Status st = ir::write_file_atomic(output, ir::write_config(best.config) + "\n"); !st)
+        return std::move(st.diagnostics);
+      j["output"] = output;
+    }
+    return j;
+  }
+};
+
+Service::Service() : impl_(std::make_unique<Impl>()) {}
+Service::~Service() = default;
+Service::Service(Service&&) noexcept = default;
+Service& Service::operator=(Service&&) noexcept = default;
+
+ir::Result<ojson> Service::call(std::string_view op, const ojson& args) {
+  if (!args.is_object()) return ir::error("request.invalid", "the arguments must be an object");
+  Args a{args, {}};
+  if (op == "validate") return impl_->validate(a);
+  if (op == "lower") return impl_->lower(a);
+  if (op == "cost") return impl_->cost(a);
+  if (op == "search_eval") return impl_->search_eval(a);
+  if (op == "info") return impl_->info(a);
+  if (op == "diff") return impl_->diff(a);
+  if (op == "search") return impl_->search(a);
+  std::vector<std::string_view> names;
+  for (const Operation& o : operations()) names.push_back(o.name);
+  return ir::error("request.op",
+                   fmt::format("unknown op '{}' (use one of: {})", op, fmt::join(names, ", ")),
+                   "/op");
+}
+
+ir::Result<ojson> Service::handle(const ojson& request) {
+  if (!request.is_object()) return ir::error("request.invalid", "a request must be a JSON object");
+  if (!request.contains("op") || !request["op"].is_string())
+    return ir::error("request.op", "a request needs \"op\": a string naming the operation", "/op");
+  return call(request["op"].get<std::string>(), request);
+}
+
+}  // namespace amk::app

@@ -1,0 +1,84 @@
+// The request/response seam: amk's operations (validate, lower, cost, search_eval, info, diff,
+// search) on JSON requests, answered as JSON. `amk serve` (JSONL), `amk mcp` (an agent's tools),
+// the Python module's evaluate and a cluster's workers all run requests through this one place.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/digraph.h"
+#include "ir/graph.h"
+#include "ir/program.h"
+#include "ir/result.h"
+#include "search/search.h"
+#include "targets/cost.h"
+#include "targets/target.h"
+#include "validate/validate.h"
+
+namespace amk::app {
+
+using ojson = nlohmann::ordered_json;
+
+/// One operation of the seam: its name, what it does and the JSON Schema of its arguments.
+struct Operation {
+  std::string_view name;
+  std::string_view description;
+  std::string_view schema;  ///< JSON Schema text (an object of its arguments)
+};
+/// Every operation, in a stable order.
+std::span<const Operation> operations();
+
+/// What `amk info` reports about a program: counts, op mix, critical path, the verdict and (for
+/// a valid program, or `unsafe`) the cost on its target or `target`.
+struct ProgramInfo {
+  validate::Result verdict;
+  std::vector<std::string> rules;  ///< the rejection's rule codes, each once, in order
+  ir::Graph graph;
+  ir::CriticalPath critical;
+  std::optional<ir::Target> target;
+  std::optional<targets::CostEstimate> cost;
+  std::map<std::string, int64_t> ops, buffer_kinds;
+  int64_t est_bytes = 0, est_flops = 0, weights = 0, waits = 0;
+  /// The `amk info --json` document (`file` as given).
+  ojson json(const ir::Program& p, std::string_view file) const;
+};
+/// Summarises `p`; `target` overrides the program's own.
+ProgramInfo program_info(const ir::Program& p, const std::optional<ir::Target>& target,
+                         bool unsafe);
+
+/// The cost model's numbers as JSON (predicted_us, amk_formula_us, floor, bandwidth, ...).
+ojson cost_json(const targets::CostEstimate& c);
+
+/// A worker of the seam: one warm lowering and validator per (model, target, lowering options),
+/// kept across requests. Not thread-safe: one per thread.
+class Service {
+ public:
+  Service();
+  ~Service();
+  Service(Service&&) noexcept;
+  Service& operator=(Service&&) noexcept;
+  /// Answers `{"op": NAME, ...arguments}`; errors point into the request (e.g. "/config/x").
+  ir::Result<ojson> handle(const ojson& request);
+  /// Runs operation `op` on `args` (an object).
+  ir::Result<ojson> call(std::string_view op, const ojson& args);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// One line of a JSON-lines protocol as a JSON object (errors carry line 1's column and a pointer).
+ir::Result<ojson> parse_request(std::string_view line);
+
+/// A failed request's "error" object: the first error's code, every error formatted in one
+/// message, and the diagnostics.
+ojson error_json(const ir::Diagnostics& d);
+
+}  // namespace amk::app

@@ -1,0 +1,238 @@
+// Proves the request/response seam over pipes: `amk serve --stdio` (JSONL, in order, any --jobs,
+// malformed lines answered and survived) and `amk mcp` (a scripted agent session).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support.h"
+
+namespace amk {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+// Runs `amk ARGS` with these lines on stdin; the JSON lines it printed.
+std::vector<json> exchange(const std::vector<std::string>& args,
+                           const std::vector<std::string>& lines, int* rc = nullptr,
+                           std::string* raw = nullptr) {
+  const fs::path in = test::temp_dir() / "requests.jsonl";
+  {
+    std::ofstream f(in);
+    for (const std::string& l : lines) f << l << "\n";
+  }
+  const test::RunResult r = test::run_amk(args, in.string());
+  if (rc) *rc = r.rc;
+  if (raw) *raw = r.out;
+  EXPECT_EQ(r.rc, 0) << r.err;
+  std::vector<json> out;
+  std::istringstream s(r.out);
+  for (std::string l; std::getline(s, l);) out.push_back(json::parse(l));
+  return out;
+}
+
+std::string req(json j) {
+  return j.dump();
+}
+
+fs::path program(const std::string& name) {
+  return test::conformance_dir() / "programs" / name;
+}
+
+TEST(Serve, AnswersEveryOperationInOrderWithTheRequestsId) {
+  const std::string toy = program("toy_1L_default.json").string();
+  const json inline_program = json::parse(test::slurp(toy));
+  const fs::path lowered = test::temp_dir() / "lowered.json";
+  const std::vector<json> out = exchange(
+      {"serve", "--stdio"},
+      {req({{"id", 1}, {"op", "validate"}, {"path", toy}}),
+       req({{"id", "two"}, {"op", "validate"}, {"program", inline_program}}),
+       req({{"id", 3}, {"op", "lower"}, {"model", "toy-1L"}, {"target", "h100"}}),
+       req({{"id", 4},
+            {"op", "lower"},
+            {"model", "toy-1L"},
+            {"target", "h100"},
+            {"output", lowered.string()}}),
+       req({{"id", 5}, {"op", "cost"}, {"path", toy}, {"target", "h100"}}),
+       req({{"id", 6}, {"op", "search_eval"}, {"model", "toy-1L"}, {"target", "h100"}}),
+       req({{"id", 7}, {"op", "info"}, {"path", toy}}), req({{"id", 8}, {"op", "info"}}),
+       req({{"id", 9}, {"op", "diff"}, {"a", toy}, {"b", program("toy_1L_auto.json").string()}}),
+       req({{"id", 10},
+            {"op", "search"},
+            {"model", "toy-1L"},
+            {"target", "h100"},
+            {"budget", 6}})});
+  ASSERT_EQ(out.size(), 10u);
+  for (const json& r : out) EXPECT_TRUE(r["ok"].get<bool>()) << r.dump();
+  EXPECT_EQ(out[0]["id"], 1);
+  EXPECT_EQ(out[1]["id"], "two");
+  for (size_t i = 2; i < out.size(); ++i) EXPECT_EQ(out[i]["id"], i + 1);
+  EXPECT_TRUE(out[0]["result"]["ok"].get<bool>());
+  EXPECT_EQ(out[0]["result"], out[1]["result"]);  // inline and by path: the same verdict
+  EXPECT_EQ(out[0]["result"]["stats"]["tasks"], 27);
+  // lower gives `amk lower`'s program; written to a file, the same bytes.
+  const test::RunResult cli = test::run_amk({"lower", "toy-1L", "--target", "h100", "-o", "-"});
+  ASSERT_EQ(cli.rc, 0) << cli.err;
+  EXPECT_EQ(out[2]["result"]["program"], json::parse(cli.out));
+  EXPECT_EQ(test::slurp(lowered), cli.out);
+  EXPECT_EQ(out[3]["result"]["path"], lowered.string());
+  EXPECT_FALSE(out[3]["result"].contains("program"));
+  // search_eval of the default config scores what lower predicts.
+  EXPECT_TRUE(out[5]["result"]["valid"].get<bool>());
+  EXPECT_EQ(out[5]["result"]["tasks"], out[2]["result"]["tasks"]);
+  EXPECT_DOUBLE_EQ(out[5]["result"]["predicted_us"].get<double>(),
+                   out[2]["result"]["cost"]["predicted_us"].get<double>());
+  EXPECT_GT(out[4]["result"]["predicted_us"].get<double>(), 0);
+  EXPECT_EQ(out[6]["result"]["tasks"], 27);
+  EXPECT_TRUE(out[6]["result"]["valid"].get<bool>());
+  EXPECT_NE(std::find(out[7]["result"]["models"].begin(), out[7]["result"]["models"].end(),
+                      "llama-3.2-1b"),
+            out[7]["result"]["models"].end());
+  EXPECT_TRUE(out[8]["result"].contains("changes"));
+  EXPECT_EQ(out[9]["result"]["trials"], 6);
+  EXPECT_LE(out[9]["result"]["best"]["score"].get<double>(),
+            out[9]["result"]["start"]["score"].get<double>());
+}
+
+TEST(Serve, MalformedLinesGetAnErrorResponseAndTheWorkerGoesOn) {
+  const std::vector<json> out = exchange(
+      {"serve", "--stdio"},
+      {"this is not json", "[1, 2]", "", req({{"id", 3}, {"op", "fly"}}), req({{"id", 4}}),
+       req({{"id", 5}, {"op", "validate"}, {"path", "/no/such/file.json"}}),
+       req({{"id", 6}, {"op", "validate"}, {"program", {{"ir_version", "0.2.0"}, {"tasks", 7}}}}),
+       req({{"id", 7}, {"op", "lower"}, {"model", "toy-1L"}, {"target", "h100"}, {"pos", -1}}),
+       req({{"id", 8}, {"op", "lower"}, {"model", "toy-1L"}, {"target", "h100"}, {"nope", 1}}),
+       req({{"id", 9},
+            {"op", "search_eval"},
+            {"model", "toy-1L"},
+            {"target", "h100"},
+            {"config", {{"tiling", {{"gemv", {{"N_tile", "big"}}}}}}}}),
+       "{\"id\": 10, \"op\": \"validate\", \"path\": ", req({{"id", 11}, {"op", "info"}})});
+  ASSERT_EQ(out.size(), 11u);  // the blank line is not a request
+  auto error = [&](size_t i) { return out[i]["error"]; };
+  for (size_t i = 0; i + 1 < out.size(); ++i) {
+    if (i != 8) {
+      EXPECT_FALSE(out[i]["ok"].get<bool>()) << i;
+    }
+  }
+  EXPECT_TRUE(out.back()["ok"].get<bool>());
+  EXPECT_TRUE(out[0]["id"].is_null());
+  EXPECT_EQ(error(0)["code"], "json.syntax");
+  EXPECT_EQ(error(0)["line"], 1);
+  EXPECT_EQ(error(1)["line"], 2);
+  EXPECT_EQ(out[2]["id"], 3);
+  EXPECT_EQ(error(2)["code"], "request.op");
+  EXPECT_NE(error(2)["message"].get<std::string>().find("validate, lower"), std::string::npos);
+  EXPECT_EQ(error(2)["line"], 4);
+  EXPECT_EQ(error(3)["code"], "request.op");
+  EXPECT_EQ(error(4)["code"], "io.read");
+  EXPECT_NE(error(4)["message"].get<std::string>().find("/no/such/file.json"), std::string::npos);
+  EXPECT_EQ(error(5)["diagnostics"][0]["pointer"], "/program/tasks");
+  EXPECT_EQ(error(6)["diagnostics"][0]["pointer"], "/pos");
+  EXPECT_EQ(error(7)["diagnostics"][0]["pointer"], "/nope");
+  // A config the lowering refuses is an evaluated candidate, rejected with the reason.
+  EXPECT_TRUE(out[8]["ok"].get<bool>());
+  EXPECT_FALSE(out[8]["result"]["valid"].get<bool>());
+  EXPECT_EQ(out[8]["result"]["diagnostics"][0]["pointer"], "/config/tiling/gemv/N_tile");
+  EXPECT_TRUE(out[9]["id"].is_null());  // cut off: not JSON, so no id
+  EXPECT_EQ(out[10]["id"], 11);
+}
+
+TEST(Serve, VerdictsEqualTheCliOnEveryConformanceProgramInRequestOrderForAnyJobs) {
+  std::vector<std::string> lines;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(test::conformance_dir() / "programs"))
+    files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (size_t i = 0; i < files.size(); ++i)
+    lines.push_back(req({{"id", i}, {"op", "validate"}, {"path", files[i].string()}}));
+  std::string one, three;
+  const std::vector<json> out = exchange({"serve", "--stdio"}, lines, nullptr, &one);
+  exchange({"serve", "--stdio", "--jobs", "3"}, lines, nullptr, &three);
+  EXPECT_EQ(one, three);  // the same bytes, in the same order
+  ASSERT_EQ(out.size(), files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    EXPECT_EQ(out[i]["id"], i);
+    const test::RunResult cli = test::run_amk({"validate", "--json", files[i].string()});
+    const json doc = json::parse(cli.out);
+    if (cli.rc == 2) {  // unreadable: an error response naming the same code
+      EXPECT_FALSE(out[i]["ok"].get<bool>()) << files[i];
+      EXPECT_EQ(out[i]["error"]["code"], doc["files"][0]["errors"][0]["code"]) << files[i];
+      continue;
+    }
+    ASSERT_TRUE(out[i]["ok"].get<bool>()) << files[i];
+    EXPECT_EQ(out[i]["result"]["ok"], cli.rc == 0) << files[i];
+    EXPECT_EQ(out[i]["result"]["errors"], doc["files"][0]["errors"]) << files[i];
+    EXPECT_EQ(out[i]["result"]["stats"], doc["files"][0]["stats"]) << files[i];
+  }
+}
+
+TEST(Mcp, AScriptedAgentSessionInitializesListsAndCallsEveryTool) {
+  auto rpc = [](json id, const std::string& method, json params) {
+    json j = {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}};
+    if (!params.is_null()) j["params"] = std::move(params);
+    return j.dump();
+  };
+  auto call = [&](int id, const std::string& tool, json args) {
+    return rpc(id, "tools/call", {{"name", tool}, {"arguments", std::move(args)}});
+  };
+  const std::string toy = program("toy_1L_default.json").string();
+  const std::vector<json> out = exchange(
+      {"mcp"},
+      {rpc(1, "initialize",
+           {{"protocolVersion", "2025-06-18"},
+            {"capabilities", json::object()},
+            {"clientInfo", {{"name", "test"}, {"version", "1"}}}}),
+       R"({"jsonrpc":"2.0","method":"notifications/initialized"})", rpc(2, "tools/list", nullptr),
+       call(3, "validate", {{"path", program("bad_cycle.json").string()}}),
+       call(4, "lower", {{"model", "toy-1L"}, {"target", "h100"}}),
+       call(5, "info", {{"path", toy}}), call(6, "diff", {{"a", toy}, {"b", toy}}),
+       call(7, "search", {{"model", "toy-1L"}, {"target", "h100"}, {"budget", 4}}),
+       call(8, "cost", {{"path", toy}, {"target", "a100"}}),
+       call(9, "search_eval", {{"model", "toy-1L"}, {"target", "h100"}}),
+       call(10, "validate", {{"path", "/no/such.json"}}), call(11, "teleport", json::object()),
+       rpc(12, "resources/list", nullptr), "{not json", rpc("last", "ping", nullptr)});
+  ASSERT_EQ(out.size(), 14u);  // every message but the notification is answered
+  for (const json& r : out) EXPECT_EQ(r["jsonrpc"], "2.0");
+  EXPECT_EQ(out[0]["result"]["protocolVersion"], "2025-06-18");
+  EXPECT_EQ(out[0]["result"]["serverInfo"]["name"], "amk");
+  EXPECT_TRUE(out[0]["result"]["capabilities"].contains("tools"));
+  const json& tools = out[1]["result"]["tools"];
+  std::vector<std::string> names;
+  for (const json& t : tools) {
+    names.push_back(t["name"]);
+    EXPECT_EQ(t["inputSchema"]["type"], "object") << t["name"];
+    EXPECT_FALSE(t["description"].get<std::string>().empty());
+  }
+  for (const char* n : {"validate", "lower", "info", "diff", "search"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  for (size_t i = 2; i <= 8; ++i) {
+    EXPECT_EQ(out[i]["id"], i + 1);
+    EXPECT_FALSE(out[i]["result"]["isError"].get<bool>()) << out[i].dump();
+    EXPECT_EQ(out[i]["result"]["content"][0]["type"], "text");
+    EXPECT_EQ(json::parse(out[i]["result"]["content"][0]["text"].get<std::string>()),
+              out[i]["result"]["structuredContent"]);
+  }
+  EXPECT_FALSE(out[2]["result"]["structuredContent"]["ok"].get<bool>());  // a rejected program
+  EXPECT_EQ(out[2]["result"]["structuredContent"]["errors"][0]["code"], "graph.cycle");
+  EXPECT_EQ(out[3]["result"]["structuredContent"]["tasks"], 27);
+  EXPECT_EQ(out[6]["result"]["structuredContent"]["trials"], 4);
+  EXPECT_TRUE(out[9]["result"]["isError"].get<bool>());  // a failing tool: a result, not a fault
+  EXPECT_NE(out[9]["result"]["content"][0]["text"].get<std::string>().find("/no/such.json"),
+            std::string::npos);
+  EXPECT_EQ(out[10]["error"]["code"], -32602);  // unknown tool
+  EXPECT_EQ(out[11]["error"]["code"], -32601);  // unknown method
+  EXPECT_EQ(out[12]["error"]["code"], -32700);  // not JSON
+  EXPECT_TRUE(out[12]["id"].is_null());
+  EXPECT_EQ(out[13]["id"], "last");
+  EXPECT_EQ(out[13]["result"], json::object());
+}
+
+}  // namespace
+}  // namespace amk
