@@ -70,10 +70,12 @@ ir::Result<std::unique_ptr<SearchSession>> SearchSession::create(SearchRequest r
 
 ir::Result<search::SearchResult> SearchSession::run(
     std::function<bool(const search::Trial&)> on_trial,
-    std::function<void(const search::Trial&)> on_measured) {
+    std::function<void(const search::Trial&)> on_measured,
+    std::function<ir::Status(const std::vector<search::Trial*>&)> evaluate) {
   search::SearchOptions o = options_;
   o.on_trial = std::move(on_trial);
   o.on_measured = std::move(on_measured);
+  o.evaluate = std::move(evaluate);
   return search::Search(model_, target_, space_, std::move(o)).run();
 }
 

@@ -35,9 +35,12 @@ class SearchSession {
   /// Loads everything; a start config the target refuses is `config.invalid` naming
   /// start_origin; a resume log of another search is `search.replay`.
   static ir::Result<std::unique_ptr<SearchSession>> create(SearchRequest req);
-  /// Runs it (see search::Search::run) with these hooks (SearchOptions::on_trial, on_measured).
-  ir::Result<search::SearchResult> run(std::function<bool(const search::Trial&)> on_trial = {},
-                                       std::function<void(const search::Trial&)> on_measured = {});
+  /// Runs it (see search::Search::run) with these hooks (SearchOptions::on_trial, on_measured,
+  /// evaluate).
+  ir::Result<search::SearchResult> run(
+      std::function<bool(const search::Trial&)> on_trial = {},
+      std::function<void(const search::Trial&)> on_measured = {},
+      std::function<ir::Status(const std::vector<search::Trial*>&)> evaluate = {});
   const lower::ModelSpec& model() const { return model_; }
   const targets::TargetSpec& target() const { return target_; }
   const search::Space& space() const { return space_; }

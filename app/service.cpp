@@ -20,45 +20,41 @@ namespace amk::app {
 
 namespace {
 
-constexpr Operation
-    kOperations
-        [] =
-            {
-                {"validate",
-                 "Prove a megakernel program deadlock- and race-free (every rule of AMK's "
-                 "validator and "
-                 "more); errors come with JSON pointers and task ids.",
-                 R"json({"type":"object","properties":{"program":{"description":"the program: an AMK IR object, or a path to a program file","type":["object","string"]},"path":{"type":"string","description":"a program file (instead of program)"}},"additionalProperties":false})json"},
-                {"lower",
-                 "Lower one decode step of a model for a target under a ScheduleConfig into a "
-                 "program the "
-                 "validator proved; returns the program (or writes it to output) with its "
-                 "predicted latency.",
-                 R"json({"type":"object","properties":{"model":{"description":"a built-in model name (see info), a model spec file, or an inline spec","type":["string","object"]},"target":{"description":"a built-in target name (see info), a target file, or an inline record","type":["string","object"]},"config":{"description":"a ScheduleConfig object, a config file path, 'auto' (amk's auto-tiling) or null (AMK's default_config)","type":["object","string","null"]},"pos":{"type":"integer","minimum":0},"batch":{"type":"integer","minimum":1},"dtype":{"enum":["F32","BF16","F16"]},"quant":{"enum":[null,"int8","int4"]},"output":{"type":"string","description":"write the program to this file (atomically) instead of returning it"}},"required":["model","target"],"additionalProperties":false})json"},
-                {"cost",
-                 "The cost model's predicted latency of a program on a target (its own target by "
-                 "default).",
-                 R"json({"type":"object","properties":{"program":{"type":["object","string"]},"path":{"type":"string"},"target":{"type":["string","object"]}},"additionalProperties":false})json"},
-                {"search_eval",
-                 "Evaluate one ScheduleConfig as a search does: lower, prove and score it (a warm "
-                 "lowering "
-                 "and validator are kept per model, target and options).",
-                 R"json({"type":"object","properties":{"model":{"type":["string","object"]},"target":{"type":["string","object"]},"config":{"type":["object","string","null"]},"objective":{"enum":["predicted","amk-formula"]},"pos":{"type":"integer","minimum":0},"batch":{"type":"integer","minimum":1},"dtype":{"enum":["F32","BF16","F16"]},"quant":{"enum":[null,"int8","int4"]}},"required":["model","target"],"additionalProperties":false})json"},
-                {"info",
-                 "Summarise a program (counts, op mix, critical path, verdict, predicted latency); "
-                 "without a "
-                 "program, the amk version, operations, built-in models and targets.",
-                 R"json({"type":"object","properties":{"program":{"type":["object","string"]},"path":{"type":"string"},"target":{"type":["string","object"]},"unsafe":{"type":"boolean","description":"predict even for a rejected program"}},"additionalProperties":false})json"},
-                {"diff",
-                 "The semantic changes from program a to program b (tasks matched by label).",
-                 R"json({"type":"object","properties":{"a":{"type":["object","string"]},"b":{"type":["object","string"]}},"required":["a","b"],"additionalProperties":false})json"},
-                {"search",
-                 "Search ScheduleConfigs for a model on a target with the full proof in the loop; "
-                 "returns "
-                 "the start and the best trial (config, predicted latency) and optionally writes "
-                 "the best "
-                 "config.",
-                 R"json({"type":"object","properties":{"model":{"type":"string"},"target":{"type":"string"},"budget":{"type":"integer","minimum":1,"maximum":100000},"time":{"type":"number","exclusiveMinimum":0,"description":"stop after this many seconds"},"seed":{"type":"integer","minimum":0},"jobs":{"type":"integer","minimum":1,"maximum":256},"algo":{"enum":["descent","amk"]},"objective":{"enum":["predicted","amk-formula"]},"start":{"type":"object","description":"the start ScheduleConfig (default: AMK's default_config)"},"output":{"type":"string","description":"write the best config to this file"}},"required":["model","target"],"additionalProperties":false})json"},
+constexpr Operation kOperations[] = {
+    {"validate",
+     "Prove a megakernel program deadlock- and race-free (every rule of AMK's "
+     "validator and "
+     "more); errors come with JSON pointers and task ids.",
+     R"json({"type":"object","properties":{"program":{"description":"the program: an AMK IR object, or a path to a program file","type":["object","string"]},"path":{"type":"string","description":"a program file (instead of program)"},"text":{"type":"string","description":"the program's JSON text (instead of program)"}},"additionalProperties":false})json"},
+    {"lower",
+     "Lower one decode step of a model for a target under a ScheduleConfig into a "
+     "program the "
+     "validator proved; returns the program (or writes it to output) with its "
+     "predicted latency.",
+     R"json({"type":"object","properties":{"model":{"description":"a built-in model name (see info), a model spec file, or an inline spec","type":["string","object"]},"target":{"description":"a built-in target name (see info), a target file, or an inline record","type":["string","object"]},"config":{"description":"a ScheduleConfig object, a config file path, 'auto' (amk's auto-tiling) or null (AMK's default_config)","type":["object","string","null"]},"pos":{"type":"integer","minimum":0},"batch":{"type":"integer","minimum":1},"dtype":{"enum":["F32","BF16","F16"]},"quant":{"enum":[null,"int8","int4"]},"output":{"type":"string","description":"write the program to this file (atomically) instead of returning it"}},"required":["model","target"],"additionalProperties":false})json"},
+    {"cost",
+     "The cost model's predicted latency of a program on a target (its own target by "
+     "default).",
+     R"json({"type":"object","properties":{"program":{"type":["object","string"]},"path":{"type":"string"},"text":{"type":"string"},"target":{"type":["string","object"]}},"additionalProperties":false})json"},
+    {"search_eval",
+     "Evaluate one ScheduleConfig as a search does: lower, prove and score it (a warm "
+     "lowering "
+     "and validator are kept per model, target and options).",
+     R"json({"type":"object","properties":{"model":{"type":["string","object"]},"target":{"type":["string","object"]},"config":{"type":["object","string","null"]},"configs":{"type":"array","items":{"type":"object"},"description":"several configs in one request (the result is {trials: [...]})"},"objective":{"enum":["predicted","amk-formula"]},"pos":{"type":"integer","minimum":0},"batch":{"type":"integer","minimum":1},"dtype":{"enum":["F32","BF16","F16"]},"quant":{"enum":[null,"int8","int4"]}},"required":["model","target"],"additionalProperties":false})json"},
+    {"info",
+     "Summarise a program (counts, op mix, critical path, verdict, predicted latency); "
+     "without a "
+     "program, the amk version, operations, built-in models and targets.",
+     R"json({"type":"object","properties":{"program":{"type":["object","string"]},"path":{"type":"string"},"text":{"type":"string"},"target":{"type":["string","object"]},"unsafe":{"type":"boolean","description":"predict even for a rejected program"}},"additionalProperties":false})json"},
+    {"diff", "The semantic changes from program a to program b (tasks matched by label).",
+     R"json({"type":"object","properties":{"a":{"type":["object","string"]},"b":{"type":["object","string"]}},"required":["a","b"],"additionalProperties":false})json"},
+    {"search",
+     "Search ScheduleConfigs for a model on a target with the full proof in the loop; "
+     "returns "
+     "the start and the best trial (config, predicted latency) and optionally writes "
+     "the best "
+     "config.",
+     R"json({"type":"object","properties":{"model":{"type":"string"},"target":{"type":"string"},"budget":{"type":"integer","minimum":1,"maximum":100000},"time":{"type":"number","exclusiveMinimum":0,"description":"stop after this many seconds"},"seed":{"type":"integer","minimum":0},"jobs":{"type":"integer","minimum":1,"maximum":256},"algo":{"enum":["descent","amk"]},"objective":{"enum":["predicted","amk-formula"]},"start":{"type":"object","description":"the start ScheduleConfig (default: AMK's default_config)"},"output":{"type":"string","description":"write the best config to this file"}},"required":["model","target"],"additionalProperties":false})json"},
 };
 
 ir::Diagnostic bad(std::string_view key, std::string message) {
@@ -80,6 +76,17 @@ ir::Diagnostics inside(ir::Diagnostics d, std::string_view key) {
 struct Args {
   const ojson& j;
   ir::Diagnostics errors;
+  bool files = true;  // ServiceOptions::files
+
+  // A file named by argument `k`: refused when the worker may not touch files.
+  ir::Status file(std::string_view k, std::string_view path) const {
+    if (files) return {};
+    return ir::error("request.files",
+                     fmt::format("'{}' names a file ({}), and this worker reads and writes none: "
+                                 "give the value inline",
+                                 k, path),
+                     "/" + ir::pointer_token(k));
+  }
 
   bool has(std::string_view k) const { return j.contains(k) && !j[std::string(k)].is_null(); }
   const ojson& at(std::string_view k) const { return j[std::string(k)]; }
@@ -130,6 +137,12 @@ struct Args {
   }
 };
 
+// Whether a model or target argument names a file rather than a built-in (as
+// ir::read_builtin_or_file decides).
+bool looks_like_path(std::string_view s) {
+  return s.find('/') != std::string_view::npos || s.ends_with(".json");
+}
+
 // A program given inline (an object) or by path (a string) under `key`.
 ir::Result<ir::Program> program_arg(Args& a, std::string_view key) {
   const ojson& v = a.at(key);
@@ -139,6 +152,7 @@ ir::Result<ir::Program> program_arg(Args& a, std::string_view key) {
     return r;
   }
   if (v.is_string()) {
+    if (ir::Status st = a.file(key, v.get<std::string>()); !st) return std::move(st.diagnostics);
     ir::Result<ir::Program> r = ir::load_program(v.get<std::string>());
     if (!r) ir::set_file(r.diagnostics, v.get<std::string>());
     return r;
@@ -146,21 +160,34 @@ ir::Result<ir::Program> program_arg(Args& a, std::string_view key) {
   return bad(key, fmt::format("'{}' must be a program object or a file path", key));
 }
 
-// The program of validate, cost and info: "program" (inline or a path) or "path".
+// The program of validate, cost and info: "program" (inline or a path), "path" or "text" (the
+// program's JSON text).
 ir::Result<ir::Program> the_program(Args& a) {
-  if (a.has("program") && a.has("path")) return bad("path", "give 'program' or 'path', not both");
+  if (a.has("program") + a.has("path") + a.has("text") > 1)
+    return bad("path", "give one of 'program', 'path' and 'text'");
+  if (a.has("text")) {
+    if (!a.at("text").is_string()) return bad("text", "'text' must be a program's JSON text");
+    ir::Result<ir::Program> r = ir::parse_program(a.at("text").get<std::string>());
+    if (!r) ir::set_file(r.diagnostics, "/text");
+    return r;
+  }
   if (a.has("path")) {
     if (!a.at("path").is_string()) return bad("path", "'path' must be a file path");
     return program_arg(a, "path");
   }
-  if (!a.has("program")) return bad("program", "missing 'program' (or 'path')");
+  if (!a.has("program")) return bad("program", "missing 'program' (or 'path' or 'text')");
   return program_arg(a, "program");
 }
 
 ir::Result<lower::ModelSpec> model_arg(Args& a) {
   if (!a.has("model")) return bad("model", "missing 'model' (a built-in name, a file or a spec)");
   const ojson& v = a.at("model");
-  if (v.is_string()) return lower::load_model(v.get<std::string>());
+  if (v.is_string()) {
+    if (looks_like_path(v.get<std::string>()))
+      if (ir::Status st = a.file("model", v.get<std::string>()); !st)
+        return std::move(st.diagnostics);
+    return lower::load_model(v.get<std::string>());
+  }
   if (v.is_object()) {
     ir::Result<lower::ModelSpec> r = lower::parse_model(v.dump(), "/model");
     if (!r) return inside(std::move(r.diagnostics), "model");
@@ -173,7 +200,12 @@ ir::Result<targets::TargetSpec> target_arg(Args& a) {
   if (!a.has("target"))
     return bad("target", "missing 'target' (a built-in name, a file or a record)");
   const ojson& v = a.at("target");
-  if (v.is_string()) return targets::load_target(v.get<std::string>());
+  if (v.is_string()) {
+    if (looks_like_path(v.get<std::string>()))
+      if (ir::Status st = a.file("target", v.get<std::string>()); !st)
+        return std::move(st.diagnostics);
+    return targets::load_target(v.get<std::string>());
+  }
   if (v.is_object()) {
     ir::Result<targets::TargetSpec> r = targets::parse_target_spec(v.dump(), "/target");
     if (!r) return inside(std::move(r.diagnostics), "target");
@@ -192,6 +224,7 @@ ir::Result<std::optional<ir::ScheduleConfig>> config_arg(Args& a, std::string_vi
     c = lower::parse_config(v.dump(), "/" + std::string(key));
     if (!c) return inside(std::move(c.diagnostics), key);
   } else if (v.is_string()) {
+    if (ir::Status st = a.file(key, v.get<std::string>()); !st) return std::move(st.diagnostics);
     ir::Result<std::string> text = ir::read_file(v.get<std::string>());
     if (!text) return std::move(text.diagnostics);
     c = lower::parse_config(*text, v.get<std::string>());
@@ -206,7 +239,7 @@ ir::Result<std::optional<ir::ScheduleConfig>> config_arg(Args& a, std::string_vi
 lower::LowerOptions lower_options(Args& a) {
   lower::LowerOptions o;
   o.pos = a.integer("pos", 0, 0, 1 << 24);
-  o.batch = a.integer("batch", 1, 1, 1 << 16);
+  o.batch = a.integer("batch", 1, 1, lower::kMaxBatch);
   const std::string dtype = a.str("dtype", "F32");
   if (const std::optional<ir::DType> d = ir::parse_dtype(dtype);
       d && (*d == ir::DType::F32 || *d == ir::DType::BF16 || *d == ir::DType::F16))
@@ -330,10 +363,53 @@ ojson ProgramInfo::json(const ir::Program& p, std::string_view file) const {
   return j;
 }
 
+ojson evaluation_request(const SearchSession& s) {
+  const lower::LowerOptions& o = s.options().lower;
+  ojson j = ojson::object();
+  j["op"] = "search_eval";
+  j["model"] = parsed(lower::write_model(s.model()));
+  j["target"] = parsed(targets::write_target_spec(s.target()));
+  j["objective"] = search::name(s.options().objective);
+  j["pos"] = o.pos;
+  j["batch"] = o.batch;
+  j["dtype"] = ir::name(o.dtype);
+  j["quant"] = o.quant == lower::Quant::Int8   ? ojson("int8")
+               : o.quant == lower::Quant::Int4 ? ojson("int4")
+                                               : ojson();
+  return j;
+}
+
 ir::Result<ojson> parse_request(std::string_view line) {
   ir::Result<ir::JsonValue> v = ir::parse_json_object(line, "a request");
   if (!v) return std::move(v.diagnostics);
   return v->json();
+}
+
+ojson serve_answer(Service& service, std::string_view line, size_t lineno) {
+  ojson out = ojson::object();
+  ir::Result<ojson> req = parse_request(line);
+  if (!req) {
+    for (ir::Diagnostic& d : req.diagnostics) {  // the request's line in the stream
+      d.file = "<stdin>";
+      d.line = static_cast<int>(lineno);
+    }
+    out["id"] = nullptr;
+    out["ok"] = false;
+    out["error"] = error_json(req.diagnostics);
+    out["error"]["line"] = lineno;
+    return out;
+  }
+  out["id"] = req->contains("id") ? (*req)["id"] : ojson();
+  ir::Result<ojson> r = service.handle(*req);
+  out["ok"] = r.ok();
+  if (r.ok()) {
+    out["result"] = std::move(*r.value);
+    if (!r.diagnostics.empty()) out["warnings"] = ir::to_json(r.diagnostics);
+  } else {
+    out["error"] = error_json(r.diagnostics);
+    out["error"]["line"] = lineno;
+  }
+  return out;
 }
 
 ojson error_json(const ir::Diagnostics& d) {
@@ -351,10 +427,11 @@ ojson error_json(const ir::Diagnostics& d) {
 }
 
 struct Service::Impl {
+  ServiceOptions options;
   std::map<std::string, Warm> warm;  // by the model, target and options of the request
 
   ir::Result<ojson> validate(Args& a) {
-    a.only({"program", "path"});
+    a.only({"program", "path", "text"});
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
     ir::Result<ir::Program> p = the_program(a);
     if (!p) return std::move(p.diagnostics);
@@ -365,6 +442,7 @@ struct Service::Impl {
     a.only({"model", "target", "config", "pos", "batch", "dtype", "quant", "output"});
     const lower::LowerOptions o = lower_options(a);
     const std::string output = a.str("output");
+    if (!output.empty()) ir::append(a.errors, a.file("output", output).diagnostics);
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
     ir::Result<lower::ModelSpec> m = model_arg(a);
     if (!m) return std::move(m.diagnostics);
@@ -390,7 +468,7 @@ struct Service::Impl {
   }
 
   ir::Result<ojson> cost(Args& a) {
-    a.only({"program", "path", "target"});
+    a.only({"program", "path", "text", "target"});
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
     ir::Result<ir::Program> p = the_program(a);
     if (!p) return std::move(p.diagnostics);
@@ -409,7 +487,7 @@ struct Service::Impl {
   }
 
   ir::Result<ojson> search_eval(Args& a) {
-    a.only({"model", "target", "config", "objective", "pos", "batch", "dtype", "quant"});
+    a.only({"model", "target", "config", "configs", "objective", "pos", "batch", "dtype", "quant"});
     const lower::LowerOptions o = lower_options(a);
     const std::optional<search::Objective> objective = objective_arg(a);
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
@@ -429,25 +507,45 @@ struct Service::Impl {
       it->second.evaluator =
           std::make_unique<search::Evaluator>(it->second.model, it->second.target, o);
     }
-    ir::Result<std::optional<ir::ScheduleConfig>> c = config_arg(a, "config");
-    if (!c) return std::move(c.diagnostics);
-    if (!*c) return bad("config", "search_eval needs a ScheduleConfig, not 'auto'");
-    search::Trial t;
-    t.config = std::move(**c);
-    t.key = ir::config_key(t.config);
-    it->second.evaluator->evaluate(t, *objective);
-    ojson j = parsed(search::trial_json(t));
-    j.erase("index");
-    j.erase("source");
-    j.erase("duplicate_of");
-    return j;
+    search::Evaluator& evaluator = *it->second.evaluator;
+    auto evaluate = [&](const ojson& config) -> ir::Result<ojson> {
+      const ojson wrapped{{"config", config}};
+      Args one{wrapped, {}, a.files};
+      ir::Result<std::optional<ir::ScheduleConfig>> c = config_arg(one, "config");
+      if (!c) return std::move(c.diagnostics);
+      if (!*c) return bad("config", "search_eval needs a ScheduleConfig, not 'auto'");
+      search::Trial t;
+      t.config = std::move(**c);
+      t.key = ir::config_key(t.config);
+      evaluator.evaluate(t, *objective);
+      ojson j = parsed(search::trial_json(t));
+      j.erase("index");
+      j.erase("source");
+      j.erase("duplicate_of");
+      return j;
+    };
+    if (!a.has("configs")) return evaluate(a.has("config") ? a.at("config") : ojson());
+    if (a.has("config")) return bad("configs", "give 'config' or 'configs', not both");
+    if (!a.at("configs").is_array()) return bad("configs", "'configs' must be an array");
+    ojson trials = ojson::array();
+    for (size_t i = 0; i < a.at("configs").size(); ++i) {
+      ir::Result<ojson> t = evaluate(a.at("configs")[i]);
+      if (!t) {
+        for (ir::Diagnostic& d : t.diagnostics)  // "/config/..." -> "/configs/I/..."
+          if (d.pointer.starts_with("/config"))
+            d.pointer.replace(0, 7, "/configs/" + std::to_string(i));
+        return std::move(t.diagnostics);
+      }
+      trials.push_back(std::move(*t.value));
+    }
+    return ojson{{"trials", std::move(trials)}};
   }
 
   ir::Result<ojson> info(Args& a) {
-    a.only({"program", "path", "target", "unsafe"});
+    a.only({"program", "path", "text", "target", "unsafe"});
     const bool unsafe = a.flag("unsafe");
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
-    if (!a.has("program") && !a.has("path")) {
+    if (!a.has("program") && !a.has("path") && !a.has("text")) {
       ojson j = ojson::object();
       j["amk"] = AMK_VERSION;
       ojson ops = ojson::array();
@@ -497,6 +595,9 @@ struct Service::Impl {
     if (!algo) a.errors.push_back(bad("algo", "'algo' must be 'descent' or 'amk'"));
     const std::optional<search::Objective> objective = objective_arg(a);
     const std::string output = a.str("output");
+    if (!output.empty()) ir::append(a.errors, a.file("output", output).diagnostics);
+    for (const char* k : {"model", "target"})
+      if (looks_like_path(a.str(k))) ir::append(a.errors, a.file(k, a.str(k)).diagnostics);
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
     if (req.model.empty()) return bad("model", "missing 'model' (a built-in name or a file)");
     if (req.target.empty()) return bad("target", "missing 'target' (a built-in name or a file)");
@@ -525,14 +626,20 @@ struct Service::Impl {
   }
 };
 
-Service::Service() : impl_(std::make_unique<Impl>()) {}
+Service::Service(ServiceOptions o) : impl_(std::make_unique<Impl>()) {
+  impl_->options = o;
+}
 Service::~Service() = default;
 Service::Service(Service&&) noexcept = default;
 Service& Service::operator=(Service&&) noexcept = default;
 
 ir::Result<ojson> Service::call(std::string_view op, const ojson& args) {
   if (!args.is_object()) return ir::error("request.invalid", "the arguments must be an object");
-  Args a{args, {}};
+  Args a{args, {}, impl_->options.files};
+  if (op == "search" && a.has("budget") && a.at("budget").is_number_integer() &&
+      a.at("budget").get<int64_t>() > impl_->options.max_budget)
+    return bad("budget", fmt::format("'budget' is over this worker's limit of {}",
+                                     impl_->options.max_budget));
   if (op == "validate") return impl_->validate(a);
   if (op == "lower") return impl_->lower(a);
   if (op == "cost") return impl_->cost(a);

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/search_session.h"
 #include "ir/digraph.h"
 #include "ir/graph.h"
 #include "ir/program.h"
@@ -56,11 +57,17 @@ ProgramInfo program_info(const ir::Program& p, const std::optional<ir::Target>& 
 /// The cost model's numbers as JSON (predicted_us, amk_formula_us, floor, bandwidth, ...).
 ojson cost_json(const targets::CostEstimate& c);
 
+/// What a worker may do.
+struct ServiceOptions {
+  bool files = true;            ///< read and write files named in requests (false: inline only)
+  int64_t max_budget = 100000;  ///< the largest search budget it takes
+};
+
 /// A worker of the seam: one warm lowering and validator per (model, target, lowering options),
 /// kept across requests. Not thread-safe: one per thread.
 class Service {
  public:
-  Service();
+  explicit Service(ServiceOptions o = {});
   ~Service();
   Service(Service&&) noexcept;
   Service& operator=(Service&&) noexcept;
@@ -74,8 +81,17 @@ class Service {
   std::unique_ptr<Impl> impl_;
 };
 
+/// The search_eval request (without "config") that evaluates candidates of `s` anywhere: the
+/// model spec and target record inline, the objective and the lowering options.
+ojson evaluation_request(const SearchSession& s);
+
 /// One line of a JSON-lines protocol as a JSON object (errors carry line 1's column and a pointer).
 ir::Result<ojson> parse_request(std::string_view line);
+
+/// The response to one line of `amk serve` (line number `lineno`): {id, ok, result[, warnings]}
+/// or {id, ok: false, error: {code, message, diagnostics, line}} (id null when the line is not a
+/// JSON object).
+ojson serve_answer(Service& service, std::string_view line, size_t lineno);
 
 /// A failed request's "error" object: the first error's code, every error formatted in one
 /// message, and the diagnostics.

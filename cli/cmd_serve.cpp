@@ -23,32 +23,8 @@ namespace {
 
 using app::ojson;
 
-// The response line to request line `text` (number `lineno`, from 1).
 std::string answer(app::Service& service, const std::string& text, size_t lineno) {
-  ojson out = ojson::object();
-  ir::Result<ojson> req = app::parse_request(text);
-  if (!req) {
-    for (ir::Diagnostic& d : req.diagnostics) {  // the request's line in the stream
-      d.file = "<stdin>";
-      d.line = static_cast<int>(lineno);
-    }
-    out["id"] = nullptr;
-    out["ok"] = false;
-    out["error"] = app::error_json(req.diagnostics);
-    out["error"]["line"] = lineno;
-    return ir::dump_text(out);
-  }
-  out["id"] = req->contains("id") ? (*req)["id"] : ojson();
-  ir::Result<ojson> r = service.handle(*req);
-  out["ok"] = r.ok();
-  if (r.ok()) {
-    out["result"] = std::move(*r.value);
-    if (!r.diagnostics.empty()) out["warnings"] = app::error_json(r.diagnostics)["diagnostics"];
-  } else {
-    out["error"] = app::error_json(r.diagnostics);
-    out["error"]["line"] = lineno;
-  }
-  return ir::dump_text(out);
+  return ir::dump_text(app::serve_answer(service, text, lineno));
 }
 
 void emit(const std::string& line) {
@@ -60,7 +36,7 @@ void emit(const std::string& line) {
 // Requests answered by `jobs` threads, responses written in request order as they become ready.
 class Pool {
  public:
-  explicit Pool(int jobs) {
+  Pool(int jobs, app::ServiceOptions o) : options_(o) {
     for (int j = 0; j < jobs; ++j) threads_.emplace_back([this] { work(); });
   }
   ~Pool() {
@@ -86,7 +62,7 @@ class Pool {
     std::string line;
   };
   void work() {
-    app::Service service;
+    app::Service service(options_);
     for (;;) {
       Job job;
       {
@@ -109,6 +85,7 @@ class Pool {
     }
   }
 
+  const app::ServiceOptions options_;
   std::mutex m_;
   std::condition_variable ready_, room_;
   std::deque<Job> queue_;
@@ -122,33 +99,36 @@ class Pool {
 
 int cmd_serve(int argc, char** argv) {
   Args args(
-      "amk serve --stdio [--jobs J]",
+      "amk serve --stdio [--jobs J] [--no-files]",
       "A long-lived JSONL worker: one JSON request per line on stdin, one JSON response per\n"
       "line on stdout, in request order, each with the request's id:\n"
       "  {\"id\": 1, \"op\": \"validate\", \"path\": \"prog.json\"}\n"
       "  -> {\"id\": 1, \"ok\": true, \"result\": {\"ok\": true, \"errors\": [], ...}}\n"
-      "Operations: validate (program | path), lower (model, target, config, pos, batch, dtype,\n"
-      "quant, output), cost (program | path, target), search_eval (model, target, config,\n"
-      "objective), info (program | path, target, unsafe; without a program: version, operations,\n"
-      "models, targets), diff (a, b), search (model, target, budget, time, seed, jobs, algo,\n"
-      "objective, start, output). A program is an inline AMK IR object or a file path. A failed\n"
-      "request answers {\"ok\": false, \"error\": {code, message, diagnostics, line}}; a line "
-      "that\n"
-      "is not JSON too (id null), and the worker goes on. Each of the --jobs threads keeps a warm\n"
-      "lowering and validator. End of input ends it with exit 0.");
+      "Operations: validate (program | path | text), lower (model, target, config, pos,\n"
+      "batch, dtype, quant, output), cost (program | path | text, target), search_eval (model,\n"
+      "target, config or configs, objective, pos, batch, dtype, quant), info (program | path |\n"
+      "text, target, unsafe; without a program: version, operations, models, targets), diff\n"
+      "(a, b), search (model, target, budget, time, seed, jobs, algo, objective, start,\n"
+      "output). A program is an inline AMK IR object, a file path, or its JSON text (text).\n"
+      "A failed request answers {\"ok\": false, \"error\": {code, message, diagnostics, line}};\n"
+      "so does a line that is not JSON (id null), and the worker goes on. Each of the --jobs\n"
+      "threads keeps a warm lowering and validator. End of input ends it with exit 0.");
   args.add()("stdio", "requests on stdin, responses on stdout (the only transport)")(
-      "jobs,j", po::value<int>()->default_value(1), "worker threads");
+      "jobs,j", po::value<int>()->default_value(1), "worker threads")(
+      "no-files", "read and write no files named in requests (programs, models, configs inline)");
   args.range("jobs", 1, 256);
   if (auto rc = args.parse(argc, argv)) return *rc;
   const int jobs = args.get<int>("jobs");
+  app::ServiceOptions options;
+  options.files = !args.has("no-files");
   std::string line;
   size_t lineno = 0;
   std::optional<app::Service> one;  // --jobs 1 answers on this thread
   std::optional<Pool> pool;
   if (jobs == 1)
-    one.emplace();
+    one.emplace(options);
   else
-    pool.emplace(jobs);
+    pool.emplace(jobs, options);
   while (std::getline(std::cin, line)) {
     ++lineno;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines

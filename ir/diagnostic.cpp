@@ -107,6 +107,28 @@ nlohmann::ordered_json to_json(const Diagnostics& d) {
   return arr;
 }
 
+std::optional<Diagnostic> diagnostic_from_json(const nlohmann::ordered_json& j) {
+  if (!j.is_object() || !j.contains("code") || !j["code"].is_string()) return std::nullopt;
+  auto str = [&](const nlohmann::ordered_json& o, const char* k) {
+    return o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : std::string();
+  };
+  auto num = [&](const char* k) {
+    return j.contains(k) && j[k].is_number_integer() && j[k].get<int64_t>() > 0 &&
+                   j[k].get<int64_t>() < (int64_t(1) << 31)
+               ? static_cast<int>(j[k].get<int64_t>())
+               : 0;
+  };
+  Diagnostic d = error(str(j, "code"), str(j, "message"), str(j, "pointer"));
+  if (str(j, "severity") == "warning") d.severity = Severity::Warning;
+  d.file = str(j, "file");
+  d.line = num("line");
+  d.column = num("column");
+  if (j.contains("notes") && j["notes"].is_array())
+    for (const auto& n : j["notes"])
+      if (n.is_object()) d.notes.push_back({str(n, "message"), str(n, "pointer")});
+  return d;
+}
+
 std::string diagnostics_json(const Diagnostics& d, int level) {
   std::string out;
   append_json_value(out, to_json(d), level);

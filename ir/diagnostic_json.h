@@ -1,6 +1,8 @@
 // The one JSON shape of diagnostics, as a value (for front ends that build JSON documents).
 #pragma once
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "ir/diagnostic.h"
@@ -11,5 +13,8 @@ namespace amk::ir {
 nlohmann::ordered_json to_json(const Diagnostic& d);
 /// An array of to_json(d).
 nlohmann::ordered_json to_json(const Diagnostics& d);
+/// The diagnostic a to_json object describes (fields of the wrong type are left empty); nullopt
+/// when it is not an object with a string "code".
+std::optional<Diagnostic> diagnostic_from_json(const nlohmann::ordered_json& j);
 
 }  // namespace amk::ir

@@ -1,21 +1,28 @@
-// The Python module `amk` (pybind11): load, validate, lower, cost, diff and search from Python.
-// Every call that can take long releases the GIL; malformed input raises amk.LoadError.
+// The extension of the Python package `amk` (pybind11): load, validate, lower, cost, diff and
+// search from Python, and the request seam (call, evaluate) that executors and cluster workers
+// run. Every call that can take long releases the GIL; malformed input raises amk.LoadError.
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <malloc.h>
+
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "app/search_session.h"
 #include "app/service.h"
 #include "ir/diagnostic.h"
+#include "ir/diagnostic_json.h"
 #include "ir/diff.h"
 #include "ir/json_io.h"
+#include "ir/pyjson.h"
 #include "lower/compile.h"
 #include "lower/config.h"
 #include "lower/model.h"
@@ -134,6 +141,40 @@ py::dict diagnostic(const ir::Diagnostic& d) {
   return o;
 }
 
+// Setting MALLOC_TRIM_THRESHOLD_ (Dask's nanny does, for every worker) turns off glibc's dynamic
+// mmap threshold, so every block over 128 KiB a lowering allocates is mmap'ed and faulted in
+// anew: evaluations ran 1.6x slower. A process that evaluates candidates for a search keeps such
+// blocks on its heap instead (trimming still returns the heap's top).
+void keep_large_blocks_on_the_heap() {
+  static const bool once = [] {
+    if (std::getenv("MALLOC_TRIM_THRESHOLD_") && !std::getenv("MALLOC_MMAP_THRESHOLD_"))
+      mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    return true;
+  }();
+  (void)once;
+}
+
+// This thread's warm worker of the request seam (one per executor or cluster thread).
+app::Service& service() {
+  thread_local app::Service s;
+  return s;
+}
+
+// {ok, result} or {ok: false, error} for one operation (args: JSON text of an object).
+ojson answer(const std::string& op, const std::string& args) {
+  ir::Result<ojson> req = app::parse_request(args);
+  ir::Result<ojson> r = req ? service().call(op, *req) : ir::Result<ojson>(req.diagnostics);
+  if (!r) return {{"ok", false}, {"error", app::error_json(r.diagnostics)}};
+  return {{"ok", true}, {"result", std::move(*r.value)}};
+}
+
+ir::Diagnostics diagnostics_of(const ojson& error) {
+  ir::Diagnostics d;
+  for (const ojson& x : error["diagnostics"])
+    if (std::optional<ir::Diagnostic> y = ir::diagnostic_from_json(x)) d.push_back(std::move(*y));
+  return d;
+}
+
 struct Verdict {
   validate::Result r;
   std::string json;
@@ -141,7 +182,7 @@ struct Verdict {
 
 }  // namespace
 
-PYBIND11_MODULE(amk, m) {
+PYBIND11_MODULE(_amk, m) {
   m.doc() =
       "amk: megakernel schedules (AMK's IR, the validator, the lowering, the cost model, the "
       "search)";
@@ -278,21 +319,21 @@ PYBIND11_MODULE(amk, m) {
       "search",
       [](const std::string& model, const std::string& target, int64_t budget, uint64_t seed,
          int jobs, const std::string& algo, const std::string& objective, const py::object& start,
-         const py::object& on_trial) {
+         const py::object& on_trial, const py::object& evaluate_batch) {
         app::SearchRequest req;
         req.model = model;
         req.target = target;
         req.options.budget = budget;
         req.options.seed = seed;
         req.options.jobs = jobs;
-        if (algo != "descent" && algo != "amk")
-          raise({ir::error("usage.option", "algo: use 'descent' or 'amk'")}, "algo");
-        req.options.algorithm = algo == "amk" ? search::Algorithm::Amk : search::Algorithm::Descent;
-        if (objective != "predicted" && objective != "amk-formula")
+        const std::optional<search::Algorithm> a = search::parse_algorithm(algo);
+        if (!a) raise({ir::error("usage.option", "algo: use 'descent' or 'amk'")}, "algo");
+        req.options.algorithm = *a;
+        const std::optional<search::Objective> o = search::parse_objective(objective);
+        if (!o)
           raise({ir::error("usage.option", "objective: use 'predicted' or 'amk-formula'")},
                 "objective");
-        req.options.objective =
-            objective == "predicted" ? search::Objective::Predicted : search::Objective::AmkFormula;
+        req.options.objective = *o;
         if (!start.is_none()) {
           req.start = config_of(start);
           req.start_origin = "start";
@@ -312,10 +353,39 @@ PYBIND11_MODULE(amk, m) {
               return false;
             }
           };
+        // Batches evaluated by evaluate_batch(request, configs) -> trials (an executor's
+        // workers running amk._amk.evaluate), in place of the jobs threads.
+        std::function<ir::Status(const std::vector<search::Trial*>&)> remote;
+        const std::string request = ir::dump_text(app::evaluation_request(*session));
+        if (!evaluate_batch.is_none())
+          remote = [&](const std::vector<search::Trial*>& batch) -> ir::Status {
+            py::gil_scoped_acquire hold;
+            try {
+              py::list configs;
+              for (const search::Trial* t : batch) configs.append(ir::write_config(t->config));
+              const py::list out = evaluate_batch(request, configs);
+              if (out.size() != batch.size())
+                return ir::error("search.evaluate",
+                                 fmt::format("the executor returned {} results for {} configs",
+                                             out.size(), batch.size()));
+              for (size_t i = 0; i < batch.size(); ++i) {
+                ojson j = parse_json(out[i].cast<std::string>());
+                j["index"] = batch[i]->index;
+                j["source"] = search::name(batch[i]->source);
+                ir::Result<search::Trial> t = search::parse_trial(ir::dump_text(j));
+                if (!t) return std::move(t.diagnostics);
+                search::take_results(*batch[i], *t);
+              }
+              return {};
+            } catch (...) {
+              failure = std::current_exception();
+              return ir::error("search.evaluate", "the executor failed");
+            }
+          };
         ir::Result<search::SearchResult> r;
         {
           py::gil_scoped_release free;
-          r = session->run(hook);
+          r = session->run(hook, {}, remote);
         }
         if (failure) std::rethrow_exception(failure);
         search::SearchResult res = take(std::move(r), "search");
@@ -338,7 +408,46 @@ PYBIND11_MODULE(amk, m) {
       py::arg("model"), py::arg("target"), py::arg("budget") = 200, py::arg("seed") = 0,
       py::arg("jobs") = 1, py::arg("algo") = "descent", py::arg("objective") = "predicted",
       py::arg("start") = py::none(), py::arg("on_trial") = py::none(),
+      py::arg("evaluate_batch") = py::none(),
       "Searches ScheduleConfigs with the full proof in the loop (the trials and best of `amk "
       "search` with the same arguments). on_trial(trial) sees each trial in order; returning "
-      "False stops the search, an exception stops it and propagates.");
+      "False stops the search, an exception stops it and propagates. evaluate_batch(request, "
+      "configs) -> trials evaluates batches elsewhere (see amk.search's executor).");
+  m.def(
+      "call",
+      [](const std::string& op, const std::string& args) {
+        std::string out;
+        {
+          py::gil_scoped_release free;
+          out = ir::dump_text(answer(op, args));
+        }
+        return out;
+      },
+      py::arg("op"), py::arg("args"),
+      "Runs one operation of `amk serve` (args: JSON text of an object) on this thread's warm "
+      "worker: the JSON text of {ok, result} or {ok: false, error}.");
+  m.def(
+      "evaluate",
+      [](const std::string& request, const std::vector<std::string>& configs) {
+        std::vector<std::string> trials;
+        ojson r;
+        {
+          py::gil_scoped_release free;
+          keep_large_blocks_on_the_heap();
+          ojson args = parse_json(request);
+          if (!args.is_object()) args = ojson::object();
+          args.erase("op");
+          ojson list = ojson::array();
+          for (const std::string& c : configs) list.push_back(parse_json(c));
+          args["configs"] = std::move(list);
+          r = answer("search_eval", ir::dump_text(args));
+          if (r["ok"].get<bool>())
+            for (const ojson& t : r["result"]["trials"]) trials.push_back(ir::dump_text(t));
+        }
+        if (!r["ok"].get<bool>()) raise(diagnostics_of(r["error"]), "evaluate");
+        return trials;
+      },
+      py::arg("request"), py::arg("configs"),
+      "Evaluates ScheduleConfigs (JSON texts) for a search's evaluation request on this thread's "
+      "warm worker: one trial (JSON text) per config. What executors and cluster workers run.");
 }

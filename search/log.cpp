@@ -89,14 +89,9 @@ ir::Result<Trial> parse_trial(std::string_view line) {
   if (std::isfinite(measured)) t.measured_us = measured;
   if (j.contains("tasks") && j["tasks"].is_number_integer()) t.tasks = j["tasks"].get<int64_t>();
   if (j.contains("diagnostics") && j["diagnostics"].is_array())
-    for (const json& d : j["diagnostics"]) {
-      if (!d.is_object() || !d.contains("code") || !d["code"].is_string()) continue;
-      ir::Diagnostic x = ir::error(d["code"].get<std::string>(), d.value("message", std::string()),
-                                   d.value("pointer", std::string()));
-      if (d.value("severity", std::string("error")) == "warning")
-        x.severity = ir::Severity::Warning;
-      t.diagnostics.push_back(std::move(x));
-    }
+    for (const json& d : j["diagnostics"])
+      if (std::optional<ir::Diagnostic> x = ir::diagnostic_from_json(d))
+        t.diagnostics.push_back(std::move(*x));
   return t;
 }
 

@@ -144,6 +144,39 @@ TEST(Serve, MalformedLinesGetAnErrorResponseAndTheWorkerGoesOn) {
   EXPECT_EQ(out[10]["id"], 11);
 }
 
+TEST(Serve, NoFilesRefusesEveryFileArgumentAndTakesInlineValues) {
+  const std::string toy = program("toy_1L_default.json").string();
+  const fs::path out_file = test::temp_dir() / "must-not-exist.json";
+  const std::vector<json> out =
+      exchange({"serve", "--stdio", "--no-files"},
+               {req({{"id", 1}, {"op", "validate"}, {"path", toy}}),
+                req({{"id", 2}, {"op", "validate"}, {"text", test::slurp(toy)}}),
+                req({{"id", 3},
+                     {"op", "lower"},
+                     {"model", "toy-1L"},
+                     {"target", "h100"},
+                     {"output", out_file.string()}}),
+                req({{"id", 4}, {"op", "lower"}, {"model", "models/x.json"}, {"target", "h100"}}),
+                req({{"id", 5},
+                     {"op", "search_eval"},
+                     {"model", "toy-1L"},
+                     {"target", "h100"},
+                     {"config", "cfg.json"}}),
+                req({{"id", 6}, {"op", "diff"}, {"a", toy}, {"b", json::parse(test::slurp(toy))}}),
+                req({{"id", 7}, {"op", "lower"}, {"model", "toy-1L"}, {"target", "h100"}})});
+  ASSERT_EQ(out.size(), 7u);
+  for (size_t i : {0, 2, 3, 4, 5}) {
+    EXPECT_FALSE(out[i]["ok"].get<bool>()) << i;
+    EXPECT_EQ(out[i]["error"]["code"], "request.files") << out[i].dump();
+  }
+  EXPECT_EQ(out[0]["error"]["diagnostics"][0]["pointer"], "/path");
+  EXPECT_EQ(out[2]["error"]["diagnostics"][0]["pointer"], "/output");
+  EXPECT_TRUE(out[1]["ok"].get<bool>());  // the program as text
+  EXPECT_TRUE(out[1]["result"]["ok"].get<bool>());
+  EXPECT_TRUE(out[6]["ok"].get<bool>());  // built-in names are not files
+  EXPECT_FALSE(fs::exists(out_file));
+}
+
 TEST(Serve, VerdictsEqualTheCliOnEveryConformanceProgramInRequestOrderForAnyJobs) {
   std::vector<std::string> lines;
   std::vector<fs::path> files;

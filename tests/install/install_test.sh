@@ -39,4 +39,13 @@ export PKG_CONFIG_PATH=$prefix/lib/pkgconfig:$prefix/lib/x86_64-linux-gnu/pkgcon
 g++ -O1 "$src/examples/embed-cpp/main.cpp" -o "$work/embed-pc" $(pkg-config --cflags --libs amk)
 out=$("$work/embed-pc" toy-1L)
 [[ $out == "toy-1L: VALID, 27 tasks" ]] || { echo "pkg-config embed printed: $out" >&2; exit 1; }
-echo "install: amk, $(cd "$inc" && find . -name '*.h' | wc -l) public headers, CMake package and pkg-config all work"
+# The Python package, when this build has it: importable from the prefix alone.
+py=""
+if compgen -G "$build/python/amk/_amk*.so" >/dev/null; then
+  site=$(cd "$prefix" && ls -d lib/python3.*/dist-packages)
+  out=$(cd "$work" && PYTHONPATH="$prefix/$site" /usr/bin/python3 -c \
+    'import amk, amk.distributed; print(amk.__file__.startswith("'"$prefix"'"), amk.validate(amk.lower("toy-2L", "h100")).ok)')
+  [[ $out == "True True" ]] || { echo "installed Python package: $out" >&2; exit 1; }
+  py=", the Python package"
+fi
+echo "install: amk, $(cd "$inc" && find . -name '*.h' | wc -l) public headers, CMake package, pkg-config$py all work"

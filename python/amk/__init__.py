@@ -1,0 +1,74 @@
+"""amk: megakernel schedules from Python (AMK's IR, the validator, the lowering, the cost model,
+the search). The work is done by the C++ extension amk._amk; this package adds the executor seam
+of amk.search and amk.distributed (Dask)."""
+import json as _json
+
+from . import _amk
+from ._amk import LoadError, Program, Result, cost, diff, load, loads, lower, models, targets
+from ._amk import validate
+
+__all__ = ["LoadError", "Program", "Result", "cost", "diff", "load", "loads", "lower", "models",
+           "targets", "validate", "search", "call"]
+
+# How often a batch whose worker was lost (a killed process, a lost connection) is submitted again
+# before the search gives up.
+_RETRIES = 3
+
+
+def call(op, **args):
+    """Runs one operation of `amk serve` (validate, lower, cost, search_eval, info, diff, search)
+    on this thread's warm worker; returns its result, or raises LoadError with its diagnostics."""
+    answer = _json.loads(_amk.call(op, _json.dumps(args)))
+    if not answer["ok"]:
+        raise LoadError(answer["error"]["message"])
+    return answer["result"]
+
+
+def _evaluate(request, configs):
+    # What an executor's worker runs: a batch of configs on the worker's warm lowering/validator.
+    return _amk.evaluate(request, configs)
+
+
+def _batches(executor, batch_size, retries=_RETRIES):
+    """evaluate_batch for amk._amk.search: splits a batch of configs into chunks of batch_size,
+    submits each to the executor, and resubmits a chunk whose worker was lost."""
+
+    def evaluate_batch(request, configs):
+        chunks = [configs[i:i + batch_size] for i in range(0, len(configs), batch_size)]
+        futures = [executor.submit(_evaluate, request, c) for c in chunks]
+        out = []
+        for chunk, future in zip(chunks, futures):
+            for attempt in range(retries + 1):
+                try:
+                    out.extend(future.result())
+                    break
+                except LoadError:
+                    raise  # amk refused the request: resubmitting cannot help
+                except Exception:  # a lost worker (Dask's KilledWorker, a broken pool, ...)
+                    if attempt == retries:
+                        raise
+                    future = executor.submit(_evaluate, request, chunk)
+        return out
+
+    return evaluate_batch
+
+
+def search(model, target, budget=200, seed=0, jobs=1, algo="descent", objective="predicted",
+           start=None, on_trial=None, executor=None, batch_size=8):
+    """Searches ScheduleConfigs with the full proof in the loop: the trials and best of
+    `amk search` with the same arguments. on_trial(trial) sees each trial in order (False stops
+    the search; an exception stops it and propagates).
+
+    executor: any concurrent.futures.Executor (a ThreadPoolExecutor, a Dask client's
+    get_executor(), ...). Each batch of candidates is split into chunks of batch_size configs
+    submitted to it; a chunk whose worker is lost is submitted again. Without one, `jobs` local
+    threads evaluate. The same seed gives the same trials and best either way."""
+    evaluate_batch = None
+    if executor is not None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        evaluate_batch = _batches(executor, batch_size)
+    return _amk.search(model, target, budget=budget, seed=seed, jobs=jobs, algo=algo,
+                       objective=objective, start=start, on_trial=on_trial,
+                       evaluate_batch=evaluate_batch)
+

@@ -1,0 +1,128 @@
+"""Proves amk on executors and on Dask: amk.search(executor=...) gives the local search's trials
+and best whatever the executor, a Dask worker killed mid-search loses nothing, validate_many
+equals the CLI's verdicts on the conformance corpus, and search_many equals local searches.
+Clusters bind to 127.0.0.1 only, and every wait is bounded."""
+import concurrent.futures
+import json
+import os
+import pathlib
+import signal
+import subprocess
+
+import pytest
+from distributed import Client, LocalCluster
+
+import amk
+import amk.distributed
+
+ROOT = pathlib.Path(os.environ.get("AMK_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
+AMK = os.environ.get("AMK_BINARY", "amk")
+PROGRAMS = ROOT / "tests" / "conformance" / "programs"
+TIMING = ("eval_us", "lower_us", "validate_us", "cost_us")
+
+
+def same_search(a, b):
+    """The trials (without their timings) and the best of two searches."""
+    strip = [[{k: v for k, v in t.items() if k not in TIMING} for t in r["trials"]] for r in (a, b)]
+    return strip[0] == strip[1] and a["best"] == b["best"] and a["best_config"] == b["best_config"]
+
+
+def local_cluster(workers=2):
+    return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                        dashboard_address=None, worker_dashboard_address=None)
+
+
+def test_search_with_a_thread_pool_executor_equals_the_local_search():
+    local = amk.search("small-4L", "h100", budget=40, seed=5, jobs=2)
+    with concurrent.futures.ThreadPoolExecutor(3) as ex:
+        for batch_size in (1, 5):
+            remote = amk.search("small-4L", "h100", budget=40, seed=5, executor=ex,
+                                batch_size=batch_size)
+            assert same_search(local, remote)
+    with pytest.raises(ValueError):
+        amk.search("small-4L", "h100", budget=4, executor=ex, batch_size=0)
+
+
+def test_an_executor_that_fails_stops_the_search_and_the_exception_propagates():
+    class Broken(concurrent.futures.Executor):
+        def submit(self, fn, *args, **kwargs):
+            raise RuntimeError("no workers")
+
+    with pytest.raises(RuntimeError, match="no workers"):
+        amk.search("toy-1L", "h100", budget=10, executor=Broken())
+
+
+class KillOneWorker(concurrent.futures.Executor):
+    """Submits to `inner`; right after the `at`-th submission, kills one worker process with
+    SIGKILL while its tasks are in flight."""
+
+    def __init__(self, client, at):
+        self.inner, self.client, self.at, self.n, self.killed = client.get_executor(), client, at, 0, None
+
+    def submit(self, fn, *args, **kwargs):
+        future = self.inner.submit(fn, *args, **kwargs)
+        self.n += 1
+        if self.n == self.at:
+            pids = self.client.run(os.getpid)
+            victim = sorted(pids.values())[0]
+            os.kill(victim, signal.SIGKILL)
+            self.killed = victim
+        return future
+
+
+def test_a_search_on_dask_equals_the_local_one_and_survives_a_killed_worker():
+    local = amk.search("llama-3.2-1b", "h100", budget=120, seed=11, jobs=2)
+    with local_cluster() as cluster, Client(cluster, timeout=60) as client:
+        client.wait_for_workers(2, timeout=60)
+        remote = amk.search("llama-3.2-1b", "h100", budget=120, seed=11,
+                            executor=client.get_executor(), batch_size=4)
+        assert same_search(local, remote)
+
+        seen = []
+        killer = KillOneWorker(client, at=6)
+        killed = amk.search("llama-3.2-1b", "h100", budget=120, seed=11, executor=killer,
+                            batch_size=4, on_trial=lambda t: seen.append(t["index"]))
+        assert killer.killed is not None
+        assert seen == list(range(len(killed["trials"])))  # every trial exactly once, in order
+        assert same_search(local, killed)
+        client.wait_for_workers(2, timeout=60)  # the nanny brought the worker back
+        assert killer.killed not in client.run(os.getpid).values()
+
+
+def cli_verdict(path):
+    r = subprocess.run([AMK, "validate", "--json", str(path)], capture_output=True, text=True,
+                       timeout=60)
+    return r.returncode, json.loads(r.stdout)["files"][0]
+
+
+def test_validate_many_on_the_conformance_corpus_equals_the_cli_verdicts():
+    files = sorted(PROGRAMS.glob("*.json"))
+    texts = [files[0].read_text(), files[1].read_text()]
+    with local_cluster() as cluster, Client(cluster, timeout=60) as client:
+        verdicts = amk.distributed.validate_many([str(f) for f in files] + texts, client,
+                                                 batch_size=5)
+    assert len(verdicts) == len(files) + 2
+    for f, v in zip(files, verdicts):
+        rc, doc = cli_verdict(f)
+        assert v["file"] == str(f)
+        assert v["ok"] == (rc == 0), f
+        assert v["unreadable"] == (rc == 2), f
+        assert [e["code"] for e in v["errors"]] == [e["code"] for e in doc["errors"]], f
+        if rc != 2:
+            assert v["stats"] == doc["stats"], f
+    for f, v in zip(files[:2], verdicts[len(files):]):  # texts: the same verdicts, no file
+        by_path = verdicts[files.index(f)]
+        assert v["file"] is None and v["ok"] == by_path["ok"]
+        assert v["errors"] == by_path["errors"]
+
+
+def test_search_many_equals_the_searches_run_locally():
+    jobs = [dict(model="toy-2L", target="h100", budget=12, seed=s) for s in (1, 2)]
+    jobs.append(dict(model="small-4L", target="a100", budget=10, algo="amk"))
+    with local_cluster() as cluster, Client(cluster, timeout=60) as client:
+        results = amk.distributed.search_many(jobs, client)
+    assert len(results) == 3
+    for job, r in zip(jobs, results):
+        local = amk.search(**job)
+        assert same_search(local, r)
+        assert r["best_program"] == local["best_program"].dumps()
