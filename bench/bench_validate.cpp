@@ -10,6 +10,7 @@
 
 #include "ir/gen.h"
 #include "ir/graph.h"
+#include "ir/json_io.h"
 #include "validate/validate.h"
 
 namespace {
@@ -52,6 +53,19 @@ void full_proof(benchmark::State& st, amk::ir::GenShape shape) {
 void BM_FullProof_Llama(benchmark::State& st) {
   full_proof(st, amk::ir::GenShape::Llama);
 }
+
+// AMK's own Llama-3.2-1B program (the conformance corpus), with the thread-local Validator that
+// amk.validate uses: the C++ side of bench/python_overhead.py.
+void BM_ValidateConformanceLlama1B(benchmark::State& st) {
+  auto r = amk::ir::load_program(AMK_CONFORMANCE_DIR "/programs/llama_1B_default.json");
+  if (!r) {
+    st.SkipWithError("cannot load llama_1B_default.json");
+    return;
+  }
+  for (auto _ : st) benchmark::DoNotOptimize(amk::validate::validate(*r));
+  st.counters["tasks"] = static_cast<double>(r->tasks.size());
+}
+BENCHMARK(BM_ValidateConformanceLlama1B)->Unit(benchmark::kMicrosecond)->MinTime(1);
 
 // A fresh Validator every time: includes allocating and first touching its scratch.
 void BM_FullProofCold_Mesh(benchmark::State& st) {

@@ -3,12 +3,14 @@
 #include <algorithm>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -50,6 +52,57 @@ Result<std::string> read_file(const std::string& path) {
   }
   ::close(fd);
   return out;
+}
+
+FileBytes::FileBytes(FileBytes&& o) noexcept
+    : owned_(std::move(o.owned_)), map_(std::exchange(o.map_, nullptr)), size_(o.size_) {}
+
+FileBytes& FileBytes::operator=(FileBytes&& o) noexcept {
+  if (this != &o) {
+    if (map_) ::munmap(const_cast<char*>(map_), size_);
+    owned_ = std::move(o.owned_);
+    map_ = std::exchange(o.map_, nullptr);
+    size_ = o.size_;
+  }
+  return *this;
+}
+
+void FileBytes::release(size_t from, size_t to) const {
+  if (!map_) return;
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  from = (from + page - 1) / page * page;
+  to = std::min(to, size_) / page * page;
+  if (from < to) ::madvise(const_cast<char*>(map_) + from, to - from, MADV_DONTNEED);
+}
+
+FileBytes::~FileBytes() {
+  if (map_) ::munmap(const_cast<char*>(map_), size_);
+}
+
+Result<FileBytes> FileBytes::open(const std::string& path) {
+  constexpr off_t kMapFrom = 1 << 20;  // smaller files are read: a mapping costs more than a copy
+  FileBytes f;
+  if (path != "-") {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= kMapFrom) {
+      const auto size = static_cast<size_t>(st.st_size);
+      void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+      ::close(fd);
+      if (m != MAP_FAILED) {
+        ::madvise(m, size, MADV_SEQUENTIAL);
+        f.map_ = static_cast<const char*>(m);
+        f.size_ = size;
+        return f;
+      }
+    } else if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+  Result<std::string> text = read_file(path);  // and every error message
+  if (!text) return std::move(text.diagnostics);
+  f.owned_ = std::move(*text);
+  return f;
 }
 
 namespace {

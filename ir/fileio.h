@@ -14,6 +14,32 @@ namespace amk::ir {
 /// Reads a whole file ("-": standard input); an unreadable one is an `io.read` error naming the
 /// file and the reason.
 Result<std::string> read_file(const std::string& path);
+/// A whole file's bytes without a copy: a big regular file is mapped read-only (pages come
+/// straight from the page cache, nothing is copied or held twice); a small file, standard input
+/// ("-") or a FIFO is read into memory. A mapped file cut short by another process while it is
+/// read ends the process (SIGBUS), as with any mapping.
+class FileBytes {
+ public:
+  /// Opens `path`; errors as read_file's.
+  static Result<FileBytes> open(const std::string& path);
+  FileBytes() = default;
+  FileBytes(FileBytes&& o) noexcept;
+  FileBytes& operator=(FileBytes&& o) noexcept;
+  FileBytes(const FileBytes&) = delete;
+  FileBytes& operator=(const FileBytes&) = delete;
+  ~FileBytes();
+  /// The bytes.
+  std::string_view view() const { return map_ ? std::string_view(map_, size_) : owned_; }
+  /// Drops the mapped pages wholly inside [from, to) from this process's memory (they stay in the
+  /// page cache and come back if read again): a reader calls it behind itself.
+  void release(size_t from, size_t to) const;
+
+ private:
+  std::string owned_;
+  const char* map_ = nullptr;
+  size_t size_ = 0;
+};
+
 /// A data file shipped inside the binary: {stem, text}.
 using BuiltinFile = std::pair<std::string_view, std::string_view>;
 /// Resolves `name_or_path` against built-in files (by stem; origin "DIR/STEM.json") or, when it

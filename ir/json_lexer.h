@@ -42,6 +42,8 @@ class Lexer {
   explicit Lexer(std::string_view t) : b_(t.data()), p_(t.data()), e_(t.data() + t.size()) {}
 
   size_t offset() const { return static_cast<size_t>(p_ - b_); }
+  /// Moves to byte `off` of the text (a position another pass found).
+  void seek(size_t off) { p_ = b_ + off; }
   bool at_end() {
     ws();
     return p_ >= e_;

@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <iterator>
 #include <limits>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -78,6 +80,8 @@ std::string enum_choices(const std::array<std::string_view, N>& names) {
 class Reader {
  public:
   explicit Reader(std::string_view text) : lx_(text), text_(text) {}
+  /// Called with byte ranges of the text the reader is done with (a mapped file drops them).
+  void on_consumed(std::function<void(size_t, size_t)> f) { consumed_ = std::move(f); }
 
   // One JSON document holding an object (`what`: "a program", "a target", ...) read by
   // `read(value, offset)`: a leading BOM is a warning, anything but an object a json.type error,
@@ -534,6 +538,10 @@ class Reader {
   }
 
   void check_id(std::string_view what, bool have, int64_t id, size_t index, size_t off) {
+    if (have && index == kAnyIndex) {  // a chunk of a parallel read: checked once merged
+      ids_.push_back(id);
+      return;
+    }
     if (!have) {
       missing(what, "id", off);
     } else if (id != static_cast<int64_t>(index)) {
@@ -582,7 +590,12 @@ class Reader {
       }
       if (is(k, "tasks")) {
         p.tasks.clear();
-        read_list(p.tasks, [&](Task& t, size_t i) { read_task(t, i); });
+        const size_t at = lx_.offset();
+        if (!read_tasks_in_parallel(p.tasks)) {  // not worth it, or a problem to report exactly
+          p.tasks.clear();
+          lx_.seek(at);
+          read_list(p.tasks, [&](Task& t, size_t i) { read_task(t, i); });
+        }
         return 6;
       }
       if (is(k, "pages")) {
@@ -623,6 +636,95 @@ class Reader {
     }
   }
 
+  // The tasks array of a big program, read by several threads: the array is cut at guessed
+  // element boundaries (the separator of its first two elements, e.g. ",\n    {" in AMK's
+  // layout), each thread reads the tasks of one piece, and a piece counts only when the piece
+  // before it ended exactly where it began. Ids are checked against positions once merged. False
+  // (nothing kept, the caller reads sequentially) for a small array, a guess that did not hold,
+  // or any diagnostic, so every problem is reported exactly as the sequential read reports it.
+  bool read_tasks_in_parallel(std::vector<Task>& out) {
+    constexpr size_t kMinBytes = 8u << 20;  // below this one thread is as fast
+    const unsigned hw = std::thread::hardware_concurrency();
+    const size_t pieces = std::min<size_t>(hw == 0 ? 1 : hw, 8);
+    const size_t start = lx_.offset();
+    if (pieces < 2 || text_.size() - start < kMinBytes || !diags_.empty() || depth_ != 1 ||
+        lx_.peek() != '[')
+      return false;
+    // The separator: the bytes between '[' and the first '{', after a ','.
+    const size_t open = lx_.offset();
+    const size_t first = text_.find_first_not_of(" \t\r\n", open + 1);
+    if (first == std::string_view::npos || text_[first] != '{') return false;
+    const std::string sep = "," + std::string(text_.substr(open + 1, first - open - 1)) + "{";
+    // Guessed starts: just after a separator's ',', spread over the rest of the text.
+    std::vector<size_t> starts{open + 1};
+    const size_t span = text_.size() - open;
+    for (size_t k = 1; k < pieces; ++k) {
+      const size_t at = text_.find(sep, open + span * k / pieces);
+      if (at == std::string_view::npos) break;
+      if (at + 1 > starts.back()) starts.push_back(at + 1);
+    }
+    if (starts.size() < 2) return false;
+    struct Piece {
+      std::vector<Task> tasks;
+      std::vector<int64_t> ids;
+      size_t end = 0;       // the offset after its last element's ',' (or after ']')
+      bool closed = false;  // it read the array's ']'
+      bool ok = false;      // no diagnostic, no syntax error, ended at a ',' or ']'
+    };
+    std::vector<Piece> got(starts.size());
+    auto read_piece = [&](size_t k) {
+      Piece& pc = got[k];
+      Reader r(text_);
+      r.push("tasks");
+      r.lx_.seek(starts[k]);
+      r.consumed_ = consumed_;
+      r.released_ = starts[k];
+      const size_t stop = k + 1 < starts.size() ? starts[k + 1] : std::string_view::npos;
+      try {
+        for (;;) {
+          if (r.lx_.peek() != '{') return;
+          r.push(pc.tasks.size());
+          pc.tasks.emplace_back();
+          r.read_task(pc.tasks.back(), kAnyIndex);
+          r.pop();
+          r.consume_behind();
+          const int c = r.lx_.peek();
+          r.lx_.advance();
+          if (c == ']') {
+            pc.closed = true;
+            break;
+          }
+          if (c != ',') return;
+          if (r.lx_.offset() >= stop) break;
+        }
+        pc.end = r.lx_.offset();
+        pc.ok = r.diags_.empty() && r.ids_.size() == pc.tasks.size();
+        pc.ids = std::move(r.ids_);
+      } catch (const SyntaxError&) {
+      } catch (const TooManyErrors&) {
+      }
+    };
+    std::vector<std::thread> threads;
+    for (size_t k = 1; k < starts.size(); ++k) threads.emplace_back(read_piece, k);
+    read_piece(0);
+    for (std::thread& t : threads) t.join();
+    // Chain the pieces: each must begin where the one before ended, until one closes the array.
+    size_t n = 0, used = 0;
+    for (; used < got.size(); ++used) {
+      const Piece& pc = got[used];
+      if (!pc.ok || (used > 0 && got[used - 1].end != starts[used])) return false;
+      for (int64_t id : pc.ids)
+        if (id != static_cast<int64_t>(n++)) return false;
+      if (pc.closed) break;
+    }
+    if (used == got.size()) return false;  // never closed: cannot happen when the chain holds
+    out.reserve(n);
+    for (size_t k = 0; k <= used; ++k)
+      for (Task& t : got[k].tasks) out.push_back(std::move(t));
+    lx_.seek(got[used].end);
+    return true;
+  }
+
   template <typename T, typename F>
   void read_list(std::vector<T>& out, F each) {
     size_t off = lx_.offset();
@@ -639,6 +741,7 @@ class Reader {
       each(out.back(), i);
       pop();
       ++i;
+      if (depth_ == 1) consume_behind();
     }
   }
 
@@ -1092,6 +1195,19 @@ class Reader {
   std::string key_scratch_;
   std::vector<int64_t> int_scratch_;
   std::vector<Wait> wait_scratch_;
+  std::vector<int64_t> ids_;  // task ids read with kAnyIndex (a parallel piece)
+  std::function<void(size_t, size_t)> consumed_;
+  size_t released_ = 0;  // the text before this offset was handed to consumed_
+
+  // Hands the text read since the last call to consumed_, every 32 MiB.
+  void consume_behind() {
+    constexpr size_t kStep = 32u << 20;
+    if (consumed_ && lx_.offset() >= released_ + kStep) {
+      consumed_(released_, lx_.offset());
+      released_ = lx_.offset();
+    }
+  }
+  static constexpr size_t kAnyIndex = std::numeric_limits<size_t>::max();
 };
 
 }  // namespace
@@ -1134,9 +1250,11 @@ Result<JsonValue> parse_json_object(std::string_view text, std::string_view what
 }
 
 Result<Program> load_program(const std::string& path) {
-  Result<std::string> text = read_file(path);
-  if (!text) return std::move(text.diagnostics);
-  return parse_program(*text);
+  Result<FileBytes> bytes = FileBytes::open(path);
+  if (!bytes) return std::move(bytes.diagnostics);
+  Reader r(bytes->view());
+  r.on_consumed([&](size_t from, size_t to) { bytes->release(from, to); });
+  return r.run();
 }
 
 }  // namespace amk::ir

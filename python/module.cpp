@@ -107,15 +107,29 @@ struct Program {
   ir::Program p;
 };
 
-ir::Program program_of(const py::object& x) {
-  if (py::isinstance<Program>(x)) return x.cast<const Program&>().p;
+// A Program argument, or program JSON text parsed (without the GIL): a Program is used in place,
+// never copied (a copy of Llama-1B costs a third of its proof).
+struct ProgramArg {
+  std::optional<ir::Program> parsed;
+  const ir::Program* p = nullptr;
+  const ir::Program& operator*() const { return *p; }
+};
+
+ProgramArg program_of(const py::object& x) {
+  ProgramArg a;
+  if (py::isinstance<Program>(x)) {
+    a.p = &x.cast<const Program&>().p;
+    return a;
+  }
   const std::string text = x.cast<std::string>();
   ir::Result<ir::Program> r;
   {
     py::gil_scoped_release free;
     r = ir::parse_program(text);
   }
-  return take(std::move(r), "<text>");
+  a.parsed = take(std::move(r), "<text>");
+  a.p = &*a.parsed;
+  return a;
 }
 
 py::object program_json(const ir::Program& p, const char* key) {
@@ -177,7 +191,6 @@ ir::Diagnostics diagnostics_of(const ojson& error) {
 
 struct Verdict {
   validate::Result r;
-  std::string json;
 };
 
 }  // namespace
@@ -220,7 +233,7 @@ PYBIND11_MODULE(_amk, m) {
                                return l;
                              })
       .def_property_readonly("stats",
-                             [](const Verdict& v) { return to_py(parse_json(v.json)["stats"]); })
+                             [](const Verdict& v) { return to_py(parse_json(v.r.to_json())["stats"]); })
       .def(
           "report", [](const Verdict& v) { return v.r.report(); }, "AMK's report text.")
       .def("__bool__", [](const Verdict& v) { return v.r.ok; });
@@ -250,12 +263,11 @@ PYBIND11_MODULE(_amk, m) {
   m.def(
       "validate",
       [](const py::object& program) {
-        ir::Program p = program_of(program);
+        const ProgramArg p = program_of(program);
         Verdict v;
         {
           py::gil_scoped_release free;
-          v.r = validate::validate(p);
-          v.json = v.r.to_json();
+          v.r = validate::validate(*p);
         }
         return v;
       },
@@ -298,19 +310,19 @@ PYBIND11_MODULE(_amk, m) {
   m.def(
       "cost",
       [](const py::object& program, const std::string& target) {
-        const ir::Program p = program_of(program);
+        const ProgramArg p = program_of(program);
         const targets::TargetSpec t = take(targets::load_target(target), target);
-        return to_py(app::cost_json(targets::estimate(p, t.record)));
+        return to_py(app::cost_json(targets::estimate(*p, t.record)));
       },
       py::arg("program"), py::arg("target"), "The cost model's prediction on a target.");
   m.def(
       "diff",
       [](const py::object& a, const py::object& b) {
-        const ir::Program pa = program_of(a), pb = program_of(b);
+        const ProgramArg pa = program_of(a), pb = program_of(b);
         std::string json;
         {
           py::gil_scoped_release free;
-          json = ir::diff_to_json(ir::diff_programs(pa, pb));
+          json = ir::diff_to_json(ir::diff_programs(*pa, *pb));
         }
         return to_py(parse_json(json)["changes"]);
       },

@@ -1,0 +1,97 @@
+// Proves the fast load of big programs: a tasks array read by several threads (cut at guessed
+// element boundaries) and a mapped file released behind the reader give exactly the sequential
+// read's program, and exactly its diagnostics (pointer, line:column) when something is wrong.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/gen.h"
+#include "ir/json_io.h"
+#include "support.h"
+
+namespace amk::ir {
+namespace {
+
+// A canonical program whose tasks array is well over the size read in pieces (8 MiB).
+const std::string& big_text() {
+  static const std::string text = [] {
+    GenOptions o;
+    o.shape = GenShape::Mesh;
+    o.tasks = 40000;
+    return write_program(generate(o).program);
+  }();
+  return text;
+}
+
+// The line (1-based) of byte `off`.
+int line_of(const std::string& s, size_t off) {
+  return 1 + static_cast<int>(std::count(s.begin(), s.begin() + static_cast<long>(off), '\n'));
+}
+
+TEST(ParallelRead, ABigProgramReadInPiecesIsTheSequentialReadByteForByte) {
+  const std::string& text = big_text();
+  ASSERT_GT(text.size(), 16u << 20);
+  Result<Program> p = parse_program(text);
+  ASSERT_TRUE(p.ok()) << test::text(p.diagnostics);
+  EXPECT_EQ(p->tasks.size(), 40000u - 1);
+  EXPECT_EQ(write_program(*p), text);  // every task, in order, every field
+  // From a file: mapped, and released behind the reader.
+  const auto path = test::temp_dir() / "big.json";
+  std::ofstream(path, std::ios::binary) << text;
+  Result<Program> q = load_program(path.string());
+  ASSERT_TRUE(q.ok()) << test::text(q.diagnostics);
+  EXPECT_TRUE(*q == *p);
+}
+
+TEST(ParallelRead, AnErrorDeepInABigProgramIsReportedAsTheSequentialReadReportsIt) {
+  std::string text = big_text();
+  // Task 30000's out_counter becomes a string.
+  const size_t task = text.find("\"id\": 30000,\n      \"op\"");
+  ASSERT_NE(task, std::string::npos);
+  const size_t field = text.find("\"out_counter\": ", task) + 15;
+  text.insert(field, "\"");
+  text.insert(text.find(',', field), "\"");
+  Result<Program> p = parse_program(text);
+  ASSERT_FALSE(p.ok());
+  ASSERT_EQ(p.diagnostics.size(), 1u) << test::text(p.diagnostics);
+  EXPECT_EQ(p.diagnostics[0].code, "json.type");
+  EXPECT_EQ(p.diagnostics[0].pointer, "/tasks/30000/out_counter");
+  EXPECT_EQ(p.diagnostics[0].line, line_of(text, field));
+}
+
+TEST(ParallelRead, IdsOutOfPlaceAcrossPiecesAreReportedAtTheirPositions) {
+  std::string text = big_text();
+  const size_t at = text.find("\"id\": 25000,\n      \"op\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 11, "\"id\": 25001");
+  Result<Program> p = parse_program(text);
+  ASSERT_FALSE(p.ok());
+  ASSERT_EQ(p.diagnostics.size(), 1u) << test::text(p.diagnostics);
+  EXPECT_EQ(p.diagnostics[0].code, "json.id-position");
+  EXPECT_EQ(p.diagnostics[0].pointer, "/tasks/25000/id");
+}
+
+TEST(ParallelRead, ACompactProgramWhoseStringsLookLikeElementBoundariesReadsRight) {
+  // Compact JSON: the separator between tasks is ",{", which every label below contains too, so
+  // most guessed cuts fall inside strings; only cuts the reading confirms may count.
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(big_text());
+  for (auto& t : j["tasks"]) t["label"] = "x\",{\"id\": 7},{" + t["label"].get<std::string>();
+  const std::string compact = j.dump();
+  ASSERT_GT(compact.size(), 8u << 20);
+  Result<Program> p = parse_program(compact);
+  ASSERT_TRUE(p.ok()) << test::text(p.diagnostics);
+  Result<Program> canonical = parse_program(write_program(*p));
+  ASSERT_TRUE(canonical.ok()) << test::text(canonical.diagnostics);
+  EXPECT_TRUE(*canonical == *p);
+  ASSERT_EQ(p->tasks.size(), 40000u - 1);
+  for (size_t i = 0; i < p->tasks.size(); i += 997)
+    EXPECT_EQ(p->tasks[i].label, j["tasks"][i]["label"].get<std::string>()) << i;
+}
+
+}  // namespace
+}  // namespace amk::ir
