@@ -1,17 +1,18 @@
 #include "search/search.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
 
 #include "lower/config.h"
 #include "targets/cost.h"
@@ -32,6 +33,65 @@ constexpr size_t kReasons = 3;  // rejection diagnostics kept per trial (AMK kee
 double us_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
 }
+
+// Runs the items of a batch on `n` threads (the caller is thread 0), `work(thread, item)` each;
+// plain std::threads, so sanitizers see every hand-off (Debian's oneTBB is not instrumented).
+class Pool {
+ public:
+  explicit Pool(size_t n) {
+    for (size_t w = 1; w < n; ++w) threads_.emplace_back([this, w] { loop(w); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard lock(m_);
+      stop_ = true;
+    }
+    start_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  void run(size_t items, const std::function<void(size_t, size_t)>& work) {
+    {
+      std::lock_guard lock(m_);
+      work_ = &work;
+      items_ = items;
+      next_.store(0);
+      busy_ = threads_.size();
+      ++generation_;
+    }
+    start_.notify_all();
+    drain(0);
+    std::unique_lock lock(m_);
+    done_.wait(lock, [&] { return busy_ == 0; });
+    work_ = nullptr;
+  }
+
+ private:
+  void drain(size_t w) {
+    for (size_t i = next_.fetch_add(1); i < items_; i = next_.fetch_add(1)) (*work_)(w, i);
+  }
+  void loop(size_t w) {
+    size_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock lock(m_);
+        start_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+      }
+      drain(w);
+      std::lock_guard lock(m_);
+      if (--busy_ == 0) done_.notify_one();
+    }
+  }
+
+  std::mutex m_;
+  std::condition_variable start_, done_;
+  const std::function<void(size_t, size_t)>* work_ = nullptr;
+  size_t items_ = 0, busy_ = 0, generation_ = 0;
+  std::atomic<size_t> next_{0};
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
 
 // A proposal: a point and why.
 struct Proposal {
@@ -306,7 +366,7 @@ ir::Result<SearchResult> Search::run() {
   std::vector<Evaluator> workers;
   if (!o_.evaluate)
     for (int j = 0; j < jobs; ++j) workers.emplace_back(m_, t_, o_.lower);
-  tbb::task_arena arena(jobs);
+  Pool pool(o_.evaluate ? 1 : static_cast<size_t>(jobs));
   std::unordered_map<int64_t, const Trial*> replay;
   for (const Trial& r : o_.replay) replay[r.index] = &r;
 
@@ -355,15 +415,8 @@ ir::Result<SearchResult> Search::run() {
       if (!remote.empty())
         if (ir::Status st = o_.evaluate(remote); !st) return st;
     } else {
-      arena.execute([&] {
-        tbb::parallel_for(tbb::blocked_range<size_t>(0, todo.size()),
-                          [&](const tbb::blocked_range<size_t>& r) {
-                            const int w = std::max(0, tbb::this_task_arena::current_thread_index());
-                            for (size_t k = r.begin(); k != r.end(); ++k)
-                              workers[static_cast<size_t>(w) % workers.size()].evaluate(
-                                  trials[todo[k]], o_.objective);
-                          });
-      });
+      pool.run(todo.size(),
+               [&](size_t w, size_t k) { workers[w].evaluate(trials[todo[k]], o_.objective); });
     }
     const auto first = static_cast<int64_t>(h.trials.size());  // trials[i] is trial first + i
     for (size_t i = 0; i < trials.size(); ++i) {
