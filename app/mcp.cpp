@@ -74,7 +74,8 @@ ojson mcp_answer(Service& service, std::string_view line) {
     if (m.contains("result") || m.contains("error")) return nullptr;  // a client's response
     return rpc_error(id, kInvalidRequest, "a request needs \"method\"");
   }
-  if (m.value("jsonrpc", "") != "2.0" || !m["method"].is_string())
+  const bool v2 = m.contains("jsonrpc") && m["jsonrpc"].is_string() && m["jsonrpc"] == "2.0";
+  if (!v2 || !m["method"].is_string())
     return has_id
                ? rpc_error(id, kInvalidRequest,
                            "not a JSON-RPC 2.0 request (\"jsonrpc\": \"2.0\", \"method\": string)")

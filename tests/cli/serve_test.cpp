@@ -230,8 +230,10 @@ TEST(Mcp, AScriptedAgentSessionInitializesListsAndCallsEveryTool) {
        call(8, "cost", {{"path", toy}, {"target", "a100"}}),
        call(9, "search_eval", {{"model", "toy-1L"}, {"target", "h100"}}),
        call(10, "validate", {{"path", "/no/such.json"}}), call(11, "teleport", json::object()),
-       rpc(12, "resources/list", nullptr), "{not json", rpc("last", "ping", nullptr)});
-  ASSERT_EQ(out.size(), 14u);  // every message but the notification is answered
+       rpc(12, "resources/list", nullptr), "{not json",
+       R"({"jsonrpc": 2, "id": 13, "method": "tools/list"})",  // fuzz: a number, not "2.0"
+       rpc("last", "ping", nullptr)});
+  ASSERT_EQ(out.size(), 15u);  // every message but the notification is answered
   for (const json& r : out) EXPECT_EQ(r["jsonrpc"], "2.0");
   EXPECT_EQ(out[0]["result"]["protocolVersion"], "2025-06-18");
   EXPECT_EQ(out[0]["result"]["serverInfo"]["name"], "amk");
@@ -263,8 +265,10 @@ TEST(Mcp, AScriptedAgentSessionInitializesListsAndCallsEveryTool) {
   EXPECT_EQ(out[11]["error"]["code"], -32601);  // unknown method
   EXPECT_EQ(out[12]["error"]["code"], -32700);  // not JSON
   EXPECT_TRUE(out[12]["id"].is_null());
-  EXPECT_EQ(out[13]["id"], "last");
-  EXPECT_EQ(out[13]["result"], json::object());
+  EXPECT_EQ(out[13]["id"], 13);
+  EXPECT_EQ(out[13]["error"]["code"], -32600);  // not JSON-RPC 2.0
+  EXPECT_EQ(out[14]["id"], "last");
+  EXPECT_EQ(out[14]["result"], json::object());
 }
 
 }  // namespace
