@@ -179,39 +179,34 @@ ir::Result<ir::Program> the_program(Args& a) {
   return program_arg(a, "program");
 }
 
-ir::Result<lower::ModelSpec> model_arg(Args& a) {
-  if (!a.has("model")) return bad("model", "missing 'model' (a built-in name, a file or a spec)");
-  const ojson& v = a.at("model");
+// A model or target under `key`: a built-in name, a file (refused without files) or an inline
+// object, read by `load` or `parse`.
+template <class T, class Load, class Parse>
+ir::Result<T> spec_arg(Args& a, const char* key, std::string_view what, Load load, Parse parse) {
+  if (!a.has(key))
+    return bad(key, fmt::format("missing '{}' (a built-in name, a file or {})", key, what));
+  const ojson& v = a.at(key);
   if (v.is_string()) {
     if (looks_like_path(v.get<std::string>()))
-      if (ir::Status st = a.file("model", v.get<std::string>()); !st)
-        return std::move(st.diagnostics);
-    return lower::load_model(v.get<std::string>());
+      if (ir::Status st = a.file(key, v.get<std::string>()); !st) return std::move(st.diagnostics);
+    return load(v.get<std::string>());
   }
   if (v.is_object()) {
-    ir::Result<lower::ModelSpec> r = lower::parse_model(v.dump(), "/model");
-    if (!r) return inside(std::move(r.diagnostics), "model");
+    ir::Result<T> r = parse(v.dump(), "/" + std::string(key));
+    if (!r) return inside(std::move(r.diagnostics), key);
     return r;
   }
-  return bad("model", "'model' must be a name, a file path or a model spec object");
+  return bad(key, fmt::format("'{}' must be a name, a file path or {} object", key, what));
+}
+
+ir::Result<lower::ModelSpec> model_arg(Args& a) {
+  return spec_arg<lower::ModelSpec>(a, "model", "a model spec", lower::load_model,
+                                    lower::parse_model);
 }
 
 ir::Result<targets::TargetSpec> target_arg(Args& a) {
-  if (!a.has("target"))
-    return bad("target", "missing 'target' (a built-in name, a file or a record)");
-  const ojson& v = a.at("target");
-  if (v.is_string()) {
-    if (looks_like_path(v.get<std::string>()))
-      if (ir::Status st = a.file("target", v.get<std::string>()); !st)
-        return std::move(st.diagnostics);
-    return targets::load_target(v.get<std::string>());
-  }
-  if (v.is_object()) {
-    ir::Result<targets::TargetSpec> r = targets::parse_target_spec(v.dump(), "/target");
-    if (!r) return inside(std::move(r.diagnostics), "target");
-    return r;
-  }
-  return bad("target", "'target' must be a name, a file path or a target record object");
+  return spec_arg<targets::TargetSpec>(a, "target", "a target record", targets::load_target,
+                                       targets::parse_target_spec);
 }
 
 // "config": an object, a file path, "auto" (nullopt) or absent/null (AMK's default_config).
@@ -587,7 +582,7 @@ struct Service::Impl {
     SearchRequest req;
     req.model = a.str("model");
     req.target = a.str("target");
-    req.options.budget = a.integer("budget", 200, 1, 100000);
+    req.options.budget = a.integer("budget", 200, 1, options.max_budget);
     req.options.deadline_s = a.number("time", 0);
     req.options.seed = static_cast<uint64_t>(a.integer("seed", 0, 0, int64_t(1) << 53));
     req.options.jobs = static_cast<int>(a.integer("jobs", 1, 1, 256));
@@ -636,10 +631,6 @@ Service& Service::operator=(Service&&) noexcept = default;
 ir::Result<ojson> Service::call(std::string_view op, const ojson& args) {
   if (!args.is_object()) return ir::error("request.invalid", "the arguments must be an object");
   Args a{args, {}, impl_->options.files};
-  if (op == "search" && a.has("budget") && a.at("budget").is_number_integer() &&
-      a.at("budget").get<int64_t>() > impl_->options.max_budget)
-    return bad("budget", fmt::format("'budget' is over this worker's limit of {}",
-                                     impl_->options.max_budget));
   if (op == "validate") return impl_->validate(a);
   if (op == "lower") return impl_->lower(a);
   if (op == "cost") return impl_->cost(a);

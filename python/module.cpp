@@ -115,19 +115,23 @@ struct ProgramArg {
   const ir::Program& operator*() const { return *p; }
 };
 
+// Program JSON text parsed without the GIL; malformed text raises amk.LoadError.
+ir::Program parse_text(const std::string& text) {
+  ir::Result<ir::Program> r;
+  {
+    py::gil_scoped_release free;
+    r = ir::parse_program(text);
+  }
+  return take(std::move(r), "<text>");
+}
+
 ProgramArg program_of(const py::object& x) {
   ProgramArg a;
   if (py::isinstance<Program>(x)) {
     a.p = &x.cast<const Program&>().p;
     return a;
   }
-  const std::string text = x.cast<std::string>();
-  ir::Result<ir::Program> r;
-  {
-    py::gil_scoped_release free;
-    r = ir::parse_program(text);
-  }
-  a.parsed = take(std::move(r), "<text>");
+  a.parsed = parse_text(x.cast<std::string>());
   a.p = &*a.parsed;
   return a;
 }
@@ -174,10 +178,10 @@ app::Service& service() {
   return s;
 }
 
-// {ok, result} or {ok: false, error} for one operation (args: JSON text of an object).
-ojson answer(const std::string& op, const std::string& args) {
-  ir::Result<ojson> req = app::parse_request(args);
-  ir::Result<ojson> r = req ? service().call(op, *req) : ir::Result<ojson>(req.diagnostics);
+// {ok, result} or {ok: false, error} for one operation on its arguments (or why they could not
+// be read).
+ojson answer(const std::string& op, const ir::Result<ojson>& args) {
+  ir::Result<ojson> r = args ? service().call(op, *args) : ir::Result<ojson>(args.diagnostics);
   if (!r) return {{"ok", false}, {"error", app::error_json(r.diagnostics)}};
   return {{"ok", true}, {"result", std::move(*r.value)}};
 }
@@ -232,8 +236,8 @@ PYBIND11_MODULE(_amk, m) {
                                for (const auto& d : v.r.warnings) l.append(diagnostic(d));
                                return l;
                              })
-      .def_property_readonly("stats",
-                             [](const Verdict& v) { return to_py(parse_json(v.r.to_json())["stats"]); })
+      .def_property_readonly(
+          "stats", [](const Verdict& v) { return to_py(parse_json(v.r.to_json())["stats"]); })
       .def(
           "report", [](const Verdict& v) { return v.r.report(); }, "AMK's report text.")
       .def("__bool__", [](const Verdict& v) { return v.r.ok; });
@@ -250,16 +254,8 @@ PYBIND11_MODULE(_amk, m) {
       },
       py::arg("path"), "Reads a program file.");
   m.def(
-      "loads",
-      [](const std::string& text) {
-        ir::Result<ir::Program> r;
-        {
-          py::gil_scoped_release free;
-          r = ir::parse_program(text);
-        }
-        return Program{take(std::move(r), "<text>")};
-      },
-      py::arg("text"), "Parses program JSON text.");
+      "loads", [](const std::string& text) { return Program{parse_text(text)}; }, py::arg("text"),
+      "Parses program JSON text.");
   m.def(
       "validate",
       [](const py::object& program) {
@@ -431,7 +427,7 @@ PYBIND11_MODULE(_amk, m) {
         std::string out;
         {
           py::gil_scoped_release free;
-          out = ir::dump_text(answer(op, args));
+          out = ir::dump_text(answer(op, app::parse_request(args)));
         }
         return out;
       },
@@ -452,7 +448,7 @@ PYBIND11_MODULE(_amk, m) {
           ojson list = ojson::array();
           for (const std::string& c : configs) list.push_back(parse_json(c));
           args["configs"] = std::move(list);
-          r = answer("search_eval", ir::dump_text(args));
+          r = answer("search_eval", ir::Result<ojson>(std::move(args)));
           if (r["ok"].get<bool>())
             for (const ojson& t : r["result"]["trials"]) trials.push_back(ir::dump_text(t));
         }
