@@ -19,29 +19,35 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "tests" / "conformance" / "programs" / "llama_1B_default.json"
 
 
-def per_call_us(fn, seconds=1.0):
+def per_call_us(fn, seconds=1.0, rounds=3):
+    """Google Benchmark's measure (total time over iterations, after a warm-up call), taken over
+    `rounds` windows of `seconds`, median of the windows."""
     fn()
-    times = []
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1e6
+    means = []
+    for _ in range(rounds):
+        n = 0
+        start = time.perf_counter()
+        end = start + seconds
+        while time.perf_counter() < end:
+            fn()
+            n += 1
+        means.append((time.perf_counter() - start) / n)
+    return statistics.median(means) * 1e6
 
 
 def main():
     build = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "build" / "release")
     out = subprocess.run([str(build / "bench" / "bench_validate"),
                           "--benchmark_filter=BM_ValidateConformanceLlama1B",
-                          "--benchmark_format=json"], capture_output=True, text=True, check=True)
-    cpp_us = json.loads(out.stdout)["benchmarks"][0]["real_time"]
+                          "--benchmark_repetitions=3", "--benchmark_format=json"], capture_output=True, text=True, check=True)
+    cpp_us = next(b["real_time"] for b in json.loads(out.stdout)["benchmarks"]
+                  if b.get("aggregate_name") == "median")
     program = amk.load(str(PROGRAM))
     text = PROGRAM.read_text()
     py_us = per_call_us(lambda: amk.validate(program))
-    text_us = per_call_us(lambda: amk.validate(text))
+    text_us = per_call_us(lambda: amk.validate(text), rounds=1)
     print(f"Llama-3.2-1B ({len(program)} tasks), loaded: C++ {cpp_us:.0f} us, Python "
-          f"{py_us:.0f} us per validate: +{(py_us / cpp_us - 1) * 100:.1f}%")
+          f"{py_us:.0f} us per validate: {(py_us / cpp_us - 1) * 100:+.1f}%")
     print(f"from JSON text in Python (parse + proof): {text_us:.0f} us "
           f"({len(text) / text_us:.0f} MB/s of JSON)")
 
