@@ -1,8 +1,9 @@
 """What the Python package costs over C++, in one run: validating AMK's Llama-3.2-1B program
 (tests/conformance/programs/llama_1B_default.json) already loaded, through amk.validate, against
 bench_validate's BM_ValidateConformanceLlama1B (the same program and the same thread-local
-validator, from C++), in 7 alternating pairs of runs, reporting the median pair; then validating from JSON text (parse + proof) in Python, and two Python
-threads validating at once against one after the other (the GIL is released).
+validator, from C++), in 7 alternating pairs of runs, reporting the median pair; then validating
+from JSON text (parse + proof) in Python, and two Python threads validating at once against one
+after the other (the GIL is released).
 
     PYTHONPATH=build/release/python python3 bench/python_overhead.py [build/release]"""
 import json
