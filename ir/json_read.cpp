@@ -579,23 +579,21 @@ class Reader {
         return 3;
       }
       if (is(k, "buffers")) {
-        p.buffers.clear();
-        read_list(p.buffers, [&](Buffer& b, size_t i) { read_buffer(b, i); });
+        read_records(
+            p.buffers, "buffers", [](Reader& r, Buffer& b) { r.read_buffer(b, kAnyIndex); },
+            [&](Buffer& b, size_t i) { read_buffer(b, i); });
         return 4;
       }
       if (is(k, "counters")) {
-        p.counters.clear();
-        read_list(p.counters, [&](Counter& c, size_t i) { read_counter(c, i); });
+        read_records(
+            p.counters, "counters", [](Reader& r, Counter& c) { r.read_counter(c, kAnyIndex); },
+            [&](Counter& c, size_t i) { read_counter(c, i); });
         return 5;
       }
       if (is(k, "tasks")) {
-        p.tasks.clear();
-        const size_t at = lx_.offset();
-        if (!read_tasks_in_parallel(p.tasks)) {  // not worth it, or a problem to report exactly
-          p.tasks.clear();
-          lx_.seek(at);
-          read_list(p.tasks, [&](Task& t, size_t i) { read_task(t, i); });
-        }
+        read_records(
+            p.tasks, "tasks", [](Reader& r, Task& t) { r.read_task(t, kAnyIndex); },
+            [&](Task& t, size_t i) { read_task(t, i); });
         return 6;
       }
       if (is(k, "pages")) {
@@ -636,36 +634,40 @@ class Reader {
     }
   }
 
-  // The tasks array of a big program, read by several threads: the array is cut at guessed
-  // element boundaries (the separator of its first two elements, e.g. ",\n    {" in AMK's
-  // layout), each thread reads the tasks of one piece, and a piece counts only when the piece
-  // before it ended exactly where it began. Ids are checked against positions once merged. False
-  // (nothing kept, the caller reads sequentially) for a small array, a guess that did not hold,
-  // or any diagnostic, so every problem is reported exactly as the sequential read reports it.
-  bool read_tasks_in_parallel(std::vector<Task>& out) {
+  // A big top-level array (tasks, buffers, counters), read by several threads: the array is cut
+  // at guessed element boundaries (the separator of its first two elements, e.g. ",\n    {" in
+  // AMK's layout) spread over its guessed extent, each thread reads the elements of one piece
+  // with `read_one(reader, element)`, and a piece counts only when the piece before it ended
+  // exactly where it began. Ids are checked against positions once merged. False (nothing kept,
+  // the caller reads sequentially) for a small array, a guess that did not hold, or any
+  // diagnostic, so every problem is reported exactly as the sequential read reports it.
+  template <typename T, typename Read>
+  bool read_in_parallel(std::vector<T>& out, std::string_view key, Read read_one) {
     constexpr size_t kMinBytes = 8u << 20;  // below this one thread is as fast
     const unsigned hw = std::thread::hardware_concurrency();
     const size_t pieces = std::min<size_t>(hw == 0 ? 1 : hw, 8);
-    const size_t start = lx_.offset();
-    if (pieces < 2 || text_.size() - start < kMinBytes || !diags_.empty() || depth_ != 1 ||
+    if (pieces < 2 || text_.size() - lx_.offset() < kMinBytes || !diags_.empty() || depth_ != 1 ||
         lx_.peek() != '[')
       return false;
+    const size_t open = lx_.offset();  // at the '[' (peek skipped the whitespace)
     // The separator: the bytes between '[' and the first '{', after a ','.
-    const size_t open = lx_.offset();
     const size_t first = text_.find_first_not_of(" \t\r\n", open + 1);
     if (first == std::string_view::npos || text_[first] != '{') return false;
-    const std::string sep = "," + std::string(text_.substr(open + 1, first - open - 1)) + "{";
-    // Guessed starts: just after a separator's ',', spread over the rest of the text.
+    const std::string_view gap = text_.substr(open + 1, first - open - 1);
+    const std::string sep = "," + std::string(gap) + "{";
+    const size_t end = guess_array_end(open, gap);
+    if (end - open < kMinBytes) return false;
+    // Guessed starts: just after a separator's ',', spread over the guessed extent.
     std::vector<size_t> starts{open + 1};
-    const size_t span = text_.size() - open;
+    const size_t span = end - open;
     for (size_t k = 1; k < pieces; ++k) {
       const size_t at = text_.find(sep, open + span * k / pieces);
-      if (at == std::string_view::npos) break;
+      if (at == std::string_view::npos || at >= end) break;
       if (at + 1 > starts.back()) starts.push_back(at + 1);
     }
     if (starts.size() < 2) return false;
     struct Piece {
-      std::vector<Task> tasks;
+      std::vector<T> items;
       std::vector<int64_t> ids;
       size_t end = 0;       // the offset after its last element's ',' (or after ']')
       bool closed = false;  // it read the array's ']'
@@ -675,7 +677,7 @@ class Reader {
     auto read_piece = [&](size_t k) {
       Piece& pc = got[k];
       Reader r(text_);
-      r.push("tasks");
+      r.push(key);
       r.lx_.seek(starts[k]);
       r.consumed_ = consumed_;
       r.released_ = starts[k];
@@ -683,10 +685,16 @@ class Reader {
       try {
         for (;;) {
           if (r.lx_.peek() != '{') return;
-          r.push(pc.tasks.size());
-          pc.tasks.emplace_back();
-          r.read_task(pc.tasks.back(), kAnyIndex);
+          const size_t at = r.lx_.offset();
+          r.push(pc.items.size());
+          pc.items.emplace_back();
+          read_one(r, pc.items.back());
           r.pop();
+          if (pc.items.size() == 1) {  // room for the piece at its first element's size: no
+            const size_t bytes = std::max<size_t>(r.lx_.offset() - at, 1);  // doubling slack
+            pc.items.reserve((std::min(stop, end) - at) / bytes * 9 / 8 + 16);
+          }
+          if (!r.diags_.empty()) return;  // a wrong guess, or a problem the caller reports
           r.consume_behind();
           const int c = r.lx_.peek();
           r.lx_.advance();
@@ -698,7 +706,8 @@ class Reader {
           if (r.lx_.offset() >= stop) break;
         }
         pc.end = r.lx_.offset();
-        pc.ok = r.diags_.empty() && r.ids_.size() == pc.tasks.size();
+        if (r.consumed_) r.consumed_(r.released_, pc.end);  // its tail too: nothing re-reads it
+        pc.ok = r.ids_.size() == pc.items.size();
         pc.ids = std::move(r.ids_);
       } catch (const SyntaxError&) {
       } catch (const TooManyErrors&) {
@@ -720,9 +729,35 @@ class Reader {
     if (used == got.size()) return false;  // never closed: cannot happen when the chain holds
     out.reserve(n);
     for (size_t k = 0; k <= used; ++k)
-      for (Task& t : got[k].tasks) out.push_back(std::move(t));
+      for (T& x : got[k].items) out.push_back(std::move(x));
     lx_.seek(got[used].end);
     return true;
+  }
+
+  // Where the array opened at `open` (its first element after the whitespace `gap`) probably
+  // ends: in an indented layout, the first '}' then ']' at the indentation of the line that
+  // opened it; otherwise (or not found) the end of the text. Only a guess: read_in_parallel's
+  // chain check makes a wrong one cost time, never correctness.
+  size_t guess_array_end(size_t open, std::string_view gap) const {
+    if (gap.find('\n') == std::string_view::npos) return text_.size();
+    const size_t line = text_.rfind('\n', open);
+    const size_t from = line == std::string_view::npos ? 0 : line + 1;
+    const size_t indent = text_.find_first_not_of(' ', from) - from;
+    const std::string close = "}\n" + std::string(indent, ' ') + "]";
+    const size_t at = text_.find(close, open);
+    return at == std::string_view::npos ? text_.size() : at + close.size();
+  }
+
+  // A top-level array of records: in parallel when it is big, else (or when that did not hold)
+  // one element after the other.
+  template <typename T, typename Read, typename Each>
+  void read_records(std::vector<T>& out, std::string_view key, Read read_one, Each each) {
+    out.clear();
+    const size_t at = lx_.offset();
+    if (read_in_parallel(out, key, read_one)) return;
+    out.clear();
+    lx_.seek(at);
+    read_list(out, each);
   }
 
   template <typename T, typename F>
@@ -1195,7 +1230,7 @@ class Reader {
   std::string key_scratch_;
   std::vector<int64_t> int_scratch_;
   std::vector<Wait> wait_scratch_;
-  std::vector<int64_t> ids_;  // task ids read with kAnyIndex (a parallel piece)
+  std::vector<int64_t> ids_;  // ids read with kAnyIndex (a piece of a parallel read)
   std::function<void(size_t, size_t)> consumed_;
   size_t released_ = 0;  // the text before this offset was handed to consumed_
 

@@ -1,6 +1,7 @@
-// Proves the fast load of big programs: a tasks array read by several threads (cut at guessed
-// element boundaries) and a mapped file released behind the reader give exactly the sequential
-// read's program, and exactly its diagnostics (pointer, line:column) when something is wrong.
+// Proves the fast load of big programs: the tasks, buffers and counters arrays read by several
+// threads (cut at guessed element boundaries) and a mapped file released behind the reader give
+// exactly the sequential read's program, and exactly its diagnostics (pointer, line:column) when
+// something is wrong.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,6 +25,21 @@ const std::string& big_text() {
     o.shape = GenShape::Mesh;
     o.tasks = 40000;
     return write_program(generate(o).program);
+  }();
+  return text;
+}
+
+// The same program with long buffer names and counter notes: its buffers and counters arrays are
+// big enough to be read in pieces too.
+const std::string& big_records_text() {
+  static const std::string text = [] {
+    GenOptions o;
+    o.shape = GenShape::Mesh;
+    o.tasks = 40000;
+    Program p = generate(o).program;
+    for (Buffer& b : p.buffers) b.name += std::string(200, 'b');
+    for (Counter& c : p.counters) c.note += std::string(200, 'c');
+    return write_program(p);
   }();
   return text;
 }
@@ -74,6 +90,41 @@ TEST(ParallelRead, IdsOutOfPlaceAcrossPiecesAreReportedAtTheirPositions) {
   ASSERT_EQ(p.diagnostics.size(), 1u) << test::text(p.diagnostics);
   EXPECT_EQ(p.diagnostics[0].code, "json.id-position");
   EXPECT_EQ(p.diagnostics[0].pointer, "/tasks/25000/id");
+}
+
+TEST(ParallelRead, BigBuffersAndCountersArraysReadInPiecesAreTheSequentialReadByteForByte) {
+  const std::string& text = big_records_text();
+  const size_t buffers = text.find("\"buffers\": ["), counters = text.find("\"counters\": ["),
+               tasks = text.find("\"tasks\": [");
+  ASSERT_GT(counters - buffers, 8u << 20);
+  ASSERT_GT(tasks - counters, 8u << 20);
+  Result<Program> p = parse_program(text);
+  ASSERT_TRUE(p.ok()) << test::text(p.diagnostics);
+  EXPECT_EQ(write_program(*p), text);
+  const auto path = test::temp_dir() / "big-records.json";
+  std::ofstream(path, std::ios::binary) << text;
+  Result<Program> q = load_program(path.string());
+  ASSERT_TRUE(q.ok()) << test::text(q.diagnostics);
+  EXPECT_TRUE(*q == *p);
+}
+
+TEST(ParallelRead, ErrorsDeepInBigBuffersAndCountersArraysAreReportedAsTheSequentialReadDoes) {
+  std::string text = big_records_text();
+  // Buffer 30000's dtype becomes unknown, and counter 20000 claims id 20001.
+  const size_t buffer = text.find("\"id\": 30000,\n      \"name\"");
+  ASSERT_NE(buffer, std::string::npos);
+  const size_t dtype = text.find("\"dtype\": \"", buffer) + 9;
+  text.replace(dtype, 5, "\"F99\"");
+  const size_t counter = text.find("\"id\": 20000,\n      \"init\"");
+  ASSERT_NE(counter, std::string::npos);
+  text.replace(counter, 11, "\"id\": 20001");
+  Result<Program> p = parse_program(text);
+  ASSERT_FALSE(p.ok());
+  ASSERT_EQ(p.diagnostics.size(), 2u) << test::text(p.diagnostics);
+  EXPECT_EQ(p.diagnostics[0].pointer, "/buffers/30000/dtype");
+  EXPECT_EQ(p.diagnostics[0].line, line_of(text, dtype));
+  EXPECT_EQ(p.diagnostics[1].code, "json.id-position");
+  EXPECT_EQ(p.diagnostics[1].pointer, "/counters/20000/id");
 }
 
 TEST(ParallelRead, ACompactProgramWhoseStringsLookLikeElementBoundariesReadsRight) {
