@@ -690,9 +690,12 @@ class Reader {
           pc.items.emplace_back();
           read_one(r, pc.items.back());
           r.pop();
-          if (pc.items.size() == 1) {  // room for the piece at its first element's size: no
-            const size_t bytes = std::max<size_t>(r.lx_.offset() - at, 1);  // doubling slack
-            pc.items.reserve((std::min(stop, end) - at) / bytes * 9 / 8 + 16);
+          // Room, at the first element's size, for the piece (no doubling slack), and in the
+          // first piece for the whole array: it becomes the result, and the others are moved
+          // to its end without a copy of it (capacity never touched costs no memory).
+          if (pc.items.size() == 1) {
+            const size_t bytes = std::max<size_t>(r.lx_.offset() - at, 1);
+            pc.items.reserve(((k == 0 ? end : std::min(stop, end)) - at) / bytes * 5 / 4 + 16);
           }
           if (!r.diags_.empty()) return;  // a wrong guess, or a problem the caller reports
           r.consume_behind();
@@ -727,9 +730,12 @@ class Reader {
       if (pc.closed) break;
     }
     if (used == got.size()) return false;  // never closed: cannot happen when the chain holds
+    out = std::move(got[0].items);
     out.reserve(n);
-    for (size_t k = 0; k <= used; ++k)
+    for (size_t k = 1; k <= used; ++k) {
       for (T& x : got[k].items) out.push_back(std::move(x));
+      got[k].items = {};
+    }
     lx_.seek(got[used].end);
     return true;
   }
