@@ -29,13 +29,35 @@ def _evaluate(request, configs):
     return _amk.evaluate(request, configs)
 
 
+def _dask_client(executor):
+    """The Dask client behind `executor` (a distributed Client, or its get_executor()), else
+    None."""
+    client = getattr(executor, "_client", executor)
+    return client if hasattr(client, "map") and hasattr(client, "nthreads") else None
+
+
 def _batches(executor, batch_size, retries=_RETRIES):
-    """evaluate_batch for amk._amk.search: splits a batch of configs into chunks of batch_size,
-    submits each to the executor, and resubmits a chunk whose worker was lost."""
+    """evaluate_batch for amk._amk.search: splits a batch of configs into chunks of at most
+    batch_size (of equal sizes, and on Dask at least one per worker thread), submits them to the
+    executor, and resubmits a chunk whose worker was lost."""
+    client = _dask_client(executor)
+    threads = sum(client.nthreads().values()) if client is not None else 1
+    held = []
 
     def evaluate_batch(request, configs):
-        chunks = [configs[i:i + batch_size] for i in range(0, len(configs), batch_size)]
-        futures = [executor.submit(_evaluate, request, c) for c in chunks]
+        n = len(configs)
+        k = min(n, max(-(-n // batch_size), threads))
+        cuts = [n * i // k for i in range(k + 1)]
+        chunks = [configs[cuts[i]:cuts[i + 1]] for i in range(k)]
+        if client is not None:
+            # One message to the scheduler for the whole batch: Dask sends a client's messages
+            # at most every 10 ms, so separate submissions would leave workers waiting.
+            futures = client.map(_evaluate, [request] * k, chunks, pure=False)
+        else:
+            futures = [executor.submit(_evaluate, request, c) for c in chunks]
+        # The previous batch's futures are released only now, after this batch went out (their
+        # release, sent first, would hold this batch back by Dask's 10 ms).
+        held[:] = futures
         out = []
         for chunk, future in zip(chunks, futures):
             for attempt in range(retries + 1):
@@ -60,8 +82,9 @@ def search(model, target, budget=200, seed=0, jobs=1, algo="descent", objective=
     the search; an exception stops it and propagates).
 
     executor: any concurrent.futures.Executor (a ThreadPoolExecutor, a Dask client's
-    get_executor(), ...). Each batch of candidates is split into chunks of batch_size configs
-    submitted to it; a chunk whose worker is lost is submitted again. Without one, `jobs` local
+    get_executor() or the client itself, ...). Each batch of candidates is split into equal
+    chunks of at most batch_size configs (on Dask, at least one per worker thread) submitted to
+    it; a chunk whose worker is lost is submitted again. Without one, `jobs` local
     threads evaluate. The same seed gives the same trials and best either way."""
     evaluate_batch = None
     if executor is not None:

@@ -70,6 +70,28 @@ class KillOneWorker(concurrent.futures.Executor):
         return future
 
 
+class KillAfterMap:
+    """A Dask client (amk submits a whole batch with one map) that kills one worker process with
+    SIGKILL right after the `at`-th batch went out, while its chunks are in flight."""
+
+    def __init__(self, client, at):
+        self.client, self.at, self.n, self.killed = client, at, 0, None
+
+    def nthreads(self):
+        return self.client.nthreads()
+
+    def map(self, *args, **kwargs):
+        futures = self.client.map(*args, **kwargs)
+        self.n += 1
+        if self.n == self.at:
+            self.killed = sorted(self.client.run(os.getpid).values())[0]
+            os.kill(self.killed, signal.SIGKILL)
+        return futures
+
+    def submit(self, *args, **kwargs):
+        return self.client.submit(*args, **kwargs)
+
+
 def test_a_search_on_dask_equals_the_local_one_and_survives_a_killed_worker():
     local = amk.search("llama-3.2-1b", "h100", budget=120, seed=11, jobs=2)
     with local_cluster() as cluster, Client(cluster, timeout=60) as client:
@@ -87,6 +109,16 @@ def test_a_search_on_dask_equals_the_local_one_and_survives_a_killed_worker():
         assert same_search(local, killed)
         client.wait_for_workers(2, timeout=60)  # the nanny brought the worker back
         assert killer.killed not in client.run(os.getpid).values()
+
+        # The same on the Dask path (a batch submitted as one map), killed mid-batch.
+        seen = []
+        killer = KillAfterMap(client, at=4)
+        killed = amk.search("llama-3.2-1b", "h100", budget=120, seed=11, executor=killer,
+                            batch_size=4, on_trial=lambda t: seen.append(t["index"]))
+        assert killer.killed is not None
+        assert seen == list(range(len(killed["trials"])))
+        assert same_search(local, killed)
+        client.wait_for_workers(2, timeout=60)
 
 
 def cli_verdict(path):
