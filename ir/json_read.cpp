@@ -10,6 +10,7 @@
 #include <functional>
 #include <iterator>
 #include <limits>
+#include <new>
 #include <thread>
 #include <unordered_map>
 
@@ -693,9 +694,13 @@ class Reader {
           // Room, at the first element's size, for the piece (no doubling slack), and in the
           // first piece for the whole array: it becomes the result, and the others are moved
           // to its end without a copy of it (capacity never touched costs no memory).
+          // Only a hint: a first element far smaller than the rest asks for too much.
           if (pc.items.size() == 1) {
             const size_t bytes = std::max<size_t>(r.lx_.offset() - at, 1);
-            pc.items.reserve(((k == 0 ? end : std::min(stop, end)) - at) / bytes * 5 / 4 + 16);
+            try {
+              pc.items.reserve(((k == 0 ? end : std::min(stop, end)) - at) / bytes * 5 / 4 + 16);
+            } catch (const std::bad_alloc&) {
+            }
           }
           if (!r.diags_.empty()) return;  // a wrong guess, or a problem the caller reports
           r.consume_behind();

@@ -127,6 +127,22 @@ TEST(ParallelRead, ErrorsDeepInBigBuffersAndCountersArraysAreReportedAsTheSequen
   EXPECT_EQ(p.diagnostics[1].pointer, "/counters/20000/id");
 }
 
+TEST(ParallelRead, ATinyFirstTaskBeforeLongOnesReadsRight) {
+  // The first task's size sizes the reservation of the whole array: here it is far too small,
+  // so the guess is far too big; the result must not care.
+  GenOptions o;
+  o.shape = GenShape::Mesh;
+  o.tasks = 12000;
+  Program g = generate(o).program;
+  g.tasks[0].label.clear();
+  for (size_t i = 1; i < g.tasks.size(); ++i) g.tasks[i].label = std::string(1000, 'x');
+  const std::string text = write_program(g);
+  ASSERT_GT(text.size(), 8u << 20);
+  Result<Program> p = parse_program(text);
+  ASSERT_TRUE(p.ok()) << test::text(p.diagnostics);
+  EXPECT_EQ(write_program(*p), text);
+}
+
 TEST(ParallelRead, ACompactProgramWhoseStringsLookLikeElementBoundariesReadsRight) {
   // Compact JSON: the separator between tasks is ",{", which every label below contains too, so
   // most guessed cuts fall inside strings; only cuts the reading confirms may count.
