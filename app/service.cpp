@@ -235,18 +235,15 @@ lower::LowerOptions lower_options(Args& a) {
   lower::LowerOptions o;
   o.pos = a.integer("pos", 0, 0, 1 << 24);
   o.batch = a.integer("batch", 1, 1, lower::kMaxBatch);
-  const std::string dtype = a.str("dtype", "F32");
-  if (const std::optional<ir::DType> d = ir::parse_dtype(dtype);
-      d && (*d == ir::DType::F32 || *d == ir::DType::BF16 || *d == ir::DType::F16))
+  if (const std::optional<ir::DType> d = lower::parse_lower_dtype(a.str("dtype", "F32")))
     o.dtype = *d;
   else
     a.errors.push_back(bad("dtype", "'dtype' must be F32, BF16 or F16"));
+  // null (absent) is no quantisation; "none" is not in the schema, so it is refused too.
   const std::string quant = a.str("quant", "");
-  if (quant == "int8")
-    o.quant = lower::Quant::Int8;
-  else if (quant == "int4")
-    o.quant = lower::Quant::Int4;
-  else if (!quant.empty())
+  if (const std::optional<lower::Quant> q = lower::parse_quant(quant); q && quant != "none")
+    o.quant = *q;
+  else
     a.errors.push_back(bad("quant", "'quant' must be null, 'int8' or 'int4'"));
   return o;
 }
@@ -368,9 +365,7 @@ ojson evaluation_request(const SearchSession& s) {
   j["pos"] = o.pos;
   j["batch"] = o.batch;
   j["dtype"] = ir::name(o.dtype);
-  j["quant"] = o.quant == lower::Quant::Int8   ? ojson("int8")
-               : o.quant == lower::Quant::Int4 ? ojson("int4")
-                                               : ojson();
+  j["quant"] = o.quant == lower::Quant::None ? ojson() : ojson(lower::name(o.quant));
   return j;
 }
 

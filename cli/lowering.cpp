@@ -40,18 +40,14 @@ void add_lower_options(Args& args) {
 ir::Result<lower::LowerOptions> resolve_lower_options(const Args& args) {
   lower::LowerOptions o;
   const auto dt = args.get<std::string>("dtype");
-  auto d = ir::parse_dtype(dt);
-  if (!d || (*d != ir::DType::F32 && *d != ir::DType::BF16 && *d != ir::DType::F16))
-    return ir::error("usage.option", fmt::format("--dtype {}: use F32, BF16 or F16", dt));
+  const std::optional<ir::DType> d = lower::parse_lower_dtype(dt);
+  if (!d) return ir::error("usage.option", fmt::format("--dtype {}: use F32, BF16 or F16", dt));
   o.dtype = *d;
   const auto q = args.get<std::string>("quant");
-  if (q == "int8") {
-    o.quant = lower::Quant::Int8;
-  } else if (q == "int4") {
-    o.quant = lower::Quant::Int4;
-  } else if (q != "none") {
+  const std::optional<lower::Quant> quant = lower::parse_quant(q);
+  if (!quant || q.empty())
     return ir::error("usage.option", fmt::format("--quant {}: use none, int8 or int4", q));
-  }
+  o.quant = *quant;
   o.quant_group = args.get<int64_t>("group");
   o.batch = args.get<int64_t>("batch");
   return o;

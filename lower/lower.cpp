@@ -221,7 +221,7 @@ LowerResult Lowerer::run(const std::optional<ir::ScheduleConfig>& cfg) {
                                    {"weight_bytes", bytes}};
     if (opt.quant != Quant::None) {
       meta["quantized"] = true;
-      meta["quant"] = opt.quant == Quant::Int8 ? "int8" : "int4";
+      meta["quant"] = std::string(name(opt.quant));
     }
     if (!opt.amk_compat) meta["config_hash"] = fmt::format("{:016x}", ir::config_hash(config_text));
     w.meta = ir::JsonValue(std::move(meta));
@@ -232,6 +232,23 @@ LowerResult Lowerer::run(const std::optional<ir::ScheduleConfig>& cfg) {
   w.has_program = true;
   r.seconds = std::chrono::duration<double>(clock::now() - t0).count();
   return r;
+}
+
+std::optional<ir::DType> parse_lower_dtype(std::string_view s) {
+  const std::optional<ir::DType> d = ir::parse_dtype(s);
+  if (d && (*d == ir::DType::F32 || *d == ir::DType::BF16 || *d == ir::DType::F16)) return d;
+  return std::nullopt;
+}
+
+std::optional<Quant> parse_quant(std::string_view s) {
+  if (s.empty() || s == "none") return Quant::None;
+  if (s == "int8") return Quant::Int8;
+  if (s == "int4") return Quant::Int4;
+  return std::nullopt;
+}
+
+std::string_view name(Quant q) {
+  return q == Quant::Int8 ? "int8" : q == Quant::Int4 ? "int4" : "none";
 }
 
 LowerResult lower(const ModelSpec& m, const targets::TargetSpec& t,

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/program.h"
@@ -21,6 +22,13 @@ struct LowerResult : ir::Result<ir::Program> {
   std::vector<std::string> log;  ///< one line per pass when LowerOptions::log
   double seconds = 0;            ///< wall time of all passes
 };
+
+/// A lowering dtype by name: F32, BF16 or F16 (the dtypes of weights, activations and KV caches).
+std::optional<ir::DType> parse_lower_dtype(std::string_view s);
+/// A weight quantisation by name: "none" (or ""), "int8" or "int4".
+std::optional<Quant> parse_quant(std::string_view s);
+/// "none", "int8" or "int4".
+std::string_view name(Quant q);
 
 /// Lowers one decode step of `m` for `t` under `cfg` (nullopt: AMK's config-less "auto" point).
 /// These are the passes only; compile() (compile.h) also proves and predicts the program.

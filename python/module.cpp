@@ -278,17 +278,15 @@ PYBIND11_MODULE(_amk, m) {
         lower::LowerOptions o;
         o.pos = pos;
         o.batch = batch;
-        const std::optional<ir::DType> d = ir::parse_dtype(dtype);
+        const std::optional<ir::DType> d = lower::parse_lower_dtype(dtype);
         if (!d) raise({ir::error("usage.option", "dtype: use F32, BF16 or F16")}, "dtype");
         o.dtype = *d;
         if (!quant.is_none()) {
           const std::string q = quant.cast<std::string>();
-          if (q == "int8")
-            o.quant = lower::Quant::Int8;
-          else if (q == "int4")
-            o.quant = lower::Quant::Int4;
-          else
+          const std::optional<lower::Quant> qq = lower::parse_quant(q);
+          if (!qq || *qq == lower::Quant::None)
             raise({ir::error("usage.option", "quant: use None, 'int8' or 'int4'")}, "quant");
+          o.quant = *qq;
         }
         ir::Result<lower::Compiled> c;
         {

@@ -71,6 +71,13 @@ def test_lower_takes_configs_as_dicts_text_or_auto_and_refuses_bad_ones():
         amk.lower("gpt-2", "h100")
     with pytest.raises(amk.LoadError):
         amk.lower("toy-1L", "h100", quant="int3")
+    # The dtypes and quantisations `amk lower` and `amk serve` take, no others.
+    for dtype, quant in (("I32", None), ("F32", "none"), ("F32", "")):
+        with pytest.raises(amk.LoadError):
+            amk.lower("toy-1L", "h100", dtype=dtype, quant=quant)
+    refused = subprocess.run([AMK, "lower", "toy-1L", "--dtype", "I32", "-o", "-"],
+                             capture_output=True, text=True)
+    assert refused.returncode == 2 and "use F32, BF16 or F16" in refused.stderr
 
 
 def test_models_targets_cost_and_diff():
