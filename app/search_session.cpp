@@ -10,6 +10,16 @@
 namespace amk::app {
 
 ir::Result<std::unique_ptr<SearchSession>> SearchSession::create(SearchRequest req) {
+  // The bounds `amk search` puts on its options, for every caller (Python, the request seam).
+  const search::SearchOptions& o = req.options;
+  if (o.budget < 1 || o.budget > search::kMaxBudget)
+    return ir::error("usage.option", fmt::format("budget must be in [1, {}] (got {})",
+                                                 search::kMaxBudget, o.budget));
+  if (o.jobs < 1 || o.jobs > search::kMaxJobs)
+    return ir::error("usage.option",
+                     fmt::format("jobs must be in [1, {}] (got {})", search::kMaxJobs, o.jobs));
+  if (!(o.deadline_s >= 0))
+    return ir::error("usage.option", fmt::format("time must be >= 0 (got {})", o.deadline_s));
   std::unique_ptr<SearchSession> s(new SearchSession);
   ir::Diagnostics warnings;
   auto model = lower::load_model(req.model);

@@ -580,7 +580,7 @@ struct Service::Impl {
     req.options.budget = a.integer("budget", 200, 1, options.max_budget);
     req.options.deadline_s = a.number("time", 0);
     req.options.seed = static_cast<uint64_t>(a.integer("seed", 0, 0, int64_t(1) << 53));
-    req.options.jobs = static_cast<int>(a.integer("jobs", 1, 1, 256));
+    req.options.jobs = static_cast<int>(a.integer("jobs", 1, 1, search::kMaxJobs));
     const std::optional<search::Algorithm> algo = search::parse_algorithm(a.str("algo", "descent"));
     if (!algo) a.errors.push_back(bad("algo", "'algo' must be 'descent' or 'amk'"));
     const std::optional<search::Objective> objective = objective_arg(a);

@@ -17,6 +17,7 @@
 #include "ir/fileio.h"
 #include "ir/json_io.h"
 #include "ir/pyjson.h"
+#include "lower/config.h"
 
 namespace amk::cli {
 namespace {
@@ -85,10 +86,10 @@ int cmd_search(int argc, char** argv) {
   add_target_option(args);
   add_lower_options(args);
   args.positional("model", 1);
-  args.range("budget", 1, 1e9);
+  args.range("budget", 1, search::kMaxBudget);
   args.range("time", 1e-3, 1e7);
   args.range("seed", 0, kMaxSeed);
-  args.range("jobs", 1, 256);
+  args.range("jobs", 1, search::kMaxJobs);
   args.range("top-k", 1, 1e4);
   args.range("measure-timeout", 1e-3, 1e6);
   args.range("pos", 0, 1 << 24);
@@ -104,15 +105,16 @@ int cmd_search(int argc, char** argv) {
   if (args.has("space")) req.space = args.get<std::string>("space");
   if (args.has("resume")) req.resume = args.get<std::string>("resume");
   if (args.has("start")) {
-    auto c = resolve_config(args.get<std::string>("start"));
+    auto c = lower::resolve_config(args.get<std::string>("start"), "--start");
     if (!c) return fail(c.diagnostics, "amk search");
     if (!*c.value) {
       std::cerr << "amk search: --start needs a ScheduleConfig, not 'auto'\n";
       return kUnreadable;
     }
     req.start = std::move(**c.value);
-    req.start_origin =
-        is_inline_json(args.get<std::string>("start")) ? "--start" : args.get<std::string>("start");
+    req.start_origin = lower::is_inline_json(args.get<std::string>("start"))
+                           ? "--start"
+                           : args.get<std::string>("start");
   }
   search::SearchOptions& o = req.options;
   o.budget = args.get<int64_t>("budget");

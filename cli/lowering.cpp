@@ -53,28 +53,6 @@ ir::Result<lower::LowerOptions> resolve_lower_options(const Args& args) {
   return o;
 }
 
-bool is_inline_json(const std::string& arg) {
-  const size_t i = arg.find_first_not_of(" \t\r\n");
-  return i != std::string::npos && arg[i] == '{';
-}
-
-ir::Result<std::optional<ir::ScheduleConfig>> resolve_config(const std::string& arg) {
-  using R = ir::Result<std::optional<ir::ScheduleConfig>>;
-  if (arg == "auto") return R(std::optional<ir::ScheduleConfig>());
-  const bool inline_json = is_inline_json(arg);
-  std::string text = arg;
-  if (!inline_json) {
-    ir::Result<std::string> file = ir::read_file(arg);
-    if (!file) return std::move(file.diagnostics);
-    text = std::move(*file);
-  }
-  ir::Result<ir::ScheduleConfig> c = lower::parse_config(text, inline_json ? "--config" : arg);
-  if (!c) return std::move(c.diagnostics);
-  R r(std::optional<ir::ScheduleConfig>(std::move(*c.value)));
-  r.diagnostics = std::move(c.diagnostics);
-  return r;
-}
-
 ir::Result<LoweringArgs> resolve_lowering(const Args& args, lower::ModelSpec model) {
   LoweringArgs r;
   ir::Diagnostics warnings;
@@ -85,10 +63,10 @@ ir::Result<LoweringArgs> resolve_lowering(const Args& args, lower::ModelSpec mod
   r.config = lower::default_config();
   if (args.has("config")) {
     const auto arg = args.get<std::string>("config");
-    auto c = resolve_config(arg);
+    auto c = lower::resolve_config(arg, "--config");
     if (!c) return std::move(c.diagnostics);
     r.config = std::move(*c.value);
-    r.config_origin = is_inline_json(arg) ? "--config" : arg;
+    r.config_origin = lower::is_inline_json(arg) ? "--config" : arg;
     warnings = std::move(c.diagnostics);
   }
   ir::Result<lower::LowerOptions> lo = resolve_lower_options(args);

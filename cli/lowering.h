@@ -31,11 +31,6 @@ void add_lowering_options(Args& args);
 void add_lower_options(Args& args);
 /// Those options resolved (a bad --dtype or --quant is a `usage.option` error).
 ir::Result<lower::LowerOptions> resolve_lower_options(const Args& args);
-/// A --config value: "auto" (AMK's config-less point: nullopt), inline JSON (starting with '{'),
-/// or a ScheduleConfig file; diagnostics name the file (or "--config") and a line:column.
-ir::Result<std::optional<ir::ScheduleConfig>> resolve_config(const std::string& arg);
-/// Whether an option's value is inline JSON (starts with '{') rather than a file name.
-bool is_inline_json(const std::string& arg);
 /// Resolves the shared options for `model`.
 ir::Result<LoweringArgs> resolve_lowering(const Args& args, lower::ModelSpec model);
 /// Names the config's origin on the diagnostics about it (config.*).

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include "ir/fileio.h"
 #include "ir/json_io.h"
 
 namespace amk::lower {
@@ -152,6 +153,29 @@ ir::Result<Knobs> parse_knobs(const std::optional<ir::ScheduleConfig>& cfg,
     k.smem = smem.get<int64_t>();
   }
   return k;
+}
+
+bool is_inline_json(std::string_view arg) {
+  const size_t i = arg.find_first_not_of(" \t\r\n");
+  return i != std::string_view::npos && arg[i] == '{';
+}
+
+ir::Result<std::optional<ir::ScheduleConfig>> resolve_config(std::string_view arg,
+                                                             std::string_view inline_origin) {
+  using R = ir::Result<std::optional<ir::ScheduleConfig>>;
+  if (arg == "auto") return R(std::optional<ir::ScheduleConfig>());
+  const bool inline_json = is_inline_json(arg);
+  std::string text(arg);
+  if (!inline_json) {
+    ir::Result<std::string> file = ir::read_file(text);
+    if (!file) return std::move(file.diagnostics);
+    text = std::move(*file);
+  }
+  ir::Result<ir::ScheduleConfig> c = parse_config(text, inline_json ? inline_origin : arg);
+  if (!c) return std::move(c.diagnostics);
+  R r(std::optional<ir::ScheduleConfig>(std::move(*c.value)));
+  r.diagnostics = std::move(c.diagnostics);
+  return r;
 }
 
 }  // namespace amk::lower

@@ -20,5 +20,12 @@ ir::ScheduleConfig default_config();
 /// Parses a ScheduleConfig JSON document (a file's text, read by the program reader: unknown
 /// fields are errors); diagnostics name `origin`, a pointer and a line:column.
 ir::Result<ir::ScheduleConfig> parse_config(std::string_view text, std::string_view origin);
+/// A config argument as users give one: "auto" (AMK's config-less point: nullopt), inline JSON
+/// (starting with '{'; diagnostics name `inline_origin`, e.g. "--config") or a ScheduleConfig
+/// file (diagnostics name the file).
+ir::Result<std::optional<ir::ScheduleConfig>> resolve_config(std::string_view arg,
+                                                             std::string_view inline_origin);
+/// Whether a config argument is inline JSON (starts with '{') rather than a file name.
+bool is_inline_json(std::string_view arg);
 
 }  // namespace amk::lower

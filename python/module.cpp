@@ -91,16 +91,12 @@ ojson parse_json(const std::string& text) {
 }
 
 // A config given as a dict (or a JSON string): AMK's ScheduleConfig.
-std::optional<ir::ScheduleConfig> config_of(const py::object& config) {
+std::optional<ir::ScheduleConfig> config_of(const py::object& config, const char* key) {
   if (config.is_none()) return lower::default_config();
-  std::string text;
-  if (py::isinstance<py::str>(config)) {
-    text = config.cast<std::string>();
-    if (text == "auto") return std::nullopt;
-  } else {
-    text = py::module_::import("json").attr("dumps")(config).cast<std::string>();
-  }
-  return take(lower::parse_config(text, "config"), "config");
+  if (py::isinstance<py::str>(config))  // 'auto', JSON text or a file, as `amk lower --config`
+    return take(lower::resolve_config(config.cast<std::string>(), key), key);
+  const std::string text = py::module_::import("json").attr("dumps")(config).cast<std::string>();
+  return take(lower::parse_config(text, key), key);
 }
 
 struct Program {
@@ -274,7 +270,7 @@ PYBIND11_MODULE(_amk, m) {
          int64_t batch, const std::string& dtype, const py::object& quant) {
         const lower::ModelSpec ms = take(lower::load_model(model), model);
         const targets::TargetSpec ts = take(targets::load_target(target), target);
-        const std::optional<ir::ScheduleConfig> cfg = config_of(config);
+        const std::optional<ir::ScheduleConfig> cfg = config_of(config, "config");
         lower::LowerOptions o;
         o.pos = pos;
         o.batch = batch;
@@ -298,7 +294,8 @@ PYBIND11_MODULE(_amk, m) {
       py::arg("model"), py::arg("target"), py::arg("config") = py::none(), py::arg("pos") = 0,
       py::arg("batch") = 1, py::arg("dtype") = "F32", py::arg("quant") = py::none(),
       "Lowers one decode step of a model for a target under a ScheduleConfig (dict, JSON text, "
-      "'auto' or None for AMK's default_config); the program is proven before it is returned.");
+      "a file path, 'auto' or None for AMK's default_config); the program is proven before it is "
+      "returned.");
   m.def("models", &lower::builtin_model_names, "The built-in model specs.");
   m.def("targets", &targets::builtin_target_names, "The built-in targets.");
   m.def(
@@ -341,8 +338,12 @@ PYBIND11_MODULE(_amk, m) {
                 "objective");
         req.options.objective = *o;
         if (!start.is_none()) {
-          req.start = config_of(start);
-          req.start_origin = "start";
+          req.start = config_of(start, "start");
+          if (!req.start)
+            raise({ir::error("usage.option", "start needs a ScheduleConfig, not 'auto'")}, "start");
+          const bool file =
+              py::isinstance<py::str>(start) && !lower::is_inline_json(start.cast<std::string>());
+          req.start_origin = file ? start.cast<std::string>() : "start";
         }
         std::unique_ptr<app::SearchSession> session =
             take(app::SearchSession::create(std::move(req)), "search");

@@ -67,6 +67,11 @@ struct Trial {
   double score = std::numeric_limits<double>::infinity();  ///< the objective; +inf if invalid
 };
 
+/// The most evaluations a search takes.
+inline constexpr int64_t kMaxBudget = 1'000'000'000;
+/// The most evaluator threads a search takes.
+inline constexpr int kMaxJobs = 256;
+
 /// How a search runs.
 struct SearchOptions {
   int64_t budget = 200;   ///< evaluations (duplicates cost nothing and do not count)

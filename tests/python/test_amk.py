@@ -52,12 +52,15 @@ def test_validate_reports_verdict_rules_pointers_tasks_and_stats():
     assert "sm.queue-order" in bad.report() or "SM 0 queue order" in bad.report()
 
 
-def test_lower_takes_configs_as_dicts_text_or_auto_and_refuses_bad_ones():
+def test_lower_takes_configs_as_dicts_text_files_or_auto_and_refuses_bad_ones(tmp_path):
     a = amk.lower("toy-1L", "h100", {"tiling": {"gemv": {"N_tile": 32}}})
     b = amk.lower("toy-1L", "h100", '{"tiling": {"gemv": {"N_tile": 32}}}')
     assert a.dumps() == b.dumps() and len(a) == 38
     assert len(amk.lower("toy-1L", "h100")) == 27  # AMK's default_config
     assert len(amk.lower("toy-1L", "h100", "auto")) > 0
+    config = tmp_path / "config.json"
+    config.write_text('{"tiling": {"gemv": {"N_tile": 32}}}')
+    assert amk.lower("toy-1L", "h100", str(config)).dumps() == a.dumps()  # a file, as --config
     cli = subprocess.run([AMK, "lower", "toy-1L", "-t", "h100", "--pos", "3", "-o", "-"],
                          capture_output=True, text=True, check=True).stdout
     assert amk.lower("toy-1L", "h100", pos=3).dumps() == cli
@@ -113,6 +116,29 @@ def test_search_gives_the_trials_and_best_of_the_cli(tmp_path):
     assert r["best_config"] == best_cli
     assert amk.validate(r["best_program"]).ok
     assert r["best_predicted_us"] <= r["trials"][0]["predicted_us"]
+
+
+def test_search_takes_and_refuses_what_the_cli_takes_and_refuses(tmp_path):
+    start = tmp_path / "start.json"
+    start.write_text('{"tiling": {"gemv": {"N_tile": 32}}}')
+    cli_log = tmp_path / "cli.jsonl"
+    subprocess.run([AMK, "search", "toy-1L", "--budget", "6", "--start", str(start), "--log",
+                    str(cli_log), "-o", str(tmp_path / "best.json")], check=True,
+                   capture_output=True)
+    cli = [json.loads(line) for line in cli_log.read_text().splitlines()[1:]]
+    for given in (str(start), start.read_text(), json.loads(start.read_text())):
+        r = amk.search("toy-1L", "h100", budget=6, start=given)
+        assert [strip(t) for t in r["trials"]] == [strip(t) for t in cli]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"tiling": 3}')
+    refused = {"budget": 0, "jobs": 0, "start": "auto"}
+    for key, value in refused.items():
+        with pytest.raises(amk.LoadError, match=key):
+            amk.search("toy-1L", "h100", **({"budget": 5} | {key: value}))
+    with pytest.raises(amk.LoadError, match="bad.json.*/config/tiling"):
+        amk.search("toy-1L", "h100", budget=5, start=str(bad))
+    with pytest.raises(amk.LoadError, match="no-such.json"):
+        amk.search("toy-1L", "h100", budget=5, start=str(tmp_path / "no-such.json"))
 
 
 def test_on_trial_can_stop_the_search_and_its_exceptions_propagate():
