@@ -31,7 +31,7 @@ constexpr Operation kOperations[] = {
      "program the "
      "validator proved; returns the program (or writes it to output) with its "
      "predicted latency.",
-     R"json({"type":"object","properties":{"model":{"description":"a built-in model name (see info), a model spec file, or an inline spec","type":["string","object"]},"target":{"description":"a built-in target name (see info), a target file, or an inline record","type":["string","object"]},"config":{"description":"a ScheduleConfig object, a config file path, 'auto' (amk's auto-tiling) or null (AMK's default_config)","type":["object","string","null"]},"pos":{"type":"integer","minimum":0},"batch":{"type":"integer","minimum":1},"dtype":{"enum":["F32","BF16","F16"]},"quant":{"enum":[null,"int8","int4"]},"output":{"type":"string","description":"write the program to this file (atomically) instead of returning it"}},"required":["model","target"],"additionalProperties":false})json"},
+     R"json({"type":"object","properties":{"model":{"description":"a built-in model name (see info), a model spec file, or an inline spec","type":["string","object"]},"target":{"description":"a built-in target name (see info), a target file, or an inline record","type":["string","object"]},"config":{"description":"a ScheduleConfig object, its JSON text, a config file path, 'auto' (amk's auto-tiling) or null (AMK's default_config)","type":["object","string","null"]},"pos":{"type":"integer","minimum":0},"batch":{"type":"integer","minimum":1},"dtype":{"enum":["F32","BF16","F16"]},"quant":{"enum":[null,"int8","int4"]},"output":{"type":"string","description":"write the program to this file (atomically) instead of returning it"}},"required":["model","target"],"additionalProperties":false})json"},
     {"cost",
      "The cost model's predicted latency of a program on a target (its own target by "
      "default).",
@@ -209,7 +209,8 @@ ir::Result<targets::TargetSpec> target_arg(Args& a) {
                                        targets::parse_target_spec);
 }
 
-// "config": an object, a file path, "auto" (nullopt) or absent/null (AMK's default_config).
+// "config": an object, its JSON text, a file path, "auto" (nullopt) or absent/null (AMK's
+// default_config), as `amk lower --config` takes it.
 ir::Result<std::optional<ir::ScheduleConfig>> config_arg(Args& a, std::string_view key) {
   if (!a.has(key)) return std::optional<ir::ScheduleConfig>(lower::default_config());
   const ojson& v = a.at(key);
@@ -217,6 +218,9 @@ ir::Result<std::optional<ir::ScheduleConfig>> config_arg(Args& a, std::string_vi
   ir::Result<ir::ScheduleConfig> c;
   if (v.is_object()) {
     c = lower::parse_config(v.dump(), "/" + std::string(key));
+    if (!c) return inside(std::move(c.diagnostics), key);
+  } else if (v.is_string() && lower::is_inline_json(v.get_ref<const std::string&>())) {
+    c = lower::parse_config(v.get_ref<const std::string&>(), "/" + std::string(key));
     if (!c) return inside(std::move(c.diagnostics), key);
   } else if (v.is_string()) {
     if (ir::Status st = a.file(key, v.get<std::string>()); !st) return std::move(st.diagnostics);

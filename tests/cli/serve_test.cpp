@@ -163,8 +163,25 @@ TEST(Serve, NoFilesRefusesEveryFileArgumentAndTakesInlineValues) {
                      {"target", "h100"},
                      {"config", "cfg.json"}}),
                 req({{"id", 6}, {"op", "diff"}, {"a", toy}, {"b", json::parse(test::slurp(toy))}}),
-                req({{"id", 7}, {"op", "lower"}, {"model", "toy-1L"}, {"target", "h100"}})});
-  ASSERT_EQ(out.size(), 7u);
+                req({{"id", 7}, {"op", "lower"}, {"model", "toy-1L"}, {"target", "h100"}}),
+                // A config as its JSON text is not a file (as `amk lower --config '{...}'`),
+                // and its errors point inside /config.
+                req({{"id", 8},
+                     {"op", "lower"},
+                     {"model", "toy-1L"},
+                     {"target", "h100"},
+                     {"config", R"({"tiling": {"gemv": {"N_tile": 32}}})"}}),
+                req({{"id", 9},
+                     {"op", "lower"},
+                     {"model", "toy-1L"},
+                     {"target", "h100"},
+                     {"config", json::parse(R"({"tiling": {"gemv": {"N_tile": 32}}})")}}),
+                req({{"id", 10},
+                     {"op", "lower"},
+                     {"model", "toy-1L"},
+                     {"target", "h100"},
+                     {"config", R"({"tiling": {"gemv": {"N_tile": 0}}})"}})});
+  ASSERT_EQ(out.size(), 10u);
   for (size_t i : {0, 2, 3, 4, 5}) {
     EXPECT_FALSE(out[i]["ok"].get<bool>()) << i;
     EXPECT_EQ(out[i]["error"]["code"], "request.files") << out[i].dump();
@@ -175,6 +192,11 @@ TEST(Serve, NoFilesRefusesEveryFileArgumentAndTakesInlineValues) {
   EXPECT_TRUE(out[1]["result"]["ok"].get<bool>());
   EXPECT_TRUE(out[6]["ok"].get<bool>());  // built-in names are not files
   EXPECT_FALSE(fs::exists(out_file));
+  ASSERT_TRUE(out[7]["ok"].get<bool>()) << out[7].dump();
+  EXPECT_EQ(out[7]["result"], out[8]["result"]);
+  ASSERT_FALSE(out[9]["ok"].get<bool>());
+  EXPECT_EQ(out[9]["error"]["diagnostics"][0]["pointer"], "/config/tiling/gemv/N_tile")
+      << out[9].dump();
 }
 
 TEST(Serve, VerdictsEqualTheCliOnEveryConformanceProgramInRequestOrderForAnyJobs) {
