@@ -54,7 +54,7 @@ constexpr Operation kOperations[] = {
      "the start and the best trial (config, predicted latency) and optionally writes "
      "the best "
      "config.",
-     R"json({"type":"object","properties":{"model":{"type":"string"},"target":{"type":"string"},"budget":{"type":"integer","minimum":1,"maximum":100000},"time":{"type":"number","exclusiveMinimum":0,"description":"stop after this many seconds"},"seed":{"type":"integer","minimum":0},"jobs":{"type":"integer","minimum":1,"maximum":256},"algo":{"enum":["descent","amk"]},"objective":{"enum":["predicted","amk-formula"]},"start":{"type":"object","description":"the start ScheduleConfig (default: AMK's default_config)"},"output":{"type":"string","description":"write the best config to this file"}},"required":["model","target"],"additionalProperties":false})json"},
+     R"json({"type":"object","properties":{"model":{"type":"string"},"target":{"type":"string"},"budget":{"type":"integer","minimum":1,"maximum":100000},"time":{"type":"number","exclusiveMinimum":0,"description":"stop after this many seconds"},"seed":{"type":"integer","minimum":0},"jobs":{"type":"integer","minimum":1,"maximum":256},"algo":{"enum":["descent","amk"]},"objective":{"enum":["predicted","amk-formula"]},"start":{"type":["object","string"],"description":"the start ScheduleConfig: an object, its JSON text or a config file path (default: AMK's default_config)"},"output":{"type":"string","description":"write the best config to this file"}},"required":["model","target"],"additionalProperties":false})json"},
 };
 
 ir::Diagnostic bad(std::string_view key, std::string message) {
@@ -597,12 +597,14 @@ struct Service::Impl {
     if (req.target.empty()) return bad("target", "missing 'target' (a built-in name or a file)");
     req.options.algorithm = *algo;
     req.options.objective = *objective;
-    if (a.has("start")) {
-      if (!a.at("start").is_object()) return bad("start", "'start' must be a ScheduleConfig");
+    if (a.has("start")) {  // an object, its JSON text or a file, as `amk search --start`
+      const ojson& v = a.at("start");
       ir::Result<std::optional<ir::ScheduleConfig>> c = config_arg(a, "start");
       if (!c) return std::move(c.diagnostics);
+      if (!*c) return bad("start", "'start' must be a ScheduleConfig, not 'auto'");
       req.start = std::move(**c);
-      req.start_origin = "/start";
+      const bool file = v.is_string() && !lower::is_inline_json(v.get_ref<const std::string&>());
+      req.start_origin = file ? v.get<std::string>() : "/start";
     }
     ir::Result<std::unique_ptr<SearchSession>> s = SearchSession::create(std::move(req));
     if (!s) return std::move(s.diagnostics);

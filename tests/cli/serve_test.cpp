@@ -147,7 +147,7 @@ TEST(Serve, MalformedLinesGetAnErrorResponseAndTheWorkerGoesOn) {
 TEST(Serve, NoFilesRefusesEveryFileArgumentAndTakesInlineValues) {
   const std::string toy = program("toy_1L_default.json").string();
   const fs::path out_file = test::temp_dir() / "must-not-exist.json";
-  const std::vector<json> out =
+  std::vector<json> out =
       exchange({"serve", "--stdio", "--no-files"},
                {req({{"id", 1}, {"op", "validate"}, {"path", toy}}),
                 req({{"id", 2}, {"op", "validate"}, {"text", test::slurp(toy)}}),
@@ -180,8 +180,34 @@ TEST(Serve, NoFilesRefusesEveryFileArgumentAndTakesInlineValues) {
                      {"op", "lower"},
                      {"model", "toy-1L"},
                      {"target", "h100"},
-                     {"config", R"({"tiling": {"gemv": {"N_tile": 0}}})"}})});
-  ASSERT_EQ(out.size(), 10u);
+                     {"config", R"({"tiling": {"gemv": {"N_tile": 0}}})"}}),
+                // search's start as --start takes it: an object or its JSON text, not 'auto'
+                // (and, without files, no file).
+                req({{"id", 11},
+                     {"op", "search"},
+                     {"model", "toy-1L"},
+                     {"target", "h100"},
+                     {"budget", 4},
+                     {"start", json::parse(R"({"tiling": {"gemv": {"N_tile": 32}}})")}}),
+                req({{"id", 12},
+                     {"op", "search"},
+                     {"model", "toy-1L"},
+                     {"target", "h100"},
+                     {"budget", 4},
+                     {"start", R"({"tiling": {"gemv": {"N_tile": 32}}})"}}),
+                req({{"id", 13},
+                     {"op", "search"},
+                     {"model", "toy-1L"},
+                     {"target", "h100"},
+                     {"budget", 4},
+                     {"start", "auto"}}),
+                req({{"id", 14},
+                     {"op", "search"},
+                     {"model", "toy-1L"},
+                     {"target", "h100"},
+                     {"budget", 4},
+                     {"start", "start.json"}})});
+  ASSERT_EQ(out.size(), 14u);
   for (size_t i : {0, 2, 3, 4, 5}) {
     EXPECT_FALSE(out[i]["ok"].get<bool>()) << i;
     EXPECT_EQ(out[i]["error"]["code"], "request.files") << out[i].dump();
@@ -197,6 +223,15 @@ TEST(Serve, NoFilesRefusesEveryFileArgumentAndTakesInlineValues) {
   ASSERT_FALSE(out[9]["ok"].get<bool>());
   EXPECT_EQ(out[9]["error"]["diagnostics"][0]["pointer"], "/config/tiling/gemv/N_tile")
       << out[9].dump();
+  ASSERT_TRUE(out[10]["ok"].get<bool>()) << out[10].dump();
+  ASSERT_TRUE(out[11]["ok"].get<bool>()) << out[11].dump();
+  for (const char* timing : {"candidates_per_s", "wall_s"})
+    for (size_t i : {10, 11}) out[i]["result"].erase(timing);
+  EXPECT_EQ(out[10]["result"], out[11]["result"]);
+  ASSERT_FALSE(out[12]["ok"].get<bool>());
+  EXPECT_EQ(out[12]["error"]["diagnostics"][0]["pointer"], "/start");
+  ASSERT_FALSE(out[13]["ok"].get<bool>());
+  EXPECT_EQ(out[13]["error"]["code"], "request.files") << out[13].dump();
 }
 
 TEST(Serve, VerdictsEqualTheCliOnEveryConformanceProgramInRequestOrderForAnyJobs) {
