@@ -144,69 +144,44 @@ TEST(Serve, MalformedLinesGetAnErrorResponseAndTheWorkerGoesOn) {
   EXPECT_EQ(out[10]["id"], 11);
 }
 
+// A request of `op` on toy-1L for h100 (a search's budget: 4) with one more argument.
+std::string toy_request(int id, const char* op, const char* key, const json& value) {
+  json r = {{"id", id}, {"op", op}, {"model", "toy-1L"}, {"target", "h100"}, {key, value}};
+  if (std::string_view(op) == "search") r["budget"] = 4;
+  return req(std::move(r));
+}
+
 TEST(Serve, NoFilesRefusesEveryFileArgumentAndTakesInlineValues) {
   const std::string toy = program("toy_1L_default.json").string();
+  const char* kTile32 = R"({"tiling": {"gemv": {"N_tile": 32}}})";
+  const json tile32 = json::parse(kTile32);
   const fs::path out_file = test::temp_dir() / "must-not-exist.json";
-  std::vector<json> out =
-      exchange({"serve", "--stdio", "--no-files"},
-               {req({{"id", 1}, {"op", "validate"}, {"path", toy}}),
-                req({{"id", 2}, {"op", "validate"}, {"text", test::slurp(toy)}}),
-                req({{"id", 3},
-                     {"op", "lower"},
-                     {"model", "toy-1L"},
-                     {"target", "h100"},
-                     {"output", out_file.string()}}),
-                req({{"id", 4}, {"op", "lower"}, {"model", "models/x.json"}, {"target", "h100"}}),
-                req({{"id", 5},
-                     {"op", "search_eval"},
-                     {"model", "toy-1L"},
-                     {"target", "h100"},
-                     {"config", "cfg.json"}}),
-                req({{"id", 6}, {"op", "diff"}, {"a", toy}, {"b", json::parse(test::slurp(toy))}}),
-                req({{"id", 7}, {"op", "lower"}, {"model", "toy-1L"}, {"target", "h100"}}),
-                // A config as its JSON text is not a file (as `amk lower --config '{...}'`),
-                // and its errors point inside /config.
-                req({{"id", 8},
-                     {"op", "lower"},
-                     {"model", "toy-1L"},
-                     {"target", "h100"},
-                     {"config", R"({"tiling": {"gemv": {"N_tile": 32}}})"}}),
-                req({{"id", 9},
-                     {"op", "lower"},
-                     {"model", "toy-1L"},
-                     {"target", "h100"},
-                     {"config", json::parse(R"({"tiling": {"gemv": {"N_tile": 32}}})")}}),
-                req({{"id", 10},
-                     {"op", "lower"},
-                     {"model", "toy-1L"},
-                     {"target", "h100"},
-                     {"config", R"({"tiling": {"gemv": {"N_tile": 0}}})"}}),
-                // search's start as --start takes it: an object or its JSON text, not 'auto'
-                // (and, without files, no file).
-                req({{"id", 11},
-                     {"op", "search"},
-                     {"model", "toy-1L"},
-                     {"target", "h100"},
-                     {"budget", 4},
-                     {"start", json::parse(R"({"tiling": {"gemv": {"N_tile": 32}}})")}}),
-                req({{"id", 12},
-                     {"op", "search"},
-                     {"model", "toy-1L"},
-                     {"target", "h100"},
-                     {"budget", 4},
-                     {"start", R"({"tiling": {"gemv": {"N_tile": 32}}})"}}),
-                req({{"id", 13},
-                     {"op", "search"},
-                     {"model", "toy-1L"},
-                     {"target", "h100"},
-                     {"budget", 4},
-                     {"start", "auto"}}),
-                req({{"id", 14},
-                     {"op", "search"},
-                     {"model", "toy-1L"},
-                     {"target", "h100"},
-                     {"budget", 4},
-                     {"start", "start.json"}})});
+  std::vector<json> out = exchange(
+      {"serve", "--stdio", "--no-files"},
+      {req({{"id", 1}, {"op", "validate"}, {"path", toy}}),
+       req({{"id", 2}, {"op", "validate"}, {"text", test::slurp(toy)}}),
+       req({{"id", 3},
+            {"op", "lower"},
+            {"model", "toy-1L"},
+            {"target", "h100"},
+            {"output", out_file.string()}}),
+       req({{"id", 4}, {"op", "lower"}, {"model", "models/x.json"}, {"target", "h100"}}),
+       req({{"id", 5},
+            {"op", "search_eval"},
+            {"model", "toy-1L"},
+            {"target", "h100"},
+            {"config", "cfg.json"}}),
+       req({{"id", 6}, {"op", "diff"}, {"a", toy}, {"b", json::parse(test::slurp(toy))}}),
+       req({{"id", 7}, {"op", "lower"}, {"model", "toy-1L"}, {"target", "h100"}}),
+       // A config as its JSON text is not a file (as `amk lower --config '{...}'`),
+       // and its errors point inside /config.
+       toy_request(8, "lower", "config", kTile32), toy_request(9, "lower", "config", tile32),
+       toy_request(10, "lower", "config", R"({"tiling": {"gemv": {"N_tile": 0}}})"),
+       // search's start as --start takes it: an object or its JSON text, not 'auto'
+       // (and, without files, no file).
+       toy_request(11, "search", "start", tile32), toy_request(12, "search", "start", kTile32),
+       toy_request(13, "search", "start", "auto"),
+       toy_request(14, "search", "start", "start.json")});
   ASSERT_EQ(out.size(), 14u);
   for (size_t i : {0, 2, 3, 4, 5}) {
     EXPECT_FALSE(out[i]["ok"].get<bool>()) << i;
