@@ -219,15 +219,15 @@ ir::Result<std::optional<ir::ScheduleConfig>> config_arg(Args& a, std::string_vi
   if (v.is_object()) {
     c = lower::parse_config(v.dump(), "/" + std::string(key));
     if (!c) return inside(std::move(c.diagnostics), key);
-  } else if (v.is_string() && lower::is_inline_json(v.get_ref<const std::string&>())) {
-    c = lower::parse_config(v.get_ref<const std::string&>(), "/" + std::string(key));
-    if (!c) return inside(std::move(c.diagnostics), key);
-  } else if (v.is_string()) {
-    if (ir::Status st = a.file(key, v.get<std::string>()); !st) return std::move(st.diagnostics);
-    ir::Result<std::string> text = ir::read_file(v.get<std::string>());
-    if (!text) return std::move(text.diagnostics);
-    c = lower::parse_config(*text, v.get<std::string>());
-    if (!c) return std::move(c.diagnostics);
+  } else if (v.is_string()) {  // its JSON text (errors inside /key) or a file
+    const std::string& arg = v.get_ref<const std::string&>();
+    const bool inline_json = lower::is_inline_json(arg);
+    if (!inline_json)
+      if (ir::Status st = a.file(key, arg); !st) return std::move(st.diagnostics);
+    ir::Result<std::optional<ir::ScheduleConfig>> r =
+        lower::resolve_config(arg, "/" + std::string(key));
+    if (!r) return inline_json ? inside(std::move(r.diagnostics), key) : std::move(r.diagnostics);
+    return std::move(*r.value);
   } else {
     return bad(key,
                fmt::format("'{}' must be a ScheduleConfig object, a file path or 'auto'", key));
@@ -243,12 +243,14 @@ lower::LowerOptions lower_options(Args& a) {
     o.dtype = *d;
   else
     a.errors.push_back(bad("dtype", "'dtype' must be F32, BF16 or F16"));
-  // null (absent) is no quantisation; "none" is not in the schema, so it is refused too.
-  const std::string quant = a.str("quant", "");
-  if (const std::optional<lower::Quant> q = lower::parse_quant(quant); q && quant != "none")
-    o.quant = *q;
-  else
-    a.errors.push_back(bad("quant", "'quant' must be null, 'int8' or 'int4'"));
+  // null (absent) is no quantisation; the schema has no "none".
+  if (const std::string quant = a.str("quant", ""); !quant.empty()) {
+    if (const std::optional<lower::Quant> q = lower::parse_quant(quant);
+        q && *q != lower::Quant::None)
+      o.quant = *q;
+    else
+      a.errors.push_back(bad("quant", "'quant' must be null, 'int8' or 'int4'"));
+  }
   return o;
 }
 
@@ -603,8 +605,9 @@ struct Service::Impl {
       if (!c) return std::move(c.diagnostics);
       if (!*c) return bad("start", "'start' must be a ScheduleConfig, not 'auto'");
       req.start = std::move(**c);
-      const bool file = v.is_string() && !lower::is_inline_json(v.get_ref<const std::string&>());
-      req.start_origin = file ? v.get<std::string>() : "/start";
+      req.start_origin = v.is_string()
+                             ? lower::config_origin(v.get_ref<const std::string&>(), "/start")
+                             : "/start";
     }
     ir::Result<std::unique_ptr<SearchSession>> s = SearchSession::create(std::move(req));
     if (!s) return std::move(s.diagnostics);

@@ -112,9 +112,7 @@ int cmd_search(int argc, char** argv) {
       return kUnreadable;
     }
     req.start = std::move(**c.value);
-    req.start_origin = lower::is_inline_json(args.get<std::string>("start"))
-                           ? "--start"
-                           : args.get<std::string>("start");
+    req.start_origin = lower::config_origin(args.get<std::string>("start"), "--start");
   }
   search::SearchOptions& o = req.options;
   o.budget = args.get<int64_t>("budget");

@@ -45,7 +45,7 @@ ir::Result<lower::LowerOptions> resolve_lower_options(const Args& args) {
   o.dtype = *d;
   const auto q = args.get<std::string>("quant");
   const std::optional<lower::Quant> quant = lower::parse_quant(q);
-  if (!quant || q.empty())
+  if (!quant)
     return ir::error("usage.option", fmt::format("--quant {}: use none, int8 or int4", q));
   o.quant = *quant;
   o.quant_group = args.get<int64_t>("group");
@@ -66,7 +66,7 @@ ir::Result<LoweringArgs> resolve_lowering(const Args& args, lower::ModelSpec mod
     auto c = lower::resolve_config(arg, "--config");
     if (!c) return std::move(c.diagnostics);
     r.config = std::move(*c.value);
-    r.config_origin = lower::is_inline_json(arg) ? "--config" : arg;
+    r.config_origin = lower::config_origin(arg, "--config");
     warnings = std::move(c.diagnostics);
   }
   ir::Result<lower::LowerOptions> lo = resolve_lower_options(args);

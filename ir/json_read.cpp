@@ -765,8 +765,7 @@ class Reader {
   void read_records(std::vector<T>& out, std::string_view key, Read read_one, Each each) {
     out.clear();
     const size_t at = lx_.offset();
-    if (read_in_parallel(out, key, read_one)) return;
-    out.clear();
+    if (read_in_parallel(out, key, read_one)) return;  // else it kept nothing
     lx_.seek(at);
     read_list(out, each);
   }

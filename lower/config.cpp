@@ -160,6 +160,10 @@ bool is_inline_json(std::string_view arg) {
   return i != std::string_view::npos && arg[i] == '{';
 }
 
+std::string config_origin(std::string_view arg, std::string_view inline_origin) {
+  return std::string(is_inline_json(arg) ? inline_origin : arg);
+}
+
 ir::Result<std::optional<ir::ScheduleConfig>> resolve_config(std::string_view arg,
                                                              std::string_view inline_origin) {
   using R = ir::Result<std::optional<ir::ScheduleConfig>>;
@@ -171,7 +175,7 @@ ir::Result<std::optional<ir::ScheduleConfig>> resolve_config(std::string_view ar
     if (!file) return std::move(file.diagnostics);
     text = std::move(*file);
   }
-  ir::Result<ir::ScheduleConfig> c = parse_config(text, inline_json ? inline_origin : arg);
+  ir::Result<ir::ScheduleConfig> c = parse_config(text, config_origin(arg, inline_origin));
   if (!c) return std::move(c.diagnostics);
   R r(std::optional<ir::ScheduleConfig>(std::move(*c.value)));
   r.diagnostics = std::move(c.diagnostics);

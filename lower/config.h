@@ -27,5 +27,7 @@ ir::Result<std::optional<ir::ScheduleConfig>> resolve_config(std::string_view ar
                                                              std::string_view inline_origin);
 /// Whether a config argument is inline JSON (starts with '{') rather than a file name.
 bool is_inline_json(std::string_view arg);
+/// What diagnostics about a config argument name: `inline_origin` for inline JSON, else the file.
+std::string config_origin(std::string_view arg, std::string_view inline_origin);
 
 }  // namespace amk::lower

@@ -241,7 +241,7 @@ std::optional<ir::DType> parse_lower_dtype(std::string_view s) {
 }
 
 std::optional<Quant> parse_quant(std::string_view s) {
-  if (s.empty() || s == "none") return Quant::None;
+  if (s == "none") return Quant::None;
   if (s == "int8") return Quant::Int8;
   if (s == "int4") return Quant::Int4;
   return std::nullopt;

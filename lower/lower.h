@@ -25,7 +25,7 @@ struct LowerResult : ir::Result<ir::Program> {
 
 /// A lowering dtype by name: F32, BF16 or F16 (the dtypes of weights, activations and KV caches).
 std::optional<ir::DType> parse_lower_dtype(std::string_view s);
-/// A weight quantisation by name: "none" (or ""), "int8" or "int4".
+/// A weight quantisation by name: "none", "int8" or "int4".
 std::optional<Quant> parse_quant(std::string_view s);
 /// "none", "int8" or "int4".
 std::string_view name(Quant q);

@@ -341,9 +341,9 @@ PYBIND11_MODULE(_amk, m) {
           req.start = config_of(start, "start");
           if (!req.start)
             raise({ir::error("usage.option", "start needs a ScheduleConfig, not 'auto'")}, "start");
-          const bool file =
-              py::isinstance<py::str>(start) && !lower::is_inline_json(start.cast<std::string>());
-          req.start_origin = file ? start.cast<std::string>() : "start";
+          req.start_origin = py::isinstance<py::str>(start)
+                                 ? lower::config_origin(start.cast<std::string>(), "start")
+                                 : "start";
         }
         std::unique_ptr<app::SearchSession> session =
             take(app::SearchSession::create(std::move(req)), "search");

@@ -42,6 +42,9 @@ def _batches(executor, batch_size, retries=_RETRIES):
     executor, and resubmits a chunk whose worker was lost."""
     client = _dask_client(executor)
     threads = sum(client.nthreads().values()) if client is not None else 1
+    # What the executor was made with (get_executor(workers=..., resources=...)) holds for the
+    # whole batch too; pure=False: every batch is computed, as every submit is.
+    options = {"pure": False, **getattr(executor, "_kwargs", {})}
     held = []
 
     def evaluate_batch(request, configs):
@@ -52,7 +55,7 @@ def _batches(executor, batch_size, retries=_RETRIES):
         if client is not None:
             # One message to the scheduler for the whole batch: Dask sends a client's messages
             # at most every 10 ms, so separate submissions would leave workers waiting.
-            futures = client.map(_evaluate, [request] * k, chunks, pure=False)
+            futures = client.map(_evaluate, [request] * k, chunks, **options)
         else:
             futures = [executor.submit(_evaluate, request, c) for c in chunks]
         # The previous batch's futures are released only now, after this batch went out (their

@@ -44,6 +44,24 @@ const std::string& big_records_text() {
   return text;
 }
 
+// Parses canonical `text` into a program that writes `text` back byte for byte (every record,
+// in order, every field), and loads the same program from a file named `name` (mapped, and
+// released behind the reader); returns it.
+Program reads_back_exactly(const std::string& text, const char* name) {
+  Result<Program> p = parse_program(text);
+  EXPECT_TRUE(p.ok()) << test::text(p.diagnostics);
+  if (!p.ok()) return {};
+  EXPECT_EQ(write_program(*p), text);
+  const auto path = test::temp_dir() / name;
+  std::ofstream(path, std::ios::binary) << text;
+  Result<Program> q = load_program(path.string());
+  EXPECT_TRUE(q.ok()) << test::text(q.diagnostics);
+  if (q.ok()) {
+    EXPECT_TRUE(*q == *p);
+  }
+  return std::move(*p);
+}
+
 // The line (1-based) of byte `off`.
 int line_of(const std::string& s, size_t off) {
   return 1 + static_cast<int>(std::count(s.begin(), s.begin() + static_cast<long>(off), '\n'));
@@ -52,16 +70,8 @@ int line_of(const std::string& s, size_t off) {
 TEST(ParallelRead, ABigProgramReadInPiecesIsTheSequentialReadByteForByte) {
   const std::string& text = big_text();
   ASSERT_GT(text.size(), 16u << 20);
-  Result<Program> p = parse_program(text);
-  ASSERT_TRUE(p.ok()) << test::text(p.diagnostics);
-  EXPECT_EQ(p->tasks.size(), 40000u - 1);
-  EXPECT_EQ(write_program(*p), text);  // every task, in order, every field
-  // From a file: mapped, and released behind the reader.
-  const auto path = test::temp_dir() / "big.json";
-  std::ofstream(path, std::ios::binary) << text;
-  Result<Program> q = load_program(path.string());
-  ASSERT_TRUE(q.ok()) << test::text(q.diagnostics);
-  EXPECT_TRUE(*q == *p);
+  const Program p = reads_back_exactly(text, "big.json");
+  EXPECT_EQ(p.tasks.size(), 40000u - 1);
 }
 
 TEST(ParallelRead, AnErrorDeepInABigProgramIsReportedAsTheSequentialReadReportsIt) {
@@ -98,14 +108,7 @@ TEST(ParallelRead, BigBuffersAndCountersArraysReadInPiecesAreTheSequentialReadBy
                tasks = text.find("\"tasks\": [");
   ASSERT_GT(counters - buffers, 8u << 20);
   ASSERT_GT(tasks - counters, 8u << 20);
-  Result<Program> p = parse_program(text);
-  ASSERT_TRUE(p.ok()) << test::text(p.diagnostics);
-  EXPECT_EQ(write_program(*p), text);
-  const auto path = test::temp_dir() / "big-records.json";
-  std::ofstream(path, std::ios::binary) << text;
-  Result<Program> q = load_program(path.string());
-  ASSERT_TRUE(q.ok()) << test::text(q.diagnostics);
-  EXPECT_TRUE(*q == *p);
+  reads_back_exactly(text, "big-records.json");
 }
 
 TEST(ParallelRead, ErrorsDeepInBigBuffersAndCountersArraysAreReportedAsTheSequentialReadDoes) {
@@ -138,9 +141,7 @@ TEST(ParallelRead, ATinyFirstTaskBeforeLongOnesReadsRight) {
   for (size_t i = 1; i < g.tasks.size(); ++i) g.tasks[i].label = std::string(1000, 'x');
   const std::string text = write_program(g);
   ASSERT_GT(text.size(), 8u << 20);
-  Result<Program> p = parse_program(text);
-  ASSERT_TRUE(p.ok()) << test::text(p.diagnostics);
-  EXPECT_EQ(write_program(*p), text);
+  reads_back_exactly(text, "tiny-first.json");
 }
 
 TEST(ParallelRead, ACompactProgramWhoseStringsLookLikeElementBoundariesReadsRight) {
