@@ -297,7 +297,9 @@ struct Evaluator::Impl {
 
 Evaluator::Evaluator(const lower::ModelSpec& m, const targets::TargetSpec& t,
                      const lower::LowerOptions& o)
-    : impl_(std::make_unique<Impl>(Impl{t, lower::Lowerer(m, t, o), {}})) {}
+    : impl_(std::make_unique<Impl>(Impl{t, lower::Lowerer(m, t, o), {}})) {
+  impl_->validator.set_threads(1);  // a search runs evaluators in parallel, one per thread
+}
 Evaluator::~Evaluator() = default;
 Evaluator::Evaluator(Evaluator&&) noexcept = default;
 Evaluator& Evaluator::operator=(Evaluator&&) noexcept = default;

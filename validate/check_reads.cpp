@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "validate/hazards.h"
+#include "validate/parallel.h"
 
 namespace amk::validate {
 
@@ -33,32 +34,63 @@ std::string py_list(const std::vector<uint32_t>& v) {
 void query_reads(Hazards& h) {
   Context& c = h.c;
   const ir::Graph& g = c.g;
+  const auto topo = g.topo_order();
   // One query per (read, writer counter) that is not a direct wait. Only reads that need a
   // second look (a query, a sibling writer, no writer, or only themselves as writer) are
-  // remembered, so a program whose reads all wait directly costs one pass.
+  // remembered, so a program whose reads all wait directly costs one pass. A big program's
+  // topological order is cut into ranges scanned on several threads: the first adds its queries
+  // to Reach, the others list theirs, renumbered when they are added after it, in order.
+  struct Part {
+    std::vector<int64_t> raw_q;
+    std::vector<Hazards::Read> reads;
+    std::vector<std::pair<uint32_t, uint32_t>> queries;  // (writer, reader)
+  };
+  const size_t parts = parallel_parts(topo.size(), c.s.threads);
+  std::vector<Part> rest(parts - 1);
   auto& raw_q = c.s.raw_q;
   raw_q.clear();
-  for (uint32_t tid : g.topo_order()) {
-    const ir::Task& t = c.p.tasks[tid];
-    const uint32_t own = g.out_slot(tid);
-    for (uint32_t k = 0; k < t.inputs.size(); ++k) {
-      const int64_t b = t.inputs[k];
-      if (h.skip_read(b)) continue;
-      auto ws = c.writers(b);
-      auto first_q = static_cast<uint32_t>(raw_q.size());
-      bool attention = ws.empty() || (ws.size() == 1 && ws[0] == tid);
-      for (auto [slot, w] : h.groups(b)) {
-        const int64_t q = slot == own ? kDirect - 1  // the reader's own counter: never ordered
-                          : c.direct(w, tid) ? kDirect
-                                             : static_cast<int64_t>(c.s.reach.add(w, tid));
-        attention = attention || q != kDirect;
-        raw_q.push_back(q);
+  run_parts(topo.size(), parts, [&](size_t k, size_t begin, size_t end) {
+    std::vector<int64_t>& q_out = k == 0 ? raw_q : rest[k - 1].raw_q;
+    std::vector<Hazards::Read>& reads = k == 0 ? h.reads : rest[k - 1].reads;
+    auto query = [&](uint32_t w, uint32_t tid) {
+      if (k == 0) return static_cast<int64_t>(c.s.reach.add(w, tid));
+      auto& qs = rest[k - 1].queries;
+      qs.emplace_back(w, tid);
+      return static_cast<int64_t>(qs.size() - 1);
+    };
+    for (size_t i = begin; i < end; ++i) {
+      const uint32_t tid = topo[i];
+      const ir::Task& t = c.p.tasks[tid];
+      const uint32_t own = g.out_slot(tid);
+      for (uint32_t k_in = 0; k_in < t.inputs.size(); ++k_in) {
+        const int64_t b = t.inputs[k_in];
+        if (h.skip_read(b)) continue;
+        auto ws = c.writers(b);
+        auto first_q = static_cast<uint32_t>(q_out.size());
+        bool attention = ws.empty() || (ws.size() == 1 && ws[0] == tid);
+        for (auto [slot, w] : h.groups(b)) {
+          const int64_t q = slot == own        ? kDirect - 1  // the reader's own counter
+                            : c.direct(w, tid) ? kDirect
+                                               : query(w, tid);
+          attention = attention || q != kDirect;
+          q_out.push_back(q);
+        }
+        if (attention) {
+          reads.push_back({tid, k_in, first_q});
+        } else {
+          q_out.resize(first_q);
+        }
       }
-      if (attention) {
-        h.reads.push_back({tid, k, first_q});
-      } else {
-        raw_q.resize(first_q);
-      }
+    }
+  });
+  for (Part& part : rest) {
+    const auto q_base = static_cast<int64_t>(c.s.reach.size());
+    const auto raw_base = static_cast<uint32_t>(raw_q.size());
+    for (auto [w, tid] : part.queries) c.s.reach.add(w, tid);
+    for (int64_t q : part.raw_q) raw_q.push_back(q >= 0 ? q + q_base : q);
+    for (Hazards::Read r : part.reads) {
+      r.first_q += raw_base;
+      h.reads.push_back(r);
     }
   }
 }

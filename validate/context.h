@@ -22,6 +22,9 @@ struct TileRegion {
   int64_t r0 = 0, r1 = -1, c0 = 0, c1 = 0;
 };
 
+/// Diagnostics reported per rule code (kept or not).
+using RuleCounts = std::unordered_map<std::string, size_t>;
+
 /// Reusable memory of a Validator.
 struct Scratch {
   std::vector<TileRegion> regions;  // per task, filled by the per-task pass
@@ -29,7 +32,7 @@ struct Scratch {
   Reach reach;
   std::vector<uint32_t> wr_off, wr;    // writers per buffer (task ids, list order, dups kept)
   std::vector<uint32_t> use_off, use;  // users (readers and writers) per buffer
-  std::vector<uint32_t> tmp32;
+  std::vector<uint32_t> tmp32, tmp32b;
   std::vector<uint8_t> flags;
   std::vector<std::pair<size_t, size_t>> pairs;
   // check_hazards
@@ -44,7 +47,8 @@ struct Scratch {
   std::vector<uint32_t> page_off;
   std::vector<int64_t> page_occ, page_order;
   std::vector<std::pair<uint32_t, int64_t>> written;
-  std::unordered_map<std::string, size_t> rule_count;
+  unsigned threads = 0;   // Validator::set_threads
+  RuleCounts rule_count;  // the run's (a part of a parallel pass counts in its own)
 };
 
 /// One run: the program, its graph, the result being filled and helpers for the rules.
@@ -53,6 +57,7 @@ struct Context {
   const ir::Graph& g;
   Scratch& s;
   Result& r;
+  RuleCounts& counts;  ///< per code, for the cap
 
   /// At most this many diagnostics per code are kept; the rest are counted in one summary.
   static constexpr size_t kPerRuleCap = 1000;
@@ -77,7 +82,10 @@ struct Context {
   /// Reports a warning of `rule`.
   void warn(const Rule& rule, std::string msg, std::string pointer = {},
             std::vector<ir::Note> notes = {});
-  /// Adds the "N more" summaries of capped rules (called once at the end).
+  /// Appends what a part of a pass reported in its own result and counts (a later range of the
+  /// same pass), as if this context had reported it: the per-rule cap and counts hold.
+  void absorb(Result& part, const RuleCounts& part_counts);
+  /// Adds the "N more" summaries of capped rules, in rules() order (called once at the end).
   void finish();
 
  private:

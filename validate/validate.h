@@ -60,6 +60,10 @@ class Validator {
   Validator& operator=(Validator&&) noexcept;
   /// Runs every rule on an in-memory program; never throws on a malformed program.
   Result validate(const ir::Program& p);
+  /// The threads validate() may use: 0 (the default) splits the per-task passes of a program of
+  /// 2^16 tasks or more over the hardware's threads (at most 8); n >= 1 over n, at any size. The
+  /// result is the same for every n.
+  void set_threads(unsigned n);
   /// The counter graph of the program validated last (for the cost model: targets::estimate).
   const ir::Graph& graph() const;
 

@@ -6,6 +6,7 @@
 #include "ir/pyjson.h"
 #include "ir/result.h"
 #include "validate/context.h"
+#include "validate/parallel.h"
 
 namespace amk::validate {
 
@@ -27,7 +28,7 @@ bool Context::direct(uint32_t src, uint32_t dst) const {
 }
 
 bool Context::admit(std::string_view code) {
-  return ++s.rule_count[std::string(code)] <= kPerRuleCap;
+  return ++counts[std::string(code)] <= kPerRuleCap;
 }
 
 void Context::error(const Rule& rule, std::string msg, std::string pointer,
@@ -47,9 +48,29 @@ void Context::warn(const Rule& rule, std::string msg, std::string pointer,
   d.notes = std::move(notes);
 }
 
+void Context::absorb(Result& part, const RuleCounts& part_counts) {
+  r.ok = r.ok && part.ok;
+  // The part kept the first kPerRuleCap of each code it counted; of those, the ones still under
+  // the cap after what this context counted before them are kept.
+  auto keep = [&](ir::Diagnostics& from, ir::Diagnostics& to) {
+    RuleCounts seen;
+    for (ir::Diagnostic& d : from) {
+      const auto before = counts.find(d.code);
+      if ((before == counts.end() ? 0 : before->second) + ++seen[d.code] <= kPerRuleCap)
+        to.push_back(std::move(d));
+    }
+  };
+  keep(part.errors, r.errors);
+  keep(part.warnings, r.warnings);
+  for (const auto& [code, n] : part_counts) counts[code] += n;
+}
+
 void Context::finish() {
-  for (const auto& [code, n] : s.rule_count) {
-    if (n <= kPerRuleCap) continue;
+  for (const Rule& rule : rules()) {
+    const auto it = counts.find(std::string(rule.code));
+    if (it == counts.end() || it->second <= kPerRuleCap) continue;
+    const std::string code(rule.code);
+    const size_t n = it->second;
     bool is_error = false;
     for (const auto& d : r.errors) is_error = is_error || d.code == code;
     auto& list = is_error ? r.errors : r.warnings;
@@ -89,33 +110,32 @@ TileRegion tile_region(const ir::Task& t, const ir::ParamTable& pt) {
   return r;
 }
 
-void index_buffers(const ir::Program& p, Scratch& s) {
+// Task ids per buffer as CSR (off, list), in task-list order: its writers, or (with_inputs) its
+// readers and writers. `tmp` is scratch.
+void index_buffer_tasks(const ir::Program& p, bool with_inputs, std::vector<uint32_t>& off,
+                        std::vector<uint32_t>& list, std::vector<uint32_t>& tmp) {
   const size_t nb = p.buffers.size();
-  auto csr = [&](std::vector<uint32_t>& off, std::vector<uint32_t>& list, bool with_inputs) {
-    off.assign(nb + 1, 0);
-    auto count = [&](int64_t b) {
-      if (b >= 0 && b < static_cast<int64_t>(nb)) ++off[static_cast<size_t>(b) + 1];
-    };
-    for (const ir::Task& t : p.tasks) {
-      if (with_inputs)
-        for (int64_t b : t.inputs) count(b);
-      for (int64_t b : t.outputs) count(b);
-    }
-    for (size_t i = 0; i < nb; ++i) off[i + 1] += off[i];
-    list.resize(off[nb]);
-    s.tmp32.assign(off.begin(), off.end() - 1);
-    for (uint32_t id = 0; id < p.tasks.size(); ++id) {
-      const ir::Task& t = p.tasks[id];
-      auto put = [&](int64_t b) {
-        if (b >= 0 && b < static_cast<int64_t>(nb)) list[s.tmp32[static_cast<size_t>(b)]++] = id;
-      };
-      if (with_inputs)
-        for (int64_t b : t.inputs) put(b);
-      for (int64_t b : t.outputs) put(b);
-    }
+  off.assign(nb + 1, 0);
+  auto count = [&](int64_t b) {
+    if (b >= 0 && b < static_cast<int64_t>(nb)) ++off[static_cast<size_t>(b) + 1];
   };
-  csr(s.wr_off, s.wr, false);
-  csr(s.use_off, s.use, true);
+  for (const ir::Task& t : p.tasks) {
+    if (with_inputs)
+      for (int64_t b : t.inputs) count(b);
+    for (int64_t b : t.outputs) count(b);
+  }
+  for (size_t i = 0; i < nb; ++i) off[i + 1] += off[i];
+  list.resize(off[nb]);
+  tmp.assign(off.begin(), off.end() - 1);
+  for (uint32_t id = 0; id < p.tasks.size(); ++id) {
+    const ir::Task& t = p.tasks[id];
+    auto put = [&](int64_t b) {
+      if (b >= 0 && b < static_cast<int64_t>(nb)) list[tmp[static_cast<size_t>(b)]++] = id;
+    };
+    if (with_inputs)
+      for (int64_t b : t.inputs) put(b);
+    for (int64_t b : t.outputs) put(b);
+  }
 }
 
 }  // namespace
@@ -125,6 +145,10 @@ Validator::~Validator() = default;
 Validator::Validator(Validator&&) noexcept = default;
 Validator& Validator::operator=(Validator&&) noexcept = default;
 
+void Validator::set_threads(unsigned n) {
+  s_->threads = n;
+}
+
 const ir::Graph& Validator::graph() const {
   return s_->graph;
 }
@@ -132,20 +156,38 @@ const ir::Graph& Validator::graph() const {
 Result Validator::validate(const ir::Program& p) {
   Scratch& s = *s_;
   s.rule_count.clear();
-  s.graph.assign(p);
-  index_buffers(p, s);
   Result r;
-  Context c{p, s.graph, s, r};
-  check_buffers(c);
+  Context c{p, s.graph, s, r, s.rule_count};
+  // The counter graph, the buffers' writers and users, and the buffer rules (the first to report)
+  // do not depend on each other: a big program's run them on two threads.
+  const size_t parts = parallel_parts(p.tasks.size(), s.threads);
+  run_parts(2, std::min<size_t>(parts, 2), [&](size_t k, size_t begin, size_t end) {
+    if (begin == 0) {  // item 0
+      index_buffer_tasks(p, false, s.wr_off, s.wr, s.tmp32);
+      check_buffers(c);
+    }
+    if (end == 2) {  // item 1
+      s.graph.assign(p);
+      index_buffer_tasks(p, true, s.use_off, s.use, k == 0 ? s.tmp32 : s.tmp32b);
+    }
+  });
   s.regions.resize(p.tasks.size());
-  for (size_t id = 0; id < p.tasks.size(); ++id) {  // one pass: each task is loaded once
-    const ir::ParamTable pt = ir::ParamTable::of(p.tasks[id]);
-    s.regions[id] = tile_region(p.tasks[id], pt);
-    check_task_refs(c, id, pt);
-    check_task_structure(c, id);
-    check_task_shapes(c, id, pt);
-    check_task_waits(c, id);
-  }
+  // One pass (each task is loaded once), over ranges of tasks on several threads for a big
+  // program: the parts after the first report into their own results, merged in order.
+  std::vector<Result> part_results(parts);
+  std::vector<RuleCounts> part_counts(parts);
+  run_parts(p.tasks.size(), parts, [&](size_t k, size_t begin, size_t end) {
+    Context ck = k == 0 ? c : Context{p, s.graph, s, part_results[k], part_counts[k]};
+    for (size_t id = begin; id < end; ++id) {
+      const ir::ParamTable pt = ir::ParamTable::of(p.tasks[id]);
+      s.regions[id] = tile_region(p.tasks[id], pt);
+      check_task_refs(ck, id, pt);
+      check_task_structure(ck, id);
+      check_task_shapes(ck, id, pt);
+      check_task_waits(ck, id);
+    }
+  });
+  for (size_t k = 1; k < parts; ++k) c.absorb(part_results[k], part_counts[k]);
   check_counters(c);
   bool acyclic = check_cycles(c).empty();
   if (acyclic) {
@@ -177,7 +219,7 @@ ir::Diagnostics structural_errors(const ir::Program& p, int64_t num_sms) {
     return {ir::error("abi.max-tasks", "too many tasks for the ABI (int32 ids)", "/tasks")};
   Scratch s;
   Result r;
-  Context c{p, s.graph, s, r};
+  Context c{p, s.graph, s, r, s.rule_count};
   check_buffers(c);
   for (size_t id = 0; id < p.tasks.size(); ++id)
     check_task_refs(c, id, ir::ParamTable::of(p.tasks[id]));
