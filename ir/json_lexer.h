@@ -22,6 +22,11 @@
 
 namespace amk::ir::detail {
 
+/// The first `needle` in `text` at or after `from` (npos when there is none). A long text is cut
+/// into blocks that several threads search in order, stopping at the first block with a match:
+/// the first read of a freshly mapped file's pages is what a scan of it costs most.
+size_t find_in_parallel(std::string_view text, std::string_view needle, size_t from);
+
 struct SyntaxError {
   size_t offset;
   std::string message;

@@ -2,6 +2,7 @@
 // and turns every problem into a diagnostic with a JSON pointer and a line/column.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -11,8 +12,10 @@
 #include <iterator>
 #include <limits>
 #include <new>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -656,7 +659,7 @@ class Reader {
     if (first == std::string_view::npos || text_[first] != '{') return false;
     const std::string_view gap = text_.substr(open + 1, first - open - 1);
     const std::string sep = "," + std::string(gap) + "{";
-    const size_t end = guess_array_end(open, gap);
+    const size_t end = guess_array_end(open, gap, kMinBytes);
     if (end - open < kMinBytes) return false;
     // Guessed starts: just after a separator's ',', spread over the guessed extent.
     std::vector<size_t> starts{open + 1};
@@ -748,14 +751,19 @@ class Reader {
   // Where the array opened at `open` (its first element after the whitespace `gap`) probably
   // ends: in an indented layout, the first '}' then ']' at the indentation of the line that
   // opened it; otherwise (or not found) the end of the text. Only a guess: read_in_parallel's
-  // chain check makes a wrong one cost time, never correctness.
-  size_t guess_array_end(size_t open, std::string_view gap) const {
+  // chain check makes a wrong one cost time, never correctness. An array of fewer than `small`
+  // bytes is searched only as far as that (it is read next by one thread, which then finds its
+  // bytes already read in); the rest of a longer one by several threads.
+  size_t guess_array_end(size_t open, std::string_view gap, size_t small) const {
     if (gap.find('\n') == std::string_view::npos) return text_.size();
     const size_t line = text_.rfind('\n', open);
     const size_t from = line == std::string_view::npos ? 0 : line + 1;
     const size_t indent = text_.find_first_not_of(' ', from) - from;
     const std::string close = "}\n" + std::string(indent, ' ') + "]";
-    const size_t at = text_.find(close, open);
+    const size_t near = open + small;
+    size_t at = text_.substr(0, std::min(near, text_.size())).find(close, open);
+    if (at == std::string_view::npos && near < text_.size())
+      at = detail::find_in_parallel(text_, close, near - close.size() + 1);
     return at == std::string_view::npos ? text_.size() : at + close.size();
   }
 
@@ -1293,6 +1301,42 @@ Result<ScheduleConfig> parse_config(std::string_view text, bool strict) {
 Result<JsonValue> parse_json_object(std::string_view text, std::string_view what) {
   return Reader(text).run_object(what);
 }
+
+namespace detail {
+
+size_t find_in_parallel(std::string_view text, std::string_view needle, size_t from) {
+  constexpr size_t kBlock = 4u << 20;
+  const unsigned hw = std::thread::hardware_concurrency();
+  const size_t threads = std::min<size_t>(hw == 0 ? 1 : hw, 8);
+  if (threads < 2 || needle.empty() || from >= text.size() || text.size() - from < 2 * kBlock)
+    return text.find(needle, from);
+  // Blocks are taken in order; a block's match is one that starts inside it. Every block before
+  // the first with a match has been searched when the threads are done.
+  const size_t blocks = (text.size() - from + kBlock - 1) / kBlock;
+  std::vector<size_t> at(blocks, std::string_view::npos);
+  std::atomic<size_t> next{0}, first{blocks};
+  auto search = [&] {
+    for (size_t b; (b = next.fetch_add(1)) < blocks && b < first.load();) {
+      const size_t begin = from + b * kBlock;
+      const size_t end = std::min(text.size(), begin + kBlock + needle.size() - 1);
+      at[b] = text.substr(0, end).find(needle, begin);
+      if (at[b] == std::string_view::npos) continue;
+      for (size_t f = first.load(); b < f && !first.compare_exchange_weak(f, b);) {
+      }
+      return;
+    }
+  };
+  std::vector<std::thread> pool;
+  try {
+    for (size_t k = 1; k < std::min(threads, blocks); ++k) pool.emplace_back(search);
+  } catch (const std::system_error&) {  // fewer threads: the blocks get searched all the same
+  }
+  search();
+  for (std::thread& t : pool) t.join();
+  return first < blocks ? at[first] : std::string_view::npos;
+}
+
+}  // namespace detail
 
 Result<Program> load_program(const std::string& path) {
   Result<FileBytes> bytes = FileBytes::open(path);

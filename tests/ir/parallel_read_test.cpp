@@ -13,6 +13,7 @@
 
 #include "ir/gen.h"
 #include "ir/json_io.h"
+#include "ir/json_lexer.h"
 #include "support.h"
 
 namespace amk::ir {
@@ -159,6 +160,35 @@ TEST(ParallelRead, ACompactProgramWhoseStringsLookLikeElementBoundariesReadsRigh
   ASSERT_EQ(p->tasks.size(), 40000u - 1);
   for (size_t i = 0; i < p->tasks.size(); i += 997)
     EXPECT_EQ(p->tasks[i].label, j["tasks"][i]["label"].get<std::string>()) << i;
+}
+
+TEST(ParallelFind, FindsTheFirstMatchWhereverBlocksAreCut) {
+  // 26 MiB of filler (several 4 MiB blocks) with matches planted at block edges, across them, at
+  // the start, in the short last block, and more than one at once: always string_view::find's
+  // answer.
+  const std::string needle = "}\n  ]";
+  std::string text(26u << 20, ' ');
+  for (size_t i = 0; i < text.size(); i += 61) text[i] = '}';  // the needle's first byte, often
+  const size_t block = 4u << 20;
+  const size_t from = 12345;
+  auto plant = [&](std::string& t, size_t at) { t.replace(at, needle.size(), needle); };
+  auto check = [&](const std::string& t, size_t start) {
+    const std::string_view v = t;
+    EXPECT_EQ(detail::find_in_parallel(v, needle, start), v.find(needle, start)) << start;
+  };
+  check(text, from);             // none
+  check(text, text.size() - 3);  // too short to search in parallel
+  for (size_t at : {from, from + block - 2, from + block - needle.size(), from + block,
+                    from + 3 * block + 1, text.size() - needle.size()}) {
+    std::string t = text;
+    plant(t, at);
+    check(t, from);
+    check(t, at);
+    check(t, at + 1);
+    plant(t, at + block + 7 < t.size() - needle.size() ? at + block + 7 : from + 5);
+    check(t, from);
+    check(t, at + 1);
+  }
 }
 
 }  // namespace
