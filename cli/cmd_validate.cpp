@@ -69,6 +69,7 @@ int cmd_validate(int argc, char** argv) {
         const bool every = args.has("brief") || args.has("all");
         std::cout << r.report(!args.has("brief"), every ? SIZE_MAX : 3) << "\n";
       }
+      if (i + 1 == files.size()) keep_until_exit(std::move(*lr));  // the others' memory is reused
     }
     if (json) {  // each file's document, indented one level into the list
       while (!doc.empty() && doc.back() == '\n') doc.pop_back();
