@@ -62,9 +62,20 @@ int run(int argc, char** argv) {
 // mapped and faulted in anew). Validating a 1M-task program went from 4.4 s to 2.5 s with the
 // first, and to 1.7 s with all three, on this machine. glibc reads them only at start-up, so amk
 // starts itself again once with those the environment does not set already (AMK_SMALL_PAGES set:
-// none).
+// none), and then puts GLIBC_TUNABLES back as it was, so that what amk runs (a --measure
+// command, git) sees the user's environment.
+constexpr const char* kTunablesBefore = "AMK_GLIBC_TUNABLES_BEFORE";  // "=VALUE", or "" for unset
+
 void restart_with_huge_pages(char** argv) {
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  if (const char* before = std::getenv(kTunablesBefore)) {  // started again: malloc has read them
+    if (*before == '=')
+      ::setenv("GLIBC_TUNABLES", before + 1, 1);
+    else
+      ::unsetenv("GLIBC_TUNABLES");
+    ::unsetenv(kTunablesBefore);
+    return;
+  }
   if (std::getenv("AMK_SMALL_PAGES")) return;
   struct Setting {
     const char* tunable;
@@ -85,8 +96,16 @@ void restart_with_huge_pages(char** argv) {
     value += fmt::format("{}{}={}", value.empty() ? "" : ":", s.tunable, s.value);
     added = true;
   }
-  if (!added || ::setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
-  ::execv("/proc/self/exe", argv);  // returns only on failure: go on as we are
+  if (!added) return;
+  const std::string before = tunables ? "=" + std::string(tunables) : std::string();
+  if (::setenv(kTunablesBefore, before.c_str(), 1) != 0) return;
+  if (::setenv("GLIBC_TUNABLES", value.c_str(), 1) == 0)
+    ::execv("/proc/self/exe", argv);  // returns only on failure: go on as we are
+  if (!before.empty())  // the restart failed: as we were
+    ::setenv("GLIBC_TUNABLES", before.c_str() + 1, 1);
+  else
+    ::unsetenv("GLIBC_TUNABLES");
+  ::unsetenv(kTunablesBefore);
 #else
   (void)argv;
 #endif

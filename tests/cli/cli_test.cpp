@@ -748,6 +748,34 @@ TEST(CliPlot, PredictedAndMeasuredTimelinesAreWellFormedSvgWithOneLanePerWorker)
   EXPECT_EQ(svg_lanes(m), 8);
 }
 
+TEST(CliEnvironment, WhatAmkRunsSeesTheUsersGlibcTunablesNotAmksOwn) {
+  // amk starts itself again with glibc heap settings; a command it runs (here a --measure
+  // script) must get the environment the user gave amk, set or unset.
+  const fs::path dir = test::temp_dir();
+  const fs::path seen = dir / "seen.txt", script = dir / "env.sh";
+  std::ofstream(script) << "#!/bin/sh\nprintf '%s|%s' \"${GLIBC_TUNABLES-unset}\" "
+                           "\"${AMK_GLIBC_TUNABLES_BEFORE-unset}\" > '"
+                        << seen.string() << "'\necho 5\n";
+  fs::permissions(script, fs::perms::owner_all, fs::perm_options::add);
+  const char* had = std::getenv("GLIBC_TUNABLES");
+  const std::string saved = had ? had : "";
+  for (const char* value : {static_cast<const char*>(nullptr), "glibc.malloc.tcache_count=7"}) {
+    if (value)
+      ::setenv("GLIBC_TUNABLES", value, 1);
+    else
+      ::unsetenv("GLIBC_TUNABLES");
+    fs::remove(seen);
+    auto r = run_amk({"search", "toy-2L", "--target", "h100", "--budget", "3", "--top-k", "1",
+                      "--measure", script.string()});
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(test::slurp(seen), std::string(value ? value : "unset") + "|unset");
+  }
+  if (had)
+    ::setenv("GLIBC_TUNABLES", saved.c_str(), 1);
+  else
+    ::unsetenv("GLIBC_TUNABLES");
+}
+
 TEST(CliFiles, LoneSurrogatesInStringsNeverCrashAWriter) {
   // The reader keeps "\udbdd" as it is (AMK's Python does); every writer must cope (fuzz finding).
   const fs::path dir = test::temp_dir();
