@@ -12,7 +12,6 @@
 #include <iterator>
 #include <limits>
 #include <new>
-#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +22,7 @@
 #include "ir/fileio.h"
 #include "ir/json_io.h"
 #include "ir/json_lexer.h"
+#include "ir/parallel.h"
 #include "ir/pyjson.h"
 
 namespace amk::ir {
@@ -724,10 +724,7 @@ class Reader {
       } catch (const TooManyErrors&) {
       }
     };
-    std::vector<std::thread> threads;
-    for (size_t k = 1; k < starts.size(); ++k) threads.emplace_back(read_piece, k);
-    read_piece(0);
-    for (std::thread& t : threads) t.join();
+    run_parts(starts.size(), starts.size(), [&](size_t k, size_t, size_t) { read_piece(k); });
     // Chain the pieces: each must begin where the one before ended, until one closes the array.
     size_t n = 0, used = 0;
     for (; used < got.size(); ++used) {
@@ -1326,13 +1323,8 @@ size_t find_in_parallel(std::string_view text, std::string_view needle, size_t f
       return;
     }
   };
-  std::vector<std::thread> pool;
-  try {
-    for (size_t k = 1; k < std::min(threads, blocks); ++k) pool.emplace_back(search);
-  } catch (const std::system_error&) {  // fewer threads: the blocks get searched all the same
-  }
-  search();
-  for (std::thread& t : pool) t.join();
+  const size_t parts = std::min(threads, blocks);
+  run_parts(parts, parts, [&](size_t, size_t, size_t) { search(); });
   return first < blocks ? at[first] : std::string_view::npos;
 }
 
