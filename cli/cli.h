@@ -90,7 +90,7 @@ std::string unreadable_json(const ir::Diagnostics& d, std::string_view file);
 std::optional<ir::Program> load(const std::string& path, bool json_errors, bool quiet = false);
 /// Keeps a program, unfreed, until the process exits: the system takes a process's memory back
 /// at once, where destroying a million-task program frees its millions of blocks one by one.
-void keep_until_exit(ir::Program&& p);
+void keep_until_exit(ir::Program&& p) noexcept;
 /// Writes bytes to a file atomically, or to stdout for "-"; prints the error and returns false on
 /// failure.
 bool write_output(const std::string& path, std::string_view data);

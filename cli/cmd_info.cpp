@@ -48,6 +48,10 @@ int cmd_info(int argc, char** argv) {
   progress.step("loading " + sized(file));
   auto prog = load(file, json);
   if (!prog) return kUnreadable;
+  struct Keep {  // on every way out: the program is not freed block by block (keep_until_exit)
+    std::optional<ir::Program>& p;
+    ~Keep() { keep_until_exit(std::move(*p)); }
+  } keep{prog};
   progress.step(fmt::format("validating {} tasks", prog->tasks.size()));
   const ir::Program& p = *prog;
   std::optional<ir::Target> override_target;
