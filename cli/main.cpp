@@ -66,14 +66,19 @@ int run(int argc, char** argv) {
 // command, git) sees the user's environment.
 constexpr const char* kTunablesBefore = "AMK_GLIBC_TUNABLES_BEFORE";  // "=VALUE", or "" for unset
 
+// Puts GLIBC_TUNABLES back as `before` (kTunablesBefore's value) records it.
+void restore_tunables(const char* before) {
+  if (*before == '=')
+    ::setenv("GLIBC_TUNABLES", before + 1, 1);
+  else
+    ::unsetenv("GLIBC_TUNABLES");
+  ::unsetenv(kTunablesBefore);
+}
+
 void restart_with_huge_pages(char** argv) {
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   if (const char* before = std::getenv(kTunablesBefore)) {  // started again: malloc has read them
-    if (*before == '=')
-      ::setenv("GLIBC_TUNABLES", before + 1, 1);
-    else
-      ::unsetenv("GLIBC_TUNABLES");
-    ::unsetenv(kTunablesBefore);
+    restore_tunables(before);
     return;
   }
   if (std::getenv("AMK_SMALL_PAGES")) return;
@@ -101,11 +106,7 @@ void restart_with_huge_pages(char** argv) {
   if (::setenv(kTunablesBefore, before.c_str(), 1) != 0) return;
   if (::setenv("GLIBC_TUNABLES", value.c_str(), 1) == 0)
     ::execv("/proc/self/exe", argv);  // returns only on failure: go on as we are
-  if (!before.empty())  // the restart failed: as we were
-    ::setenv("GLIBC_TUNABLES", before.c_str() + 1, 1);
-  else
-    ::unsetenv("GLIBC_TUNABLES");
-  ::unsetenv(kTunablesBefore);
+  restore_tunables(before.c_str());
 #else
   (void)argv;
 #endif

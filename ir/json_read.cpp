@@ -12,7 +12,6 @@
 #include <iterator>
 #include <limits>
 #include <new>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -648,8 +647,7 @@ class Reader {
   template <typename T, typename Read>
   bool read_in_parallel(std::vector<T>& out, std::string_view key, Read read_one) {
     constexpr size_t kMinBytes = 8u << 20;  // below this one thread is as fast
-    const unsigned hw = std::thread::hardware_concurrency();
-    const size_t pieces = std::min<size_t>(hw == 0 ? 1 : hw, 8);
+    const size_t pieces = max_threads();
     if (pieces < 2 || text_.size() - lx_.offset() < kMinBytes || !diags_.empty() || depth_ != 1 ||
         lx_.peek() != '[')
       return false;
@@ -1303,8 +1301,7 @@ namespace detail {
 
 size_t find_in_parallel(std::string_view text, std::string_view needle, size_t from) {
   constexpr size_t kBlock = 4u << 20;
-  const unsigned hw = std::thread::hardware_concurrency();
-  const size_t threads = std::min<size_t>(hw == 0 ? 1 : hw, 8);
+  const size_t threads = max_threads();
   if (threads < 2 || needle.empty() || from >= text.size() || text.size() - from < 2 * kBlock)
     return text.find(needle, from);
   // Blocks are taken in order; a block's match is one that starts inside it. Every block before

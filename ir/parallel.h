@@ -2,6 +2,7 @@
 // every part run (inline when no thread can be started) and its exception passed on.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <exception>
 #include <system_error>
@@ -9,6 +10,11 @@
 #include <vector>
 
 namespace amk::ir {
+
+/// The most threads a parallel pass uses: the hardware's (1 when unknown), at most 8.
+inline size_t max_threads() {
+  return std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), 8);
+}
 
 /// Runs fn(part, begin, end) for the `parts` consecutive ranges of [0, n), part 0 on this thread;
 /// returns when all are done, rethrowing the first exception a part threw.

@@ -161,14 +161,14 @@ Result Validator::validate(const ir::Program& p) {
   // The counter graph, the buffers' writers and users, and the buffer rules (the first to report)
   // do not depend on each other: a big program's run them on two threads.
   const size_t parts = parallel_parts(p.tasks.size(), s.threads);
-  run_parts(2, std::min<size_t>(parts, 2), [&](size_t k, size_t begin, size_t end) {
+  run_parts(2, std::min<size_t>(parts, 2), [&](size_t, size_t begin, size_t end) {
     if (begin == 0) {  // item 0
       index_buffer_tasks(p, false, s.wr_off, s.wr, s.tmp32);
       check_buffers(c);
     }
     if (end == 2) {  // item 1
       s.graph.assign(p);
-      index_buffer_tasks(p, true, s.use_off, s.use, k == 0 ? s.tmp32 : s.tmp32b);
+      index_buffer_tasks(p, true, s.use_off, s.use, s.tmp32b);
     }
   });
   s.regions.resize(p.tasks.size());
