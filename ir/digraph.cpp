@@ -23,7 +23,7 @@ class LastOnSm {
   int64_t& operator[](int64_t sm) {
     if (sm >= 0 && sm < kDense) {
       const auto s = static_cast<size_t>(sm);
-      if (dense_.size() <= s) dense_.resize(s + 1, -1);
+      if (dense_.size() <= s) dense_.resize(std::max(s + 1, 2 * dense_.size()), -1);
       return dense_[s];
     }
     return sparse_.try_emplace(sm, -1).first->second;
@@ -58,22 +58,22 @@ std::vector<uint32_t> Digraph::topo_order() const {
   return order;
 }
 
-ScheduleGraph::ScheduleGraph(const Program& p, const Graph& g, QueueEdges queues) : g_(g) {
+ScheduleGraph::ScheduleGraph(const Program& p, const Graph& g, QueueEdges queues)
+    : g_(g), queues_(queues != QueueEdges::None) {
+  if (!queues_) return;  // the counter graph's Kahn order is this graph's (order())
   const uint32_t n = g.num_tasks();
-  if (queues != QueueEdges::None) {
-    prev_.assign(n, -1);
-    next_.assign(n, -1);
-    LastOnSm last;
-    for (uint32_t t = 0; t < n; ++t) {
-      const auto& sm = p.tasks[t].sm;
-      if (queues == QueueEdges::Assigned && !sm) continue;
-      int64_t& q = last[queues == QueueEdges::Loader ? std::max<int64_t>(0, sm.value_or(0)) : *sm];
-      if (q >= 0) {
-        prev_[t] = q;
-        next_[static_cast<size_t>(q)] = t;
-      }
-      q = t;
+  prev_.assign(n, -1);
+  next_.assign(n, -1);
+  LastOnSm last;
+  for (uint32_t t = 0; t < n; ++t) {
+    const auto& sm = p.tasks[t].sm;
+    if (queues == QueueEdges::Assigned && !sm) continue;
+    int64_t& q = last[queues == QueueEdges::Loader ? std::max<int64_t>(0, sm.value_or(0)) : *sm];
+    if (q >= 0) {
+      prev_[t] = q;
+      next_[static_cast<size_t>(q)] = t;
     }
+    q = t;
   }
   std::vector<uint64_t> indeg(n, 0);
   order_.reserve(n);
@@ -89,6 +89,8 @@ ScheduleGraph::ScheduleGraph(const Program& p, const Graph& g, QueueEdges queues
     if (const int64_t q = queue_next(v); q >= 0 && --indeg[static_cast<size_t>(q)] == 0)
       order_.push_back(static_cast<uint32_t>(q));
   }
+  pos_.assign(n, UINT32_MAX);
+  for (size_t k = 0; k < order_.size(); ++k) pos_[order_[k]] = static_cast<uint32_t>(k);
 }
 
 namespace {

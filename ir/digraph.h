@@ -73,10 +73,13 @@ class ScheduleGraph {
   /// `g` must be the graph of `p` and outlive this object.
   ScheduleGraph(const Program& p, const Graph& g, QueueEdges queues);
   /// Kahn order (FIFO seeded with ascending zero-indegree tasks; a task's consumers ascending,
-  /// then its queue successor); shorter than the task count on a cycle.
-  const std::vector<uint32_t>& order() const { return order_; }
+  /// then its queue successor); shorter than the task count on a cycle. Without queue edges it is
+  /// the counter graph's own order (the same Kahn run), not computed again.
+  const std::vector<uint32_t>& order() const { return queues_ ? order_ : g_.topo_order(); }
+  /// Position of each task in order() (UINT32_MAX for a task not in it).
+  const std::vector<uint32_t>& positions() const { return queues_ ? pos_ : g_.topo_pos(); }
   /// True when every task is in order().
-  bool acyclic() const { return order_.size() == g_.num_tasks(); }
+  bool acyclic() const { return order().size() == g_.num_tasks(); }
   /// A task's predecessor in its SM's queue, or -1.
   int64_t queue_prev(uint32_t t) const { return prev_.empty() ? -1 : prev_[t]; }
   /// A task's successor in its SM's queue, or -1.
@@ -94,8 +97,9 @@ class ScheduleGraph {
 
  private:
   const Graph& g_;
+  bool queues_;
   std::vector<int64_t> prev_, next_;
-  std::vector<uint32_t> order_;
+  std::vector<uint32_t> order_, pos_;
 };
 
 /// Longest paths: finish[v] = cost[v] + the largest finish of its predecessors; `prev` names
@@ -127,9 +131,8 @@ LongestPath<Cost> longest_path(const ScheduleGraph& sg, std::span<const Cost> co
   }
   const Graph& g = sg.graph();
   const std::vector<uint32_t>& order = sg.order();
+  const std::vector<uint32_t>& pos = sg.positions();
   const size_t n = order.size();
-  std::vector<uint32_t> pos(n);
-  for (size_t k = 0; k < n; ++k) pos[order[k]] = static_cast<uint32_t>(k);
   // Per counter slot: its best producer so far (the earliest in Kahn order among equals).
   std::vector<uint32_t> best(g.num_slots(), UINT32_MAX);
   r.finish.assign(cost.begin(), cost.end());

@@ -62,7 +62,11 @@ class FreeTimes {
   void set(size_t s, double t) {
     size_t i = leaves_ + s;
     tree_[i] = t;
-    for (i /= 2; i >= 1; i /= 2) tree_[i] = std::min(tree_[2 * i], tree_[2 * i + 1]);
+    for (i /= 2; i >= 1; i /= 2) {  // an ancestor whose minimum stays leaves those above as well
+      const double m = std::min(tree_[2 * i], tree_[2 * i + 1]);
+      if (tree_[i] == m) break;
+      tree_[i] = m;
+    }
   }
   // The SM where a task ready at `ready` starts first, the lowest index among ties: the first SM
   // free by `ready`, else the first of the earliest free.

@@ -23,9 +23,11 @@ ir::Status allocate_pages(Plan& p) {
   std::vector<uint64_t> anc(ng * words, 0);
   for (size_t i = 0; i < n; ++i) {
     uint64_t* a = &anc[gof[i] * words];
+    size_t last = gof[i];  // the group just merged (a tile's deps list a group's tasks together)
     for (uint32_t dep : p.deps(p.task_at(i))) {
       const size_t g = gof[p.position(dep)];
-      if (g == gof[i]) continue;
+      if (g == gof[i] || g == last) continue;
+      last = g;
       const uint64_t* b = &anc[g * words];
       for (size_t w = 0; w < words; ++w) a[w] |= b[w];
       a[g / 64] |= uint64_t{1} << (g % 64);

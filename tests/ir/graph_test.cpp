@@ -196,6 +196,11 @@ TEST(ScheduleGraph, LongestPathsFoldedThroughCountersEqualTheNaiveEdgeRelaxation
       double sum = 0;
       for (uint32_t t : path) sum += cost[t];
       EXPECT_DOUBLE_EQ(sum, lp.length()) << seed;
+      // The order is Kahn's over the naive edges (FIFO, successors ascending), and positions()
+      // its inverse; without queue edges it is the counter graph's own.
+      if (!queues) EXPECT_EQ(sg.order(), naive_kahn(p)) << seed;
+      for (size_t k = 0; k < sg.order().size(); ++k)
+        EXPECT_EQ(sg.positions()[sg.order()[k]], k) << seed;
     }
   }
 }
