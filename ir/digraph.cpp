@@ -59,8 +59,8 @@ std::vector<uint32_t> Digraph::topo_order() const {
 }
 
 ScheduleGraph::ScheduleGraph(const Program& p, const Graph& g, QueueEdges queues)
-    : g_(g), queues_(queues != QueueEdges::None) {
-  if (!queues_) return;  // the counter graph's Kahn order is this graph's (order())
+    : g_(g), kind_(queues) {
+  if (queues == QueueEdges::None) return;  // the counter graph's Kahn order is this one's
   const uint32_t n = g.num_tasks();
   prev_.assign(n, -1);
   next_.assign(n, -1);

@@ -75,11 +75,17 @@ class ScheduleGraph {
   /// Kahn order (FIFO seeded with ascending zero-indegree tasks; a task's consumers ascending,
   /// then its queue successor); shorter than the task count on a cycle. Without queue edges it is
   /// the counter graph's own order (the same Kahn run), not computed again.
-  const std::vector<uint32_t>& order() const { return queues_ ? order_ : g_.topo_order(); }
+  const std::vector<uint32_t>& order() const {
+    return kind_ != QueueEdges::None ? order_ : g_.topo_order();
+  }
   /// Position of each task in order() (UINT32_MAX for a task not in it).
-  const std::vector<uint32_t>& positions() const { return queues_ ? pos_ : g_.topo_pos(); }
+  const std::vector<uint32_t>& positions() const {
+    return kind_ != QueueEdges::None ? pos_ : g_.topo_pos();
+  }
   /// True when every task is in order().
   bool acyclic() const { return order().size() == g_.num_tasks(); }
+  /// The queue edges it was built with.
+  QueueEdges queues() const { return kind_; }
   /// A task's predecessor in its SM's queue, or -1.
   int64_t queue_prev(uint32_t t) const { return prev_.empty() ? -1 : prev_[t]; }
   /// A task's successor in its SM's queue, or -1.
@@ -97,7 +103,7 @@ class ScheduleGraph {
 
  private:
   const Graph& g_;
-  bool queues_;
+  QueueEdges kind_;
   std::vector<int64_t> prev_, next_;
   std::vector<uint32_t> order_, pos_;
 };

@@ -331,7 +331,8 @@ void Evaluator::evaluate(Trial& t, Objective obj) {
     t.eval_us = t.lower_us + t.validate_us;
     return;
   }
-  const targets::CostEstimate c = targets::estimate(p, impl_->target.record, validator.graph());
+  const targets::CostEstimate c =
+      targets::estimate(p, impl_->target.record, validator.graph(), validator.queue_graph());
   t.cost_us = us_since(t2);
   t.valid = true;
   t.predicted_us = c.makespan_us;

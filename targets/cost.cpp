@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "ir/assert.h"
@@ -55,7 +56,8 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg) {
   return estimate(p, tg, ir::Graph::build(p));
 }
 
-CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const ir::Graph& g) {
+CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const ir::Graph& g,
+                      const ir::ScheduleGraph* queues) {
   AMK_ASSERT(g.num_tasks() == p.tasks.size(), "estimate: a graph of another program");
   CostEstimate r;
   const int64_t depth = p.config ? p.config->depth() : 2;
@@ -89,7 +91,14 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const ir::Grap
     return r;
   }
   // SMs assigned: each SM's queue runs in list order, an unassigned task on SM 0 (AMK's loader).
-  const ir::ScheduleGraph queued(p, g, ir::QueueEdges::Loader);
+  // A given graph of the queues as placed is that one when every task is on an SM >= 0.
+  const bool reuse = queues && &queues->graph() == &g &&
+                     (queues->queues() == ir::QueueEdges::Loader ||
+                      (queues->queues() == ir::QueueEdges::Assigned &&
+                       std::all_of(p.tasks.begin(), p.tasks.end(),
+                                   [](const ir::Task& task) { return task.sm && *task.sm >= 0; })));
+  std::optional<ir::ScheduleGraph> own;
+  const ir::ScheduleGraph& queued = reuse ? *queues : own.emplace(p, g, ir::QueueEdges::Loader);
   const auto amk = ir::longest_path<double>(queued, t);
   if (!amk.acyclic) {
     r.cyclic = true;

@@ -9,6 +9,10 @@
 #include "ir/graph.h"
 #include "ir/program.h"
 
+namespace amk::ir {
+class ScheduleGraph;
+}  // namespace amk::ir
+
 namespace amk::targets {
 
 /// What the cost model predicts for a program on a target.
@@ -32,8 +36,11 @@ double task_time_sm_us(const ir::Program& p, const ir::Task& t, const ir::Target
                        int64_t depth);
 /// Predicts `p` on `tg`; the depth is the program's ScheduleConfig::depth() (2 without a config).
 CostEstimate estimate(const ir::Program& p, const ir::Target& tg);
-/// Likewise with the counter graph of `p` already built (a validator's: Validator::graph()).
-CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const ir::Graph& g);
+/// Likewise with the counter graph of `p` already built (a validator's: Validator::graph()), and
+/// optionally its SM-queue graph over `g` (Validator::queue_graph()), used when every task is on
+/// an SM >= 0, where it is the loader's.
+CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const ir::Graph& g,
+                      const ir::ScheduleGraph* queues = nullptr);
 
 /// When each task runs in the prediction (the per-SM bandwidth share; per-SM queues in list order
 /// when the program is placed, else dependencies only) and the path that sets the makespan.

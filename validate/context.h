@@ -2,10 +2,12 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "ir/digraph.h"
 #include "ir/graph.h"
 #include "ir/opcodes.h"
 #include "ir/program.h"
@@ -29,6 +31,7 @@ using RuleCounts = std::unordered_map<std::string, size_t>;
 struct Scratch {
   std::vector<TileRegion> regions;  // per task, filled by the per-task pass
   ir::Graph graph;
+  std::optional<ir::ScheduleGraph> queues;  // check_placement's SM-queue graph, when it built one
   Reach reach;
   std::vector<uint32_t> wr_off, wr;    // writers per buffer (task ids, list order, dups kept)
   std::vector<uint32_t> use_off, use;  // users (readers and writers) per buffer

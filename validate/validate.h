@@ -11,6 +11,10 @@
 #include "ir/graph.h"
 #include "ir/program.h"
 
+namespace amk::ir {
+class ScheduleGraph;
+}  // namespace amk::ir
+
 namespace amk::validate {
 
 /// AMK's stats dict, in its key order.
@@ -66,6 +70,9 @@ class Validator {
   void set_threads(unsigned n);
   /// The counter graph of the program validated last (for the cost model: targets::estimate).
   const ir::Graph& graph() const;
+  /// The SM-queue schedule graph (QueueEdges::Assigned) the last proof built over graph(), or
+  /// nullptr (no task placed, or a proof that stopped before the queue check).
+  const ir::ScheduleGraph* queue_graph() const;
 
  private:
   std::unique_ptr<Scratch> s_;

@@ -153,9 +153,14 @@ const ir::Graph& Validator::graph() const {
   return s_->graph;
 }
 
+const ir::ScheduleGraph* Validator::queue_graph() const {
+  return s_->queues ? &*s_->queues : nullptr;
+}
+
 Result Validator::validate(const ir::Program& p) {
   Scratch& s = *s_;
   s.rule_count.clear();
+  s.queues.reset();
   Result r;
   Context c{p, s.graph, s, r, s.rule_count};
   // The counter graph, the buffers' writers and users, and the buffer rules (the first to report)

@@ -198,7 +198,9 @@ TEST(ScheduleGraph, LongestPathsFoldedThroughCountersEqualTheNaiveEdgeRelaxation
       EXPECT_DOUBLE_EQ(sum, lp.length()) << seed;
       // The order is Kahn's over the naive edges (FIFO, successors ascending), and positions()
       // its inverse; without queue edges it is the counter graph's own.
-      if (!queues) EXPECT_EQ(sg.order(), naive_kahn(p)) << seed;
+      if (!queues) {
+        EXPECT_EQ(sg.order(), naive_kahn(p)) << seed;
+      }
       for (size_t k = 0; k < sg.order().size(); ++k)
         EXPECT_EQ(sg.positions()[sg.order()[k]], k) << seed;
     }

@@ -288,6 +288,34 @@ TEST(Cost, PredictionNeverBeatsStreamingTheMovedBytes) {
   EXPECT_GE(c.makespan_us, c.floor_us);
 }
 
+TEST(Cost, TheProofsQueueGraphGivesTheEstimateOfTheCostModelsOwn) {
+  // The search hands the validator's SM-queue graph to the cost model; whatever the placement
+  // (every task on an SM, some unplaced, one on a negative SM), the estimate is the one the cost
+  // model makes with its own loader graph.
+  auto same = [](const targets::CostEstimate& a, const targets::CostEstimate& b) {
+    return a.makespan_us == b.makespan_us && a.amk_makespan_us == b.amk_makespan_us &&
+           a.queue_us == b.queue_us && a.critical_path_us == b.critical_path_us &&
+           a.total_us == b.total_us && a.cyclic == b.cyclic && a.sm_assigned == b.sm_assigned;
+  };
+  validate::Validator v;
+  for (const char* tn : {"h100", "a2a3"}) {
+    const targets::TargetSpec h = target(tn);
+    for (const char* sm : {"load_balance", "round_robin"}) {
+      ir::Program p = must(run("small-4L", tn, config({{"sm_assignment", sm}})));
+      std::vector<ir::Program> variants(3, p);
+      for (size_t t = 0; t < p.tasks.size(); t += 3) variants[1].tasks[t].sm.reset();
+      variants[2].tasks[p.tasks.size() / 2].sm = -1;
+      for (size_t k = 0; k < variants.size(); ++k) {
+        v.validate(variants[k]);
+        ASSERT_NE(v.queue_graph(), nullptr) << tn << " " << sm << " " << k;
+        const targets::CostEstimate own = targets::estimate(variants[k], h.record, v.graph());
+        EXPECT_TRUE(same(targets::estimate(variants[k], h.record, v.graph(), v.queue_graph()), own))
+            << tn << " " << sm << " variant " << k;
+      }
+    }
+  }
+}
+
 TEST(Passes, ExplicitSmMapIsHonouredAndTheRestIsPlaced) {
   ir::Program p = must(run("toy-1L", "h100", config({{"sm_assignment", {{"0", 7}, {"5", 3}}}})));
   EXPECT_EQ(p.tasks[0].sm, 7);
