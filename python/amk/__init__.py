@@ -33,7 +33,22 @@ def _dask_client(executor):
     """The Dask client behind `executor` (a distributed Client, or its get_executor()), else
     None."""
     client = getattr(executor, "_client", executor)
-    return client if hasattr(client, "map") and hasattr(client, "nthreads") else None
+    dask = all(hasattr(client, a) for a in ("map", "gather", "nthreads"))
+    return client if dask else None
+
+
+def _result(executor, request, chunk, future, retries):
+    """The evaluations of `chunk` by `future`, submitting it again (up to `retries` times) when its
+    worker is lost."""
+    for attempt in range(retries + 1):
+        try:
+            return future.result()
+        except LoadError:
+            raise  # amk refused the request: resubmitting cannot help
+        except Exception:  # a lost worker (Dask's KilledWorker, a broken pool, ...)
+            if attempt == retries:
+                raise
+            future = executor.submit(_evaluate, request, chunk)
 
 
 def _batches(executor, batch_size, retries=_RETRIES):
@@ -50,8 +65,10 @@ def _batches(executor, batch_size, retries=_RETRIES):
     def evaluate_batch(request, configs):
         n = len(configs)
         k = min(n, max(-(-n // batch_size), threads))
-        cuts = [n * i // k for i in range(k + 1)]
-        chunks = [configs[cuts[i]:cuts[i + 1]] for i in range(k)]
+        # Chunk i takes every k-th config from the i-th: a batch lists the configs that keep the
+        # incumbent's tiling (cheap: the worker's lowering reuses its tiles) before those that
+        # retile (dear), so consecutive slices would leave one worker waiting for the other.
+        chunks = [configs[i::k] for i in range(k)]
         if client is not None:
             # One message to the scheduler for the whole batch: Dask sends a client's messages
             # at most every 10 ms, so separate submissions would leave workers waiting.
@@ -61,18 +78,18 @@ def _batches(executor, batch_size, retries=_RETRIES):
         # The previous batch's futures are released only now, after this batch went out (their
         # release, sent first, would hold this batch back by Dask's 10 ms).
         held[:] = futures
-        out = []
-        for chunk, future in zip(chunks, futures):
-            for attempt in range(retries + 1):
-                try:
-                    out.extend(future.result())
-                    break
-                except LoadError:
-                    raise  # amk refused the request: resubmitting cannot help
-                except Exception:  # a lost worker (Dask's KilledWorker, a broken pool, ...)
-                    if attempt == retries:
-                        raise
-                    future = executor.submit(_evaluate, request, chunk)
+        results = None
+        if client is not None:
+            try:  # one request for every chunk's results (a future's result() is one each)
+                results = client.gather(futures)
+            except Exception:  # a lost worker, or amk's refusal: sorted out chunk by chunk below
+                results = None
+        if results is None:
+            results = [_result(executor, request, chunk, future, retries)
+                       for chunk, future in zip(chunks, futures)]
+        out = [None] * n
+        for i, r in enumerate(results):
+            out[i::k] = r
         return out
 
     return evaluate_batch

@@ -91,6 +91,9 @@ class KillAfterMap:
     def submit(self, *args, **kwargs):
         return self.client.submit(*args, **kwargs)
 
+    def gather(self, *args, **kwargs):
+        return self.client.gather(*args, **kwargs)
+
 
 def test_a_search_on_dask_equals_the_local_one_and_survives_a_killed_worker():
     local = amk.search("llama-3.2-1b", "h100", budget=120, seed=11, jobs=2)
