@@ -3,7 +3,10 @@
 
     PYTHONPATH=build/release/python python3 bench/dask_search.py [--budget N] [--model M]
 
-Each configuration runs `--repeat` times after a warm-up search; the median is reported."""
+Each configuration runs `--repeat` times after a warm-up search; the median is reported. The
+search's batches depend on each other (a batch is proposed from the results of the one before),
+so each costs the engine one round trip; the script also measures that round trip with tasks that
+do nothing, and the ratio it alone would allow."""
 import argparse
 import statistics
 import time
@@ -17,6 +20,37 @@ def rate(budget, **kwargs):
     t = time.perf_counter()
     r = amk.search(budget=budget, **kwargs)
     return r["evaluations"] / (time.perf_counter() - t)
+
+
+class CountingClient:
+    """A Dask client that counts the batches amk.search submits (one map each)."""
+
+    def __init__(self, client):
+        self.client, self.batches = client, 0
+
+    def map(self, *args, **kwargs):
+        self.batches += 1
+        return self.client.map(*args, **kwargs)
+
+    def __getattr__(self, name):  # gather, nthreads, submit: the client's
+        return getattr(self.client, name)
+
+
+def nothing(_request, configs):
+    return [None] * len(configs)
+
+
+def round_trip(client, workers, repeat=50):
+    """Seconds from a map of one empty task per worker to its gathered results, as amk submits a
+    batch (the median of `repeat`)."""
+    held, times = [], []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        futures = client.map(nothing, ["x"] * workers, [["{}"]] * workers, pure=False)
+        held[:] = futures
+        client.gather(futures)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
 
 
 def main():
@@ -40,6 +74,13 @@ def main():
                                   for _ in range(a.repeat))
             print(f"  dask 2 workers, batch_size {bs:>3}: {r:6.0f} candidates/s, "
                   f"ratio {r / local:.2f}")
+        counting = CountingClient(client)
+        evaluations = amk.search(budget=a.budget, executor=counting, **common)["evaluations"]
+        rtt = round_trip(client, 2)
+        local_s = evaluations / local
+        print(f"  {counting.batches} dependent batches; an empty round trip takes "
+              f"{rtt * 1e3:.1f} ms, so the engine's latency alone allows a ratio of "
+              f"{local_s / (local_s + counting.batches * rtt):.2f}")
 
 
 if __name__ == "__main__":
