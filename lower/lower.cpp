@@ -19,12 +19,13 @@ namespace amk::lower {
 
 namespace {
 
-// A key for the tasks, buffers and dependencies tile, fuse and deps derive from the knobs.
-std::string structure_key(const Knobs& k) {
-  auto opt = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "-"; };
-  std::string key = fmt::format("{}|{}|{}|{}|", opt(k.n_tile), opt(k.base_width),
-                                opt(k.n_partitions), opt(k.kv_block));
-  for (const auto& group : k.fusion) key += fmt::format("{};", fmt::join(group, ","));
+// A key for the tasks, buffers and dependencies tile, fuse and deps derive from the knobs: what
+// the tiling comes to (configs that differ only in knobs it ignores share a structure) and the
+// fusion groups fuse applies.
+std::string structure_key(Plan& p) {
+  std::string key = tiling_key(p) + "|";
+  if (!p.opt.amk_compat && !p.opt.reference)
+    for (const auto& group : p.knobs.fusion) key += fmt::format("{};", fmt::join(group, ","));
   return key;
 }
 
@@ -155,7 +156,9 @@ LowerResult Lowerer::run(const std::optional<ir::ScheduleConfig>& cfg) {
   p.sm.clear();
   p.order.clear();
   p.pos.clear();
-  std::string key = structure_key(p.knobs);
+  if (!w.graph_built) step("graph", done([&] { p.graph = build_decoder_graph(m); }));
+  w.graph_built = true;
+  std::string key = structure_key(p);
   auto entry = std::find_if(w.cache.begin(), w.cache.end(),
                             [&](const Structure& s) { return !s.key.empty() && s.key == key; });
   const bool hit = w.warm && entry != w.cache.end();
@@ -181,11 +184,7 @@ LowerResult Lowerer::run(const std::optional<ir::ScheduleConfig>& cfg) {
     p.program.buffers.clear();
     p.group_notes.clear();
     p.group_names.clear();
-    ok = step("graph", done([&] {
-                if (!w.graph_built) p.graph = build_decoder_graph(m);
-                w.graph_built = true;
-              })) &&
-         step("tile", done([&] { tile(p); })) &&  //
+    ok = step("tile", done([&] { tile(p); })) &&  //
          step("fuse", [&] { return fuse(p); }) &&
          step("deps", done([&] { derive_dependencies(p); }));
     if (ok && w.warm) {

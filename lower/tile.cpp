@@ -305,6 +305,21 @@ struct Tiler {
 
 }  // namespace
 
+std::string tiling_key(Plan& p) {
+  Tiler t(p);
+  std::string key;
+  std::vector<int64_t> widths_of;  // the distinct output widths of the linear nodes, so far
+  for (const Node& n : p.graph) {
+    if (n.op != NodeOp::Linear) continue;
+    const int64_t N = n.weight_shape[0];
+    if (std::find(widths_of.begin(), widths_of.end(), N) != widths_of.end()) continue;
+    widths_of.push_back(N);
+    key += fmt::format("{}:{},", N, t.tile_width(N));
+  }
+  key += fmt::format("p{}", t.partitions());
+  return key;
+}
+
 void tile(Plan& p) {
   Tiler t(p);
   size_t count = 0;  // the exact task count up front: the tasks are written in place

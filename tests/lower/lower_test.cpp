@@ -556,13 +556,76 @@ TEST(Property, RandomValidConfigsOfSmallModelsAlwaysValidate) {
   RecordProperty("configs_checked", checked);
 }
 
+// Each step: the config, whether the warm lowerer reuses the previous step's structure.
+void expect_reuse(const ModelSpec& m, const LowerOptions& o,
+                  const std::vector<std::pair<json, bool>>& steps) {
+  const targets::TargetSpec t = target("h100");
+  Lowerer warm(m, t, o);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const ir::ScheduleConfig c = config(steps[i].first);
+    const uint64_t before = warm.cache_hits();
+    const LowerResult w = warm.run(c);
+    ASSERT_FALSE(ir::has_errors(w.diagnostics)) << amk::test::text(w.diagnostics);
+    EXPECT_EQ(warm.cache_hits() - before, steps[i].second ? 1u : 0u) << "step " << i;
+    EXPECT_EQ(ir::write_program(warm.program()), ir::write_program(must(lower(m, t, c, o))))
+        << "step " << i;
+  }
+}
+
+TEST(Lowerer, ConfigsTheTilingTreatsAlikeShareAStructureAndNoOthers) {
+  const ModelSpec m = model("toy-2L");
+  auto tiling = [](json gemv, json attention) {
+    json c = {{"tiling", {{"gemv", std::move(gemv)}}}};
+    if (!attention.is_null()) c["tiling"]["attention"] = std::move(attention);
+    return c;
+  };
+  const json n64 = {{"N_tile", 64}};
+  // A one-token KV length: the attention is one task whatever its knobs say.
+  expect_reuse(m, {},
+               {
+                   {tiling(n64, nullptr), false},
+                   {tiling(n64, {{"n_partitions", 4}}), true},
+                   {tiling(n64, {{"kv_block", 16}}), true},
+                   {tiling({{"N_tile", 64}, {"base_width", 16}}, nullptr), true},
+                   {tiling({{"N_tile", 32}}, nullptr), false},     // other tile widths
+                   {tiling({{"base_width", 32}}, nullptr), true},  // N_tile 32's widths
+                   {tiling({{"base_width", 16}}, nullptr), false},
+               });
+  // 101 cached tokens: the partitions differ, unless kv_block only restates n_partitions' split.
+  LowerOptions long_kv;
+  long_kv.pos = 100;
+  expect_reuse(m, long_kv,
+               {
+                   {tiling(n64, nullptr), false},
+                   {tiling(n64, {{"n_partitions", 4}}), false},
+                   {tiling(n64, {{"n_partitions", 4}, {"kv_block", 16}}), true},
+                   {tiling(n64, {{"kv_block", 16}}), false},  // 7 partitions, capped at 8
+                   {tiling(n64, {{"n_partitions", 2}}), false},
+               });
+}
+
 // A search's walk: a fresh random config, or the previous one with a knob that tile, fuse and
-// the dependency pass do not read changed (so the warm lowerer reuses their result).
+// the dependency pass do not read changed (so the warm lowerer reuses their result), or a
+// tiling knob that the tiling may ignore: the attention's (at a one-token KV length, or kv_block
+// under n_partitions) and the gemv base_width (under an N_tile).
 ir::ScheduleConfig walk_step(uint64_t s, const ir::ScheduleConfig& prev, const ModelSpec& m,
                              const targets::TargetSpec& t) {
   if (s % 2 == 0) return random_config(s, m, t);
   ir::ScheduleConfig c = prev;
+  json tiling = c.tiling.is_null() ? json::object() : c.tiling.json();
   switch (s % 7) {
+    case 0:
+      tiling["attention"] = {{"n_partitions", 1 + s % 8}, {"kv_block", int64_t{16} << (s % 5)}};
+      c.tiling = ir::JsonValue(tiling);
+      break;
+    case 2:
+      tiling["attention"] = {{"kv_block", int64_t{16} << (s % 5)}};
+      c.tiling = ir::JsonValue(tiling);
+      break;
+    case 4:
+      tiling["gemv"]["base_width"] = int64_t{16} << (s % 3);
+      c.tiling = ir::JsonValue(tiling);
+      break;
     case 1:
       c.sm_assignment = ir::JsonValue(json(s % 3 ? "round_robin" : "load_balance"));
       break;
@@ -586,6 +649,7 @@ TEST(Property, TheWarmLowererGivesTheBytesOfAColdLowerOnAThousandConfigs) {
     for (const char* tn : {"h100", "a2a3"}) {
       const targets::TargetSpec t = target(tn);
       LowerOptions o;
+      o.pos = std::string(tn) == "a2a3" ? 100 : 0;  // the attention splits only at a longer KV
       Lowerer warm(m, t, o);
       ir::ScheduleConfig c = default_config();
       for (uint64_t s = 0; s < 170; ++s) {
