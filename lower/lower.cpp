@@ -52,6 +52,45 @@ struct Structure {
 
 constexpr size_t kStructures = 2;  // kept per lowerer (a neighbourhood's tilings)
 
+// What assign and pages decided for a structure and the knobs they read, kept so that a config
+// differing from an earlier one only in knobs a pass does not read (a search's neighbours: the
+// page allocation, threads and smem leave the placement as it was) takes the decision again.
+// `structure` is the Lowerer's (entry, Structure::filled) pair; {-1, 0}: not filled.
+struct Placement {
+  std::pair<ptrdiff_t, uint64_t> structure{-1, 0};
+  uint64_t used = 0;
+  Knobs::Sm sm = Knobs::Sm::None;
+  std::vector<std::pair<int64_t, int64_t>> sm_map;
+  int64_t depth = 0;
+  std::vector<int64_t> sms;  // the decision: Plan::sm, order, pos and the log line
+  std::vector<uint32_t> order, pos;
+  std::string log;
+  bool reads(const std::pair<ptrdiff_t, uint64_t>& st, const Knobs& k) const {
+    return structure == st && sm == k.sm && sm_map == k.sm_map && depth == k.depth;
+  }
+};
+struct PagePlan {
+  std::pair<ptrdiff_t, uint64_t> structure{-1, 0};
+  uint64_t used = 0;
+  Knobs::Pages mode = Knobs::Pages::None;
+  std::vector<uint32_t> order;  // the emission order they were allocated for
+  ir::PageAllocation pages;     // the decision, and its log line
+  std::string log;
+};
+constexpr size_t kDecisions = 4;  // kept per pass and lowerer
+
+// The entry of `memo` whose `same` holds (then `hit`), else the least recently used one.
+template <class T, class Same>
+T& recall(std::vector<T>& memo, uint64_t clock, bool& hit, Same same) {
+  auto it = std::find_if(memo.begin(), memo.end(), same);
+  hit = it != memo.end();
+  if (!hit)
+    it = std::min_element(memo.begin(), memo.end(),
+                          [](const T& a, const T& b) { return a.used < b.used; });
+  it->used = clock;
+  return *it;
+}
+
 }  // namespace
 
 struct Lowerer::Impl {
@@ -59,9 +98,11 @@ struct Lowerer::Impl {
   const targets::TargetSpec& t;
   LowerOptions opt;
   bool warm;
-  bool graph_built = false;      // p.graph
-  std::vector<Structure> cache;  // kStructures entries when warm, one when cold
-  uint64_t clock = 0;            // run count: Structure::used
+  bool graph_built = false;           // p.graph
+  std::vector<Structure> cache;       // kStructures entries when warm, one when cold
+  std::vector<Placement> placements;  // kDecisions entries when warm
+  std::vector<PagePlan> page_plans;   // likewise
+  uint64_t clock = 0;                 // run count: Structure::used
   Plan p;
   // What the program holds from earlier runs, as (entry, Structure::filled): the buffers of
   // `buffers_of`; the tasks, counters and waits `emitted` in `emitted_order`. {-1, 0}: nothing.
@@ -76,10 +117,12 @@ struct Lowerer::Impl {
 
 Lowerer::Lowerer(const ModelSpec& m, const targets::TargetSpec& t, const LowerOptions& opt,
                  bool warm)
-    : impl_(
-          new Impl{m, t, opt, warm, false, {}, 0, {}, {-1, 0}, {-1, 0}, {}, -1, {}, {}, false, 0}) {
+    : impl_(new Impl{
+          m, t, opt, warm, false, {}, {}, {}, 0, {}, {-1, 0}, {-1, 0}, {}, -1, {}, {}, false, 0}) {
   impl_->p.keep_tasks = warm;
   impl_->cache.resize(warm ? kStructures : 1);
+  impl_->placements.resize(warm ? kDecisions : 0);
+  impl_->page_plans.resize(warm ? kDecisions : 0);
 }
 Lowerer::~Lowerer() = default;
 Lowerer::Lowerer(Lowerer&&) noexcept = default;
@@ -193,8 +236,49 @@ LowerResult Lowerer::run(const std::optional<ir::ScheduleConfig>& cfg) {
       w.buffers_of = {id.first, s.filled};
     }
   }
-  ok = ok && step("assign", [&] { return assign_workers(p); }) &&
-       step("pages", [&] { return allocate_pages(p); });
+  // Assign and pages, or what they decided before for this structure and the knobs they read.
+  const bool recallable = w.warm && !opt.amk_compat && !opt.reference;
+  const std::pair<ptrdiff_t, uint64_t> st{id.first, s.filled};
+  ok = ok && step("assign", [&]() -> ir::Status {
+         if (!recallable || p.knobs.sm == Knobs::Sm::RoundRobin) return assign_workers(p);
+         bool same = false;
+         Placement& d = recall(w.placements, w.clock, same,
+                               [&](const Placement& e) { return e.reads(st, p.knobs); });
+         if (same) {
+           p.sm = d.sms;
+           p.order = d.order;
+           p.pos = d.pos;
+           p.log.push_back(d.log);
+           return {};
+         }
+         d.structure = {-1, 0};
+         ir::Status status = assign_workers(p);
+         if (!status) return status;
+         d = {st,   w.clock, p.knobs.sm, p.knobs.sm_map, p.knobs.depth,
+              p.sm, p.order, p.pos,      p.log.back()};
+         return status;
+       });
+  ok = ok && step("pages", [&]() -> ir::Status {
+         if (!recallable || p.knobs.pages == Knobs::Pages::None) return allocate_pages(p);
+         bool same = false;
+         PagePlan& d = recall(w.page_plans, w.clock, same, [&](const PagePlan& e) {
+           return e.structure == st && e.mode == p.knobs.pages && e.order == p.order;
+         });
+         if (same) {
+           p.program.pages = d.pages;
+           p.log.push_back(d.log);
+           return {};
+         }
+         d.structure = {-1, 0};
+         ir::Status status = allocate_pages(p);
+         if (!status) return status;
+         d.structure = st;
+         d.mode = p.knobs.pages;
+         d.order = p.order;
+         d.pages = *p.program.pages;
+         d.log = p.log.back();
+         return status;
+       });
   p.tasks_emitted = ok && hit && w.emitted == id && w.emitted_order == p.order;
   w.emitted = {-1, 0};
   ok = ok && step("emit", [&] { return emit(p); });

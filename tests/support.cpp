@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -32,6 +33,26 @@ std::filesystem::path temp_dir() {
   }
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+::testing::AssertionResult same_text(const std::string& a, const std::string& b) {
+  if (a == b) return ::testing::AssertionSuccess();
+  const size_t at = static_cast<size_t>(
+      std::mismatch(a.begin(),
+                    a.begin() + static_cast<std::ptrdiff_t>(std::min(a.size(), b.size())),
+                    b.begin())
+          .first -
+      a.begin());
+  const size_t line_start = at == 0 ? 0 : a.rfind('\n', at - 1) + 1;  // npos + 1 == 0
+  auto line = [&](const std::string& s) {
+    const size_t end = s.find('\n', line_start);
+    return s.substr(line_start, end == std::string::npos ? std::string::npos : end - line_start);
+  };
+  return ::testing::AssertionFailure()
+         << "the texts differ first on line "
+         << std::count(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(line_start), '\n') + 1
+         << " (sizes " << a.size() << " and " << b.size() << "):\n  " << line(a) << "\n  "
+         << line(b);
 }
 
 std::string slurp(const std::filesystem::path& p) {

@@ -46,6 +46,9 @@ inline ::testing::AssertionResult ok(const ir::Status& st) {
 inline std::string errors(const ir::Diagnostics& d) {
   return ir::error_messages(d);
 }
+/// Whether two long texts (programs) are equal; a failure shows the first line that differs
+/// (EXPECT_EQ's diff of two megabyte texts takes memory quadratic in their lines).
+::testing::AssertionResult same_text(const std::string& a, const std::string& b);
 /// Reads a whole file (throws on failure: a broken fixture is a test bug).
 std::string slurp(const std::filesystem::path& p);
 
