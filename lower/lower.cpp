@@ -21,11 +21,10 @@ namespace {
 
 // A key for the tasks, buffers and dependencies tile, fuse and deps derive from the knobs: what
 // the tiling comes to (configs that differ only in knobs it ignores share a structure) and the
-// fusion groups fuse applies.
+// fusion groups.
 std::string structure_key(Plan& p) {
   std::string key = tiling_key(p) + "|";
-  if (!p.opt.amk_compat && !p.opt.reference)
-    for (const auto& group : p.knobs.fusion) key += fmt::format("{};", fmt::join(group, ","));
+  for (const auto& group : p.knobs.fusion) key += fmt::format("{};", fmt::join(group, ","));
   return key;
 }
 

@@ -83,7 +83,7 @@ def _batches(executor, batch_size, retries=_RETRIES):
             try:  # one request for every chunk's results (a future's result() is one each)
                 results = client.gather(futures)
             except Exception:  # a lost worker, or amk's refusal: sorted out chunk by chunk below
-                results = None
+                pass
         if results is None:
             results = [_result(executor, request, chunk, future, retries)
                        for chunk, future in zip(chunks, futures)]
