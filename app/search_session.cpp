@@ -18,6 +18,12 @@ ir::Result<std::unique_ptr<SearchSession>> SearchSession::create(SearchRequest r
   if (o.jobs < 1 || o.jobs > search::kMaxJobs)
     return ir::error("usage.option",
                      fmt::format("jobs must be in [1, {}] (got {})", search::kMaxJobs, o.jobs));
+  if (o.min_batch < 0 || o.min_batch > search::kMaxBudget)
+    return ir::error("usage.option", fmt::format("min_batch must be in [0, {}] (got {})",
+                                                 search::kMaxBudget, o.min_batch));
+  if (o.min_batch > 0 && o.algorithm != search::Algorithm::Descent)
+    return ir::error("usage.option",
+                     "min_batch applies to the descent algorithm (amk proposes one at a time)");
   if (!(o.deadline_s >= 0))
     return ir::error("usage.option", fmt::format("time must be >= 0 (got {})", o.deadline_s));
   std::unique_ptr<SearchSession> s(new SearchSession);
@@ -57,6 +63,7 @@ ir::Result<std::unique_ptr<SearchSession>> SearchSession::create(SearchRequest r
                                                    {"algorithm", a.algorithm == b.algorithm},
                                                    {"objective", a.objective == b.objective},
                                                    {"seed", a.seed == b.seed},
+                                                   {"min_batch", a.min_batch == b.min_batch},
                                                    {"space", a.space == b.space},
                                                    {"start", a.start == b.start}};
       for (const auto& [field, equal] : same)

@@ -54,7 +54,7 @@ constexpr Operation kOperations[] = {
      "the start and the best trial (config, predicted latency) and optionally writes "
      "the best "
      "config.",
-     R"json({"type":"object","properties":{"model":{"type":"string"},"target":{"type":"string"},"budget":{"type":"integer","minimum":1,"maximum":100000},"time":{"type":"number","exclusiveMinimum":0,"description":"stop after this many seconds"},"seed":{"type":"integer","minimum":0},"jobs":{"type":"integer","minimum":1,"maximum":256},"algo":{"enum":["descent","amk"]},"objective":{"enum":["predicted","amk-formula"]},"start":{"type":["object","string"],"description":"the start ScheduleConfig: an object, its JSON text or a config file path (default: AMK's default_config)"},"output":{"type":"string","description":"write the best config to this file"}},"required":["model","target"],"additionalProperties":false})json"},
+     R"json({"type":"object","properties":{"model":{"type":"string"},"target":{"type":"string"},"budget":{"type":"integer","minimum":1,"maximum":100000},"time":{"type":"number","exclusiveMinimum":0,"description":"stop after this many seconds"},"seed":{"type":"integer","minimum":0},"jobs":{"type":"integer","minimum":1,"maximum":256},"algo":{"enum":["descent","amk"]},"min_batch":{"type":"integer","minimum":0,"description":"descent: at least this many candidates per round"},"objective":{"enum":["predicted","amk-formula"]},"start":{"type":["object","string"],"description":"the start ScheduleConfig: an object, its JSON text or a config file path (default: AMK's default_config)"},"output":{"type":"string","description":"write the best config to this file"}},"required":["model","target"],"additionalProperties":false})json"},
 };
 
 ir::Diagnostic bad(std::string_view key, std::string message) {
@@ -578,8 +578,8 @@ struct Service::Impl {
   }
 
   ir::Result<ojson> search(Args& a) {
-    a.only({"model", "target", "budget", "time", "seed", "jobs", "algo", "objective", "start",
-            "output"});
+    a.only({"model", "target", "budget", "time", "seed", "jobs", "algo", "min_batch", "objective",
+            "start", "output"});
     SearchRequest req;
     req.model = a.str("model");
     req.target = a.str("target");
@@ -587,6 +587,7 @@ struct Service::Impl {
     req.options.deadline_s = a.number("time", 0);
     req.options.seed = static_cast<uint64_t>(a.integer("seed", 0, 0, int64_t(1) << 53));
     req.options.jobs = static_cast<int>(a.integer("jobs", 1, 1, search::kMaxJobs));
+    req.options.min_batch = a.integer("min_batch", 0, 0, options.max_budget);
     const std::optional<search::Algorithm> algo = search::parse_algorithm(a.str("algo", "descent"));
     if (!algo) a.errors.push_back(bad("algo", "'algo' must be 'descent' or 'amk'"));
     const std::optional<search::Objective> objective = objective_arg(a);

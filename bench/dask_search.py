@@ -1,12 +1,14 @@
 """Candidates per second of one search spread over a 2-worker Dask LocalCluster, against the local
-`jobs=2` search in the same run (the ratio is the engine's overhead), for several batch sizes.
+`jobs=2` search in the same run (the ratio is the engine's overhead), for several batch sizes and
+round widths.
 
     PYTHONPATH=build/release/python python3 bench/dask_search.py [--budget N] [--model M]
 
 Each configuration runs `--repeat` times after a warm-up search; the median is reported. The
-search's batches depend on each other (a batch is proposed from the results of the one before),
-so each costs the engine one round trip; the script also measures that round trip with tasks that
-do nothing, and the ratio it alone would allow."""
+search's rounds depend on each other (a round is proposed from the results of the one before), so
+each costs the engine one round trip; the script also measures that round trip with tasks that
+do nothing, and the ratio it alone would allow. `min_batch` widens the rounds (both searches,
+local and Dask, run the same trials): fewer round trips per candidate."""
 import argparse
 import statistics
 import time
@@ -59,28 +61,37 @@ def main():
     ap.add_argument("--target", default="h100")
     ap.add_argument("--budget", type=int, default=600)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--batch-sizes", default="2,4,8,16,32")
+    ap.add_argument("--batch-sizes", default="4,8,16")
+    ap.add_argument("--min-batches", default="0,32,64,128")
     a = ap.parse_args()
     common = dict(model=a.model, target=a.target, seed=3)
     rate(50, jobs=2, **common)
-    local = statistics.median(rate(a.budget, jobs=2, **common) for _ in range(a.repeat))
-    print(f"{a.model} on {a.target}, budget {a.budget}: local jobs=2 {local:.0f} candidates/s")
+    print(f"{a.model} on {a.target}, budget {a.budget}")
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None) as cluster, Client(cluster) as client:
         executor = client.get_executor()
         rate(50, executor=executor, **common)
-        for bs in (int(x) for x in a.batch_sizes.split(",")):
-            r = statistics.median(rate(a.budget, executor=executor, batch_size=bs, **common)
-                                  for _ in range(a.repeat))
-            print(f"  dask 2 workers, batch_size {bs:>3}: {r:6.0f} candidates/s, "
-                  f"ratio {r / local:.2f}")
-        counting = CountingClient(client)
-        evaluations = amk.search(budget=a.budget, executor=counting, **common)["evaluations"]
+        for mb in (int(x) for x in a.min_batches.split(",")):
+            counting = CountingClient(client)
+            r = amk.search(budget=a.budget, executor=counting, min_batch=mb, **common)
+            evaluations, rounds = r["evaluations"], counting.batches
+            # Chunks of about a worker's share of a round, and the sizes asked for.
+            sizes = sorted({int(x) for x in a.batch_sizes.split(",")} | {max(1, mb // 2)})
+            local, dask = [], {bs: [] for bs in sizes}
+            for _ in range(a.repeat):  # alternating, so a slow spell of the machine hits both
+                local.append(rate(a.budget, jobs=2, min_batch=mb, **common))
+                for bs in sizes:
+                    dask[bs].append(rate(a.budget, executor=executor, batch_size=bs,
+                                         min_batch=mb, **common))
+            lo = statistics.median(local)
+            print(f"min_batch {mb:>3}: {rounds} rounds for {evaluations} candidates, best "
+                  f"{r['best_predicted_us']:.2f} us; local jobs=2 {lo:.0f} candidates/s")
+            for bs in sizes:
+                d = statistics.median(dask[bs])
+                print(f"  dask 2 workers, batch_size {bs:>3}: {d:6.0f} candidates/s, "
+                      f"ratio {d / lo:.2f}")
         rtt = round_trip(client, 2)
-        local_s = evaluations / local
-        print(f"  {counting.batches} dependent batches; an empty round trip takes "
-              f"{rtt * 1e3:.1f} ms, so the engine's latency alone allows a ratio of "
-              f"{local_s / (local_s + counting.batches * rtt):.2f}")
+        print(f"an empty round trip takes {rtt * 1e3:.1f} ms")
 
 
 if __name__ == "__main__":

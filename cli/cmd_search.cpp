@@ -41,7 +41,7 @@ struct LogFile {
 int cmd_search(int argc, char** argv) {
   Args args(
       "amk search MODEL [--target T] [--budget N | --time SECONDS] [--seed S] [--jobs J]\n"
-      "           [--algo descent|amk] [--space F] [--start C] [--objective "
+      "           [--algo descent|amk] [--min-batch N] [--space F] [--start C] [--objective "
       "predicted|amk-formula]\n"
       "           [--log trials.jsonl] [--resume trials.jsonl] [--tsv results.tsv]\n"
       "           [-o best-config.json] [--program best-program.json]\n"
@@ -55,6 +55,9 @@ int cmd_search(int argc, char** argv) {
       "0.35\n"
       "share of random configs, then one-knob mutations kept iff strictly better. Duplicates cost\n"
       "nothing. The same seed gives the same trials and the same best for any --jobs.\n"
+      "--min-batch N (descent) proposes at least N candidates at a time, adding the neighbours of\n"
+      "the next best points to the current one's: fewer, wider rounds keep more workers busy\n"
+      "(many --jobs, a cluster); the trials depend on N, not on the workers.\n"
       "--measure CMD runs `CMD PROGRAM.json` (or CMD with {} replaced by the path) for the "
       "--top-k\n"
       "best predicted configs and reads a latency in µs (the last number it prints); the ranking\n"
@@ -68,6 +71,8 @@ int cmd_search(int argc, char** argv) {
       "seed", po::value<int64_t>()->default_value(0), "random seed")(
       "jobs,j", po::value<int>()->default_value(1), "evaluator threads")(
       "algo", po::value<std::string>()->default_value("descent"), "descent or amk")(
+      "min-batch", po::value<int64_t>()->default_value(0),
+      "descent: at least this many candidates per round (0: one neighbourhood)")(
       "space", po::value<std::string>(), "search-space file (default: schedules/space.json)")(
       "start", po::value<std::string>(),
       "start ScheduleConfig (file or inline JSON; default: AMK's default_config)")(
@@ -90,6 +95,7 @@ int cmd_search(int argc, char** argv) {
   args.range("time", 1e-3, 1e7);
   args.range("seed", 0, kMaxSeed);
   args.range("jobs", 1, search::kMaxJobs);
+  args.range("min-batch", 0, search::kMaxBudget);
   args.range("top-k", 1, 1e4);
   args.range("measure-timeout", 1e-3, 1e6);
   args.range("pos", 0, 1 << 24);
@@ -126,6 +132,7 @@ int cmd_search(int argc, char** argv) {
     return kUnreadable;
   }
   o.algorithm = *algorithm;
+  o.min_batch = args.get<int64_t>("min-batch");
   const auto objective = args.get<std::string>("objective");
   const std::optional<search::Objective> obj = search::parse_objective(objective);
   if (!obj) {

@@ -322,7 +322,7 @@ PYBIND11_MODULE(_amk, m) {
       "search",
       [](const std::string& model, const std::string& target, int64_t budget, uint64_t seed,
          int jobs, const std::string& algo, const std::string& objective, const py::object& start,
-         const py::object& on_trial, const py::object& evaluate_batch) {
+         const py::object& on_trial, const py::object& evaluate_batch, int64_t min_batch) {
         app::SearchRequest req;
         req.model = model;
         req.target = target;
@@ -332,6 +332,7 @@ PYBIND11_MODULE(_amk, m) {
         const std::optional<search::Algorithm> a = search::parse_algorithm(algo);
         if (!a) raise({ir::error("usage.option", "algo: use 'descent' or 'amk'")}, "algo");
         req.options.algorithm = *a;
+        req.options.min_batch = min_batch;
         const std::optional<search::Objective> o = search::parse_objective(objective);
         if (!o)
           raise({ir::error("usage.option", "objective: use 'predicted' or 'amk-formula'")},
@@ -415,7 +416,7 @@ PYBIND11_MODULE(_amk, m) {
       py::arg("model"), py::arg("target"), py::arg("budget") = 200, py::arg("seed") = 0,
       py::arg("jobs") = 1, py::arg("algo") = "descent", py::arg("objective") = "predicted",
       py::arg("start") = py::none(), py::arg("on_trial") = py::none(),
-      py::arg("evaluate_batch") = py::none(),
+      py::arg("evaluate_batch") = py::none(), py::arg("min_batch") = 0,
       "Searches ScheduleConfigs with the full proof in the loop (the trials and best of `amk "
       "search` with the same arguments). on_trial(trial) sees each trial in order; returning "
       "False stops the search, an exception stops it and propagates. evaluate_batch(request, "

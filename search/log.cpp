@@ -152,7 +152,8 @@ LogHeader header_of(const lower::ModelSpec& m, const targets::TargetSpec& t, con
           std::string(name(o.objective)),
           config_key(o.start ? *o.start : lower::default_config()),
           o.seed,
-          config_hash(space)};
+          config_hash(space),
+          o.min_batch};
 }
 
 std::string header_json(const LogHeader& h) {
@@ -163,6 +164,7 @@ std::string header_json(const LogHeader& h) {
             {"seed", h.seed},
             {"space", fmt::format("{:016x}", h.space)},
             {"start", json::parse(h.start)}};
+  if (h.min_batch > 0) j["min_batch"] = h.min_batch;  // absent: 0, as in logs written before it
   return ir::dump_text(json{{"search", j}});
 }
 
@@ -208,7 +210,8 @@ ir::Result<Log> read_log(const std::string& path) {
                              h.value("objective", ""),
                              ir::dump_text(h["start"]),
                              h.value("seed", uint64_t{0}),
-                             space_hash};
+                             space_hash,
+                             h.value("min_batch", int64_t{0})};
       log.complete = std::min(at, text->size());
       continue;
     }

@@ -5,12 +5,14 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <set>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -109,6 +111,21 @@ struct History {
   double score(int64_t i) const { return i < 0 ? INFINITY : trials[static_cast<size_t>(i)].score; }
 };
 
+// A point's config key (what tells duplicates apart).
+using KeyOf = std::function<std::string(const Point&)>;
+
+// Counts the proposals whose config is new: not tried before, not earlier in the batch.
+struct Fresh {
+  const History& h;
+  const KeyOf& key_of;
+  std::unordered_set<std::string> keys;
+  size_t n = 0;
+  void add(const Point& p) {
+    std::string k = key_of(p);
+    if (!h.by_key.count(k) && keys.insert(std::move(k)).second) ++n;
+  }
+};
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
@@ -183,7 +200,10 @@ class AmkStrategy : public Strategy {
 // lowerings reuse their tile/fuse/deps work.
 class DescentStrategy : public Strategy {
  public:
-  DescentStrategy(const Space& s, uint64_t seed) : mv_{s, std::mt19937_64(seed)} {}
+  DescentStrategy(const Space& s, uint64_t seed, int64_t min_batch, KeyOf key_of)
+      : mv_{s, std::mt19937_64(seed)},
+        min_batch_(static_cast<size_t>(std::max<int64_t>(min_batch, 0))),
+        key_of_(std::move(key_of)) {}
   std::vector<Proposal> next(const History& h, int64_t remaining) override {
     if (current_ < 0) current_ = 0;  // the start
     if (!last_.empty()) {            // the results of the previous batch
@@ -198,7 +218,10 @@ class DescentStrategy : public Strategy {
       last_.clear();
     }
     std::vector<Proposal> batch;
-    if (!stuck_) batch = neighbours(h, h.points[static_cast<size_t>(current_)]);
+    if (!stuck_) {
+      neighbours(h, h.points[static_cast<size_t>(current_)], batch);
+      if (!batch.empty() && batch.size() < min_batch_) widen(h, batch);
+    }
     if (batch.empty()) {  // a local optimum (or every neighbour already seen): diversify
       batch = diversify(h);
       diversifying_ = true;
@@ -212,7 +235,8 @@ class DescentStrategy : public Strategy {
   }
 
  private:
-  std::vector<Proposal> neighbours(const History& h, const Point& at) {
+  // Appends the unseen one-knob neighbours of `at` that `batch` does not hold yet.
+  void neighbours(const History& h, const Point& at, std::vector<Proposal>& batch) const {
     std::vector<Proposal> same_tiling, retile;
     for (size_t k = 0; k < at.size(); ++k) {
       const Knob& knob = mv_.space.knobs[k];
@@ -221,12 +245,40 @@ class DescentStrategy : public Strategy {
         if (v == at[k]) continue;
         Point p = at;
         p[k] = static_cast<uint16_t>(v);
-        if (seen(h, p)) continue;
+        if (seen(h, p) || std::any_of(batch.begin(), batch.end(),
+                                      [&](const Proposal& q) { return q.point == p; }))
+          continue;
         (tiling ? retile : same_tiling).push_back({std::move(p), Source::Neighbor});
       }
     }
-    same_tiling.insert(same_tiling.end(), retile.begin(), retile.end());
-    return same_tiling;
+    batch.insert(batch.end(), same_tiling.begin(), same_tiling.end());
+    batch.insert(batch.end(), retile.begin(), retile.end());
+  }
+
+  // A batch of at least min_batch new configs: the neighbours of the next best valid points (by
+  // score, the earliest first among equals) join the current point's until it holds that many
+  // or none is left.
+  void widen(const History& h, std::vector<Proposal>& batch) const {
+    Fresh fresh{h, key_of_, {}, 0};
+    for (const Proposal& q : batch) fresh.add(q.point);
+    std::vector<int64_t> best;
+    for (int64_t i = 0; i < static_cast<int64_t>(h.trials.size()); ++i)
+      if (i != current_ && h.trials[static_cast<size_t>(i)].valid &&
+          h.trials[static_cast<size_t>(i)].duplicate_of < 0)
+        best.push_back(i);
+    std::stable_sort(best.begin(), best.end(),
+                     [&](int64_t a, int64_t b) { return h.score(a) < h.score(b); });
+    for (size_t r = 0; r < best.size() && fresh.n < min_batch_; ++r) {
+      const size_t from = batch.size();
+      neighbours(h, h.points[static_cast<size_t>(best[r])], batch);
+      for (size_t i = from; i < batch.size(); ++i) {
+        fresh.add(batch[i].point);
+        if (fresh.n == min_batch_) {
+          batch.resize(i + 1);
+          break;
+        }
+      }
+    }
   }
 
   std::vector<Proposal> diversify(const History& h) {
@@ -241,9 +293,13 @@ class DescentStrategy : public Strategy {
     if (elite.size() > 4) elite.resize(4);
     std::vector<Proposal> batch;
     const Point& inc = h.points[static_cast<size_t>(h.incumbent >= 0 ? h.incumbent : 0)];
-    for (int attempt = 0; attempt < 64 && batch.size() < kDiversify; ++attempt) {
+    // kDiversify proposals, or with min_batch that many new configs.
+    const size_t want = std::max(kDiversify, min_batch_);
+    Fresh fresh{h, key_of_, {}, 0};
+    for (size_t attempt = 0; attempt < 8 * want && (min_batch_ ? fresh.n : batch.size()) < want;
+         ++attempt) {
       Proposal p;
-      const int kind = attempt % 4;
+      const auto kind = static_cast<int>(attempt % 4);
       if (kind < 2 && elite.size() >= 2) {  // uniform crossover of two elites
         const Point& a = h.points[static_cast<size_t>(elite[mv_.below(elite.size())])];
         const Point& b = h.points[static_cast<size_t>(elite[mv_.below(elite.size())])];
@@ -262,6 +318,7 @@ class DescentStrategy : public Strategy {
       if (seen(h, p.point) || std::any_of(batch.begin(), batch.end(),
                                           [&](const Proposal& q) { return q.point == p.point; }))
         continue;
+      if (min_batch_) fresh.add(p.point);
       batch.push_back(std::move(p));
     }
     if (batch.empty()) batch.push_back({mv_.random_point(), Source::Random});  // let the run dedup
@@ -272,6 +329,8 @@ class DescentStrategy : public Strategy {
 
   static constexpr size_t kDiversify = 8;
   Moves mv_;
+  size_t min_batch_;  // 0: the neighbourhood as it comes
+  KeyOf key_of_;
   int64_t current_ = -1;
   std::vector<int64_t> last_;
   bool diversifying_ = false, stuck_ = false;
@@ -377,7 +436,9 @@ ir::Result<SearchResult> Search::run() {
   if (o_.algorithm == Algorithm::Amk)
     strategy = std::make_unique<AmkStrategy>(space_, o_.seed, o_.budget);
   else
-    strategy = std::make_unique<DescentStrategy>(space_, o_.seed);
+    strategy = std::make_unique<DescentStrategy>(
+        space_, o_.seed, o_.min_batch,
+        [&](const Point& p) { return config_key(space_.config(p, base)); });
 
   // Turns proposals into trials (duplicates and replayed ones settled at once), evaluates the
   // rest in parallel, and records them in index order.

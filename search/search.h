@@ -79,6 +79,10 @@ struct SearchOptions {
   uint64_t seed = 0;
   int jobs = 1;  ///< evaluator threads (each a warm lowerer and validator)
   Algorithm algorithm = Algorithm::Descent;
+  /// descent: at least this many candidates per batch where the space has them (the neighbours
+  /// of the next best points join the current point's), for as many workers as that keeps busy.
+  /// 0: the current point's neighbourhood alone. Part of what the trials depend on.
+  int64_t min_batch = 0;
   Objective objective = Objective::Predicted;
   std::optional<ir::ScheduleConfig> start;  ///< nullopt: AMK's default_config
   lower::LowerOptions lower;                ///< position, batch, dtype, quantisation
@@ -159,6 +163,7 @@ struct LogHeader {
   std::string model, target, algorithm, objective, start;  ///< start: the start config's key
   uint64_t seed = 0;
   uint64_t space = 0;  ///< config_hash of the space's knobs and values
+  int64_t min_batch = 0;
 };
 /// The header as one JSON line ({"search": {...}}).
 std::string header_json(const LogHeader& h);

@@ -96,7 +96,7 @@ def _batches(executor, batch_size, retries=_RETRIES):
 
 
 def search(model, target, budget=200, seed=0, jobs=1, algo="descent", objective="predicted",
-           start=None, on_trial=None, executor=None, batch_size=8):
+           start=None, on_trial=None, executor=None, batch_size=8, min_batch=0):
     """Searches ScheduleConfigs with the full proof in the loop: the trials and best of
     `amk search` with the same arguments. on_trial(trial) sees each trial in order (False stops
     the search; an exception stops it and propagates).
@@ -105,7 +105,11 @@ def search(model, target, budget=200, seed=0, jobs=1, algo="descent", objective=
     get_executor() or the client itself, ...). Each batch of candidates is split into equal
     chunks of at most batch_size configs (on Dask, at least one per worker thread) submitted to
     it; a chunk whose worker is lost is submitted again. Without one, `jobs` local
-    threads evaluate. The same seed gives the same trials and best either way."""
+    threads evaluate. The same seed gives the same trials and best either way.
+
+    min_batch (descent): at least this many new configs per batch where the space has them (the
+    neighbours of the next best points join the current point's); fewer, wider batches keep more
+    workers busy and cost an executor fewer round trips. The trials depend on it."""
     evaluate_batch = None
     if executor is not None:
         if batch_size < 1:
@@ -113,5 +117,5 @@ def search(model, target, budget=200, seed=0, jobs=1, algo="descent", objective=
         evaluate_batch = _batches(executor, batch_size)
     return _amk.search(model, target, budget=budget, seed=seed, jobs=jobs, algo=algo,
                        objective=objective, start=start, on_trial=on_trial,
-                       evaluate_batch=evaluate_batch)
+                       evaluate_batch=evaluate_batch, min_batch=min_batch)
 

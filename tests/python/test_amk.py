@@ -116,6 +116,13 @@ def test_search_gives_the_trials_and_best_of_the_cli(tmp_path):
     assert r["best_config"] == best_cli
     assert amk.validate(r["best_program"]).ok
     assert r["best_predicted_us"] <= r["trials"][0]["predicted_us"]
+    # Wider rounds, as `--min-batch`.
+    subprocess.run([AMK, "search", "toy-2L", "-t", "h100", "--budget", "25", "--seed", "3",
+                    "--min-batch", "12", "--log", str(tmp_path / "wide.jsonl")],
+                   check=True, capture_output=True)
+    cli = [json.loads(line) for line in (tmp_path / "wide.jsonl").read_text().splitlines()[1:]]
+    wide = amk.search("toy-2L", "h100", budget=25, seed=3, jobs=2, min_batch=12)
+    assert [strip(t) for t in wide["trials"]] == [strip(t) for t in cli]
 
 
 def test_search_takes_and_refuses_what_the_cli_takes_and_refuses(tmp_path):
@@ -131,10 +138,12 @@ def test_search_takes_and_refuses_what_the_cli_takes_and_refuses(tmp_path):
         assert [strip(t) for t in r["trials"]] == [strip(t) for t in cli]
     bad = tmp_path / "bad.json"
     bad.write_text('{"tiling": 3}')
-    refused = {"budget": 0, "jobs": 0, "start": "auto"}
+    refused = {"budget": 0, "jobs": 0, "start": "auto", "min_batch": -1}
     for key, value in refused.items():
         with pytest.raises(amk.LoadError, match=key):
             amk.search("toy-1L", "h100", **({"budget": 5} | {key: value}))
+    with pytest.raises(amk.LoadError, match="min_batch applies to the descent algorithm"):
+        amk.search("toy-1L", "h100", budget=5, algo="amk", min_batch=4)
     with pytest.raises(amk.LoadError, match="bad.json.*/config/tiling"):
         amk.search("toy-1L", "h100", budget=5, start=str(bad))
     with pytest.raises(amk.LoadError, match="no-such.json"):

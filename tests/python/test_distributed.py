@@ -1,5 +1,5 @@
 """Proves amk on executors and on Dask: amk.search(executor=...) gives the local search's trials
-and best whatever the executor, a Dask worker killed mid-search loses nothing, validate_many
+and best whatever the executor (with or without min_batch), a Dask worker killed mid-search loses nothing, validate_many
 equals the CLI's verdicts on the conformance corpus, and search_many equals local searches.
 Clusters bind to 127.0.0.1 only, and every wait is bounded."""
 import concurrent.futures
@@ -102,6 +102,12 @@ def test_a_search_on_dask_equals_the_local_one_and_survives_a_killed_worker():
         remote = amk.search("llama-3.2-1b", "h100", budget=120, seed=11,
                             executor=client.get_executor(), batch_size=4)
         assert same_search(local, remote)
+        # Wider rounds (min_batch): other trials than the default's, the same on Dask as local.
+        wide = amk.search("llama-3.2-1b", "h100", budget=120, seed=11, jobs=2, min_batch=32)
+        assert not same_search(local, wide)
+        assert same_search(wide, amk.search("llama-3.2-1b", "h100", budget=120, seed=11,
+                                            executor=client.get_executor(), batch_size=16,
+                                            min_batch=32))
 
         seen = []
         killer = KillOneWorker(client, at=6)

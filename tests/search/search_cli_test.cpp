@@ -148,13 +148,17 @@ TEST(SearchCli, BadSpaceStartAndOptionsExitTwoNamingTheFileAndPointer) {
                                               {"--jobs", "0"},
                                               {"--algo", "annealing"},
                                               {"--objective", "joules"},
-                                              {"--time", "-1"}}) {
+                                              {"--time", "-1"},
+                                              {"--min-batch", "-1"}}) {
     std::vector<std::string> a = {"search", "toy-2L", "--target", "h100"};
     a.insert(a.end(), bad.begin(), bad.end());
     r = run_amk(a);
     EXPECT_EQ(r.rc, 2) << bad[0];
     EXPECT_NE(r.err.find(bad[0]), std::string::npos) << r.err;
   }
+  r = run_amk({"search", "toy-2L", "--target", "h100", "--algo", "amk", "--min-batch", "8"});
+  EXPECT_EQ(r.rc, 2) << "amk's search proposes one config at a time";
+  EXPECT_NE(r.err.find("min_batch applies to the descent algorithm"), std::string::npos) << r.err;
   // A start config the model cannot lower: exit 1 (no valid candidate), saying why.
   write(start,
         "{\"fusion_grouping\": [[\"swiglu\", \"down_proj\"]], "

@@ -4,6 +4,7 @@
 // measurement exploit ranks by measurements and survives a failing measurer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -77,6 +78,53 @@ TEST(Search, TheSameSeedGivesTheSameTrialsAndBestForOneAndTwoJobs) {
       }
     }
   }
+}
+
+// The sizes of the batches a search hands its evaluator (the start's first), evaluated here.
+std::vector<size_t> batch_sizes(const lower::ModelSpec& m, const targets::TargetSpec& t,
+                                SearchOptions o, SearchResult& out) {
+  std::vector<size_t> sizes;
+  Evaluator e(m, t, o.lower);
+  o.evaluate = [&](const std::vector<Trial*>& batch) -> ir::Status {
+    sizes.push_back(batch.size());
+    for (Trial* x : batch) e.evaluate(*x, o.objective);
+    return {};
+  };
+  out = run(m, t, std::move(o));
+  return sizes;
+}
+
+TEST(Search, MinBatchWidensEveryDescentBatchAndTheTrialsStillDependOnNoWorkerCount) {
+  const auto m = ts::model("smollm2-135m");
+  const auto t = ts::target("h100");
+  SearchOptions o = options(300, 5, Algorithm::Descent, 1);
+  SearchResult natural;
+  const std::vector<size_t> narrow = batch_sizes(m, t, o, natural);
+  o.min_batch = 40;
+  SearchResult wide;
+  const std::vector<size_t> sizes = batch_sizes(m, t, o, wide);
+  ASSERT_GE(sizes.size(), 4u);
+  // Every batch holds at least 40 new configs (duplicates never reach the evaluator), but the
+  // start's, its neighbourhood's (no other point to widen it with yet) and those the budget left
+  // cuts.
+  for (size_t i = 2, done = 1 + sizes[1]; i < sizes.size() && done + 40 <= 300; done += sizes[i++])
+    EXPECT_GE(sizes[i], 40u) << "batch " << i;
+  EXPECT_EQ(wide.evaluations, 300);
+  EXPECT_LT(sizes.size(), narrow.size()) << "wider batches, fewer rounds";
+  EXPECT_TRUE(std::any_of(narrow.begin() + 1, narrow.end(), [](size_t n) { return n < 40; }))
+      << "without min_batch a neighbourhood is smaller: the test would prove nothing";
+  EXPECT_NE(identities(wide), identities(natural));
+  EXPECT_LE(wide.trials[static_cast<size_t>(wide.best)].score, wide.trials[0].score);
+  // The same trials on one evaluator, the search's own two threads, or another min_batch's log.
+  o.jobs = 2;
+  EXPECT_EQ(identities(run(m, t, o)), identities(wide));
+  SearchOptions other = o;
+  other.min_batch = 0;
+  for (const Trial& x : wide.trials) other.replay.push_back(x);
+  Space s = must(default_space(m, t, lower::default_config()));
+  auto refused = Search(m, t, s, other).run();
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.diagnostics[0].code, "search.replay");
 }
 
 TEST(Search, TheBestIsNeverPredictedWorseThanTheStartAndIsAValidProgram) {
