@@ -114,6 +114,7 @@ nlohmann::ordered_json search_summary_json(const SearchSession& s, const search:
   j["model"] = s.model().name;
   j["target"] = s.target().record.name;
   j["algorithm"] = search::name(s.options().algorithm);
+  j["min_batch"] = s.options().min_batch;
   j["objective"] = search::name(s.options().objective);
   j["seed"] = s.options().seed;
   j["trials"] = r.trials.size();

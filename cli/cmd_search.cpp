@@ -242,8 +242,11 @@ int cmd_search(int argc, char** argv) {
   std::cout << fmt::format(
       "searched {} for {} ({}): {} trials, {} evaluated, {} valid, {} duplicates{}; best trial {} "
       "({}) {:.1f} us{} vs start {} us; {:.0f} candidates/s over {} job(s){}\n",
-      s.model().name, s.target().record.name, algo, res.trials.size(), res.evaluations, res.valid,
-      res.duplicates, res.replayed ? fmt::format(", {} replayed", res.replayed) : "", b.index,
+      s.model().name, s.target().record.name,
+      s.options().min_batch > 0 ? fmt::format("{}, min-batch {}", algo, s.options().min_batch)
+                                : algo,
+      res.trials.size(), res.evaluations, res.valid, res.duplicates,
+      res.replayed ? fmt::format(", {} replayed", res.replayed) : "", b.index,
       search::name(b.source), b.score, b.measured_us ? " measured" : " predicted",
       std::isfinite(start.score) ? fmt::format("{:.1f}", start.score) : std::string("invalid"),
       rate, args.get<int>("jobs"),
