@@ -1,6 +1,6 @@
 """Candidates per second of one search spread over a 2-worker Dask LocalCluster, against the local
-`jobs=2` search in the same run (the ratio is the engine's overhead), for several batch sizes and
-round widths.
+`jobs=2` search in the same run (the ratio is the engine's overhead), for several batch sizes (auto:
+amk.search's default, one chunk per worker) and round widths.
 
     PYTHONPATH=build/release/python python3 bench/dask_search.py [--budget N] [--model M]
 
@@ -75,8 +75,8 @@ def main():
             counting = CountingClient(client)
             r = amk.search(budget=a.budget, executor=counting, min_batch=mb, **common)
             evaluations, rounds = r["evaluations"], counting.batches
-            # Chunks of about a worker's share of a round, and the sizes asked for.
-            sizes = sorted({int(x) for x in a.batch_sizes.split(",")} | {max(1, mb // 2)})
+            # The default (None: one chunk per worker) and the sizes asked for.
+            sizes = [None] + sorted({int(x) for x in a.batch_sizes.split(",") if x})
             local, dask = [], {bs: [] for bs in sizes}
             for _ in range(a.repeat):  # alternating, so a slow spell of the machine hits both
                 local.append(rate(a.budget, jobs=2, min_batch=mb, **common))
@@ -88,7 +88,7 @@ def main():
                   f"{r['best_predicted_us']:.2f} us; local jobs=2 {lo:.0f} candidates/s")
             for bs in sizes:
                 d = statistics.median(dask[bs])
-                print(f"  dask 2 workers, batch_size {bs:>3}: {d:6.0f} candidates/s, "
+                print(f"  dask 2 workers, batch_size {bs or 'auto':>4}: {d:6.0f} candidates/s, "
                       f"ratio {d / lo:.2f}")
         rtt = round_trip(client, 2)
         print(f"an empty round trip takes {rtt * 1e3:.1f} ms")

@@ -13,6 +13,9 @@ __all__ = ["LoadError", "Program", "Result", "cost", "diff", "load", "loads", "l
 # How often a batch whose worker was lost (a killed process, a lost connection) is submitted again
 # before the search gives up.
 _RETRIES = 3
+# The chunk size of an executor whose threads amk cannot count (batch_size=None elsewhere than
+# on Dask).
+_CHUNK = 8
 
 
 def call(op, **args):
@@ -53,8 +56,9 @@ def _result(executor, request, chunk, future, retries):
 
 def _batches(executor, batch_size, retries=_RETRIES):
     """evaluate_batch for amk._amk.search: splits a batch of configs into chunks of at most
-    batch_size (of equal sizes, and on Dask at least one per worker thread), submits them to the
-    executor, and resubmits a chunk whose worker was lost."""
+    batch_size (of equal sizes, and on Dask at least one per worker thread; None: on Dask one per
+    worker thread, elsewhere _CHUNK configs), submits them to the executor, and resubmits a chunk
+    whose worker was lost."""
     client = _dask_client(executor)
     threads = sum(client.nthreads().values()) if client is not None else 1
     # What the executor was made with (get_executor(workers=..., resources=...)) holds for the
@@ -64,7 +68,8 @@ def _batches(executor, batch_size, retries=_RETRIES):
 
     def evaluate_batch(request, configs):
         n = len(configs)
-        k = min(n, max(-(-n // batch_size), threads))
+        size = batch_size or (-(-n // threads) if client is not None else _CHUNK)
+        k = min(n, max(-(-n // size), threads))
         # Chunk i takes every k-th config from the i-th: a batch lists the configs that keep the
         # incumbent's tiling (cheap: the worker's lowering reuses its tiles) before those that
         # retile (dear), so consecutive slices would leave one worker waiting for the other.
@@ -96,7 +101,7 @@ def _batches(executor, batch_size, retries=_RETRIES):
 
 
 def search(model, target, budget=200, seed=0, jobs=1, algo="descent", objective="predicted",
-           start=None, on_trial=None, executor=None, batch_size=8, min_batch=0):
+           start=None, on_trial=None, executor=None, batch_size=None, min_batch=0):
     """Searches ScheduleConfigs with the full proof in the loop: the trials and best of
     `amk search` with the same arguments. on_trial(trial) sees each trial in order (False stops
     the search; an exception stops it and propagates).
@@ -104,7 +109,8 @@ def search(model, target, budget=200, seed=0, jobs=1, algo="descent", objective=
     executor: any concurrent.futures.Executor (a ThreadPoolExecutor, a Dask client's
     get_executor() or the client itself, ...). Each batch of candidates is split into equal
     chunks of at most batch_size configs (on Dask, at least one per worker thread) submitted to
-    it; a chunk whose worker is lost is submitted again. Without one, `jobs` local
+    it; a chunk whose worker is lost is submitted again. batch_size=None: on Dask one chunk per
+    worker thread (the fewest tasks, which measured fastest), on another executor 8 configs. Without one, `jobs` local
     threads evaluate. The same seed gives the same trials and best either way.
 
     min_batch (descent): at least this many new configs per batch where the space has them (the
@@ -112,8 +118,8 @@ def search(model, target, budget=200, seed=0, jobs=1, algo="descent", objective=
     workers busy and cost an executor fewer round trips. The trials depend on it."""
     evaluate_batch = None
     if executor is not None:
-        if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
+        if batch_size is not None and batch_size < 1:
+            raise ValueError("batch_size must be at least 1 (or None)")
         evaluate_batch = _batches(executor, batch_size)
     return _amk.search(model, target, budget=budget, seed=seed, jobs=jobs, algo=algo,
                        objective=objective, start=start, on_trial=on_trial,

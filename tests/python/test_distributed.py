@@ -35,7 +35,7 @@ def local_cluster(workers=2):
 def test_search_with_a_thread_pool_executor_equals_the_local_search():
     local = amk.search("small-4L", "h100", budget=40, seed=5, jobs=2)
     with concurrent.futures.ThreadPoolExecutor(3) as ex:
-        for batch_size in (1, 5):
+        for batch_size in (1, 5, None):
             remote = amk.search("small-4L", "h100", budget=40, seed=5, executor=ex,
                                 batch_size=batch_size)
             assert same_search(local, remote)
@@ -99,9 +99,10 @@ def test_a_search_on_dask_equals_the_local_one_and_survives_a_killed_worker():
     local = amk.search("llama-3.2-1b", "h100", budget=120, seed=11, jobs=2)
     with local_cluster() as cluster, Client(cluster, timeout=60) as client:
         client.wait_for_workers(2, timeout=60)
-        remote = amk.search("llama-3.2-1b", "h100", budget=120, seed=11,
-                            executor=client.get_executor(), batch_size=4)
-        assert same_search(local, remote)
+        for batch_size in (4, None):  # None: one chunk per worker
+            remote = amk.search("llama-3.2-1b", "h100", budget=120, seed=11,
+                                executor=client.get_executor(), batch_size=batch_size)
+            assert same_search(local, remote)
         # Wider rounds (min_batch): other trials than the default's, the same on Dask as local.
         wide = amk.search("llama-3.2-1b", "h100", budget=120, seed=11, jobs=2, min_batch=32)
         assert not same_search(local, wide)
