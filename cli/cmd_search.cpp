@@ -41,11 +41,11 @@ struct LogFile {
 int cmd_search(int argc, char** argv) {
   Args args(
       "amk search MODEL [--target T] [--budget N | --time SECONDS] [--seed S] [--jobs J]\n"
-      "           [--algo descent|amk] [--min-batch N] [--space F] [--start C] [--objective "
-      "predicted|amk-formula]\n"
-      "           [--log trials.jsonl] [--resume trials.jsonl] [--tsv results.tsv]\n"
-      "           [-o best-config.json] [--program best-program.json]\n"
-      "           [--measure CMD --top-k K [--measure-timeout S]] [--json]",
+      "           [--algo descent|amk] [--min-batch N] [--space F] [--start C]\n"
+      "           [--objective predicted|amk-formula] [--log trials.jsonl]\n"
+      "           [--resume trials.jsonl] [--tsv results.tsv] [-o best-config.json]\n"
+      "           [--program best-program.json] [--measure CMD --top-k K [--measure-timeout S]]\n"
+      "           [--json]",
       "Searches ScheduleConfigs of MODEL for target T with the full proof in the loop: every\n"
       "candidate is lowered, proven by the validator (every rule, at any size) and scored by the\n"
       "cost model; a config that fails to lower or a program the validator rejects is a logged\n"
@@ -55,8 +55,8 @@ int cmd_search(int argc, char** argv) {
       "0.35\n"
       "share of random configs, then one-knob mutations kept iff strictly better. Duplicates cost\n"
       "nothing. The same seed gives the same trials and the same best for any --jobs.\n"
-      "--min-batch N (descent) proposes at least N candidates at a time, adding the neighbours of\n"
-      "the next best points to the current one's: fewer, wider rounds keep more workers busy\n"
+      "--min-batch N (descent) proposes at least N new configs at a time, adding the neighbours\n"
+      "of the next best points to the current one's: fewer, wider rounds keep more workers busy\n"
       "(many --jobs, a cluster); the trials depend on N, not on the workers.\n"
       "--measure CMD runs `CMD PROGRAM.json` (or CMD with {} replaced by the path) for the "
       "--top-k\n"
