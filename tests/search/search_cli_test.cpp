@@ -88,6 +88,17 @@ TEST(SearchCli, AnInterruptedLogResumesToTheUninterruptedResult) {
                "--resume", log.string()});
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("/search/seed"), std::string::npos) << r.err;
+  // min_batch is part of what the trials depend on: a log written with it resumes only with it.
+  const fs::path wide = dir / "wide.jsonl";
+  ASSERT_EQ(with({"--min-batch", "24", "--log", wide.string()}).rc, 0);
+  r = with({"--resume", wide.string()});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("/search/min_batch"), std::string::npos) << r.err;
+  r = with({"--min-batch", "24", "--resume", wide.string(), "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json resumed = nlohmann::json::parse(r.out);
+  EXPECT_EQ(resumed["replayed"], resumed["trials"]) << "every trial from the log";
+  EXPECT_EQ(resumed["min_batch"], 24);
 }
 
 TEST(SearchCli, MeasureRanksByTheCommandAndFallsBackWhenItFailsOrHangs) {
