@@ -72,7 +72,7 @@ int cmd_search(int argc, char** argv) {
       "jobs,j", po::value<int>()->default_value(1), "evaluator threads")(
       "algo", po::value<std::string>()->default_value("descent"), "descent or amk")(
       "min-batch", po::value<int64_t>()->default_value(0),
-      "descent: at least this many candidates per round (0: one neighbourhood)")(
+      "descent: at least this many new configs per round (0: one neighbourhood)")(
       "space", po::value<std::string>(), "search-space file (default: schedules/space.json)")(
       "start", po::value<std::string>(),
       "start ScheduleConfig (file or inline JSON; default: AMK's default_config)")(

@@ -79,7 +79,7 @@ struct SearchOptions {
   uint64_t seed = 0;
   int jobs = 1;  ///< evaluator threads (each a warm lowerer and validator)
   Algorithm algorithm = Algorithm::Descent;
-  /// descent: at least this many candidates per batch where the space has them (the neighbours
+  /// descent: at least this many new configs per batch where the space has them (the neighbours
   /// of the next best points join the current point's), for as many workers as that keeps busy.
   /// 0: the current point's neighbourhood alone. Part of what the trials depend on.
   int64_t min_batch = 0;

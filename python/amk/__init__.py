@@ -110,8 +110,9 @@ def search(model, target, budget=200, seed=0, jobs=1, algo="descent", objective=
     get_executor() or the client itself, ...). Each batch of candidates is split into equal
     chunks of at most batch_size configs (on Dask, at least one per worker thread) submitted to
     it; a chunk whose worker is lost is submitted again. batch_size=None: on Dask one chunk per
-    worker thread (the fewest tasks, which measured fastest), on another executor 8 configs. Without one, `jobs` local
-    threads evaluate. The same seed gives the same trials and best either way.
+    worker thread (the fewest tasks, which measured fastest), on another executor 8 configs.
+    Without one, `jobs` local threads evaluate. The same seed gives the same trials and best
+    either way.
 
     min_batch (descent): at least this many new configs per batch where the space has them (the
     neighbours of the next best points join the current point's); fewer, wider batches keep more
