@@ -49,7 +49,12 @@ struct Structure {
   }
 };
 
-constexpr size_t kStructures = 2;  // kept per lowerer (a neighbourhood's tilings)
+// A warm lowerer keeps structures while their tasks total at most kCachedTasks (some 24
+// Llama-3.2-1B structures, about 75 MB: the tilings of a search's last neighbourhoods, which the
+// next ones revisit), and at least kMinStructures. A miss fills a new entry while the budget
+// allows, else it overwrites the least recently used one.
+constexpr size_t kMinStructures = 2, kMaxStructures = 32;
+constexpr size_t kCachedTasks = 120'000;
 
 // What assign and pages decided for a structure and the knobs they read, kept so that a config
 // differing from an earlier one only in knobs a pass does not read (a search's neighbours: the
@@ -76,7 +81,7 @@ struct PagePlan {
   ir::PageAllocation pages;     // the decision, and its log line
   std::string log;
 };
-constexpr size_t kDecisions = 4;  // kept per pass and lowerer
+constexpr size_t kDecisions = 16;  // kept per pass and lowerer
 
 // The entry of `memo` whose `same` holds (then `hit`), else the least recently used one.
 template <class T, class Same>
@@ -98,7 +103,7 @@ struct Lowerer::Impl {
   LowerOptions opt;
   bool warm;
   bool graph_built = false;           // p.graph
-  std::vector<Structure> cache;       // kStructures entries when warm, one when cold
+  std::vector<Structure> cache;       // up to kMaxStructures entries when warm, one when cold
   std::vector<Placement> placements;  // kDecisions entries when warm
   std::vector<PagePlan> page_plans;   // likewise
   uint64_t clock = 0;                 // run count: Structure::used
@@ -119,7 +124,8 @@ Lowerer::Lowerer(const ModelSpec& m, const targets::TargetSpec& t, const LowerOp
     : impl_(new Impl{
           m, t, opt, warm, false, {}, {}, {}, 0, {}, {-1, 0}, {-1, 0}, {}, -1, {}, {}, false, 0}) {
   impl_->p.keep_tasks = warm;
-  impl_->cache.resize(warm ? kStructures : 1);
+  impl_->cache.reserve(warm ? kMaxStructures : 1);
+  impl_->cache.resize(1);
   impl_->placements.resize(warm ? kDecisions : 0);
   impl_->page_plans.resize(warm ? kDecisions : 0);
 }
@@ -204,10 +210,19 @@ LowerResult Lowerer::run(const std::optional<ir::ScheduleConfig>& cfg) {
   auto entry = std::find_if(w.cache.begin(), w.cache.end(),
                             [&](const Structure& s) { return !s.key.empty() && s.key == key; });
   const bool hit = w.warm && entry != w.cache.end();
-  if (!hit)  // the least recently used entry (an unfilled one first)
+  if (!hit) {  // an unfilled entry, a new one within the budget, or the least recently used one
     entry =
         std::min_element(w.cache.begin(), w.cache.end(),
                          [](const Structure& a, const Structure& b) { return a.used < b.used; });
+    size_t kept = 0;
+    for (const Structure& e : w.cache) kept += e.tasks.size();
+    const size_t n = w.cache.size();
+    if (w.warm && entry->used != 0 && n < kMaxStructures &&
+        (n < kMinStructures || kept + kept / n <= kCachedTasks)) {
+      w.cache.emplace_back();
+      entry = w.cache.end() - 1;
+    }
+  }
   Structure& s = *entry;
   const std::pair<ptrdiff_t, uint64_t> id{entry - w.cache.begin(), s.filled};
   s.used = ++w.clock;

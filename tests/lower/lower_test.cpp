@@ -654,6 +654,46 @@ TEST(Lowerer, RecallsAPlacementOrPagesOnlyWhereTheKnobsTheyReadAreTheSame) {
   EXPECT_NE(cold[0].pages, cold[1].pages);  // page_allocation
 }
 
+TEST(Lowerer, KeepsTheStructuresOfANeighbourhoodWithinItsTaskBudget) {
+  // llama-3.2-1b at a 101-token KV (the attention's partitions count) in 16- and 32-column tiles
+  // (6,000-6,500 tasks a structure): 40 configs, each its own structure (28 are used).
+  const ModelSpec m = model("llama-3.2-1b");
+  const targets::TargetSpec t = target("h100");
+  LowerOptions o;
+  o.pos = 100;
+  std::vector<ir::ScheduleConfig> distinct;
+  const char* const fusions[] = {
+      "[]", R"([["rope_q.reshape", "rope_q"], ["rope_k.reshape", "rope_k"]])",
+      R"([["attn_residual", "post_norm"]])", R"([["rope_k.reshape", "rope_k"]])",
+      R"([["rope_q.reshape", "rope_q"], ["rope_k.reshape", "rope_k"], ["attn_residual", "post_norm"]])"};
+  for (const char* fusion : fusions)
+    for (int64_t n : {16, 32})
+      for (int64_t parts : {1, 2, 4, 8})
+        distinct.push_back(config(
+            {{"tiling", {{"gemv", {{"N_tile", n}}}, {"attention", {{"n_partitions", parts}}}}},
+             {"fusion_grouping", json::parse(fusion)}}));
+  Lowerer warm(m, t, o);
+  auto run = [&](size_t i) {
+    const uint64_t before = warm.cache_hits();
+    const LowerResult w = warm.run(distinct[i]);
+    EXPECT_FALSE(ir::has_errors(w.diagnostics)) << amk::test::text(w.diagnostics);
+    return warm.cache_hits() > before;
+  };
+  for (size_t i = 0; i < 12; ++i) EXPECT_FALSE(run(i)) << "config " << i;
+  // A neighbourhood's tilings are found again however many came between (more than two).
+  for (size_t i = 0; i < 12; ++i) {
+    EXPECT_TRUE(run(i)) << "config " << i;
+    EXPECT_TRUE(amk::test::same_text(ir::write_program(warm.program()),
+                                     ir::write_program(must(lower(m, t, distinct[i], o)))))
+        << "config " << i;
+  }
+  // The budget: about 19 structures of this size are kept (fewer than the 32 entries of small
+  // programs), the least recently used go first.
+  for (size_t i = 12; i < 28; ++i) EXPECT_FALSE(run(i)) << "config " << i;
+  EXPECT_FALSE(run(0));
+  EXPECT_TRUE(run(27));
+}
+
 // A search's walk: a fresh random config, or the previous one with a knob that tile, fuse and
 // the dependency pass do not read changed (so the warm lowerer reuses their result), or a
 // tiling knob that the tiling may ignore: the attention's (at a one-token KV length, or kv_block
