@@ -435,6 +435,21 @@ PYBIND11_MODULE(_amk, m) {
       "Runs one operation of `amk serve` (args: JSON text of an object) on this thread's warm "
       "worker: the JSON text of {ok, result} or {ok: false, error}.");
   m.def(
+      "affinity_chunks",
+      [](const std::vector<std::string>& configs, size_t parts) {
+        std::vector<ir::ScheduleConfig> parsed;
+        for (size_t i = 0; i < configs.size(); ++i)
+          parsed.push_back(
+              take(lower::parse_config(configs[i], fmt::format("configs[{}]", i)), "configs"));
+        std::vector<const ir::ScheduleConfig*> ptrs;
+        for (const ir::ScheduleConfig& c : parsed) ptrs.push_back(&c);
+        return search::affinity_chunks(ptrs, parts);
+      },
+      py::arg("configs"), py::arg("parts"),
+      "Deals a batch of ScheduleConfigs (JSON texts) to at most `parts` chunks of about equal "
+      "cost, keeping the configs of one structure (tiling and fusion) together: the positions "
+      "of each chunk's configs.");
+  m.def(
       "evaluate",
       [](const std::string& request, const std::vector<std::string>& configs) {
         std::vector<std::string> trials;

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/pyjson.h"
 #include "lower/config.h"
 #include "targets/cost.h"
 #include "validate/validate.h"
@@ -400,6 +401,51 @@ void Evaluator::evaluate(Trial& t, Objective obj) {
   t.eval_us = t.lower_us + t.validate_us + t.cost_us;
 }
 
+std::string structure_text(const ir::ScheduleConfig& c) {
+  std::string text;
+  ir::append_json_value(text, c.tiling.json(), 0);
+  text += '|';
+  ir::append_json_value(text, c.fusion_grouping.json(), 0);
+  return text;
+}
+
+std::vector<std::vector<size_t>> affinity_units(std::span<const ir::ScheduleConfig* const> configs,
+                                                size_t parts) {
+  std::vector<std::vector<size_t>> groups;
+  std::unordered_map<std::string, size_t> group_of;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    auto [it, fresh] = group_of.try_emplace(structure_text(*configs[i]), groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
+  parts = std::max<size_t>(1, parts);
+  const size_t share = std::max<size_t>(1, (configs.size() + parts - 1) / parts);
+  std::vector<std::vector<size_t>> units;
+  for (const std::vector<size_t>& g : groups)
+    for (size_t i = 0; i < g.size(); i += share)
+      units.emplace_back(g.begin() + static_cast<ptrdiff_t>(i),
+                         g.begin() + static_cast<ptrdiff_t>(std::min(g.size(), i + share)));
+  std::stable_sort(units.begin(), units.end(),
+                   [](const auto& a, const auto& b) { return a.size() > b.size(); });
+  return units;
+}
+
+std::vector<std::vector<size_t>> affinity_chunks(std::span<const ir::ScheduleConfig* const> configs,
+                                                 size_t parts) {
+  parts = std::max<size_t>(1, parts);
+  std::vector<std::vector<size_t>> chunks(parts);
+  std::vector<size_t> cost(parts, 0);
+  // Largest unit first to the cheapest chunk so far (the first such): a unit costs its configs
+  // and two more for the lowering of its structure (a miss costs about three hits).
+  for (const std::vector<size_t>& u : affinity_units(configs, parts)) {
+    const size_t c = static_cast<size_t>(std::min_element(cost.begin(), cost.end()) - cost.begin());
+    chunks[c].insert(chunks[c].end(), u.begin(), u.end());
+    cost[c] += u.size() + 2;
+  }
+  std::erase_if(chunks, [](const std::vector<size_t>& c) { return c.empty(); });
+  return chunks;
+}
+
 void take_results(Trial& to, const Trial& from) {
   to.valid = from.valid;
   to.diagnostics = from.diagnostics;
@@ -479,8 +525,13 @@ ir::Result<SearchResult> Search::run() {
       if (!remote.empty())
         if (ir::Status st = o_.evaluate(remote); !st) return st;
     } else {
-      pool.run(todo.size(),
-               [&](size_t w, size_t k) { workers[w].evaluate(trials[todo[k]], o_.objective); });
+      std::vector<const ir::ScheduleConfig*> configs;
+      for (size_t k : todo) configs.push_back(&trials[k].config);
+      // Units of one structure each, so that a thread lowers a structure for all of them.
+      const std::vector<std::vector<size_t>> units = affinity_units(configs, workers.size());
+      pool.run(units.size(), [&](size_t w, size_t u) {
+        for (size_t k : units[u]) workers[w].evaluate(trials[todo[k]], o_.objective);
+      });
     }
     const auto first = static_cast<int64_t>(h.trials.size());  // trials[i] is trial first + i
     for (size_t i = 0; i < trials.size(); ++i) {

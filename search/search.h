@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -123,6 +124,20 @@ class Evaluator {
 /// Copies an evaluation's results (valid, diagnostics, scores, tasks, timings) from `from` to
 /// `to`, keeping `to`'s index, source, config and key.
 void take_results(Trial& to, const Trial& from);
+
+/// A config's structure: its tiling and fusion grouping as text. Configs that share it share the
+/// warm lowering's tile, fuse and dependency work (lower::Lowerer).
+std::string structure_text(const ir::ScheduleConfig& c);
+/// A batch of configs in units for `parts` evaluators: the positions of the configs of one
+/// structure, so that one evaluator lowers the structure once for all of them, except that a
+/// structure with more than an even share of the batch is cut in even shares. Largest first.
+std::vector<std::vector<size_t>> affinity_units(std::span<const ir::ScheduleConfig* const> configs,
+                                                size_t parts);
+/// The units of affinity_units dealt to at most `parts` chunks of about equal cost (a unit counts
+/// its configs and two more for its structure's lowering), for evaluators that take one chunk
+/// each (an executor's workers).
+std::vector<std::vector<size_t>> affinity_chunks(std::span<const ir::ScheduleConfig* const> configs,
+                                                 size_t parts);
 
 /// What a search found.
 struct SearchResult {

@@ -55,9 +55,9 @@ def _result(executor, request, chunk, future, retries):
 
 
 def _batches(executor, batch_size, retries=_RETRIES):
-    """evaluate_batch for amk._amk.search: splits a batch of configs into chunks of at most
-    batch_size (of equal sizes, and on Dask at least one per worker thread; None: on Dask one per
-    worker thread, elsewhere _CHUNK configs), submits them to the executor, and resubmits a chunk
+    """evaluate_batch for amk._amk.search: splits a batch of n configs into max(n / batch_size,
+    worker threads on Dask) chunks of about equal cost (None: on Dask one per worker thread,
+    elsewhere chunks of about _CHUNK configs), submits them to the executor, and resubmits a chunk
     whose worker was lost."""
     client = _dask_client(executor)
     threads = sum(client.nthreads().values()) if client is not None else 1
@@ -70,10 +70,12 @@ def _batches(executor, batch_size, retries=_RETRIES):
         n = len(configs)
         size = batch_size or (-(-n // threads) if client is not None else _CHUNK)
         k = min(n, max(-(-n // size), threads))
-        # Chunk i takes every k-th config from the i-th: a batch lists the configs that keep the
-        # incumbent's tiling (cheap: the worker's lowering reuses its tiles) before those that
-        # retile (dear), so consecutive slices would leave one worker waiting for the other.
-        chunks = [configs[i::k] for i in range(k)]
+        # Chunks of about equal cost that keep the configs of one tiling and fusion together
+        # (a worker's warm lowering then tiles them once), not slices of the batch: it lists the
+        # configs that keep the incumbent's tiling (cheap) before those that retile (dear).
+        places = _amk.affinity_chunks(configs, k)
+        chunks = [[configs[i] for i in p] for p in places]
+        k = len(chunks)
         if client is not None:
             # One message to the scheduler for the whole batch: Dask sends a client's messages
             # at most every 10 ms, so separate submissions would leave workers waiting.
@@ -93,8 +95,9 @@ def _batches(executor, batch_size, retries=_RETRIES):
             results = [_result(executor, request, chunk, future, retries)
                        for chunk, future in zip(chunks, futures)]
         out = [None] * n
-        for i, r in enumerate(results):
-            out[i::k] = r
+        for p, r in zip(places, results):
+            for i, trial in zip(p, r):
+                out[i] = trial
         return out
 
     return evaluate_batch
@@ -107,10 +110,11 @@ def search(model, target, budget=200, seed=0, jobs=1, algo="descent", objective=
     the search; an exception stops it and propagates).
 
     executor: any concurrent.futures.Executor (a ThreadPoolExecutor, a Dask client's
-    get_executor() or the client itself, ...). Each batch of candidates is split into equal
-    chunks of at most batch_size configs (on Dask, at least one per worker thread) submitted to
-    it; a chunk whose worker is lost is submitted again. batch_size=None: on Dask one chunk per
-    worker thread (the fewest tasks, which measured fastest), on another executor 8 configs.
+    get_executor() or the client itself, ...). Each batch of candidates is split into chunks of
+    about batch_size configs (on Dask, at least one per worker thread) and about equal cost, the
+    configs of one tiling and fusion kept together, submitted to it; a chunk whose worker is lost
+    is submitted again. batch_size=None: on Dask one chunk per worker thread (the fewest tasks,
+    which measured fastest), on another executor about 8 configs.
     Without one, `jobs` local threads evaluate. The same seed gives the same trials and best
     either way.
 

@@ -1,12 +1,16 @@
 // Proves the search layer's promises: the same seed gives the same trials and best for any number
 // of jobs, a resumed search equals an uninterrupted one, the best is never worse than the start,
-// every rejection is logged with its rule code, duplicates are never evaluated again, and the
-// measurement exploit ranks by measurements and survives a failing measurer.
+// every rejection is logged with its rule code, duplicates are never evaluated again, the
+// measurement exploit ranks by measurements and survives a failing measurer, and a batch is dealt
+// to evaluators by structure.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "ir/fileio.h"
 #include "ir/json_io.h"
@@ -125,6 +129,72 @@ TEST(Search, MinBatchWidensEveryDescentBatchAndTheTrialsStillDependOnNoWorkerCou
   auto refused = Search(m, t, s, other).run();
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.diagnostics[0].code, "search.replay");
+}
+
+TEST(Search, AffinityChunksKeepEachStructureTogetherAndEvenTheCost) {
+  // 20 configs: 9 of one tiling (other knobs differ), 4 of another, 7 structures of their own.
+  using json = nlohmann::ordered_json;
+  std::vector<ir::ScheduleConfig> configs;
+  std::vector<int> structure;
+  auto add = [&](int s, json tiling, json fusion, int64_t depth) {
+    configs.push_back(ts::config(
+        {{"tiling", std::move(tiling)}, {"fusion_grouping", fusion}, {"pipelining_depth", depth}}));
+    structure.push_back(s);
+  };
+  const json none = json::array(), residual = json::parse(R"([["attn_residual", "post_norm"]])");
+  for (int64_t i = 0; i < 9; ++i) add(0, {{"gemv", {{"N_tile", 64}}}}, none, i % 5);
+  for (int64_t i = 0; i < 4; ++i) add(1, {{"gemv", {{"N_tile", 32}}}}, none, i);
+  int s = 2;
+  for (int64_t n : {16, 128, 256, 512}) add(s++, {{"gemv", {{"N_tile", n}}}}, none, 2);
+  for (int64_t n : {16, 32, 64}) add(s++, {{"gemv", {{"N_tile", n}}}}, residual, 2);
+  // Mixed up, as a batch lists them.
+  std::vector<size_t> order(configs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = (i * 7) % order.size();
+  std::vector<const ir::ScheduleConfig*> batch;
+  std::vector<int> of;
+  for (size_t i : order) {
+    batch.push_back(&configs[i]);
+    of.push_back(structure[i]);
+  }
+  EXPECT_EQ(structure_text(configs[0]), structure_text(configs[1]));
+  EXPECT_NE(structure_text(configs[0]), structure_text(configs[17]));  // the fusion differs
+
+  for (size_t parts : {size_t{1}, size_t{2}, size_t{4}, size_t{30}}) {
+    const auto chunks = affinity_chunks(batch, parts);
+    EXPECT_LE(chunks.size(), std::min(parts, batch.size())) << parts;
+    std::vector<size_t> all;
+    std::map<int, std::set<size_t>> chunks_of;  // structure -> the chunks holding it
+    std::vector<size_t> cost;
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      EXPECT_FALSE(chunks[c].empty());
+      std::set<int> structures;
+      for (size_t i : chunks[c]) {
+        all.push_back(i);
+        chunks_of[of[i]].insert(c);
+        structures.insert(of[i]);
+      }
+      cost.push_back(chunks[c].size() + 2 * structures.size());
+    }
+    std::sort(all.begin(), all.end());
+    for (size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], i) << parts;  // each config once
+    EXPECT_EQ(all.size(), batch.size());
+    // A structure is cut only where it holds more than an even share of the batch.
+    const size_t share = (batch.size() + parts - 1) / parts;
+    for (const auto& [st, in] : chunks_of) {
+      const auto n = static_cast<size_t>(std::count(of.begin(), of.end(), st));
+      EXPECT_LE(in.size(), (n + share - 1) / share) << "structure " << st << ", " << parts;
+    }
+    // Costs even within one singleton's (3) where the units allow.
+    if (parts == 2) {
+      EXPECT_LE(
+          *std::max_element(cost.begin(), cost.end()) - *std::min_element(cost.begin(), cost.end()),
+          3u);
+    }
+  }
+  const auto units = affinity_units(batch, 2);
+  EXPECT_EQ(units.size(), 9u);  // one per structure: none holds more than 10
+  EXPECT_EQ(units[0].size(), 9u);
+  EXPECT_EQ(affinity_units(batch, 4).size(), 10u);  // 9 > 5: the first is cut in two
 }
 
 TEST(Search, TheBestIsNeverPredictedWorseThanTheStartAndIsAValidProgram) {
