@@ -120,7 +120,8 @@ def search(model, target, budget=200, seed=0, jobs=1, algo="descent", objective=
 
     min_batch (descent): at least this many new configs per batch where the space has them (the
     neighbours of the next best points join the current point's); fewer, wider batches keep more
-    workers busy and cost an executor fewer round trips. The trials depend on it."""
+    workers busy and cost an executor fewer round trips (on Dask, give about 100 per worker
+    thread). The trials depend on it."""
     evaluate_batch = None
     if executor is not None:
         if batch_size is not None and batch_size < 1:
