@@ -210,17 +210,22 @@ LowerResult Lowerer::run(const std::optional<ir::ScheduleConfig>& cfg) {
   auto entry = std::find_if(w.cache.begin(), w.cache.end(),
                             [&](const Structure& s) { return !s.key.empty() && s.key == key; });
   const bool hit = w.warm && entry != w.cache.end();
-  if (!hit) {  // an unfilled entry, a new one within the budget, or the least recently used one
-    entry =
-        std::min_element(w.cache.begin(), w.cache.end(),
-                         [](const Structure& a, const Structure& b) { return a.used < b.used; });
-    size_t kept = 0;
-    for (const Structure& e : w.cache) kept += e.tasks.size();
-    const size_t n = w.cache.size();
-    if (w.warm && entry->used != 0 && n < kMaxStructures &&
-        (n < kMinStructures || kept + kept / n <= kCachedTasks)) {
-      w.cache.emplace_back();
-      entry = w.cache.end() - 1;
+  if (!hit) {  // an entry that holds no structure (unfilled, or its fill failed: a config the
+               // fusion refuses), else a new one within the budget, else the least recently used
+    entry = std::find_if(w.cache.begin(), w.cache.end(),
+                         [](const Structure& s) { return s.key.empty(); });
+    if (entry == w.cache.end()) {
+      size_t kept = 0;
+      for (const Structure& e : w.cache) kept += e.tasks.size();
+      const size_t n = w.cache.size();
+      if (n < kMaxStructures && (n < kMinStructures || kept + kept / n <= kCachedTasks)) {
+        w.cache.emplace_back();
+        entry = w.cache.end() - 1;
+      } else {
+        entry = std::min_element(
+            w.cache.begin(), w.cache.end(),
+            [](const Structure& a, const Structure& b) { return a.used < b.used; });
+      }
     }
   }
   Structure& s = *entry;

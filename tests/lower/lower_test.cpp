@@ -687,6 +687,13 @@ TEST(Lowerer, KeepsTheStructuresOfANeighbourhoodWithinItsTaskBudget) {
                                      ir::write_program(must(lower(m, t, distinct[i], o)))))
         << "config " << i;
   }
+  // A config the fusion refuses (after tiling) holds no structure, so it takes no entry of its
+  // own: ten refusals evict none of the twelve.
+  const ir::ScheduleConfig refused =
+      config({{"tiling", {{"gemv", {{"N_tile", 16}}}}},
+              {"fusion_grouping", json::parse(R"([["swiglu", "down_proj"]])")}});
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(ir::has_errors(warm.run(refused).diagnostics));
+  for (size_t i = 0; i < 12; ++i) EXPECT_TRUE(run(i)) << "config " << i << " after the refusals";
   // The budget: about 19 structures of this size are kept (fewer than the 32 entries of small
   // programs), the least recently used go first.
   for (size_t i = 12; i < 28; ++i) EXPECT_FALSE(run(i)) << "config " << i;
