@@ -58,6 +58,13 @@ class Lexer {
   }
 
   void ws() {
+    // Most calls stand at a token already (after a key's ':' or a value's ','): no whitespace.
+    if (p_<e_&& static_cast<unsigned char>(*p_)> ' ') return;
+    if (e_ - p_ >= 2 && *p_ == ' ' && static_cast<unsigned char>(p_[1]) > ' ') {  // ": " in a pair
+      ++p_;
+      return;
+    }
+    if (p_ < e_ && *p_ == '\n') ++p_;  // a new line, then (below) its indentation
     // Indentation dominates canonical files: skip runs of spaces first, then the rare others.
     for (;;) {
 #ifdef __SSE2__
@@ -125,30 +132,35 @@ class Lexer {
   // escapes, else into `scratch`.
   std::string_view string_view_(std::string& scratch) {
     const char* start = ++p_;
-    const char* q = p_;
-    for (;;) {
-      if (q >= e_) fail_at(start - 1, "Unterminated string starting at");
-      auto c = static_cast<unsigned char>(*q);
-      if (c == '"') {
-        p_ = q + 1;
-        return {start, static_cast<size_t>(q - start)};
-      }
-      if (c == '\\') break;
-      if (c < 0x20) fail_at(q, "Invalid control character in string");
-      if (c >= 0x80) {
-        q = check_utf8(q);
-        continue;
-      }
-      ++q;
+    const char* q = plain_run(p_);
+    if (q < e_ && *q == '"') {  // no escape, no control or non-ASCII byte: the common case
+      p_ = q + 1;
+      return {start, static_cast<size_t>(q - start)};
     }
-    scratch.assign(start, q);
-    p_ = q;
-    decode_rest(scratch, start);
-    return scratch;
+    return string_rest(scratch, start, q);
   }
   void read_string(std::string& out) {
     std::string_view v = string_view_(out);
     if (v.data() != out.data()) out.assign(v);
+  }
+
+  /// A plain integer of at most 18 digits at the position (no fraction, no exponent): read into
+  /// `out`. False, with nothing consumed, for anything else (number() then reads it).
+  bool small_int(int64_t& out) {
+    const char* q = p_;
+    const bool neg = q < e_ && *q == '-';
+    if (neg) ++q;
+    const char* digits = q;
+    uint64_t v = 0;
+    while (q < e_ && static_cast<unsigned>(*q - '0') < 10 && q - digits < 19)
+      v = v * 10 + static_cast<uint64_t>(*q++ - '0');
+    const auto n = q - digits;
+    if (n == 0 || n > 18 || (n > 1 && *digits == '0')) return false;
+    if (q < e_ && (*q == '.' || *q == 'e' || *q == 'E' || static_cast<unsigned>(*q - '0') < 10))
+      return false;
+    p_ = q;
+    out = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+    return true;
   }
 
   NumTok number() {
@@ -168,11 +180,13 @@ class Lexer {
     }
     if (p_ >= e_ || *p_ < '0' || *p_ > '9') fail("Expecting value");
     const char* digits = p_;
+    uint64_t mag = 0;  // exact while there are at most 19 digits (below 10^19 < 2^64)
     if (*p_ == '0') {
       ++p_;
       if (p_ < e_ && *p_ >= '0' && *p_ <= '9') fail("Invalid number: leading zero");
     } else {
-      while (p_ < e_ && *p_ >= '0' && *p_ <= '9') ++p_;
+      while (p_ < e_ && *p_ >= '0' && *p_ <= '9')
+        mag = mag * 10 + static_cast<uint64_t>(*p_++ - '0');
     }
     const char* int_end = p_;
     bool is_float = false;
@@ -196,15 +210,17 @@ class Lexer {
       if (r.ec != std::errc()) t.d = std::strtod(std::string(t.text).c_str(), nullptr);
       return t;
     }
-    uint64_t mag = 0;
     bool big = false;
-    for (const char* q = digits; q < int_end; ++q) {
-      auto dgt = static_cast<uint64_t>(*q - '0');
-      if (mag > (std::numeric_limits<uint64_t>::max() - dgt) / 10) {
-        big = true;
-        break;
+    if (int_end - digits > 19) {  // may not fit: again, with the overflow checked
+      mag = 0;
+      for (const char* q = digits; q < int_end; ++q) {
+        auto dgt = static_cast<uint64_t>(*q - '0');
+        if (mag > (std::numeric_limits<uint64_t>::max() - dgt) / 10) {
+          big = true;
+          break;
+        }
+        mag = mag * 10 + dgt;
       }
-      mag = mag * 10 + dgt;
     }
     if (big) {
       t.kind = NumTok::Kind::BigInt;
@@ -241,6 +257,52 @@ class Lexer {
   }
 
  private:
+  // The rest of string_view_ from q, the first byte plain_run stopped at: UTF-8 checked, escapes
+  // decoded into `scratch`, errors reported.
+  [[gnu::noinline]] std::string_view string_rest(std::string& scratch, const char* start,
+                                                 const char* q) {
+    for (;; q = plain_run(q)) {
+      if (q >= e_) fail_at(start - 1, "Unterminated string starting at");
+      auto c = static_cast<unsigned char>(*q);
+      if (c == '"') {
+        p_ = q + 1;
+        return {start, static_cast<size_t>(q - start)};
+      }
+      if (c == '\\') break;
+      if (c < 0x20) fail_at(q, "Invalid control character in string");
+      q = check_utf8(q);  // plain_run stops only at those bytes, at a non-ASCII one or the end
+    }
+    scratch.assign(start, q);
+    p_ = q;
+    decode_rest(scratch, start);
+    return scratch;
+  }
+
+  // The first byte at or after q that a string cannot simply hold ('"', '\\', a control byte or
+  // a non-ASCII one), or the end of the text: sixteen bytes at a time where there are as many.
+  const char* plain_run(const char* q) const {
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(0x20);
+    while (e_ - q >= 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+      // Signed: the bytes 0x80-0xFF are negative, so below 0x20 as well as the control bytes.
+      const __m128i special =
+          _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+                       _mm_cmplt_epi8(v, space));
+      const auto m = static_cast<unsigned>(_mm_movemask_epi8(special));
+      if (m != 0) return q + __builtin_ctz(m);
+      q += 16;
+    }
+#endif
+    while (q < e_) {
+      const auto c = static_cast<unsigned char>(*q);
+      if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) return q;
+      ++q;
+    }
+    return q;
+  }
+
   [[noreturn]] void fail_at(const char* at, std::string msg) const {
     throw SyntaxError{static_cast<size_t>(at - b_), std::move(msg)};
   }

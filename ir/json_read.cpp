@@ -389,7 +389,9 @@ class Reader {
   }
 
   bool read_int(int64_t& out) {
-    size_t off = lx_.offset();
+    const size_t off = lx_.offset();
+    lx_.peek();
+    if (lx_.small_int(out)) return true;  // the common case; anything else is read in full
     auto t = number_token("an integer");
     if (!t) return false;
     if (t->kind == NumTok::Kind::Int) {
@@ -455,8 +457,11 @@ class Reader {
   template <typename E, typename Parse>
   bool read_enum(E& out, Parse parse, std::string_view what, std::string_view choices) {
     size_t off = lx_.offset();
-    std::string s;
-    if (!read_str(s)) return false;
+    if (lx_.peek() != '"') {
+      type_error("a string", off);
+      return false;
+    }
+    const std::string_view s = lx_.string_view_(value_scratch_);  // no copy: only looked up
     auto v = parse(s);
     if (!v) {
       error("json.unknown-enum",
@@ -1241,6 +1246,7 @@ class Reader {
   std::vector<size_t> offsets_;
   size_t n_errors_ = 0;
   std::string key_scratch_;
+  std::string value_scratch_;  // an escaped enum value (the key's view may still be in use)
   std::vector<int64_t> int_scratch_;
   std::vector<Wait> wait_scratch_;
   std::vector<int64_t> ids_;  // ids read with kAnyIndex (a piece of a parallel read)

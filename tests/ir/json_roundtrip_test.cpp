@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -148,6 +149,101 @@ TEST(JsonStrings, EscapeNonAsciiAndControlCharactersLikeEnsureAscii) {
   std::string out;
   append_json_string(out, "a\"b\\c\n\t\x01\x7f\xc3\xa9\xf0\x9f\x98\x80");
   EXPECT_EQ(out, R"("a\"b\\c\n\t\u0001\u007f\u00e9\ud83d\ude00")");
+}
+
+// The lexer scans a string sixteen bytes at a time and reads a short integer in one pass; at
+// every length and position (the end of the text included) it must read what JSON defines, as
+// nlohmann reads the same text, and refuse what JSON refuses.
+TEST(JsonLexer, StringsAndIntegersReadAsJsonDefinesThemAtEveryLengthAndPosition) {
+  std::mt19937_64 rng(23);
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  const std::vector<std::string> specials = {
+      "\\\"",    "\\\\",           "\\/",      "\\n",          "\\t",
+      "\\u00e9", "\\ud83d\\ude00", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"};
+  const std::vector<std::string> bad = {"\x01", "\n", "\xff", "\xc3", "\\x", "\xed\xa0\x80"};
+  int refused = 0;
+  for (int n = 0; n < 3000; ++n) {
+    std::vector<std::string> parts(pick(40));
+    for (std::string& part : parts)
+      part =
+          pick(4) == 0 ? specials[pick(specials.size())] : std::string(1, "abcXYZ019 _-"[pick(12)]);
+    // Between two pieces: inside an escape it would make another (maybe a lone surrogate, which
+    // Python's json and amk read and nlohmann does not).
+    if (pick(8) == 0) parts.insert(parts.begin() + pick(parts.size() + 1), bad[pick(bad.size())]);
+    std::string s;
+    for (const std::string& part : parts) s += part;
+    // A value at the very end of the text, and a key and a label inside a program.
+    const std::string tail = R"({"k": ")" + s + "\"}";
+    const std::string prog = R"({"buffers": [], "counters": [], "tasks": [{"id": 0, "op": "NOP", )"
+                             R"("inputs": [], "outputs": [], "out_counter": 0, "params": {")" +
+                             s + R"(": 1}, "label": ")" + s + "\"}]}";
+    std::optional<std::string> want;
+    try {
+      want = nlohmann::json::parse(tail)["k"].get<std::string>();
+    } catch (const nlohmann::json::exception&) {
+      ++refused;
+    }
+    auto t = parse_json_object(tail, "a test object");
+    auto r = parse_program(prog);
+    ASSERT_EQ(t.ok(), want.has_value()) << tail;
+    ASSERT_EQ(r.ok(), want.has_value()) << prog;
+    if (!want) continue;
+    EXPECT_EQ(t.value->json()["k"].get<std::string>(), *want) << tail;
+    EXPECT_EQ(r.value->tasks[0].label, *want) << prog;
+    EXPECT_EQ(r.value->tasks[0].params.at(0).key, *want) << prog;
+  }
+  EXPECT_GT(refused, 100);  // the refusals were exercised too
+
+  int past = 0;
+  auto program = [](const std::string& out_counter, const std::string& param) {
+    return R"({"buffers": [], "counters": [], "tasks": [{"id": 0, "op": "NOP", "inputs": [], )"
+           R"("outputs": [], "out_counter": )" +
+           out_counter + R"(, "params": {"v": )" + param + "}}]}";
+  };
+  for (int n = 0; n < 3000; ++n) {
+    std::string num = pick(3) == 0 ? "-" : "";
+    if (pick(3) == 0) {  // about int64's and uint64's limits (19 and 20 digits)
+      num += pick(2) ? "9223372036854775" : "18446744073709551";
+      for (int k = 0; k < 3; ++k) num += static_cast<char>('0' + pick(10));
+    } else {
+      const size_t digits = 1 + pick(22);
+      for (size_t k = 0; k < digits; ++k) num += static_cast<char>('0' + pick(10));
+    }
+    if (pick(6) == 0) num += pick(2) ? ".5" : "e2";
+    // As an integer field (out_counter) and as a param, which also takes a float.
+    auto as_int = parse_program(program(num, "0"));
+    auto as_param = parse_program(program("0", num));
+    nlohmann::json want;
+    try {
+      want = nlohmann::json::parse(num);
+    } catch (const nlohmann::json::exception&) {  // a leading zero
+      EXPECT_FALSE(as_int.ok()) << num;
+      EXPECT_FALSE(as_param.ok()) << num;
+      continue;
+    }
+    const bool fits =
+        want.is_number_integer() &&
+        (!want.is_number_unsigned() || want.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX));
+    if (fits) {
+      ASSERT_TRUE(as_int.ok()) << num;
+      EXPECT_EQ(as_int.value->tasks[0].out_counter, want.get<int64_t>()) << num;
+      ASSERT_TRUE(as_param.ok()) << num;
+      EXPECT_EQ(as_param.value->tasks[0].params.at(0).value,
+                ParamValue::of_int(want.get<int64_t>()))
+          << num;
+    } else if (want.is_number_float() && num.find_first_of(".e") != std::string::npos) {
+      EXPECT_FALSE(as_int.ok()) << num;  // a float is not an integer field
+      ASSERT_TRUE(as_param.ok()) << num;
+      EXPECT_EQ(as_param.value->tasks[0].params.at(0).value,
+                ParamValue::of_float(want.get<double>()))
+          << num;
+    } else {  // an integer past int64
+      ++past;
+      EXPECT_FALSE(as_int.ok()) << num;
+      EXPECT_FALSE(as_param.ok()) << num;
+    }
+  }
+  EXPECT_GT(past, 100);  // integers just past int64 were exercised too
 }
 
 TEST(JsonStrings, LoneSurrogatesSurviveARoundTrip) {
