@@ -47,6 +47,8 @@ class Lexer {
   explicit Lexer(std::string_view t) : b_(t.data()), p_(t.data()), e_(t.data() + t.size()) {}
 
   size_t offset() const { return static_cast<size_t>(p_ - b_); }
+  /// The offset of the opening quote of the key next_key read last.
+  size_t key_offset() const { return static_cast<size_t>(key_quote_ - b_); }
   /// Moves to byte `off` of the text (a position another pass found).
   void seek(size_t off) { p_ = b_ + off; }
   bool at_end() {
@@ -108,6 +110,7 @@ class Lexer {
       c = peek();
     }
     if (c != '"') fail("Expecting property name enclosed in double quotes");
+    key_quote_ = p_;
     key = string_view_(scratch);
     if (peek() != ':') fail("Expecting ':' delimiter");
     ++p_;
@@ -152,6 +155,25 @@ class Lexer {
     if (neg) ++q;
     const char* digits = q;
     uint64_t v = 0;
+    if (e_ - q >= 8) {  // up to eight digits at once, one per byte of a word
+      uint64_t w;
+      std::memcpy(&w, q, 8);
+      constexpr uint64_t kHigh = 0xF0F0F0F0F0F0F0F0u, kZeros = 0x3030303030303030u;
+      // A byte is a digit when it is 0x3_ and stays 0x3_ plus 6. A carry out of a non-digit byte
+      // only reaches the bytes after it, which are not read.
+      const uint64_t other =
+          ((w & kHigh) ^ kZeros) | (((w + 0x0606060606060606u) & kHigh) ^ kZeros);
+      const int n = other ? __builtin_ctzll(other) / 8 : 8;
+      if (n > 0) {
+        // The digits' values, moved to the word's top bytes (the first digit lowest), then joined
+        // in pairs, fours and eights.
+        uint64_t d = (w - kZeros) << (8 * (8 - n));
+        d = (d * 10 + (d >> 8)) & 0x00FF00FF00FF00FFu;
+        d = (d * 100 + (d >> 16)) & 0x0000FFFF0000FFFFu;
+        v = (d * 10000 + (d >> 32)) & 0xFFFFFFFFu;
+        q += n;
+      }
+    }
     while (q < e_ && static_cast<unsigned>(*q - '0') < 10 && q - digits < 19)
       v = v * 10 + static_cast<uint64_t>(*q++ - '0');
     const auto n = q - digits;
@@ -251,6 +273,23 @@ class Lexer {
       return true;
     }
     return false;
+  }
+  /// literal() for the first `n` (at most 64) of 64 bytes at `padded`, compared sixteen at a time.
+  bool literal64(const char* padded, size_t n) {
+#ifdef __SSE2__
+    if (e_ - p_ >= 64) {
+      for (size_t i = 0; i < n; i += 16) {
+        const auto m = static_cast<unsigned>(_mm_movemask_epi8(
+            _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p_ + i)),
+                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(padded + i)))));
+        const unsigned need = n - i >= 16 ? 0xFFFFu : (1u << (n - i)) - 1;
+        if ((m & need) != need) return false;
+      }
+      p_ += n;
+      return true;
+    }
+#endif
+    return literal({padded, n});
   }
   void advance() {
     ++p_;
@@ -429,6 +468,7 @@ class Lexer {
   const char* b_;
   const char* p_;
   const char* e_;
+  const char* key_quote_ = nullptr;
 };
 
 }  // namespace amk::ir::detail

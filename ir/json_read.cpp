@@ -150,6 +150,46 @@ class Reader {
   }
 
  private:
+  // The bytes that led to each key of the last object of one kind: from where the member began
+  // (after the '{' or the previous value) through the ':' and the blank after it, the key a view
+  // into the text without escapes. A canonical file repeats them exactly from object to object,
+  // so read_object finds the next object's keys by one comparison each. Bytes equal to a lead
+  // are lexed as that lead was (the same blanks, ',', key and ':'; a first member's lead has no
+  // ','), so a match reads exactly what the lexer would have read.
+  struct KeyMemo {
+    static constexpr size_t kMaxLead = 64;
+    struct Lead {
+      std::array<char, kMaxLead> bytes{};  // the first `size` of them
+      size_t size = 0;
+      size_t key_at = 0;  // the key's first character in `bytes`
+      size_t key_size = 0;
+    };
+    static constexpr size_t kMaxMembers = 32;
+    std::vector<Lead> leads;  // by member position; an empty one was not learned
+
+    const Lead* learned(size_t member) const {
+      return member < leads.size() && leads[member].size != 0 ? &leads[member] : nullptr;
+    }
+
+    // Records how member `member`'s key was reached: the text from `lead_at` to the lexer's
+    // position (after its blanks), when the key is in the text and the lead is short.
+    void learn(size_t member, std::string_view text, size_t lead_at, std::string_view key,
+               Lexer& lx) {
+      if (member >= kMaxMembers || key.data() < text.data() ||
+          key.data() + key.size() > text.data() + text.size())
+        return;
+      lx.ws();  // the value's leading blanks, which its reader would skip anyway
+      const size_t end = lx.offset();
+      if (end - lead_at > kMaxLead) return;
+      if (leads.size() <= member) leads.resize(member + 1);
+      Lead& l = leads[member];
+      l.size = end - lead_at;
+      std::memcpy(l.bytes.data(), text.data() + lead_at, l.size);
+      l.key_at = static_cast<size_t>(key.data() - text.data()) - lead_at;
+      l.key_size = key.size();
+    }
+  };
+
   // ---- pointer path (a stack of segments, rendered only when a diagnostic needs it) -----------
   // Depth is bounded by kMaxDepth (verbatim values) plus the schema's own levels.
   struct Seg {
@@ -498,8 +538,9 @@ class Reader {
   // Iterates an object. `field(key)` reads a known key's value and returns its index (0..63), or
   // returns -1 for an unknown key, which is kept in `extra` verbatim (in order; a duplicate keeps
   // its first position and the last value, as a Python dict does).
+  // With `memo`, the keys of the objects of one kind are found by comparing bytes (see KeyMemo).
   template <typename F>
-  bool read_object(std::string_view what, JsonValue* extra, F field) {
+  bool read_object(std::string_view what, JsonValue* extra, KeyMemo* memo, F field) {
     size_t off = lx_.offset();
     if (lx_.peek() != '{') {
       type_error(what, off);
@@ -509,11 +550,20 @@ class Reader {
     bool first = true;
     std::string_view key;
     uint64_t seen = 0;
-    while (lx_.next_key(key, key_scratch_, first)) {
+    for (size_t member = 0;; ++member) {
+      size_t koff = 0;  // the key's opening quote
+      const KeyMemo::Lead* lead = memo ? memo->learned(member) : nullptr;
+      if (lead && lx_.literal64(lead->bytes.data(), lead->size)) {
+        koff = lx_.offset() - lead->size + lead->key_at - 1;
+        key = text_.substr(koff + 1, lead->key_size);
+        first = false;
+      } else {
+        const size_t lead_at = lx_.offset();
+        if (!lx_.next_key(key, key_scratch_, first)) break;
+        koff = lx_.key_offset();
+        if (memo) memo->learn(member, text_, lead_at, key, lx_);
+      }
       std::string_view k = key;
-      // The key's opening quote when the key is a view into the text, else just after it.
-      const bool in_text = k.data() > text_.data() && k.data() <= text_.data() + text_.size();
-      const size_t koff = in_text ? static_cast<size_t>(k.data() - text_.data()) - 1 : lx_.offset();
       key_off_ = koff;
       push(k);
       int f = field(k);
@@ -567,7 +617,7 @@ class Reader {
   void read_program(Program& p) {
     bool have_ir = false, have_abi = false;
     size_t ir_off = 0, abi_off = 0;
-    read_object("an object", &p.extra, [&](std::string_view k) {
+    read_object("an object", &p.extra, nullptr, [&](std::string_view k) {
       if (is(k, "ir_version")) {
         ir_off = lx_.offset();
         have_ir = read_version(p.ir_version);
@@ -859,7 +909,7 @@ class Reader {
                       nullptr,
                       &t.measured_bw_gbs,
                       nullptr};
-    read_object("an object", &t.extra, [&](std::string_view k) {
+    read_object("an object", &t.extra, nullptr, [&](std::string_view k) {
       ++n;
       for (int f = 0; f < static_cast<int>(std::size(kNames)); ++f) {
         if (k != kNames[f]) continue;
@@ -890,7 +940,7 @@ class Reader {
     bool have_id = false, bad_id = false;
     int64_t id = -1;
     unsigned req = 0;
-    read_object("a buffer object", &b.extra, [&](std::string_view k) {
+    read_object("a buffer object", &b.extra, &buffer_keys_, [&](std::string_view k) {
       if (is(k, "id")) {
         have_id = true;
         bad_id = !read_int(id);
@@ -937,7 +987,7 @@ class Reader {
     size_t off = lx_.offset();
     bool have_id = false, bad_id = false;
     int64_t id = -1;
-    read_object("a counter object", &c.extra, [&](std::string_view k) {
+    read_object("a counter object", &c.extra, &counter_keys_, [&](std::string_view k) {
       if (is(k, "id")) {
         have_id = true;
         bad_id = !read_int(id);
@@ -959,7 +1009,7 @@ class Reader {
   void read_wait(Wait& w) {
     size_t off = lx_.offset();
     bool hc = false, ht = false;
-    read_object("a wait object", &w.extra, [&](std::string_view k) {
+    read_object("a wait object", &w.extra, &wait_keys_, [&](std::string_view k) {
       if (is(k, "counter")) {
         hc = true;
         read_int(w.counter);
@@ -1028,7 +1078,7 @@ class Reader {
     bool have_id = false, bad_id = false;
     int64_t id = -1;
     unsigned req = 0;
-    read_object("a task object", &t.extra, [&](std::string_view k) {
+    read_object("a task object", &t.extra, &task_keys_, [&](std::string_view k) {
       if (is(k, "id")) {
         have_id = true;
         bad_id = !read_int(id);
@@ -1099,7 +1149,7 @@ class Reader {
     size_t off = lx_.offset();
     bool have_id = false, bad_id = false, hs = false, hn = false;
     int64_t id = -1;
-    read_object("a page object", &pg.extra, [&](std::string_view k) {
+    read_object("a page object", &pg.extra, nullptr, [&](std::string_view k) {
       if (is(k, "id")) {
         have_id = true;
         bad_id = !read_int(id);
@@ -1160,7 +1210,7 @@ class Reader {
     size_t off = lx_.offset();
     bool hb = false, hp = false;
     int n = 0;
-    read_object("an object", &a.extra, [&](std::string_view k) {
+    read_object("an object", &a.extra, nullptr, [&](std::string_view k) {
       ++n;
       if (is(k, "buffer_to_page")) {
         hb = true;
@@ -1204,7 +1254,7 @@ class Reader {
     JsonValue* slots[] = {
         &c.tiling,          &c.fusion_grouping,   &c.sm_assignment,       &c.pipelining_depth,
         &c.page_allocation, &c.threads_per_block, &c.smem_bytes_per_block};
-    read_object("an object", &c.extra, [&](std::string_view k) {
+    read_object("an object", &c.extra, nullptr, [&](std::string_view k) {
       ++n;
       for (int f = 0; f < 7; ++f) {
         if (k != kNames[f]) continue;
@@ -1246,6 +1296,7 @@ class Reader {
   std::vector<size_t> offsets_;
   size_t n_errors_ = 0;
   std::string key_scratch_;
+  KeyMemo task_keys_, wait_keys_, buffer_keys_, counter_keys_;
   std::string value_scratch_;  // an escaped enum value (the key's view may still be in use)
   std::vector<int64_t> int_scratch_;
   std::vector<Wait> wait_scratch_;
