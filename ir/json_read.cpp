@@ -701,7 +701,9 @@ class Reader {
   // diagnostic, so every problem is reported exactly as the sequential read reports it.
   template <typename T, typename Read>
   bool read_in_parallel(std::vector<T>& out, std::string_view key, Read read_one) {
-    constexpr size_t kMinBytes = 8u << 20;  // below this one thread is as fast
+    // Arrays of at least this size are read in pieces: the 6 MB counters array of a 100k-task
+    // mesh took 7.4 ms on one thread, 5.7 ms on two (medians of 6 runs).
+    constexpr size_t kMinBytes = 4u << 20;
     const size_t pieces = max_threads();
     if (pieces < 2 || text_.size() - lx_.offset() < kMinBytes || !diags_.empty() || depth_ != 1 ||
         lx_.peek() != '[')

@@ -19,7 +19,7 @@
 namespace amk::ir {
 namespace {
 
-// A canonical program whose tasks array is well over the size read in pieces (8 MiB).
+// A canonical program whose tasks array is well over the size read in pieces (4 MiB).
 const std::string& big_text() {
   static const std::string text = [] {
     GenOptions o;
