@@ -3,6 +3,7 @@
 // them (int, big int or float), and a syntax error as Python's json words it, at its offset.
 #pragma once
 
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -155,7 +156,7 @@ class Lexer {
     if (neg) ++q;
     const char* digits = q;
     uint64_t v = 0;
-    if (e_ - q >= 8) {  // up to eight digits at once, one per byte of a word
+    if (std::endian::native == std::endian::little && e_ - q >= 8) {  // up to 8 digits in a word
       uint64_t w;
       std::memcpy(&w, q, 8);
       constexpr uint64_t kHigh = 0xF0F0F0F0F0F0F0F0u, kZeros = 0x3030303030303030u;
