@@ -4,8 +4,6 @@
 // (ir/heap.h; AMK_SMALL_PAGES=1 for glibc's defaults).
 #include <benchmark/benchmark.h>
 
-#include <malloc.h>
-
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -34,18 +32,11 @@ const std::string& program_text(int64_t tasks) {
 }
 
 // Heap bytes held by a value built by `make` (measured once, outside the timed loop).
-// Blocks in use on the heaps plus those malloc mapped on their own (the big vectors, under
-// glibc's default settings).
-size_t heap_in_use() {
-  const struct mallinfo2 m = mallinfo2();
-  return m.uordblks + m.hblkhd;
-}
-
 template <typename F>
 double heap_ratio(const std::string& text, F make) {
-  size_t before = heap_in_use();
+  size_t before = amk::ir::heap_bytes_in_use();
   auto v = make();
-  size_t after = heap_in_use();
+  size_t after = amk::ir::heap_bytes_in_use();
   benchmark::DoNotOptimize(v);
   return static_cast<double>(after - before) / static_cast<double>(text.size());
 }

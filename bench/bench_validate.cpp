@@ -4,12 +4,11 @@
 // on the same programs where it fits in memory.
 #include <benchmark/benchmark.h>
 
-#include <malloc.h>
-
 #include <map>
 
 #include "ir/gen.h"
 #include "ir/graph.h"
+#include "ir/heap.h"
 #include "ir/json_io.h"
 #include "validate/validate.h"
 
@@ -36,9 +35,9 @@ void full_proof(benchmark::State& st, amk::ir::GenShape shape) {
   size_t peak = 0;
   bool ok = v.validate(p).ok;  // warm-up: first touch of the scratch memory
   for (auto _ : st) {
-    size_t before = mallinfo2().uordblks;
+    size_t before = amk::ir::heap_bytes_in_use();
     auto r = v.validate(p);
-    peak = std::max(peak, mallinfo2().uordblks - before);
+    peak = std::max(peak, amk::ir::heap_bytes_in_use() - before);
     ok = ok && r.ok;
     benchmark::DoNotOptimize(r);
   }

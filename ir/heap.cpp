@@ -1,6 +1,8 @@
-// glibc malloc's settings for programs of millions of tasks, applied by starting the process again.
+// glibc malloc as amk uses it: its settings for programs of millions of tasks (applied by starting
+// the process again), and what it holds.
 #include "ir/heap.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -72,6 +74,11 @@ void restart_with_big_heap(char** argv) {
 #else
   (void)argv;
 #endif
+}
+
+size_t heap_bytes_in_use() {
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
 }
 
 }  // namespace amk::ir
