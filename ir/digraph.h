@@ -5,7 +5,11 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -162,6 +166,42 @@ LongestPath<Cost> longest_path(const ScheduleGraph& sg, std::span<const Cost> co
   for (uint32_t v = 0; v < n; ++v)
     if (r.end == UINT32_MAX || r.finish[r.end] < r.finish[v]) r.end = v;
   return r;
+}
+
+/// The longest path's length for each of N costs in one walk of the order (what a cost model
+/// reads: no path, no ties to break); nullopt on a cycle. Each is longest_path(sg,
+/// costs[k]).length(); costs that are not all finite are handed to longest_path itself.
+template <size_t N>
+std::optional<std::array<double, N>> longest_lengths(
+    const ScheduleGraph& sg, const std::array<std::span<const double>, N>& costs) {
+  if (!sg.acyclic()) return std::nullopt;
+  std::array<double, N> out{};
+  for (const std::span<const double>& c : costs)
+    if (!std::all_of(c.begin(), c.end(), [](double x) { return std::isfinite(x); })) {
+      for (size_t k = 0; k < N; ++k) out[k] = longest_path<double>(sg, costs[k]).length();
+      return out;
+    }
+  const Graph& g = sg.graph();
+  constexpr double kNone = -std::numeric_limits<double>::infinity();  // finishes are finite
+  std::array<double, N> none;
+  none.fill(kNone);
+  std::vector<std::array<double, N>> finish(g.num_tasks()), best(g.num_slots(), none);
+  out.fill(kNone);
+  for (uint32_t v : sg.order()) {
+    std::array<double, N> from = none;  // the largest finish of v's predecessors
+    if (const int64_t q = sg.queue_prev(v); q >= 0) from = finish[static_cast<size_t>(q)];
+    for (uint32_t s : g.wait_slots(v))
+      for (size_t k = 0; k < N; ++k) from[k] = std::max(from[k], best[s][k]);
+    std::array<double, N>& f = finish[v];
+    std::array<double, N>& b = best[g.out_slot(v)];
+    for (size_t k = 0; k < N; ++k) {
+      f[k] = from[k] == kNone ? costs[k][v] : from[k] + costs[k][v];
+      b[k] = std::max(b[k], f[k]);
+      out[k] = std::max(out[k], f[k]);
+    }
+  }
+  if (sg.order().empty()) out.fill(0.0);
+  return out;
 }
 
 /// The longest dependency chain by task count (ties: the most est_bytes along it).

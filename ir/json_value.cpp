@@ -4,14 +4,8 @@
 
 namespace amk::ir {
 
-JsonValue::JsonValue() = default;
 JsonValue::JsonValue(nlohmann::ordered_json j)
     : p_(j.is_null() ? nullptr : std::make_shared<nlohmann::ordered_json>(std::move(j))) {}
-JsonValue::JsonValue(const JsonValue& o) = default;
-JsonValue::JsonValue(JsonValue&& o) noexcept = default;
-JsonValue& JsonValue::operator=(const JsonValue& o) = default;
-JsonValue& JsonValue::operator=(JsonValue&& o) noexcept = default;
-JsonValue::~JsonValue() = default;
 
 JsonValue JsonValue::object() {
   return JsonValue(nlohmann::ordered_json::object());

@@ -12,14 +12,15 @@ namespace amk::ir {
 /// program copies no recipe or meta.
 class JsonValue {
  public:
-  JsonValue();
+  JsonValue() = default;
   /// Wraps a JSON value (moved in).
   explicit JsonValue(nlohmann::ordered_json j);
-  JsonValue(const JsonValue& o);
-  JsonValue(JsonValue&& o) noexcept;
-  JsonValue& operator=(const JsonValue& o);
-  JsonValue& operator=(JsonValue&& o) noexcept;
-  ~JsonValue();
+  // Inline: copying a null value (most tasks' params and extras) is then a test, not a call.
+  JsonValue(const JsonValue& o) = default;
+  JsonValue(JsonValue&& o) noexcept = default;
+  JsonValue& operator=(const JsonValue& o) = default;
+  JsonValue& operator=(JsonValue&& o) noexcept = default;
+  ~JsonValue() = default;
 
   /// An empty JSON object `{}`.
   static JsonValue object();

@@ -110,31 +110,44 @@ TileRegion tile_region(const ir::Task& t, const ir::ParamTable& pt) {
   return r;
 }
 
-// Task ids per buffer as CSR (off, list), in task-list order: its writers, or (with_inputs) its
-// readers and writers. `tmp` is scratch.
-void index_buffer_tasks(const ir::Program& p, bool with_inputs, std::vector<uint32_t>& off,
-                        std::vector<uint32_t>& list, std::vector<uint32_t>& tmp) {
+// Task ids per buffer as CSR (off, list), in task-list order, into either or both of `writers`
+// (its writers) and `users` (its readers and writers); one pass over the tasks fills both.
+struct BufferTasks {
+  std::vector<uint32_t>& off;
+  std::vector<uint32_t>& list;
+  std::vector<uint32_t>& tmp;  // scratch
+};
+void index_buffer_tasks(const ir::Program& p, BufferTasks* writers, BufferTasks* users) {
   const size_t nb = p.buffers.size();
-  off.assign(nb + 1, 0);
-  auto count = [&](int64_t b) {
-    if (b >= 0 && b < static_cast<int64_t>(nb)) ++off[static_cast<size_t>(b) + 1];
-  };
+  auto in_range = [nb](int64_t b) { return b >= 0 && b < static_cast<int64_t>(nb); };
+  for (BufferTasks* x : {writers, users})
+    if (x) x->off.assign(nb + 1, 0);
   for (const ir::Task& t : p.tasks) {
-    if (with_inputs)
-      for (int64_t b : t.inputs) count(b);
-    for (int64_t b : t.outputs) count(b);
+    if (users)
+      for (int64_t b : t.inputs)
+        if (in_range(b)) ++users->off[static_cast<size_t>(b) + 1];
+    for (int64_t b : t.outputs) {
+      if (!in_range(b)) continue;
+      if (writers) ++writers->off[static_cast<size_t>(b) + 1];
+      if (users) ++users->off[static_cast<size_t>(b) + 1];
+    }
   }
-  for (size_t i = 0; i < nb; ++i) off[i + 1] += off[i];
-  list.resize(off[nb]);
-  tmp.assign(off.begin(), off.end() - 1);
+  for (BufferTasks* x : {writers, users}) {
+    if (!x) continue;
+    for (size_t i = 0; i < nb; ++i) x->off[i + 1] += x->off[i];
+    x->list.resize(x->off[nb]);
+    x->tmp.assign(x->off.begin(), x->off.end() - 1);
+  }
   for (uint32_t id = 0; id < p.tasks.size(); ++id) {
     const ir::Task& t = p.tasks[id];
-    auto put = [&](int64_t b) {
-      if (b >= 0 && b < static_cast<int64_t>(nb)) list[tmp[static_cast<size_t>(b)]++] = id;
-    };
-    if (with_inputs)
-      for (int64_t b : t.inputs) put(b);
-    for (int64_t b : t.outputs) put(b);
+    if (users)
+      for (int64_t b : t.inputs)
+        if (in_range(b)) users->list[users->tmp[static_cast<size_t>(b)]++] = id;
+    for (int64_t b : t.outputs) {
+      if (!in_range(b)) continue;
+      if (writers) writers->list[writers->tmp[static_cast<size_t>(b)]++] = id;
+      if (users) users->list[users->tmp[static_cast<size_t>(b)]++] = id;
+    }
   }
 }
 
@@ -166,16 +179,22 @@ Result Validator::validate(const ir::Program& p) {
   // The counter graph, the buffers' writers and users, and the buffer rules (the first to report)
   // do not depend on each other: a big program's run them on two threads.
   const size_t parts = parallel_parts(p.tasks.size(), s.threads);
-  run_parts(2, std::min<size_t>(parts, 2), [&](size_t, size_t begin, size_t end) {
-    if (begin == 0) {  // item 0
-      index_buffer_tasks(p, false, s.wr_off, s.wr, s.tmp32);
-      check_buffers(c);
-    }
-    if (end == 2) {  // item 1
-      s.graph.assign(p);
-      index_buffer_tasks(p, true, s.use_off, s.use, s.tmp32b);
-    }
-  });
+  BufferTasks writers{s.wr_off, s.wr, s.tmp32}, users{s.use_off, s.use, s.tmp32b};
+  if (parts < 2) {  // one thread: one pass indexes writers and users
+    index_buffer_tasks(p, &writers, &users);
+    check_buffers(c);
+    s.graph.assign(p);
+  } else {
+    run_parts(2, 2, [&](size_t, size_t begin, size_t) {
+      if (begin == 0) {
+        index_buffer_tasks(p, &writers, nullptr);
+        check_buffers(c);
+      } else {
+        s.graph.assign(p);
+        index_buffer_tasks(p, nullptr, &users);
+      }
+    });
+  }
   s.regions.resize(p.tasks.size());
   // One pass (each task is loaded once), over ranges of tasks on several threads for a big
   // program: the parts after the first report into their own results, merged in order.

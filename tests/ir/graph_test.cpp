@@ -1,6 +1,7 @@
 // Proves the factored CSR adjacency is exactly AMK's dependency_edges() and its Kahn order.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <deque>
 #include <filesystem>
 #include <map>
@@ -171,7 +172,7 @@ std::vector<double> naive_finish(const Program& p, const std::vector<double>& co
   return fin;
 }
 
-TEST(ScheduleGraph, LongestPathsFoldedThroughCountersEqualTheNaiveEdgeRelaxation) {
+TEST(ScheduleGraph, LongestPathsAndLengthsFoldedThroughCountersEqualTheNaiveEdgeRelaxation) {
   const GenShape shapes[] = {GenShape::Llama, GenShape::Mesh, GenShape::Chain, GenShape::Fan};
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     GenOptions o;
@@ -196,6 +197,19 @@ TEST(ScheduleGraph, LongestPathsFoldedThroughCountersEqualTheNaiveEdgeRelaxation
       double sum = 0;
       for (uint32_t t : path) sum += cost[t];
       EXPECT_DOUBLE_EQ(sum, lp.length()) << seed;
+      // The lengths alone, for two costs in one walk (the second with zeros and ties), are those
+      // of longest_path; a cost that is not finite is handed to it.
+      std::vector<double> ties(cost.size());
+      for (size_t t = 0; t < ties.size(); ++t) ties[t] = static_cast<double>((t * 7) % 3);
+      const auto lens = longest_lengths<2>(sg, {std::span<const double>(cost), ties});
+      ASSERT_TRUE(lens.has_value()) << seed;
+      EXPECT_EQ((*lens)[0], lp.length()) << seed;
+      EXPECT_EQ((*lens)[1], longest_path<double>(sg, ties).length()) << seed;
+      std::vector<double> odd = ties;
+      odd[seed % odd.size()] = seed % 2 ? std::nan("") : HUGE_VAL;
+      const double want = longest_path<double>(sg, odd).length();
+      const double got = (*longest_lengths<1>(sg, {std::span<const double>(odd)}))[0];
+      EXPECT_TRUE(got == want || (std::isnan(got) && std::isnan(want))) << got << " " << want;
       // The order is Kahn's over the naive edges (FIFO, successors ascending), and positions()
       // its inverse; without queue edges it is the counter graph's own.
       if (!queues) {
@@ -226,6 +240,8 @@ TEST(ScheduleGraph, AQueueOrderAgainstTheDependenciesIsACycle) {
   EXPECT_EQ(q.queue_next(0), 1);
   EXPECT_EQ(q.queue_prev(1), 0);
   EXPECT_FALSE(longest_path<double>(q, std::vector<double>{1, 1}).acyclic);
+  const std::vector<double> ones{1, 1};
+  EXPECT_FALSE(longest_lengths<1>(q, {std::span<const double>(ones)}).has_value());
 }
 
 TEST(Digraph, KahnOrderAndUpwardRanks) {
