@@ -142,7 +142,9 @@ ir::Program Lowerer::take() {
   AMK_ASSERT(impl_->has_program, "Lowerer::take() before a successful run()");
   impl_->has_program = false;
   impl_->buffers_of = impl_->emitted = {-1, 0};
-  return std::move(impl_->p.program);
+  ir::Program out = std::move(impl_->p.program);
+  impl_->p.program = ir::Program{};  // whole for the next run (a moved-from one has no versions)
+  return out;
 }
 
 uint64_t Lowerer::cache_hits() const {

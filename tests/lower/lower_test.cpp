@@ -654,6 +654,26 @@ TEST(Lowerer, RecallsAPlacementOrPagesOnlyWhereTheKnobsTheyReadAreTheSame) {
   EXPECT_NE(cold[0].pages, cold[1].pages);  // page_allocation
 }
 
+TEST(Lowerer, AProgramTakenFromAWarmLowererLeavesItWholeForTheNextRuns) {
+  // A program taken away takes the tasks the lowerer would otherwise reuse, and leaves a
+  // moved-from program behind: the next runs, on the same structure or another, must still give
+  // a cold lower's bytes (they lost the versions before this test).
+  const ModelSpec m = model("small-4L");
+  const targets::TargetSpec t = target("a2a3");
+  const ir::ScheduleConfig a = config({{"tiling", {{"gemv", {{"N_tile", 16}}}}}});
+  const ir::ScheduleConfig b = config({{"tiling", {{"gemv", {{"N_tile", 32}}}}}});
+  const std::string cold_a = ir::write_program(must(lower(m, t, a, {})));
+  const std::string cold_b = ir::write_program(must(lower(m, t, b, {})));
+  Lowerer warm(m, t, {});
+  ASSERT_FALSE(ir::has_errors(warm.run(a).diagnostics));
+  EXPECT_TRUE(amk::test::same_text(ir::write_program(warm.take()), cold_a));
+  for (const ir::ScheduleConfig* c : {&a, &b, &a, &a}) {
+    ASSERT_FALSE(ir::has_errors(warm.run(*c).diagnostics));
+    EXPECT_TRUE(amk::test::same_text(ir::write_program(warm.program()), c == &a ? cold_a : cold_b));
+  }
+  EXPECT_TRUE(amk::test::same_text(ir::write_program(warm.take()), cold_a));
+}
+
 TEST(Lowerer, KeepsTheStructuresOfANeighbourhoodWithinItsTaskBudget) {
   // llama-3.2-1b at a 101-token KV (the attention's partitions count) in 16- and 32-column tiles
   // (6,000-6,500 tasks a structure): 40 configs, each its own structure (28 are used).
