@@ -34,7 +34,7 @@ std::string py_list(const std::vector<uint32_t>& v) {
 void query_reads(Hazards& h) {
   Context& c = h.c;
   const ir::Graph& g = c.g;
-  const auto topo = g.topo_order();
+  const auto& topo = g.topo_order();
   // One query per (read, writer counter) that is not a direct wait. Only reads that need a
   // second look (a query, a sibling writer, no writer, or only themselves as writer) are
   // remembered, so a program whose reads all wait directly costs one pass. A big program's
