@@ -74,30 +74,24 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const ir::Grap
   r.floor_us = tg.bandwidth_bound_us(w);
   r.sm_assigned = p.sm_assigned();
   const ir::ScheduleGraph deps(p, g, ir::QueueEdges::None);
-  const std::span<const double> ct(t), cts(ts);
-  if (!r.sm_assigned) {  // the critical path and the queue bound from one walk
-    const auto len = ir::longest_lengths<2>(deps, {ct, cts});
-    if (!len) {
-      r.cyclic = true;
-      r.makespan_us = r.amk_makespan_us = r.total_us;
-      return r;
-    }
-    r.critical_path_us = (*len)[0];
-    const double sms = std::max(1.0, tg.num_sms.as_double());
-    r.amk_makespan_us = std::max(r.critical_path_us, r.total_us / sms);
-    double total_sm = 0;
-    for (double x : ts) total_sm += x;
-    r.queue_us = std::max((*len)[1], total_sm / sms);
-    r.makespan_us = std::max(r.queue_us, r.bandwidth_us);
-    return r;
-  }
-  const auto cp = ir::longest_lengths<1>(deps, {ct});
-  if (!cp) {
+  if (!deps.acyclic()) {
     r.cyclic = true;
     r.makespan_us = r.amk_makespan_us = r.total_us;
     return r;
   }
-  r.critical_path_us = (*cp)[0];
+  const std::span<const double> ct(t), cts(ts);
+  if (!r.sm_assigned) {  // the critical path and the queue bound from one walk
+    const auto len = *ir::longest_lengths<2>(deps, {ct, cts});
+    r.critical_path_us = len[0];
+    const double sms = std::max(1.0, tg.num_sms.as_double());
+    r.amk_makespan_us = std::max(r.critical_path_us, r.total_us / sms);
+    double total_sm = 0;
+    for (double x : ts) total_sm += x;
+    r.queue_us = std::max(len[1], total_sm / sms);
+    r.makespan_us = std::max(r.queue_us, r.bandwidth_us);
+    return r;
+  }
+  r.critical_path_us = (*ir::longest_lengths<1>(deps, {ct}))[0];
   // SMs assigned: each SM's queue runs in list order, an unassigned task on SM 0 (AMK's loader).
   // A given graph of the queues as placed is that one when every task is on an SM >= 0.
   const bool reuse = queues && &queues->graph() == &g &&

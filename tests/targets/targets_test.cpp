@@ -1,8 +1,11 @@
 // Targets as data: every built-in record parses, round-trips, matches AMK's values and names its
-// workers; malformed target files are errors with a pointer, never crashes.
+// workers; malformed target files are errors with a pointer, never crashes. The cost model's
+// prediction for a cyclic program.
 #include "targets/target.h"
 
 #include <gtest/gtest.h>
+
+#include "targets/cost.h"
 
 #include "ir/json_io.h"
 #include "support.h"
@@ -110,6 +113,50 @@ TEST(Targets, MalformedFilesAreErrorsWithPointers) {
   EXPECT_FALSE(unknown);
   EXPECT_NE(test::text(unknown.diagnostics).find("h100"), std::string::npos);  // the built-ins
   EXPECT_FALSE(load_target("/nonexistent/t.json"));
+}
+
+// Two tasks that each move 1 MB; `b_waits_a` makes a -> b a dependency, `a_waits_b` b -> a.
+ir::Program two_tasks(bool a_waits_b, bool b_waits_a, std::optional<int64_t> sm) {
+  ir::Program p;
+  p.add_counter();
+  p.add_counter();
+  for (int64_t i = 0; i < 2; ++i) {
+    ir::Task t;
+    t.out_counter = i;
+    t.est_bytes = 1'000'000;
+    t.sm = sm;
+    if (i == 0 ? a_waits_b : b_waits_a) t.waits.push_back({1 - i, 1, {}});
+    p.tasks.push_back(t);
+  }
+  return p;
+}
+
+TEST(Cost, ACycleMakesAmksMakespanTheSumOfTheTaskTimes) {
+  const ir::Target h = must_load("h100").record;
+  // A chain a -> b: its critical path is both tasks, and nothing is cyclic.
+  const CostEstimate chain = estimate(two_tasks(false, true, std::nullopt), h);
+  EXPECT_FALSE(chain.cyclic);
+  EXPECT_GT(chain.total_us, 0);
+  EXPECT_DOUBLE_EQ(chain.critical_path_us, chain.total_us);
+  // A dependency cycle: AMK's makespan and amk's are the sum of the task times.
+  const CostEstimate dep = estimate(two_tasks(true, true, std::nullopt), h);
+  EXPECT_TRUE(dep.cyclic);
+  EXPECT_DOUBLE_EQ(dep.total_us, chain.total_us);
+  EXPECT_DOUBLE_EQ(dep.amk_makespan_us, dep.total_us);
+  EXPECT_DOUBLE_EQ(dep.makespan_us, dep.total_us);
+  EXPECT_EQ(dep.critical_path_us, 0);
+  // a waits for b, but SM 0 runs a first: the dependencies alone are a chain b -> a, the queue
+  // closes the cycle. AMK's makespan is the sum; amk's has no queue bound, only the bandwidth.
+  const CostEstimate queue = estimate(two_tasks(true, false, 0), h);
+  EXPECT_TRUE(queue.cyclic);
+  EXPECT_DOUBLE_EQ(queue.critical_path_us, chain.total_us);
+  EXPECT_DOUBLE_EQ(queue.amk_makespan_us, queue.total_us);
+  EXPECT_EQ(queue.queue_us, 0);
+  EXPECT_DOUBLE_EQ(queue.makespan_us, queue.bandwidth_us);
+  // On SM 0 in the order of the chain, the queue agrees with it.
+  const CostEstimate placed = estimate(two_tasks(false, true, 0), h);
+  EXPECT_FALSE(placed.cyclic);
+  EXPECT_DOUBLE_EQ(placed.amk_makespan_us, placed.total_us);
 }
 
 }  // namespace
