@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <map>
-#include <optional>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -65,7 +65,9 @@ struct Index {
   std::map<std::pair<int64_t, std::string>, int64_t> by_name;  // (layer, name or role) -> group
   std::vector<char> taken;                                     // task already in a fusion
   std::vector<char> drop;                                      // task replaced
-  std::vector<std::optional<PlanTask>> insert_at;              // FUSED task taking task i's slot
+  // FUSED tasks, each with the task whose slot it takes (a handful: not one per task, which
+  // cost a fresh megabyte per run)
+  std::vector<std::pair<size_t, PlanTask>> insert_at;
   std::vector<std::string> kept;  // current group: members kept because others read their output
 
   explicit Index(const Plan& p)
@@ -73,8 +75,7 @@ struct Index {
         group_task(p.group_names.size(), 0),
         readers(p.program.buffers.size(), 0),
         taken(p.tasks.size(), 0),
-        drop(p.tasks.size(), 0),
-        insert_at(p.tasks.size()) {
+        drop(p.tasks.size(), 0) {
     for (size_t i = 0; i < p.tasks.size(); ++i) {
       const PlanTask& t = p.tasks[i];
       const auto g = static_cast<size_t>(t.group);
@@ -185,7 +186,7 @@ std::string fuse_members(Plan& p, Index& ix, const std::vector<int64_t>& members
   f.task.est_flops = flops;
   f.task.label = label;
   f.group = p.add_group(label);
-  ix.insert_at[idx.back()] = std::move(f);
+  ix.insert_at.emplace_back(idx.back(), std::move(f));
   return "";
 }
 
@@ -228,10 +229,14 @@ ir::Status fuse(Plan& p) {
           "(recomputed in the FUSED task), e.g. {}",
           gi, ix.kept.size(), ix.kept.front()));
   }
+  std::sort(ix.insert_at.begin(), ix.insert_at.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  auto next = ix.insert_at.begin();
   size_t w = 0;  // compact in place (swaps keep every element's storage); a FUSED task takes
   for (size_t i = 0; i < p.tasks.size(); ++i) {  // its last member's slot
-    if (ix.insert_at[i]) {
-      std::swap(p.tasks[w++], *ix.insert_at[i]);
+    if (next != ix.insert_at.end() && next->first == i) {
+      std::swap(p.tasks[w++], next->second);
+      ++next;
     } else if (!ix.drop[i]) {
       if (w != i) std::swap(p.tasks[w], p.tasks[i]);
       ++w;

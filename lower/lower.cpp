@@ -82,6 +82,7 @@ struct PagePlan {
   std::string log;
 };
 constexpr size_t kDecisions = 16;  // kept per pass and lowerer
+constexpr size_t kRefusals = 64;   // structures the fusion refused, kept per lowerer
 
 // The entry of `memo` whose `same` holds (then `hit`), else the least recently used one.
 template <class T, class Same>
@@ -98,6 +99,8 @@ T& recall(std::vector<T>& memo, uint64_t clock, bool& hit, Same same) {
 }  // namespace
 
 struct Lowerer::Impl {
+  Impl(const ModelSpec& model, const targets::TargetSpec& target, const LowerOptions& o, bool w)
+      : m(model), t(target), opt(o), warm(w) {}
   const ModelSpec& m;
   const targets::TargetSpec& t;
   LowerOptions opt;
@@ -117,12 +120,15 @@ struct Lowerer::Impl {
   ir::JsonValue meta;
   bool has_program = false;
   uint64_t hits = 0;
+  // Structures the fusion refused, with its errors (kRefusals at most, oldest dropped first): a
+  // refusal depends on the structure alone, so a config that comes back to one is refused at once
+  // instead of being tiled again.
+  std::vector<std::pair<std::string, ir::Diagnostics>> refused;
 };
 
 Lowerer::Lowerer(const ModelSpec& m, const targets::TargetSpec& t, const LowerOptions& opt,
                  bool warm)
-    : impl_(new Impl{
-          m, t, opt, warm, false, {}, {}, {}, 0, {}, {-1, 0}, {-1, 0}, {}, -1, {}, {}, false, 0}) {
+    : impl_(new Impl(m, t, opt, warm)) {
   impl_->p.keep_tasks = warm;
   impl_->cache.reserve(warm ? kMaxStructures : 1);
   impl_->cache.resize(1);
@@ -209,6 +215,12 @@ LowerResult Lowerer::run(const std::optional<ir::ScheduleConfig>& cfg) {
   if (!w.graph_built) step("graph", done([&] { p.graph = build_decoder_graph(m); }));
   w.graph_built = true;
   std::string key = structure_key(p);
+  if (w.warm)
+    for (const auto& [k, errors] : w.refused)
+      if (k == key) {
+        if (opt.log) r.log.push_back("  structure: refused before, as below");
+        return failed(errors);
+      }
   auto entry = std::find_if(w.cache.begin(), w.cache.end(),
                             [&](const Structure& s) { return !s.key.empty() && s.key == key; });
   const bool hit = w.warm && entry != w.cache.end();
@@ -251,6 +263,10 @@ LowerResult Lowerer::run(const std::optional<ir::ScheduleConfig>& cfg) {
     ok = step("tile", done([&] { tile(p); })) &&  //
          step("fuse", [&] { return fuse(p); }) &&
          step("deps", done([&] { derive_dependencies(p); }));
+    if (!ok && w.warm) {
+      if (w.refused.size() == kRefusals) w.refused.erase(w.refused.begin());
+      w.refused.emplace_back(key, r.diagnostics);
+    }
     if (ok && w.warm) {
       s.key = std::move(key);
       s.buffers = p.program.buffers;
