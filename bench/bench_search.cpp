@@ -7,6 +7,7 @@
 
 #include <chrono>
 
+#include "ir/heap.h"
 #include "lower/config.h"
 #include "lower/lower.h"
 #include "search/search.h"
@@ -120,4 +121,13 @@ BENCHMARK(BM_ColdEvaluation)
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  // The allocator settings `amk search` runs under (cli/main.cpp): fresh memory is dear on this
+  // machine kind, and the warm lowerings fill tens of megabytes of it.
+  amk::ir::restart_with_big_heap(argv);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
