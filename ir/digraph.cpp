@@ -60,7 +60,17 @@ std::vector<uint32_t> Digraph::topo_order() const {
 
 ScheduleGraph::ScheduleGraph(const Program& p, const Graph& g, QueueEdges queues)
     : g_(g), kind_(queues) {
+  assign(p, queues);
+}
+
+void ScheduleGraph::assign(const Program& p, QueueEdges queues) {
+  kind_ = queues;
+  prev_.clear();
+  next_.clear();
+  order_.clear();
+  pos_.clear();
   if (queues == QueueEdges::None) return;  // the counter graph's Kahn order is this one's
+  const Graph& g = g_;
   const uint32_t n = g.num_tasks();
   prev_.assign(n, -1);
   next_.assign(n, -1);
@@ -75,7 +85,8 @@ ScheduleGraph::ScheduleGraph(const Program& p, const Graph& g, QueueEdges queues
     }
     q = t;
   }
-  std::vector<uint64_t> indeg(n, 0);
+  std::vector<uint64_t>& indeg = indeg_;
+  indeg.assign(n, 0);
   order_.reserve(n);
   for (uint32_t t = 0; t < n; ++t) {
     for (uint32_t s : g.wait_slots(t)) indeg[t] += g.producers(s).size();

@@ -76,6 +76,8 @@ class ScheduleGraph {
  public:
   /// `g` must be the graph of `p` and outlive this object.
   ScheduleGraph(const Program& p, const Graph& g, QueueEdges queues);
+  /// Builds again in place, reusing the memory, for `p` whose graph is now `graph()`.
+  void assign(const Program& p, QueueEdges queues);
   /// Kahn order (FIFO seeded with ascending zero-indegree tasks; a task's consumers ascending,
   /// then its queue successor); shorter than the task count on a cycle. Without queue edges it is
   /// the counter graph's own order (the same Kahn run), not computed again.
@@ -110,6 +112,7 @@ class ScheduleGraph {
   QueueEdges kind_;
   std::vector<int64_t> prev_, next_;
   std::vector<uint32_t> order_, pos_;
+  std::vector<uint64_t> indeg_;  // scratch
 };
 
 /// Longest paths: finish[v] = cost[v] + the largest finish of its predecessors; `prev` names

@@ -137,47 +137,79 @@ ParamTable ParamTable::of(const Task& t) {
   return pt;
 }
 
+namespace {
+
+// Computed once, before main (kRegistry is defined above, so it is initialised first).
+const std::array<RequiredParams, kOpCount> kRequired = [] {
+  std::array<RequiredParams, kOpCount> r{};
+  for (size_t o = 0; o < kRegistry.size(); ++o)
+    for (std::string_view k : kRegistry[o].required) {
+      if (auto f = param_field(k))
+        r[o].fields |= 1u << static_cast<int>(*f);
+      else
+        r[o].others.push_back(k);
+    }
+  return r;
+}();
+
+// The fields of type Int, as bits.
+constexpr uint32_t kIntFields = [] {
+  uint32_t m = 0;
+  for (size_t k = 0; k < kFields.size(); ++k)
+    if (kFields[k].type == ParamType::Int) m |= 1u << k;
+  return m;
+}();
+
+}  // namespace
+
 const RequiredParams& required_params(Op op) {
-  static const auto table = [] {
-    std::array<RequiredParams, kOpCount> r{};
-    for (size_t o = 0; o < kRegistry.size(); ++o)
-      for (std::string_view k : kRegistry[o].required) {
-        if (auto f = param_field(k))
-          r[o].fields |= 1u << static_cast<int>(*f);
-        else
-          r[o].others.push_back(k);
-      }
-    return r;
-  }();
-  return table[static_cast<size_t>(op)];
+  return kRequired[static_cast<size_t>(op)];
 }
 
 void ParamTable::set(const Task& t) {
-  present = ints = reals = 0;
-  plain = true;
+  uint32_t seen = 0, is_int = 0, is_real = 0, nonpos = 0, neg = 0;
+  bool clean = true;
   for (const Param& p : t.params) {
-    auto field = param_field(p.key);
+    const std::optional<ParamField> field = param_field(p.key);
     if (!field) {
-      plain = false;
+      clean = false;
       continue;
     }
-    auto k = static_cast<int>(*field);
-    if (present >> k & 1u) plain = false;  // named twice
-    if (kFields[static_cast<size_t>(k)].type == ParamType::Int
-            ? !p.value.is_int() || p.value.i < std::numeric_limits<int32_t>::min() ||
-                  p.value.i > std::numeric_limits<int32_t>::max()
-            : p.value.kind == ParamValue::Kind::Other)
-      plain = false;
-    present |= 1u << k;
-    if (p.value.is_int()) {
-      ints |= 1u << k;
-      i[k] = p.value.i;
-    }
-    if (p.value.is_number()) {
-      reals |= 1u << k;
-      f[k] = p.value.as_double();
+    const int k = static_cast<int>(*field);
+    const uint32_t bit = 1u << k;
+    clean = clean && !(seen & bit);  // named twice: not plain
+    seen |= bit;
+    const bool int_field = (kIntFields & bit) != 0;
+    switch (p.value.kind) {
+      case ParamValue::Kind::Int:  // an Int field must hold an int32; a Float field takes any
+        is_int |= bit;
+        is_real |= bit;
+        i[k] = p.value.i;
+        f[k] = static_cast<double>(p.value.i);
+        nonpos |= p.value.i <= 0 ? bit : 0;
+        neg |= p.value.i < 0 ? bit : 0;
+        clean = clean && (!int_field || (p.value.i >= std::numeric_limits<int32_t>::min() &&
+                                         p.value.i <= std::numeric_limits<int32_t>::max()));
+        break;
+      case ParamValue::Kind::Float:
+        is_real |= bit;
+        f[k] = p.value.f;
+        clean = clean && !int_field;
+        break;
+      case ParamValue::Kind::Bool:  // Python: a bool passes as a float, not as an int
+        clean = clean && !int_field;
+        break;
+      case ParamValue::Kind::Other:
+        clean = false;
+        break;
     }
   }
+  present = seen;
+  ints = is_int;
+  reals = is_real;
+  nonpositive = nonpos;
+  negative = neg;
+  plain = clean;
 }
 
 }  // namespace amk::ir

@@ -163,7 +163,11 @@ struct Tiler {
       const int64_t bytes = quant ? (ceil_div(K * bits, 8) + 2 * n_groups) * w : K * d * w;
       PlanTask& t = task(B > 1 ? Op::GEMM_TILE : Op::GEMV_TILE, {x}, {out}, tile_label(n.name, i),
                          g, ni, bytes, 2 * K * w * B);
+      // Most tasks are these tiles: their lists get their exact sizes at once (a fresh
+      // structure's memory is dear).
+      t.task.inputs.reserve(1 + w_in.size());
       t.task.inputs.insert(t.task.inputs.end(), w_in.begin(), w_in.end());
+      t.task.params.reserve((B > 1 ? 4 : 3) + (quant ? 2 : 0));
       if (B > 1) param_int(t, "M_tile", B);
       param_int(t, "K", K);
       param_int(t, "N_tile", w);

@@ -49,7 +49,12 @@ namespace {
 void check_queue_deadlock(Context& c) {
   const ir::Program& p = c.p;
   const uint32_t n = c.g.num_tasks();
-  const ir::ScheduleGraph& d = c.s.queues.emplace(p, c.g, ir::QueueEdges::Assigned);
+  if (c.s.queues)
+    c.s.queues->assign(p, ir::QueueEdges::Assigned);
+  else
+    c.s.queues.emplace(p, c.g, ir::QueueEdges::Assigned);
+  c.s.queues_built = true;
+  const ir::ScheduleGraph& d = *c.s.queues;
   if (d.acyclic()) return;
   // Witness: walk backwards from the lowest stuck task through stuck predecessors (its SM-queue
   // predecessor first, then producers by wait) until a task repeats.

@@ -1,6 +1,8 @@
 // amk's shape/param consistency: one rule per opcode family, so a schedule that AMK would accept
 // but whose kernels would index out of bounds or compute garbage is rejected before it runs.
 // Each rule only runs when the task's buffers exist and its arity is right (else reported already).
+#include <utility>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -67,6 +69,8 @@ class TaskShapes {
 
   const ir::Buffer& in(size_t k) const { return c_.buf(t_.inputs[k]); }
   const ir::Buffer& out() const { return c_.buf(t_.outputs[0]); }
+  int64_t in_numel(size_t k) const { return c_.numel(t_.inputs[k]); }
+  int64_t out_numel() const { return c_.numel(t_.outputs[0]); }
   std::string in_ref(size_t k) const {
     return fmt::format("input #{} ('{}', shape {})", t_.inputs[k], in(k).name, shape_str(in(k)));
   }
@@ -83,10 +87,10 @@ class TaskShapes {
              ir::task_pointer(id_, field));
   }
   void same_numel(const Rule& code, size_t k) {
-    if (in(k).numel() != out().numel())
+    if (in_numel(k) != out_numel())
       fail(code,
-           fmt::format("{} has {} elements but {} has {}", in_ref(k), in(k).numel(), out_ref(),
-                       out().numel()),
+           fmt::format("{} has {} elements but {} has {}", in_ref(k), in_numel(k), out_ref(),
+                       out_numel()),
            fmt::format("inputs/{}", k));
   }
 
@@ -107,9 +111,22 @@ constexpr char kRange[ir::kParamFieldCount] = {
     'Z', 'Z', 'Z', 0,   'P', 0,   0,   0,   0,   0};             // kv_start .. theta
 static_assert(static_cast<int>(ir::ParamField::group) == 16 && ir::kParamFieldCount == 22);
 
+// kRange as bit masks of the fields that must be positive and non-negative.
+constexpr std::pair<uint32_t, uint32_t> kRangeMasks = [] {
+  std::pair<uint32_t, uint32_t> m{0, 0};
+  for (int f = 0; f < ir::kParamFieldCount; ++f) {
+    if (kRange[f] == 'P') m.first |= 1u << f;
+    if (kRange[f] == 'Z') m.second |= 1u << f;
+  }
+  return m;
+}();
+
 void check_ranges(Context& c, size_t id, const ir::ParamTable& pt) {
   const ir::Task& t = c.p.tasks[id];
-  for (uint32_t m = pt.ints; m; m &= m - 1) {
+  // The fields' values are looked at only when one of them was given an int out of its range.
+  const uint32_t suspect =
+      (pt.nonpositive & kRangeMasks.first) | (pt.negative & kRangeMasks.second);
+  for (uint32_t m = suspect ? pt.ints : 0; m; m &= m - 1) {
     const int f = __builtin_ctz(m);
     const char rule = kRange[f];
     const int64_t v = pt.i[f];
@@ -138,7 +155,7 @@ void TaskShapes::gemv() {
   const bool quant = (qd == 6 || qd == 7) && t_.inputs.size() >= 3;
   if (last(x) != K)
     fail(kShapeGemv, fmt::format("K={} but {} has width {}", K, in_ref(0), last(x)), "params/K");
-  const int64_t rows = K > 0 ? x.numel() / K : 0;
+  const int64_t rows = K > 0 ? in_numel(0) / K : 0;
   int64_t N = 0;
   const auto& w = in(1);
   if (quant) {
@@ -176,13 +193,13 @@ void TaskShapes::gemv() {
     if (w.shape[1] != K)
       fail(kShapeGemv, fmt::format("K={} but weight {} has inner dim {}", K, in_ref(1), w.shape[1]),
            "inputs/1");
-    if (t_.inputs.size() == 3 && in(2).numel() != N)
+    if (t_.inputs.size() == 3 && in_numel(2) != N)
       fail(kShapeGemv, fmt::format("bias {} must have N={} elements", in_ref(2), N), "inputs/2");
   }
   if (last(out()) != N)
     fail(kShapeGemv, fmt::format("{} must have N={} columns (the weight's rows)", out_ref(), N),
          "outputs/0");
-  const int64_t out_rows = N > 0 ? out().numel() / N : 0;
+  const int64_t out_rows = N > 0 ? out_numel() / N : 0;
   if (gemm) {
     const int64_t m_off = i(F::m_off, 0), m_tile = i(F::M_tile, rows);
     if (m_off + m_tile > rows || m_off + m_tile > out_rows)
@@ -211,7 +228,7 @@ void TaskShapes::attention() {
          "params/n_kv_heads");
   const auto &q = in(0), &k = in(1), &v = in(2);
   const int64_t batch = q.shape.size() == 3 ? q.shape[0] : 1;
-  if (q.numel() != batch * nh * hd)
+  if (in_numel(0) != batch * nh * hd)
     fail(kShapeAttention,
          fmt::format("{} must hold {} x n_heads={} x head_dim={}", in_ref(0), batch, nh, hd),
          "inputs/0");
@@ -243,7 +260,7 @@ void TaskShapes::attention() {
   const int64_t want = partial ? nh * (hd + 2) : batch * nh * hd;
   if (partial && batch != 1)
     fail(kShapeAttention, "split-KV partials are single-sequence", "params/flags");
-  if (out().numel() != want)
+  if (out_numel() != want)
     fail(kShapeAttention,
          fmt::format("{} must have {} elements ({})", out_ref(), want,
                      partial ? "n_heads x (head_dim + 2) partial" : "n_heads x head_dim"),
@@ -268,9 +285,9 @@ void TaskShapes::run() {
         fail(kShapeEmbed, fmt::format("table {} must be [rows, width]", in_ref(1)), "inputs/1");
         return;
       }
-      if (out().numel() != ids.numel() * table.shape[1])
+      if (out_numel() != in_numel(0) * table.shape[1])
         fail(kShapeEmbed,
-             fmt::format("{} ids x {} columns of {} do not fill {}", ids.numel(), table.shape[1],
+             fmt::format("{} ids x {} columns of {} do not fill {}", in_numel(0), table.shape[1],
                          in_ref(1), out_ref()),
              "outputs/0");
       if (has_int(F::hidden) && i(F::hidden, 0) != last(out()))
@@ -285,10 +302,10 @@ void TaskShapes::run() {
       if (last(in(0)) != h)
         fail(kShapeNorm, fmt::format("hidden={} but {} has width {}", h, in_ref(0), last(in(0))),
              "params/hidden");
-      if (in(1).numel() != h)
+      if (in_numel(1) != h)
         fail(kShapeNorm, fmt::format("weight {} must have hidden={} elements", in_ref(1), h),
              "inputs/1");
-      if (t_.inputs.size() == 3 && in(2).numel() != h)
+      if (t_.inputs.size() == 3 && in_numel(2) != h)
         fail(kShapeNorm, fmt::format("bias {} must have hidden={} elements", in_ref(2), h),
              "inputs/2");
       same_numel(kShapeNorm, 0);
@@ -314,9 +331,9 @@ void TaskShapes::run() {
              "inputs/0");
       if (!integer_dtype(pos.dtype))
         fail(kShapeRope, fmt::format("positions {} must be I32, I8 or U8", in_ref(1)), "inputs/1");
-      if (x.shape.size() == 3 && pos.numel() != x.shape[0])
+      if (x.shape.size() == 3 && in_numel(1) != x.shape[0])
         fail(kShapeRope,
-             fmt::format("{} positions for {} rows of {}", pos.numel(), x.shape[0], in_ref(0)),
+             fmt::format("{} positions for {} rows of {}", in_numel(1), x.shape[0], in_ref(0)),
              "inputs/1");
       same_numel(kShapeRope, 0);
       return;
@@ -344,17 +361,17 @@ void TaskShapes::run() {
         fail(kShapeDequant, fmt::format("qdtype={} must be 6 (I8) or 7 (I4)", qd), "params/qdtype");
       same_numel(kShapeDequant, 0);
       if (group > 0) {
-        if (in(0).numel() % group != 0)
+        if (in_numel(0) % group != 0)
           fail(kShapeDequant,
-               fmt::format("{} elements of {} are not whole groups of {}", in(0).numel(), in_ref(0),
+               fmt::format("{} elements of {} are not whole groups of {}", in_numel(0), in_ref(0),
                            group),
                "params/group");
-        else if (in(1).numel() != in(0).numel() / group)
+        else if (in_numel(1) != in_numel(0) / group)
           fail(kShapeDequant,
                fmt::format("scales {} must have one value per group ({})", in_ref(1),
-                           in(0).numel() / group),
+                           in_numel(0) / group),
                "inputs/1");
-        if (t_.inputs.size() == 3 && in(2).numel() != in(1).numel())
+        if (t_.inputs.size() == 3 && in_numel(2) != in_numel(1))
           fail(kShapeDequant, fmt::format("zeros {} must match the scales", in_ref(2)), "inputs/2");
       }
       return;
@@ -367,23 +384,23 @@ void TaskShapes::run() {
              "inputs/1");
         return;
       }
-      const auto &nw = in(0), &cache = out();
+      const auto& cache = out();
       const int64_t pos = i(F::pos, 0);
       if (cache.shape.size() == 3) {
         const int64_t row = cache.shape[1] * cache.shape[2];
-        if (row <= 0 || nw.numel() % row != 0) {
+        if (row <= 0 || in_numel(0) % row != 0) {
           fail(kShapeKvAppend,
                fmt::format("{} is not whole rows of [n_kv_heads, head_dim] = {} elements",
                            in_ref(0), row),
                "inputs/0");
-        } else if (pos + nw.numel() / row > cache.shape[0]) {
+        } else if (pos + in_numel(0) / row > cache.shape[0]) {
           fail(kShapeKvAppend,
                fmt::format("rows [{}, {}) do not fit the {} positions of {}", pos,
-                           pos + nw.numel() / row, cache.shape[0], out_ref()),
+                           pos + in_numel(0) / row, cache.shape[0], out_ref()),
                "params/pos");
         }
       } else if (cache.shape.size() == 4) {
-        if (nw.numel() != cache.shape[0] * cache.shape[2] * cache.shape[3])
+        if (in_numel(0) != cache.shape[0] * cache.shape[2] * cache.shape[3])
           fail(kShapeKvAppend,
                fmt::format("{} must hold one [n_kv_heads, head_dim] row per sequence of {}",
                            in_ref(0), out_ref()),
@@ -402,7 +419,7 @@ void TaskShapes::run() {
     }
     case Op::SAMPLE_ARGMAX: {
       const int64_t v = last(in(0));
-      if (v <= 0 || out().numel() != in(0).numel() / v)
+      if (v <= 0 || out_numel() != in_numel(0) / v)
         fail(kShapeArgmax,
              fmt::format("{} must hold one index per row of {}", out_ref(), in_ref(0)),
              "outputs/0");
@@ -415,14 +432,14 @@ void TaskShapes::run() {
       }
       const int64_t hd = i(F::head_dim, 0);
       if (hd <= 0) return;
-      const int64_t nh = i(F::n_heads, in(0).numel() / (hd + 2));
+      const int64_t nh = i(F::n_heads, in_numel(0) / (hd + 2));
       for (size_t k = 0; k < t_.inputs.size(); ++k)
-        if (in(k).numel() != nh * (hd + 2))
+        if (in_numel(k) != nh * (hd + 2))
           fail(kShapeCombine,
                fmt::format("partial {} must be n_heads={} x (head_dim + 2) = {} elements",
                            in_ref(k), nh, nh * (hd + 2)),
                fmt::format("inputs/{}", k));
-      if (out().numel() != nh * hd)
+      if (out_numel() != nh * hd)
         fail(kShapeCombine,
              fmt::format("{} must have n_heads x head_dim = {} elements", out_ref(), nh * hd),
              "outputs/0");

@@ -30,8 +30,11 @@ using RuleCounts = std::unordered_map<std::string, size_t>;
 /// Reusable memory of a Validator.
 struct Scratch {
   std::vector<TileRegion> regions;  // per task, filled by the per-task pass
+  std::vector<int64_t> numel;       // per buffer, filled by check_buffers
   ir::Graph graph;
-  std::optional<ir::ScheduleGraph> queues;  // check_placement's SM-queue graph, when it built one
+  std::optional<ir::ScheduleGraph>
+      queues;                 // check_placement's SM-queue graph (kept for its memory)
+  bool queues_built = false;  // ... built for this run
   Reach reach;
   std::vector<uint32_t> wr_off, wr;    // writers per buffer (task ids, list order, dups kept)
   std::vector<uint32_t> use_off, use;  // users (readers and writers) per buffer
@@ -72,6 +75,8 @@ struct Context {
     return id >= 0 && id < static_cast<int64_t>(p.counters.size());
   }
   const ir::Buffer& buf(int64_t id) const { return p.buffers[static_cast<size_t>(id)]; }
+  /// Buffer::numel of an existing buffer (computed once by check_buffers).
+  int64_t numel(int64_t id) const { return s.numel[static_cast<size_t>(id)]; }
   /// Writers of a buffer, in task-list order (a task naming it twice appears twice).
   std::span<const uint32_t> writers(int64_t b) const;
   /// Readers and writers of a buffer, in task-list order.
@@ -112,7 +117,7 @@ std::span<const Rule> output_rules();     // check_placement.cpp (AMK step 8)
 // diagnostics of those families come together); then the whole-graph passes in this order.
 void check_task_refs(Context& c, size_t id,
                      const ir::ParamTable& pt);    // AMK step 1: refs, ABI caps, arity, params
-void check_buffers(Context& c);                    // dims, duplicate names
+void check_buffers(Context& c);                    // dims, duplicate names; Scratch::numel
 void check_task_structure(Context& c, size_t id);  // readonly writes, finite params, recipes
 void check_task_shapes(Context& c, size_t id, const ir::ParamTable& pt);  // shapes, tile bounds
 void check_task_waits(Context& c, size_t id);  // AMK step 2 + counter init

@@ -167,13 +167,13 @@ const ir::Graph& Validator::graph() const {
 }
 
 const ir::ScheduleGraph* Validator::queue_graph() const {
-  return s_->queues ? &*s_->queues : nullptr;
+  return s_->queues_built ? &*s_->queues : nullptr;
 }
 
 Result Validator::validate(const ir::Program& p) {
   Scratch& s = *s_;
   s.rule_count.clear();
-  s.queues.reset();
+  s.queues_built = false;
   Result r;
   Context c{p, s.graph, s, r, s.rule_count};
   // The counter graph, the buffers' writers and users, and the buffer rules (the first to report)

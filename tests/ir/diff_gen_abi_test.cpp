@@ -4,7 +4,10 @@
 
 #include <sys/stat.h>
 
+#include <bit>
+#include <cstdint>
 #include <filesystem>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -154,6 +157,89 @@ TEST(Abi, RecordSizesAndCodesAreAmks) {
   EXPECT_EQ(op_spec(Op::ATTENTION_TILE).required.size(), 6u);
   for (int i = 0; i < kOpCount; ++i)
     EXPECT_EQ(parse_op(name(static_cast<Op>(i))), static_cast<Op>(i));
+}
+
+// ParamTable written the plain way: each param looked up by name, the last of a key named twice
+// giving the value, the sign bits of every int value given.
+struct NaiveParams {
+  bool plain = true;
+  uint32_t present = 0, ints = 0, reals = 0, nonpositive = 0, negative = 0;
+  std::map<int, int64_t> i;
+  std::map<int, double> f;
+  explicit NaiveParams(const Task& t) {
+    for (const Param& p : t.params) {
+      const std::optional<ParamField> field = param_field(p.key);
+      if (!field) {
+        plain = false;
+        continue;
+      }
+      const int k = static_cast<int>(*field);
+      if (present >> k & 1u) plain = false;
+      present |= 1u << k;
+      const ParamValue& v = p.value;
+      if (*param_type(p.key) == ParamType::Int) {
+        if (v.kind != ParamValue::Kind::Int || v.i < INT32_MIN || v.i > INT32_MAX) plain = false;
+      } else if (v.kind == ParamValue::Kind::Other) {
+        plain = false;
+      }
+      if (v.kind == ParamValue::Kind::Int) {
+        ints |= 1u << k;
+        i[k] = v.i;
+        if (v.i <= 0) nonpositive |= 1u << k;
+        if (v.i < 0) negative |= 1u << k;
+      }
+      if (v.kind == ParamValue::Kind::Int || v.kind == ParamValue::Kind::Float) {
+        reals |= 1u << k;
+        f[k] = v.as_double();
+      }
+    }
+  }
+};
+
+TEST(ParamTable, DecodesEveryKindOfValueKeyAndRepeatAsThePlainLookup) {
+  const std::vector<std::string> keys = {"K",   "N_tile", "n_off", "eps", "scale", "head_dim",
+                                         "dim", "theta",  "bogus", "N",   "kv_len"};
+  uint64_t s = 7;
+  auto next = [&] { return s = s * 6364136223846793005ull + 1442695040888963407ull, s >> 33; };
+  int tasks_with_repeats = 0, not_plain = 0;
+  for (int n = 0; n < 3000; ++n) {
+    Task t;
+    const uint64_t count = next() % 6;
+    for (uint64_t k = 0; k < count; ++k) {
+      const std::string& key = keys[next() % keys.size()];
+      const int64_t ints[] = {
+          0, 1, -1, 64, INT32_MAX, int64_t{INT32_MAX} + 1, INT32_MIN, int64_t{INT32_MIN} - 1};
+      switch (next() % 4) {
+        case 0:
+          t.params.push_back({key, ParamValue::of_int(ints[next() % 8])});
+          break;
+        case 1:
+          t.params.push_back({key, ParamValue::of_float(next() % 2 ? 0.5 : -2.0)});
+          break;
+        case 2:
+          t.params.push_back({key, ParamValue::of_bool(next() % 2 == 0)});
+          break;
+        default:
+          t.params.push_back({key, ParamValue::of_json(JsonValue(nlohmann::ordered_json("x")))});
+      }
+    }
+    const NaiveParams want(t);
+    const ParamTable got = ParamTable::of(t);
+    SCOPED_TRACE(n);
+    ASSERT_EQ(got.plain, want.plain);
+    ASSERT_EQ(got.present, want.present);
+    ASSERT_EQ(got.ints, want.ints);
+    ASSERT_EQ(got.reals, want.reals);
+    ASSERT_EQ(got.nonpositive, want.nonpositive);
+    ASSERT_EQ(got.negative, want.negative);
+    for (const auto& [k, v] : want.i) ASSERT_EQ(got.get(static_cast<ParamField>(k), 0), v);
+    for (const auto& [k, v] : want.f) ASSERT_EQ(got.real(static_cast<ParamField>(k), 0), v);
+    tasks_with_repeats += std::popcount(want.present) < static_cast<int>(t.params.size());
+    not_plain += !want.plain;
+  }
+  EXPECT_GT(tasks_with_repeats, 300);
+  EXPECT_GT(not_plain, 1000);
+  EXPECT_LT(not_plain, 2900);
 }
 
 TEST(AtomicWrite, ReplacesContentAndKeepsTheOldFileWhenTheWriteFails) {
