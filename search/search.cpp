@@ -539,9 +539,25 @@ ir::Result<SearchResult> Search::run() {
       for (size_t k : todo) configs.push_back(&trials[k].config);
       // Units of one structure each, so that a thread lowers a structure for all of them.
       const std::vector<std::vector<size_t>> units = affinity_units(configs, workers.size());
-      pool.run(units.size(), [&](size_t w, size_t u) {
-        for (size_t k : units[u]) workers[w].evaluate(trials[todo[k]], o_.objective);
-      });
+      if (h.trials.empty() && units.size() == 1 && workers.size() > 1) {
+        // The start config alone: while the first evaluator evaluates it, each other one
+        // evaluates a copy (dropped), so that all come to the first neighbourhood warm (the
+        // model's graph built, the start's structure kept, their memory mapped) instead of
+        // idling now and starting cold then.
+        pool.run(workers.size(), [&](size_t, size_t e) {
+          if (e == 0) {
+            for (size_t k : units[0]) workers[0].evaluate(trials[todo[k]], o_.objective);
+            return;
+          }
+          Trial warm;
+          warm.config = trials[todo[units[0][0]]].config;
+          workers[e].evaluate(warm, o_.objective);
+        });
+      } else {
+        pool.run(units.size(), [&](size_t w, size_t u) {
+          for (size_t k : units[u]) workers[w].evaluate(trials[todo[k]], o_.objective);
+        });
+      }
     }
     const auto first = static_cast<int64_t>(h.trials.size());  // trials[i] is trial first + i
     for (size_t i = 0; i < trials.size(); ++i) {
