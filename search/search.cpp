@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <random>
 #include <set>
 #include <thread>
@@ -446,6 +447,32 @@ std::vector<std::vector<size_t>> affinity_chunks(std::span<const ir::ScheduleCon
   return chunks;
 }
 
+namespace {
+
+// Orders a batch's units longest first: a unit whose structure no evaluator has lowered yet (not
+// in `lowered`, which then takes the batch's) costs a tiling, some four evaluations, besides its
+// configs, so it goes before the others of its size, and no thread is left with one at the end
+// of the batch while the others idle.
+void longest_first(std::vector<std::vector<size_t>>& units,
+                   std::span<const ir::ScheduleConfig* const> configs,
+                   std::unordered_set<std::string>& lowered) {
+  std::vector<std::string> structure(units.size());
+  std::vector<size_t> cost(units.size()), order(units.size());
+  for (size_t u = 0; u < units.size(); ++u) {
+    structure[u] = structure_text(*configs[units[u][0]]);
+    cost[u] = units[u].size() + (lowered.count(structure[u]) ? 0 : 4);
+  }
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return cost[a] > cost[b]; });
+  std::vector<std::vector<size_t>> sorted;
+  for (size_t u : order) sorted.push_back(std::move(units[u]));
+  units = std::move(sorted);
+  for (std::string& text : structure) lowered.insert(std::move(text));
+}
+
+}  // namespace
+
 void take_results(Trial& to, const Trial& from) {
   to.valid = from.valid;
   to.diagnostics = from.diagnostics;
@@ -486,6 +513,7 @@ ir::Result<SearchResult> Search::run() {
     }
   } free_in_parallel{pool, workers};
   std::unordered_map<int64_t, const Trial*> replay;
+  std::unordered_set<std::string> lowered;  // the structures (structure_text) evaluated so far
   for (const Trial& r : o_.replay) replay[r.index] = &r;
 
   std::unique_ptr<Strategy> strategy;
@@ -538,7 +566,8 @@ ir::Result<SearchResult> Search::run() {
       std::vector<const ir::ScheduleConfig*> configs;
       for (size_t k : todo) configs.push_back(&trials[k].config);
       // Units of one structure each, so that a thread lowers a structure for all of them.
-      const std::vector<std::vector<size_t>> units = affinity_units(configs, workers.size());
+      std::vector<std::vector<size_t>> units = affinity_units(configs, workers.size());
+      longest_first(units, configs, lowered);
       if (h.trials.empty() && units.size() == 1 && workers.size() > 1) {
         // The start config alone: while the first evaluator evaluates it, each other one
         // evaluates a copy (dropped), so that all come to the first neighbourhood warm (the
