@@ -24,15 +24,21 @@ struct Parts {
 // SMs saturate HBM); AMK's formula lets every task stream at full bandwidth.
 constexpr double kSmShare = 4.0;
 
-Parts task_parts(const ir::Program& p, const ir::Task& t, const ir::Target& tg, int64_t depth) {
+// What task_parts reads of a target and a depth, worked out once for all of a program's tasks.
+struct Rates {
+  double exposed, bw, tf, sm_bw;
+  Rates(const ir::Target& tg, int64_t depth)
+      : exposed(std::max(0.5, 1.0 / (1.0 + 0.6 * static_cast<double>(depth)))),
+        bw(tg.hbm_bandwidth_gbs.as_double()),
+        tf(tg.fp16_tflops.as_double()),
+        sm_bw(std::min(bw, bw * kSmShare / std::max(1.0, tg.num_sms.as_double()))) {}
+};
+
+Parts task_parts(const ir::Program& p, const ir::Task& t, const Rates& r) {
   const ir::TaskLoad load = ir::task_load(p, t);
-  const double exposed = std::max(0.5, 1.0 / (1.0 + 0.6 * static_cast<double>(depth)));
-  const double bw = tg.hbm_bandwidth_gbs.as_double(), tf = tg.fp16_tflops.as_double();
-  const double sms = std::max(1.0, tg.num_sms.as_double());
-  const double sm_bw = std::min(bw, bw * kSmShare / sms);
-  const double hbm = bw > 0 ? load.bytes / (bw * 1e3 * 0.80) : 0.0;
-  return {hbm * exposed, tf > 0 ? load.flops / (tf * 1e6 * 0.70) : 0.0, hbm,
-          sm_bw > 0 ? load.bytes / (sm_bw * 1e3 * 0.80) * exposed : 0.0};
+  const double hbm = r.bw > 0 ? load.bytes / (r.bw * 1e3 * 0.80) : 0.0;
+  return {hbm * r.exposed, r.tf > 0 ? load.flops / (r.tf * 1e6 * 0.70) : 0.0, hbm,
+          r.sm_bw > 0 ? load.bytes / (r.sm_bw * 1e3 * 0.80) * r.exposed : 0.0};
 }
 
 double finish(const Parts& q, double mem, const ir::Task& t) {
@@ -42,13 +48,13 @@ double finish(const Parts& q, double mem, const ir::Task& t) {
 }  // namespace
 
 double task_time_us(const ir::Program& p, const ir::Task& t, const ir::Target& tg, int64_t depth) {
-  const Parts q = task_parts(p, t, tg, depth);
+  const Parts q = task_parts(p, t, Rates(tg, depth));
   return finish(q, q.mem_us, t);
 }
 
 double task_time_sm_us(const ir::Program& p, const ir::Task& t, const ir::Target& tg,
                        int64_t depth) {
-  const Parts q = task_parts(p, t, tg, depth);
+  const Parts q = task_parts(p, t, Rates(tg, depth));
   return finish(q, q.mem_sm_us, t);
 }
 
@@ -63,8 +69,9 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const ir::Grap
   const int64_t depth = p.config ? p.config->depth() : 2;
   const size_t n = p.tasks.size();
   std::vector<double> t(n), ts(n);  // AMK's task times; with the per-SM bandwidth share
+  const Rates rates(tg, depth);
   for (size_t i = 0; i < n; ++i) {
-    const Parts q = task_parts(p, p.tasks[i], tg, depth);
+    const Parts q = task_parts(p, p.tasks[i], rates);
     t[i] = finish(q, q.mem_us, p.tasks[i]);
     ts[i] = finish(q, q.mem_sm_us, p.tasks[i]);
     r.total_us += t[i];
@@ -115,7 +122,11 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const ir::Grap
 TaskTimes predicted_times(const ir::Program& p, const ir::Target& tg, const ir::Graph& g) {
   const int64_t depth = p.config ? p.config->depth() : 2;
   std::vector<double> ts(p.tasks.size());
-  for (size_t i = 0; i < p.tasks.size(); ++i) ts[i] = task_time_sm_us(p, p.tasks[i], tg, depth);
+  const Rates rates(tg, depth);
+  for (size_t i = 0; i < p.tasks.size(); ++i) {
+    const Parts q = task_parts(p, p.tasks[i], rates);
+    ts[i] = finish(q, q.mem_sm_us, p.tasks[i]);
+  }
   const ir::ScheduleGraph sg(p, g, p.sm_assigned() ? ir::QueueEdges::Loader : ir::QueueEdges::None);
   const auto lp = ir::longest_path<double>(sg, ts);
   TaskTimes r;

@@ -126,7 +126,7 @@ void check_ranges(Context& c, size_t id, const ir::ParamTable& pt) {
   // The fields' values are looked at only when one of them was given an int out of its range.
   const uint32_t suspect =
       (pt.nonpositive & kRangeMasks.first) | (pt.negative & kRangeMasks.second);
-  for (uint32_t m = suspect ? pt.ints : 0; m; m &= m - 1) {
+  for (uint32_t m = suspect || !c.s.screens ? pt.ints : 0; m; m &= m - 1) {
     const int f = __builtin_ctz(m);
     const char rule = kRange[f];
     const int64_t v = pt.i[f];

@@ -72,9 +72,8 @@ std::string param_repr(const ir::ParamValue& v) {
   return {};
 }
 
-}  // namespace
-
-void check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
+// Reports what check_task_refs finds, in the rules' order.
+[[gnu::noinline]] void report_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
   const ir::Task& t = c.p.tasks[id];
   auto ref = [&] { return task_ref(t, id); };  // formatted only when something is reported
   const std::string_view op = ir::name(t.op);
@@ -196,6 +195,35 @@ void check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
   }
 }
 
+}  // namespace
+
+void check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
+  // Whether report_task_refs has anything to say, in a few tests per list (the common case, kept
+  // apart from the reporting so that it stays small): every condition it reports on, checked
+  // here first.
+  const ir::Task& t = c.p.tasks[id];
+  const ir::OpSpec& spec = ir::op_spec(t.op);
+  const ir::RequiredParams& rq = ir::required_params(t.op);
+  const auto nb = static_cast<int64_t>(c.p.buffers.size());
+  const auto nc = static_cast<int64_t>(c.p.counters.size());
+  const ir::Buffer* const bufs = c.p.buffers.data();
+  const size_t n_in = t.inputs.size(), n_out = t.outputs.size();
+  bool report = !pt.plain || (rq.fields & ~pt.present) != 0 || !rq.others.empty() ||
+                t.out_counter < 0 || t.out_counter >= nc || n_in > ir::kMaxInputs ||
+                n_out > ir::kMaxOutputs || t.waits.size() > ir::kMaxWaits ||
+                static_cast<int>(n_in) < spec.min_inputs ||
+                (spec.max_inputs != -1 && static_cast<int>(n_in) > spec.max_inputs) ||
+                (spec.n_outputs != -1 && static_cast<int>(n_out) != spec.n_outputs);
+  for (const int64_t b : t.inputs)
+    report = report || b < 0 || b >= nb || bufs[b].shape.size() > ir::kMaxRank;
+  for (const int64_t b : t.outputs)
+    report = report || b < 0 || b >= nb || bufs[b].shape.size() > ir::kMaxRank;
+  for (const ir::Wait& w : t.waits)
+    report =
+        report || w.counter < 0 || w.counter >= nc || w.threshold < 1 || w.counter == t.out_counter;
+  if (report || !c.s.screens) report_task_refs(c, id, pt);
+}
+
 void check_buffers(Context& c) {
   const ir::Program& p = c.p;
   // Duplicate names through a flat open-addressing table of (hash, first buffer with it).
@@ -236,7 +264,10 @@ void check_buffers(Context& c) {
   }
 }
 
-void check_task_structure(Context& c, size_t id) {
+namespace {
+
+// Reports what check_task_structure finds, in the rules' order.
+[[gnu::noinline]] void report_task_structure(Context& c, size_t id) {
   {
     const ir::Task& t = c.p.tasks[id];
     for (const ir::Param& prm : t.params)
@@ -283,6 +314,22 @@ void check_task_structure(Context& c, size_t id) {
       }
     }
   }
+}
+
+}  // namespace
+
+void check_task_structure(Context& c, size_t id) {
+  // Whether report_task_structure has anything to say (every condition it reports on).
+  const ir::Task& t = c.p.tasks[id];
+  bool report = t.op == ir::Op::FUSED;
+  for (const ir::Param& prm : t.params)
+    report =
+        report || (prm.value.kind == ir::ParamValue::Kind::Float && !std::isfinite(prm.value.f));
+  const auto nb = static_cast<int64_t>(c.p.buffers.size());
+  for (const int64_t b : t.outputs)
+    report =
+        report || (b >= 0 && b < nb && ir::is_readonly(c.p.buffers[static_cast<size_t>(b)].kind));
+  if (report || !c.s.screens) report_task_structure(c, id);
 }
 
 }  // namespace amk::validate

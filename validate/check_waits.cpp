@@ -30,7 +30,10 @@ std::span<const Rule> wait_rules() {
   return kList;
 }
 
-void check_task_waits(Context& c, size_t id) {
+namespace {
+
+// Reports what check_task_waits finds, in the rules' order.
+[[gnu::noinline]] void report_task_waits(Context& c, size_t id) {
   const ir::Program& p = c.p;
   {
     const ir::Task& t = p.tasks[id];
@@ -80,6 +83,26 @@ void check_task_waits(Context& c, size_t id) {
       }
     }
   }
+}
+
+}  // namespace
+
+void check_task_waits(Context& c, size_t id) {
+  // Whether report_task_waits has anything to say (every condition it reports on).
+  const ir::Task& t = c.p.tasks[id];
+  const auto slots = c.g.wait_slots(static_cast<uint32_t>(id));
+  const auto nc = static_cast<int64_t>(c.p.counters.size());
+  bool report = false;
+  for (const ir::Wait& w : t.waits) {
+    uint32_t slot = 0;  // as report_task_waits finds it
+    for (uint32_t s : slots)
+      if (c.g.slot_counter(s) == w.counter) slot = s;
+    const auto np = static_cast<int64_t>(c.g.producers(slot).size());
+    report = report || np == 0 || w.threshold > np || (np > 1 && w.threshold != np) ||
+             (w.counter >= 0 && w.counter < nc &&
+              c.p.counters[static_cast<size_t>(w.counter)].init != 0);
+  }
+  if (report || !c.s.screens) report_task_waits(c, id);
 }
 
 void check_counters(Context& c) {

@@ -54,6 +54,7 @@ struct Scratch {
   std::vector<int64_t> page_occ, page_order;
   std::vector<std::pair<uint32_t, int64_t>> written;
   unsigned threads = 0;   // Validator::set_threads
+  bool screens = true;    // Validator::set_screens
   RuleCounts rule_count;  // the run's (a part of a parallel pass counts in its own)
 };
 

@@ -68,6 +68,10 @@ class Validator {
   /// 2^16 tasks or more over the hardware's threads (at most 8); n >= 1 over n, at any size. The
   /// result is the same for every n.
   void set_threads(unsigned n);
+  /// The per-task rule families first screen a task in a few tests and report only when the
+  /// screen finds something; false sends every task through the reporting itself (for tests:
+  /// the result is the same).
+  void set_screens(bool on);
   /// The counter graph of the program validated last (for the cost model: targets::estimate).
   const ir::Graph& graph() const;
   /// The SM-queue schedule graph (QueueEdges::Assigned) the last proof built over graph(), or

@@ -162,6 +162,10 @@ void Validator::set_threads(unsigned n) {
   s_->threads = n;
 }
 
+void Validator::set_screens(bool on) {
+  s_->screens = on;
+}
+
 const ir::Graph& Validator::graph() const {
   return s_->graph;
 }
