@@ -50,7 +50,7 @@ struct Structure {
 };
 
 // A warm lowerer keeps structures while their tasks total at most kCachedTasks (some 24
-// Llama-3.2-1B structures, about 75 MB: the tilings of a search's last neighbourhoods, which the
+// Llama-3.2-1B structures, about 60 MB: the tilings of a search's last neighbourhoods, which the
 // next ones revisit), and at least kMinStructures. A miss fills a new entry while the budget
 // allows, else it overwrites the least recently used one.
 constexpr size_t kMinStructures = 2, kMaxStructures = 32;

@@ -37,7 +37,7 @@ LowerResult lower(const ModelSpec& m, const targets::TargetSpec& t,
 
 /// The warm lowering of a search's inner loop, for one model, target and options: the op graph is
 /// built once, and the tasks, buffers and dependencies of the last (tiling, fusion) points are kept
-/// (up to 120,000 tasks in all, some 75 MB for Llama-3.2-1B), so a config that differs only in
+/// (up to 120,000 tasks in all, some 60 MB for Llama-3.2-1B), so a config that differs only in
 /// placement, pages or launch knobs, or comes back to a recent tiling, skips tile, fuse and the
 /// dependency pass; one whose structure the fusion refused before is refused again with the same
 /// errors at once. lower() is a cold Lowerer: both give the same bytes for the same config.

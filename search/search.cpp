@@ -502,7 +502,7 @@ ir::Result<SearchResult> Search::run() {
   if (!o_.evaluate)
     for (int j = 0; j < jobs; ++j) workers.emplace_back(m_, t_, o_.lower);
   Pool pool(o_.evaluate ? 1 : static_cast<size_t>(jobs));
-  // A warm evaluator holds up to ~75 MB of structures in small blocks: at the end each is freed
+  // A warm evaluator holds up to ~60 MB of structures in small blocks: at the end each is freed
   // on a thread of its own (Llama-3.2-1B, 600 candidates, --jobs 2: 23 ms one after the other,
   // 15 ms so; medians of 5).
   struct FreeInParallel {
