@@ -128,12 +128,3 @@ BENCHMARK(BM_WriteCanonical)->Arg(100000)->Unit(benchmark::kMillisecond)->MinTim
 BENCHMARK(BM_BuildGraph)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  amk::ir::restart_with_big_heap(argv);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

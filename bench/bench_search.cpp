@@ -3,11 +3,11 @@
 // h100 and a2a3 with one and two jobs; the baseline, measured in the same run, is the cold
 // evaluation of the same candidates (lower() from nothing, a fresh validation, the estimate).
 // AMK's search() runs 12 candidates/s for Llama-3.2-1B / h100 on this machine kind (README).
+// It runs under the allocator settings `amk search` runs with (big_heap_main.cpp).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 
-#include "ir/heap.h"
 #include "lower/config.h"
 #include "lower/lower.h"
 #include "search/search.h"
@@ -120,14 +120,3 @@ BENCHMARK(BM_ColdEvaluation)
     ->UseRealTime();
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  // The allocator settings `amk search` runs under (cli/main.cpp): fresh memory is dear on this
-  // machine kind, and the warm lowerings fill tens of megabytes of it.
-  amk::ir::restart_with_big_heap(argv);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

@@ -103,7 +103,6 @@ struct Tiler {
   void param(PlanTask& t, std::string_view key, ParamValue::Kind kind, int64_t i, double f) {
     AMK_ASSERT(&t == open, "a param of a task other than the one being written");
     std::vector<ir::Param>& ps = t.task.params;
-    if (ps.capacity() == 0) ps.reserve(4);  // most tasks have 3 or 4: one block, not three
     if (params_used == ps.size()) ps.emplace_back();
     ir::Param& q = ps[params_used++];
     if (q.key != key) q.key.assign(key);

@@ -410,17 +410,19 @@ std::string structure_text(const ir::ScheduleConfig& c) {
   return text;
 }
 
-std::vector<std::vector<size_t>> affinity_units(std::span<const ir::ScheduleConfig* const> configs,
-                                                size_t parts) {
+namespace {
+
+// affinity_units over the configs' structure texts.
+std::vector<std::vector<size_t>> units_of(std::span<const std::string> texts, size_t parts) {
   std::vector<std::vector<size_t>> groups;
-  std::unordered_map<std::string, size_t> group_of;
-  for (size_t i = 0; i < configs.size(); ++i) {
-    auto [it, fresh] = group_of.try_emplace(structure_text(*configs[i]), groups.size());
+  std::unordered_map<std::string_view, size_t> group_of;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    auto [it, fresh] = group_of.try_emplace(texts[i], groups.size());
     if (fresh) groups.emplace_back();
     groups[it->second].push_back(i);
   }
   parts = std::max<size_t>(1, parts);
-  const size_t share = std::max<size_t>(1, (configs.size() + parts - 1) / parts);
+  const size_t share = std::max<size_t>(1, (texts.size() + parts - 1) / parts);
   std::vector<std::vector<size_t>> units;
   for (const std::vector<size_t>& g : groups)
     for (size_t i = 0; i < g.size(); i += share)
@@ -429,6 +431,20 @@ std::vector<std::vector<size_t>> affinity_units(std::span<const ir::ScheduleConf
   std::stable_sort(units.begin(), units.end(),
                    [](const auto& a, const auto& b) { return a.size() > b.size(); });
   return units;
+}
+
+std::vector<std::string> structure_texts(std::span<const ir::ScheduleConfig* const> configs) {
+  std::vector<std::string> texts;
+  texts.reserve(configs.size());
+  for (const ir::ScheduleConfig* c : configs) texts.push_back(structure_text(*c));
+  return texts;
+}
+
+}  // namespace
+
+std::vector<std::vector<size_t>> affinity_units(std::span<const ir::ScheduleConfig* const> configs,
+                                                size_t parts) {
+  return units_of(structure_texts(configs), parts);
 }
 
 std::vector<std::vector<size_t>> affinity_chunks(std::span<const ir::ScheduleConfig* const> configs,
@@ -449,26 +465,22 @@ std::vector<std::vector<size_t>> affinity_chunks(std::span<const ir::ScheduleCon
 
 namespace {
 
-// Orders a batch's units longest first: a unit whose structure no evaluator has lowered yet (not
-// in `lowered`, which then takes the batch's) costs a tiling, some four evaluations, besides its
-// configs, so it goes before the others of its size, and no thread is left with one at the end
-// of the batch while the others idle.
-void longest_first(std::vector<std::vector<size_t>>& units,
-                   std::span<const ir::ScheduleConfig* const> configs,
+// Orders a batch's units (units_of `texts`) longest first: a unit whose structure no evaluator
+// has lowered yet (not in `lowered`, which then takes the batch's) costs a tiling, some four
+// evaluations, besides its configs, so it goes before the others of its size, and no thread is
+// left with one at the end of the batch while the others idle.
+void longest_first(std::vector<std::vector<size_t>>& units, std::span<const std::string> texts,
                    std::unordered_set<std::string>& lowered) {
-  std::vector<std::string> structure(units.size());
   std::vector<size_t> cost(units.size()), order(units.size());
-  for (size_t u = 0; u < units.size(); ++u) {
-    structure[u] = structure_text(*configs[units[u][0]]);
-    cost[u] = units[u].size() + (lowered.count(structure[u]) ? 0 : 4);
-  }
+  for (size_t u = 0; u < units.size(); ++u)
+    cost[u] = units[u].size() + (lowered.count(texts[units[u][0]]) ? 0 : 4);
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return cost[a] > cost[b]; });
   std::vector<std::vector<size_t>> sorted;
   for (size_t u : order) sorted.push_back(std::move(units[u]));
   units = std::move(sorted);
-  for (std::string& text : structure) lowered.insert(std::move(text));
+  lowered.insert(texts.begin(), texts.end());
 }
 
 }  // namespace
@@ -566,8 +578,9 @@ ir::Result<SearchResult> Search::run() {
       std::vector<const ir::ScheduleConfig*> configs;
       for (size_t k : todo) configs.push_back(&trials[k].config);
       // Units of one structure each, so that a thread lowers a structure for all of them.
-      std::vector<std::vector<size_t>> units = affinity_units(configs, workers.size());
-      longest_first(units, configs, lowered);
+      const std::vector<std::string> texts = structure_texts(configs);
+      std::vector<std::vector<size_t>> units = units_of(texts, workers.size());
+      longest_first(units, texts, lowered);
       if (h.trials.empty() && units.size() == 1 && workers.size() > 1) {
         // The start config alone: while the first evaluator evaluates it, each other one
         // evaluates a copy (dropped), so that all come to the first neighbourhood warm (the

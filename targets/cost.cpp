@@ -122,11 +122,7 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const ir::Grap
 TaskTimes predicted_times(const ir::Program& p, const ir::Target& tg, const ir::Graph& g) {
   const int64_t depth = p.config ? p.config->depth() : 2;
   std::vector<double> ts(p.tasks.size());
-  const Rates rates(tg, depth);
-  for (size_t i = 0; i < p.tasks.size(); ++i) {
-    const Parts q = task_parts(p, p.tasks[i], rates);
-    ts[i] = finish(q, q.mem_sm_us, p.tasks[i]);
-  }
+  for (size_t i = 0; i < p.tasks.size(); ++i) ts[i] = task_time_sm_us(p, p.tasks[i], tg, depth);
   const ir::ScheduleGraph sg(p, g, p.sm_assigned() ? ir::QueueEdges::Loader : ir::QueueEdges::None);
   const auto lp = ir::longest_path<double>(sg, ts);
   TaskTimes r;

@@ -74,46 +74,38 @@ std::string param_repr(const ir::ParamValue& v) {
 
 // Reports what check_task_refs finds, in the rules' order.
 [[gnu::noinline]] void report_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
-  const ir::Task& t = c.p.tasks[id];
-  auto ref = [&] { return task_ref(t, id); };  // formatted only when something is reported
-  const std::string_view op = ir::name(t.op);
-  // One pass over each list finds everything this rule family reports; the reports come in the
-  // rules' order below (a list is walked again only when it has something to report).
-  bool rank_over = false;
-  for (size_t k = 0; k < t.inputs.size(); ++k) {
-    if (!c.buffer_ok(t.inputs[k]))
-      c.error(kRefMissingBuffer, fmt::format("{} reads missing buffer {}", ref(), t.inputs[k]),
-              ir::task_pointer(id, fmt::format("inputs/{}", k)));
-    else
-      rank_over = rank_over || c.buf(t.inputs[k]).shape.size() > ir::kMaxRank;
-  }
-  for (size_t k = 0; k < t.outputs.size(); ++k) {
-    if (!c.buffer_ok(t.outputs[k]))
-      c.error(kRefMissingBuffer, fmt::format("{} writes missing buffer {}", ref(), t.outputs[k]),
-              ir::task_pointer(id, fmt::format("outputs/{}", k)));
-    else
-      rank_over = rank_over || c.buf(t.outputs[k]).shape.size() > ir::kMaxRank;
-  }
-  if (!c.counter_ok(t.out_counter))
-    c.error(kRefMissingCounter,
-            fmt::format("{} increments missing counter {}", ref(), t.out_counter),
-            ir::task_pointer(id, "out_counter"));
-  if (t.inputs.size() > ir::kMaxInputs)
-    c.error(kAbiMaxInputs,
-            fmt::format("task {} has {} inputs > ABI_MAX_INPUTS={}", id, t.inputs.size(),
-                        ir::kMaxInputs),
-            ir::task_pointer(id, "inputs"));
-  if (t.outputs.size() > ir::kMaxOutputs)
-    c.error(kAbiMaxOutputs,
-            fmt::format("task {} has {} outputs > ABI_MAX_OUTPUTS={}", id, t.outputs.size(),
-                        ir::kMaxOutputs),
-            ir::task_pointer(id, "outputs"));
-  if (t.waits.size() > ir::kMaxWaits)
-    c.error(
-        kAbiMaxWaits,
-        fmt::format("task {} has {} waits > ABI_MAX_WAITS={}", id, t.waits.size(), ir::kMaxWaits),
-        ir::task_pointer(id, "waits"));
-  if (rank_over) {
+  const ir::Program& p = c.p;
+  {
+    const ir::Task& t = p.tasks[id];
+    auto ref = [&] { return task_ref(t, id); };  // formatted only when something is reported
+    const std::string_view op = ir::name(t.op);
+    for (size_t k = 0; k < t.inputs.size(); ++k)
+      if (!c.buffer_ok(t.inputs[k]))
+        c.error(kRefMissingBuffer, fmt::format("{} reads missing buffer {}", ref(), t.inputs[k]),
+                ir::task_pointer(id, fmt::format("inputs/{}", k)));
+    for (size_t k = 0; k < t.outputs.size(); ++k)
+      if (!c.buffer_ok(t.outputs[k]))
+        c.error(kRefMissingBuffer, fmt::format("{} writes missing buffer {}", ref(), t.outputs[k]),
+                ir::task_pointer(id, fmt::format("outputs/{}", k)));
+    if (!c.counter_ok(t.out_counter))
+      c.error(kRefMissingCounter,
+              fmt::format("{} increments missing counter {}", ref(), t.out_counter),
+              ir::task_pointer(id, "out_counter"));
+    if (t.inputs.size() > ir::kMaxInputs)
+      c.error(kAbiMaxInputs,
+              fmt::format("task {} has {} inputs > ABI_MAX_INPUTS={}", id, t.inputs.size(),
+                          ir::kMaxInputs),
+              ir::task_pointer(id, "inputs"));
+    if (t.outputs.size() > ir::kMaxOutputs)
+      c.error(kAbiMaxOutputs,
+              fmt::format("task {} has {} outputs > ABI_MAX_OUTPUTS={}", id, t.outputs.size(),
+                          ir::kMaxOutputs),
+              ir::task_pointer(id, "outputs"));
+    if (t.waits.size() > ir::kMaxWaits)
+      c.error(
+          kAbiMaxWaits,
+          fmt::format("task {} has {} waits > ABI_MAX_WAITS={}", id, t.waits.size(), ir::kMaxWaits),
+          ir::task_pointer(id, "waits"));
     auto rank_check = [&](const std::vector<int64_t>& list, const char* field) {
       for (size_t k = 0; k < list.size(); ++k) {
         int64_t b = list[k];
@@ -126,21 +118,17 @@ std::string param_repr(const ir::ParamValue& v) {
     };
     rank_check(t.inputs, "inputs");
     rank_check(t.outputs, "outputs");
-  }
-  bool self_wait = false;
-  for (size_t k = 0; k < t.waits.size(); ++k) {
-    const ir::Wait& w = t.waits[k];
-    self_wait = self_wait || w.counter == t.out_counter;
-    if (!c.counter_ok(w.counter))
-      c.error(kRefMissingCounter, fmt::format("{} waits on missing counter {}", ref(), w.counter),
-              ir::task_pointer(id, fmt::format("waits/{}/counter", k)));
-    if (w.threshold < 1)
-      c.error(kWaitThreshold,
-              fmt::format("{} threshold {} on counter {} is not a positive static int", ref(),
-                          w.threshold, w.counter),
-              ir::task_pointer(id, fmt::format("waits/{}/threshold", k)));
-  }
-  if (self_wait)
+    for (size_t k = 0; k < t.waits.size(); ++k) {
+      const ir::Wait& w = t.waits[k];
+      if (!c.counter_ok(w.counter))
+        c.error(kRefMissingCounter, fmt::format("{} waits on missing counter {}", ref(), w.counter),
+                ir::task_pointer(id, fmt::format("waits/{}/counter", k)));
+      if (w.threshold < 1)
+        c.error(kWaitThreshold,
+                fmt::format("{} threshold {} on counter {} is not a positive static int", ref(),
+                            w.threshold, w.counter),
+                ir::task_pointer(id, fmt::format("waits/{}/threshold", k)));
+    }
     for (size_t k = 0; k < t.waits.size(); ++k)
       if (t.waits[k].counter == t.out_counter)
         c.error(
@@ -149,48 +137,50 @@ std::string param_repr(const ir::ParamValue& v) {
             ir::task_pointer(id, fmt::format("waits/{}", k)),
             {{"a task's counter only moves when the task finishes, so it can never start",
               ir::task_pointer(id, "out_counter")}});
-  const ir::OpSpec& spec = ir::op_spec(t.op);
-  auto n_in = static_cast<int>(t.inputs.size());
-  if (n_in < spec.min_inputs || (spec.max_inputs != -1 && n_in > spec.max_inputs))
-    c.error(kOpArity,
-            fmt::format("task {} ({}) arity: {} inputs, expected [{},{}]", id, op, n_in,
-                        spec.min_inputs, spec.max_inputs),
-            ir::task_pointer(id, "inputs"));
-  if (spec.n_outputs != -1 && static_cast<int>(t.outputs.size()) != spec.n_outputs)
-    c.error(kOpOutputs,
-            fmt::format("task {} ({}) expected {} outputs, got {}", id, op, spec.n_outputs,
-                        t.outputs.size()),
-            ir::task_pointer(id, "outputs"));
-  // The common case in a few bit operations; anything to report takes the loops below.
-  const ir::RequiredParams& rq = ir::required_params(t.op);
-  if ((rq.fields & ~pt.present) != 0 || !rq.others.empty())
-    for (std::string_view k : spec.required)
-      if (auto f = ir::param_field(k); f ? !(pt.present >> static_cast<int>(*f) & 1u) : !t.param(k))
-        c.error(kOpRequiredParam,
-                fmt::format("task {} ({}) missing required param '{}'", id, op, k),
-                ir::task_pointer(id, "params"));
-  if (pt.plain) return;
-  for (const ir::Param& prm : t.params) {
-    auto type = ir::param_type(prm.key);
-    auto ptr = [&] { return ir::task_pointer(id, "params/" + ir::pointer_token(prm.key)); };
-    if (!type) {
-      c.warn(kParamUnknown,
-             fmt::format("task {} ({}) param '{}' is not a known amk_params_t field (will not "
-                         "marshal to the device)",
-                         id, op, prm.key),
-             ptr());
-    } else if (*type == ir::ParamType::Int) {
-      if (!prm.value.is_int() || prm.value.i < std::numeric_limits<int32_t>::min() ||
-          prm.value.i > std::numeric_limits<int32_t>::max())
-        c.error(kParamInt32,
-                fmt::format("task {} param '{}'={} must be an int32", id, prm.key,
+    const ir::OpSpec& spec = ir::op_spec(t.op);
+    auto n_in = static_cast<int>(t.inputs.size());
+    if (n_in < spec.min_inputs || (spec.max_inputs != -1 && n_in > spec.max_inputs))
+      c.error(kOpArity,
+              fmt::format("task {} ({}) arity: {} inputs, expected [{},{}]", id, op, n_in,
+                          spec.min_inputs, spec.max_inputs),
+              ir::task_pointer(id, "inputs"));
+    if (spec.n_outputs != -1 && static_cast<int>(t.outputs.size()) != spec.n_outputs)
+      c.error(kOpOutputs,
+              fmt::format("task {} ({}) expected {} outputs, got {}", id, op, spec.n_outputs,
+                          t.outputs.size()),
+              ir::task_pointer(id, "outputs"));
+    // The common case in a few bit operations; anything to report takes the loops below.
+    const ir::RequiredParams& rq = ir::required_params(t.op);
+    if ((rq.fields & ~pt.present) != 0 || !rq.others.empty())
+      for (std::string_view k : spec.required)
+        if (auto f = ir::param_field(k);
+            f ? !(pt.present >> static_cast<int>(*f) & 1u) : !t.param(k))
+          c.error(kOpRequiredParam,
+                  fmt::format("task {} ({}) missing required param '{}'", id, op, k),
+                  ir::task_pointer(id, "params"));
+    if (pt.plain) return;
+    for (const ir::Param& prm : t.params) {
+      auto type = ir::param_type(prm.key);
+      auto ptr = [&] { return ir::task_pointer(id, "params/" + ir::pointer_token(prm.key)); };
+      if (!type) {
+        c.warn(kParamUnknown,
+               fmt::format("task {} ({}) param '{}' is not a known amk_params_t field (will not "
+                           "marshal to the device)",
+                           id, op, prm.key),
+               ptr());
+      } else if (*type == ir::ParamType::Int) {
+        if (!prm.value.is_int() || prm.value.i < std::numeric_limits<int32_t>::min() ||
+            prm.value.i > std::numeric_limits<int32_t>::max())
+          c.error(kParamInt32,
+                  fmt::format("task {} param '{}'={} must be an int32", id, prm.key,
+                              param_repr(prm.value)),
+                  ptr());
+      } else if (prm.value.kind == ir::ParamValue::Kind::Other) {  // Python: bools pass
+        c.error(kParamReal,
+                fmt::format("task {} param '{}'={} must be a real number", id, prm.key,
                             param_repr(prm.value)),
                 ptr());
-    } else if (prm.value.kind == ir::ParamValue::Kind::Other) {  // Python: bools pass
-      c.error(kParamReal,
-              fmt::format("task {} param '{}'={} must be a real number", id, prm.key,
-                          param_repr(prm.value)),
-              ptr());
+      }
     }
   }
 }
