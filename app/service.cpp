@@ -78,8 +78,15 @@ struct Args {
   ir::Diagnostics errors;
   bool files = true;  // ServiceOptions::files
 
-  // A file named by argument `k`: refused when the worker may not touch files.
+  // A file named by argument `k`: "-" never (standard input is the request stream), any other
+  // only when the worker may touch files.
   ir::Status file(std::string_view k, std::string_view path) const {
+    if (path == "-")
+      return ir::error("request.stdin",
+                       fmt::format("'{}' is \"-\", standard input, which is the request stream "
+                                   "here: give a file path or the value inline",
+                                   k),
+                       "/" + ir::pointer_token(k));
     if (files) return {};
     return ir::error("request.files",
                      fmt::format("'{}' names a file ({}), and this worker reads and writes none: "
@@ -108,10 +115,13 @@ struct Args {
     }
     return v.get<int64_t>();
   }
-  double number(std::string_view k, double fallback) {
+  // A positive number, at most `hi` (0: any).
+  double number(std::string_view k, double fallback, double hi = 0) {
     if (!has(k)) return fallback;
-    if (!at(k).is_number() || at(k).get<double>() <= 0) {
-      errors.push_back(bad(k, fmt::format("'{}' must be a positive number", k)));
+    if (!at(k).is_number() || at(k).get<double>() <= 0 || (hi > 0 && at(k).get<double>() > hi)) {
+      errors.push_back(bad(
+          k, hi > 0 ? fmt::format("'{}' must be a positive number, at most {}", k, ir::py_float(hi))
+                    : fmt::format("'{}' must be a positive number", k)));
       return fallback;
     }
     return at(k).get<double>();
@@ -140,7 +150,7 @@ struct Args {
 // Whether a model or target argument names a file rather than a built-in (as
 // ir::read_builtin_or_file decides).
 bool looks_like_path(std::string_view s) {
-  return s.find('/') != std::string_view::npos || s.ends_with(".json");
+  return s == "-" || s.find('/') != std::string_view::npos || s.ends_with(".json");
 }
 
 // A program given inline (an object) or by path (a string) under `key`.
@@ -278,6 +288,18 @@ std::span<const Operation> operations() {
   return kOperations;
 }
 
+ojson operation_schema(const Operation& op, const ServiceOptions& o) {
+  ojson j = ojson::parse(op.schema);
+  if (op.name != "search") return j;
+  ojson& p = j["properties"];
+  p["budget"]["maximum"] = o.max_budget;
+  p["min_batch"]["maximum"] = o.max_budget;
+  if (o.max_seconds > 0) p["time"]["maximum"] = o.max_seconds;
+  p["jobs"]["description"] = fmt::format(
+      "evaluator threads (at most the service's --jobs, {}; more is capped)", o.max_jobs);
+  return j;
+}
+
 ojson cost_json(const targets::CostEstimate& c) {
   ojson j = ojson::object();
   j["predicted_us"] = c.makespan_us;
@@ -378,34 +400,7 @@ ojson evaluation_request(const SearchSession& s) {
 ir::Result<ojson> parse_request(std::string_view line) {
   ir::Result<ir::JsonValue> v = ir::parse_json_object(line, "a request");
   if (!v) return std::move(v.diagnostics);
-  return v->json();
-}
-
-ojson serve_answer(Service& service, std::string_view line, size_t lineno) {
-  ojson out = ojson::object();
-  ir::Result<ojson> req = parse_request(line);
-  if (!req) {
-    for (ir::Diagnostic& d : req.diagnostics) {  // the request's line in the stream
-      d.file = "<stdin>";
-      d.line = static_cast<int>(lineno);
-    }
-    out["id"] = nullptr;
-    out["ok"] = false;
-    out["error"] = error_json(req.diagnostics);
-    out["error"]["line"] = lineno;
-    return out;
-  }
-  out["id"] = req->contains("id") ? (*req)["id"] : ojson();
-  ir::Result<ojson> r = service.handle(*req);
-  out["ok"] = r.ok();
-  if (r.ok()) {
-    out["result"] = std::move(*r.value);
-    if (!r.diagnostics.empty()) out["warnings"] = ir::to_json(r.diagnostics);
-  } else {
-    out["error"] = error_json(r.diagnostics);
-    out["error"]["line"] = lineno;
-  }
-  return out;
+  return std::move(v->mut());  // its only owner: moved, not copied
 }
 
 ojson error_json(const ir::Diagnostics& d) {
@@ -482,7 +477,7 @@ struct Service::Impl {
     return j;
   }
 
-  ir::Result<ojson> search_eval(Args& a) {
+  ir::Result<ojson> search_eval(Args& a, const std::atomic<bool>* stop) {
     a.only({"model", "target", "config", "configs", "objective", "pos", "batch", "dtype", "quant"});
     const lower::LowerOptions o = lower_options(a);
     const std::optional<search::Objective> objective = objective_arg(a);
@@ -525,6 +520,7 @@ struct Service::Impl {
     if (!a.at("configs").is_array()) return bad("configs", "'configs' must be an array");
     ojson trials = ojson::array();
     for (size_t i = 0; i < a.at("configs").size(); ++i) {
+      if (stop && stop->load()) return ir::error("search.cancelled", "the batch was cancelled");
       ir::Result<ojson> t = evaluate(a.at("configs")[i]);
       if (!t) {
         for (ir::Diagnostic& d : t.diagnostics)  // "/config/..." -> "/configs/I/..."
@@ -577,16 +573,26 @@ struct Service::Impl {
     return parsed(ir::diff_to_json(ir::diff_programs(*pa, *pb)));
   }
 
-  ir::Result<ojson> search(Args& a) {
+  ir::Result<ojson> search(Args& a, const std::atomic<bool>* stop) {
     a.only({"model", "target", "budget", "time", "seed", "jobs", "algo", "min_batch", "objective",
             "start", "output"});
     SearchRequest req;
     req.model = a.str("model");
     req.target = a.str("target");
     req.options.budget = a.integer("budget", 200, 1, options.max_budget);
-    req.options.deadline_s = a.number("time", 0);
+    req.options.deadline_s = a.number("time", 0, options.max_seconds);
     req.options.seed = static_cast<uint64_t>(a.integer("seed", 0, 0, int64_t(1) << 53));
     req.options.jobs = static_cast<int>(a.integer("jobs", 1, 1, search::kMaxJobs));
+    req.options.stop = stop;
+    ir::Diagnostics warnings;
+    if (req.options.jobs > options.max_jobs) {  // the trials do not depend on it
+      warnings.push_back(
+          ir::warning("request.jobs",
+                      fmt::format("'jobs' {} is capped at {}, the service's own --jobs",
+                                  req.options.jobs, options.max_jobs),
+                      "/jobs"));
+      req.options.jobs = options.max_jobs;
+    }
     req.options.min_batch = a.integer("min_batch", 0, 0, options.max_budget);
     const std::optional<search::Algorithm> algo = search::parse_algorithm(a.str("algo", "descent"));
     if (!algo) a.errors.push_back(bad("algo", "'algo' must be 'descent' or 'amk'"));
@@ -622,7 +628,9 @@ struct Service::Impl {
         return std::move(st.diagnostics);
       j["output"] = output;
     }
-    return j;
+    ir::Result<ojson> out(std::move(j));
+    out.diagnostics = std::move(warnings);
+    return out;
   }
 };
 
@@ -633,16 +641,21 @@ Service::~Service() = default;
 Service::Service(Service&&) noexcept = default;
 Service& Service::operator=(Service&&) noexcept = default;
 
-ir::Result<ojson> Service::call(std::string_view op, const ojson& args) {
+const ServiceOptions& Service::options() const {
+  return impl_->options;
+}
+
+ir::Result<ojson> Service::call(std::string_view op, const ojson& args,
+                                const std::atomic<bool>* stop) {
   if (!args.is_object()) return ir::error("request.invalid", "the arguments must be an object");
   Args a{args, {}, impl_->options.files};
   if (op == "validate") return impl_->validate(a);
   if (op == "lower") return impl_->lower(a);
   if (op == "cost") return impl_->cost(a);
-  if (op == "search_eval") return impl_->search_eval(a);
+  if (op == "search_eval") return impl_->search_eval(a, stop);
   if (op == "info") return impl_->info(a);
   if (op == "diff") return impl_->diff(a);
-  if (op == "search") return impl_->search(a);
+  if (op == "search") return impl_->search(a, stop);
   std::vector<std::string_view> names;
   for (const Operation& o : operations()) names.push_back(o.name);
   return ir::error("request.op",
@@ -650,11 +663,11 @@ ir::Result<ojson> Service::call(std::string_view op, const ojson& args) {
                    "/op");
 }
 
-ir::Result<ojson> Service::handle(const ojson& request) {
+ir::Result<ojson> Service::handle(const ojson& request, const std::atomic<bool>* stop) {
   if (!request.is_object()) return ir::error("request.invalid", "a request must be a JSON object");
   if (!request.contains("op") || !request["op"].is_string())
     return ir::error("request.op", "a request needs \"op\": a string naming the operation", "/op");
-  return call(request["op"].get<std::string>(), request);
+  return call(request["op"].get<std::string>(), request, stop);
 }
 
 }  // namespace amk::app

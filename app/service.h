@@ -3,6 +3,7 @@
 // the Python module's evaluate and a cluster's workers all run requests through this one place.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
@@ -59,9 +60,14 @@ ojson cost_json(const targets::CostEstimate& c);
 
 /// What a worker may do.
 struct ServiceOptions {
-  bool files = true;            ///< read and write files named in requests (false: inline only)
-  int64_t max_budget = 100000;  ///< the largest search budget it takes
+  bool files = true;                ///< read and write files named in requests (false: inline only)
+  int64_t max_budget = 100000;      ///< the largest search budget (and min_batch) it takes
+  int max_jobs = search::kMaxJobs;  ///< a search's most threads (more is capped, with a warning)
+  double max_seconds = 0;  ///< the largest search `time` it takes (0: any); a server's ceiling
 };
+/// The JSON Schema of an operation's arguments with `o`'s limits in it (a search's budget, time
+/// and min_batch maxima), as tools/list shows it.
+ojson operation_schema(const Operation& op, const ServiceOptions& o);
 
 /// A worker of the seam: one warm lowering and validator per (model, target, lowering options),
 /// kept across requests. Not thread-safe: one per thread.
@@ -72,9 +78,14 @@ class Service {
   Service(Service&&) noexcept;
   Service& operator=(Service&&) noexcept;
   /// Answers `{"op": NAME, ...arguments}`; errors point into the request (e.g. "/config/x").
-  ir::Result<ojson> handle(const ojson& request);
+  /// `stop`, set by another thread, ends a search or a batch of configs early (its answer is then
+  /// of no use: the caller answers the request as cancelled).
+  ir::Result<ojson> handle(const ojson& request, const std::atomic<bool>* stop = nullptr);
   /// Runs operation `op` on `args` (an object).
-  ir::Result<ojson> call(std::string_view op, const ojson& args);
+  ir::Result<ojson> call(std::string_view op, const ojson& args,
+                         const std::atomic<bool>* stop = nullptr);
+  /// What this worker may do.
+  const ServiceOptions& options() const;
 
  private:
   struct Impl;

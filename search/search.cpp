@@ -536,6 +536,7 @@ ir::Result<SearchResult> Search::run() {
         space_, o_.seed, o_.min_batch,
         [&](const Point& p) { return config_key(space_.config(p, base)); });
 
+  auto stopped = [&] { return o_.stop && o_.stop->load(std::memory_order_relaxed); };
   // Turns proposals into trials (duplicates and replayed ones settled at once), evaluates the
   // rest in parallel, and records them in index order.
   auto run_batch = [&](std::vector<Proposal> batch) -> ir::Status {
@@ -597,10 +598,12 @@ ir::Result<SearchResult> Search::run() {
         });
       } else {
         pool.run(units.size(), [&](size_t w, size_t u) {
-          for (size_t k : units[u]) workers[w].evaluate(trials[todo[k]], o_.objective);
+          for (size_t k : units[u])
+            if (!stopped()) workers[w].evaluate(trials[todo[k]], o_.objective);
         });
       }
     }
+    if (stopped()) return ir::error("search.cancelled", "the search was cancelled");
     const auto first = static_cast<int64_t>(h.trials.size());  // trials[i] is trial first + i
     for (size_t i = 0; i < trials.size(); ++i) {
       Trial& t = trials[i];

@@ -3,6 +3,7 @@
 // cost model (or a measurement), keep the best. Deterministic for a seed whatever the jobs.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -101,6 +102,9 @@ struct SearchOptions {
   /// Evaluates a batch elsewhere (an executor, a cluster) instead of the `jobs` threads: fills
   /// each trial's results from its config as Evaluator::evaluate would; an error stops the search.
   std::function<ir::Status(const std::vector<Trial*>&)> evaluate;
+  /// Set by another thread (a server's cancel or time ceiling): the search stops before its next
+  /// evaluation and fails with `search.cancelled`.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// One warm worker of a search: lower + prove + score one config, reusing its lowering and its
