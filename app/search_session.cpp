@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 
 #include "ir/fileio.h"
+#include "ir/json_io.h"
+#include "ir/json_value.h"
+#include "ir/pyjson.h"
 #include "lower/config.h"
 
 namespace amk::app {
@@ -128,6 +131,35 @@ nlohmann::ordered_json search_summary_json(const SearchSession& s, const search:
   j["candidates_per_s"] = static_cast<double>(r.evaluations) / std::max(r.wall_s, 1e-9);
   j["wall_s"] = r.wall_s;
   return j;
+}
+
+ir::Status take_executor_results(const std::vector<search::Trial*>& batch,
+                                 const std::vector<std::string>& results) {
+  if (results.size() != batch.size())
+    return ir::error("search.executor",
+                     fmt::format("the executor returned {} results for {} configs", results.size(),
+                                 batch.size()));
+  for (size_t i = 0; i < batch.size(); ++i) {
+    search::Trial& want = *batch[i];
+    auto bad = [&](const std::string& why) {
+      return ir::error("search.executor",
+                       fmt::format("the executor's result {} (trial {}) {}", i, want.index, why));
+    };
+    ir::Result<ir::JsonValue> doc = ir::parse_json_object(results[i], "an executor's result");
+    if (!doc) return bad("is not a trial: " + ir::error_messages(doc.diagnostics));
+    nlohmann::ordered_json& j = doc->mut();
+    j["index"] = want.index;
+    j["source"] = search::name(want.source);
+    ir::Result<search::Trial> got = search::parse_trial(ir::dump_text(j));
+    if (!got) return bad("is not a trial: " + ir::error_messages(got.diagnostics));
+    if (got->key != want.key)
+      return bad(
+          fmt::format("is for the config {}, not for {}, the one it was sent: the executor "
+                      "mixed up its results",
+                      got->key, want.key));
+    search::take_results(want, *got);
+  }
+  return {};
 }
 
 }  // namespace amk::app

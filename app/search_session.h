@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -62,6 +63,13 @@ class SearchSession {
   search::LogHeader header_;
   size_t resume_complete_ = 0;
 };
+
+/// Fills the trials of `batch` from an executor's results, one per trial in order, each the JSON
+/// text of a trial (what search_eval answers): a result of another count, one that is not a
+/// trial, or one for another config than the one it was sent for is a `search.executor` error
+/// naming it (an executor that mixes up its results must not score configs wrongly).
+ir::Status take_executor_results(const std::vector<search::Trial*>& batch,
+                                 const std::vector<std::string>& results);
 
 /// The `amk search --json` document of a finished search: model, target, algorithm, objective,
 /// seed, counts, the start and best trials (as in the log, without timings and diagnostics),

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "ir/fileio.h"
 #include "ir/json_io.h"
+#include "ir/pyjson.h"
 #include "lower/config.h"
 #include "targets/target.h"
 
@@ -84,7 +85,8 @@ int cmd_show(int argc, char** argv) {
     if (!c) return fail(c.diagnostics, file);
     out = app::show_config(*c);
   }
-  return write_output(args.get<std::string>("output"), out) ? kOk : kUnreadable;
+  // A view for people (and git): valid UTF-8, as everything amk prints (cli/main.cpp).
+  return write_output(args.get<std::string>("output"), ir::valid_utf8(out)) ? kOk : kUnreadable;
 }
 
 int cmd_plot(int argc, char** argv) {

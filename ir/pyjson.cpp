@@ -365,4 +365,47 @@ std::string py_round2(double x) {
   return py_float(std::strtod(buf, nullptr));
 }
 
+size_t utf8_sequence(std::string_view s, size_t i) {
+  auto at = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
+  const unsigned b0 = at(0);
+  if (i >= s.size()) return 0;
+  if (b0 < 0x80) return 1;
+  auto cont = [&](size_t k, unsigned lo = 0x80, unsigned hi = 0xBF) {
+    return at(k) >= lo && at(k) <= hi;
+  };
+  if (b0 >= 0xC2 && b0 <= 0xDF) return cont(1) ? 2 : 0;
+  if (b0 >= 0xE0 && b0 <= 0xEF) {
+    const unsigned lo = b0 == 0xE0 ? 0xA0 : 0x80, hi = b0 == 0xED ? 0x9F : 0xBF;
+    return cont(1, lo, hi) && cont(2) ? 3 : 0;
+  }
+  if (b0 >= 0xF0 && b0 <= 0xF4) {
+    const unsigned lo = b0 == 0xF0 ? 0x90 : 0x80, hi = b0 == 0xF4 ? 0x8F : 0xBF;
+    return cont(1, lo, hi) && cont(2) && cont(3) ? 4 : 0;
+  }
+  return 0;
+}
+
+void append_valid_utf8(std::string& out, std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    size_t run = i;  // the valid run from i, copied at once
+    for (size_t n; run < s.size() && (n = utf8_sequence(s, run)) > 0;) run += n;
+    out.append(s.data() + i, run - i);
+    if (run == s.size()) break;
+    out += "\xEF\xBF\xBD";
+    // A surrogate in its 3-byte form (ED A0-BF xx) is one character.
+    const auto b = [&](size_t k) {
+      return run + k < s.size() ? static_cast<unsigned char>(s[run + k]) : 0u;
+    };
+    const bool surrogate = b(0) == 0xED && b(1) >= 0xA0 && b(1) <= 0xBF && (b(2) & 0xC0) == 0x80;
+    i = run + (surrogate ? 3 : 1);
+  }
+}
+
+std::string valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  append_valid_utf8(out, s);
+  return out;
+}
+
 }  // namespace amk::ir

@@ -28,6 +28,15 @@ std::string py_repr_str(std::string_view utf8);
 /// Python's round(x, 2) then repr, as AMK's stats print weight_MB.
 std::string py_round2(double x);
 
+/// The length of the valid UTF-8 sequence at s[i] (strict: no surrogates, overlongs or code
+/// points past U+10FFFF), or 0 when s[i] does not start one.
+size_t utf8_sequence(std::string_view s, size_t i);
+/// Appends `s` with every byte that is not valid UTF-8 replaced by U+FFFD (a lone surrogate kept
+/// by the reader as its 3-byte form becomes one U+FFFD): what reaches Python or a terminal.
+void append_valid_utf8(std::string& out, std::string_view s);
+/// `s` as valid UTF-8 (see append_valid_utf8).
+std::string valid_utf8(std::string_view s);
+
 /// `j.dump(indent)` that never throws: bytes that are not UTF-8 (a lone surrogate read from
 /// "\ud800" is kept as such by the reader) are written as U+FFFD.
 template <class J>

@@ -22,6 +22,7 @@
 #include "ir/diagnostic_json.h"
 #include "ir/diff.h"
 #include "ir/json_io.h"
+#include "ir/json_value.h"
 #include "ir/pyjson.h"
 #include "lower/compile.h"
 #include "lower/config.h"
@@ -46,7 +47,7 @@ py::object load_error;  // amk.LoadError, set at import
     if (x.severity == ir::Severity::Error)
       msg += (msg.empty() ? "" : "\n") + ir::format_diagnostic(x, where);
   if (msg.empty()) msg = where + ": failed";
-  PyErr_SetString(load_error.ptr(), msg.c_str());
+  PyErr_SetString(load_error.ptr(), ir::valid_utf8(msg).c_str());
   throw py::error_already_set();
 }
 
@@ -54,6 +55,21 @@ template <class T>
 T take(ir::Result<T> r, const std::string& where) {
   if (!r) raise(r.diagnostics, where);
   return std::move(*r);
+}
+
+// A string for Python: valid UTF-8, U+FFFD for what is not (a lone surrogate read from "\ud800").
+py::str str(std::string_view s) {
+  return py::str(ir::valid_utf8(s));
+}
+
+// A Python str's text as UTF-8, a lone surrogate in it as its 3-byte form (which the reader then
+// refuses with its line:column, as any invalid UTF-8); bytes as they are.
+std::string text_of(const py::handle& x) {
+  if (!PyUnicode_Check(x.ptr())) return x.cast<std::string>();
+  const py::object b = py::reinterpret_steal<py::object>(
+      PyUnicode_AsEncodedString(x.ptr(), "utf-8", "surrogatepass"));
+  if (!b) throw py::error_already_set();
+  return b.cast<std::string>();
 }
 
 // A JSON value as Python objects (dicts keep the key order).
@@ -70,7 +86,7 @@ py::object to_py(const ojson& j) {
     case ojson::value_t::number_float:
       return py::float_(j.get<double>());
     case ojson::value_t::string:
-      return py::str(j.get<std::string>());
+      return str(j.get_ref<const std::string&>());
     case ojson::value_t::array: {
       py::list l;
       for (const ojson& x : j) l.append(to_py(x));
@@ -78,7 +94,7 @@ py::object to_py(const ojson& j) {
     }
     case ojson::value_t::object: {
       py::dict d;
-      for (const auto& [k, v] : j.items()) d[py::str(k)] = to_py(v);
+      for (const auto& [k, v] : j.items()) d[str(k)] = to_py(v);
       return d;
     }
     default:
@@ -86,8 +102,12 @@ py::object to_py(const ojson& j) {
   }
 }
 
+// JSON text (amk's own output) parsed by amk's reader, which keeps "\ud800" as AMK does (to_py
+// then shows U+FFFD); a discarded value when it is not an object.
 ojson parse_json(const std::string& text) {
-  return ojson::parse(text, nullptr, false);
+  ir::Result<ir::JsonValue> r = ir::parse_json_object(text, "JSON text");
+  if (!r) return ojson(ojson::value_t::discarded);
+  return std::move(r->mut());
 }
 
 // A config given as a dict (or a JSON string): AMK's ScheduleConfig.
@@ -127,7 +147,7 @@ ProgramArg program_of(const py::object& x) {
     a.p = &x.cast<const Program&>().p;
     return a;
   }
-  a.parsed = parse_text(x.cast<std::string>());
+  a.parsed = parse_text(text_of(x));
   a.p = &*a.parsed;
   return a;
 }
@@ -138,9 +158,9 @@ py::object program_json(const ir::Program& p, const char* key) {
 
 py::dict diagnostic(const ir::Diagnostic& d) {
   py::dict o;
-  o["code"] = d.code;
-  o["message"] = d.message;
-  o["pointer"] = d.pointer;
+  o["code"] = str(d.code);
+  o["message"] = str(d.message);
+  o["pointer"] = str(d.pointer);
   // The task a diagnostic is about: its pointer's /tasks/N.
   py::object task = py::none();
   if (d.pointer.starts_with("/tasks/")) {
@@ -193,6 +213,31 @@ struct Verdict {
   validate::Result r;
 };
 
+std::string type_name(const py::handle& x) {
+  return py::str(py::type::handle_of(x).attr("__name__")).cast<std::string>();
+}
+
+// An executor's results for a batch of `n` configs: a list (or tuple) of trials' JSON texts;
+// anything else is a RuntimeError naming what came instead.
+std::vector<std::string> executor_texts(const py::object& out, size_t n) {
+  if (!py::isinstance<py::list>(out) && !py::isinstance<py::tuple>(out))
+    throw std::runtime_error(
+        fmt::format("the executor returned a {} for a batch of {} configs, not a list of trials",
+                    type_name(out), n));
+  std::vector<std::string> texts;
+  size_t i = 0;
+  for (const py::handle x : out) {
+    if (!py::isinstance<py::str>(x))
+      throw std::runtime_error(
+          fmt::format("the executor's result {} is of type {}, not a trial (the JSON text "
+                      "amk._amk.evaluate gives)",
+                      i, type_name(x)));
+    texts.push_back(text_of(x));
+    ++i;
+  }
+  return texts;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_amk, m) {
@@ -235,7 +280,7 @@ PYBIND11_MODULE(_amk, m) {
       .def_property_readonly(
           "stats", [](const Verdict& v) { return to_py(parse_json(v.r.to_json())["stats"]); })
       .def(
-          "report", [](const Verdict& v) { return v.r.report(); }, "AMK's report text.")
+          "report", [](const Verdict& v) { return str(v.r.report()); }, "AMK's report text.")
       .def("__bool__", [](const Verdict& v) { return v.r.ok; });
 
   m.def(
@@ -250,8 +295,8 @@ PYBIND11_MODULE(_amk, m) {
       },
       py::arg("path"), "Reads a program file.");
   m.def(
-      "loads", [](const std::string& text) { return Program{parse_text(text)}; }, py::arg("text"),
-      "Parses program JSON text.");
+      "loads", [](const py::object& text) { return Program{parse_text(text_of(text))}; },
+      py::arg("text"), "Parses program JSON text.");
   m.def(
       "validate",
       [](const py::object& program) {
@@ -371,19 +416,11 @@ PYBIND11_MODULE(_amk, m) {
             try {
               py::list configs;
               for (const search::Trial* t : batch) configs.append(ir::write_config(t->config));
-              const py::list out = evaluate_batch(request, configs);
-              if (out.size() != batch.size())
-                return ir::error("search.evaluate",
-                                 fmt::format("the executor returned {} results for {} configs",
-                                             out.size(), batch.size()));
-              for (size_t i = 0; i < batch.size(); ++i) {
-                ojson j = parse_json(out[i].cast<std::string>());
-                j["index"] = batch[i]->index;
-                j["source"] = search::name(batch[i]->source);
-                ir::Result<search::Trial> t = search::parse_trial(ir::dump_text(j));
-                if (!t) return std::move(t.diagnostics);
-                search::take_results(*batch[i], *t);
-              }
+              // What comes back is checked (count, type, and each against the config it was
+              // sent for); a result that is not what was asked for is a RuntimeError.
+              ir::Status st = app::take_executor_results(
+                  batch, executor_texts(evaluate_batch(request, configs), batch.size()));
+              if (!st) throw std::runtime_error(ir::error_messages(st.diagnostics));
               return {};
             } catch (...) {
               failure = std::current_exception();

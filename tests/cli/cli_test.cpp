@@ -791,5 +791,44 @@ TEST(CliFiles, LoneSurrogatesInStringsNeverCrashAWriter) {
   EXPECT_TRUE(nlohmann::json::accept(r.out)) << r.out;
 }
 
+TEST(CliFiles, HumanOutputIsValidUtf8WhateverTheLabels) {
+  // A task label read from "\ud800" (and an error that names the task by it): what amk prints
+  // for people shows U+FFFD, never the surrogate's raw bytes.
+  std::string text = test::slurp(test::conformance_dir() / "programs" / "toy_1L_default.json");
+  const auto replace = [&](const std::string& from, const std::string& to) {
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  };
+  replace("\"label\": \"L0.input_norm\"", "\"label\": \"norm\\ud800x\"");
+  replace("\"eps\": 1e-06", "\"eps\": -1.0");
+  const fs::path file = test::temp_dir() / "surrogate.json";
+  std::ofstream(file) << text;
+  const std::string toy = (test::conformance_dir() / "programs" / "toy_1L_default.json").string();
+  const auto valid_utf8 = [](const std::string& s) {  // nlohmann's dump refuses anything else
+    try {
+      (void)nlohmann::json(s).dump();
+      return true;
+    } catch (const nlohmann::json::exception&) {
+      return false;
+    }
+  };
+  const std::vector<std::vector<std::string>> commands = {{"validate", file.string()},
+                                                          {"show", file.string()},
+                                                          {"diff", toy, file.string()},
+                                                          {"info", file.string()}};
+  for (const auto& args : commands) {
+    const test::RunResult r = run_amk(args);
+    for (const std::string* out : {&r.out, &r.err}) {
+      EXPECT_EQ(out->find("\xed\xa0\x80"), std::string::npos) << args[0] << ": " << *out;
+      EXPECT_TRUE(valid_utf8(*out)) << args[0] << ": " << *out;
+    }
+    if (args[0] != "info") {
+      EXPECT_NE((r.out + r.err).find("norm\xef\xbf\xbdx"), std::string::npos)
+          << args[0] << ": " << r.out << r.err;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace amk

@@ -177,3 +177,31 @@ def test_threads_validate_concurrently_with_correct_results():
     for th in threads:
         th.join(timeout=120)
     assert results == {"good": [True] * 3, "bad": [False] * 3}
+
+
+def test_lone_surrogates_and_invalid_utf8_reach_python_as_valid_text():
+    # A lone surrogate in the str itself, and one escaped in the JSON text: a LoadError that says
+    # where and why, not a TypeError, a UnicodeDecodeError or an empty message.
+    with pytest.raises(amk.LoadError) as e:
+        amk.loads('{"ir_version": "\ud800"}')
+    assert "1:" in str(e.value) and "UTF-8" in str(e.value)
+    with pytest.raises(amk.LoadError) as e:
+        amk.loads('{"ir_version": "\\ud800"}')
+    assert "/ir_version" in str(e.value)
+    str(e.value).encode("utf-8")  # valid text
+    # A task label with one: every view of the program and of the verdict is valid text, the
+    # label's surrogate shown as U+FFFD.
+    p = json.loads((PROGRAMS / "toy_1L_default.json").read_text())
+    p["tasks"][1]["label"] = "norm\ud800x"
+    p["tasks"][1]["params"]["eps"] = -1.0  # an error whose message names the task by its label
+    prog = amk.loads(json.dumps(p))
+    assert prog.tasks[1]["label"] == "norm\ufffdx"
+    r = amk.validate(prog)
+    assert not r.ok
+    assert any("norm\ufffdx" in e["message"] for e in r.errors), r.errors
+    assert "norm\ufffdx" in r.report()
+    assert r.stats["tasks"] == len(p["tasks"])
+    for text in [r.report(), json.dumps(prog.tasks)] + [e["message"] for e in r.errors]:
+        text.encode("utf-8")
+    assert amk.loads(prog.dumps()).dumps() == prog.dumps()  # AMK's bytes keep the escape
+    assert "\\ud800" in prog.dumps()

@@ -8,6 +8,7 @@ import os
 import pathlib
 import signal
 import subprocess
+import time
 
 import pytest
 from distributed import Client, LocalCluster
@@ -50,6 +51,65 @@ def test_an_executor_that_fails_stops_the_search_and_the_exception_propagates():
 
     with pytest.raises(RuntimeError, match="no workers"):
         amk.search("toy-1L", "h100", budget=10, executor=Broken())
+
+
+class Tampering(concurrent.futures.Executor):
+    """Runs each chunk at once and hands back what `tamper(trials)` makes of its results."""
+
+    def __init__(self, tamper):
+        self.tamper = tamper
+
+    def submit(self, fn, *args, **kwargs):
+        f = concurrent.futures.Future()
+        f.set_result(self.tamper(fn(*args, **kwargs)))
+        return f
+
+
+def test_executor_results_are_checked_against_the_configs_they_were_sent_for():
+    cases = [
+        (lambda r: r[::-1], "mixed up"),                        # another order
+        (lambda r: r[:-1], "results for a chunk"),               # one missing
+        (lambda r: r + r[:1], "results for a chunk"),            # one too many
+        (lambda r: [1] * len(r), "of type int, not a trial"),       # not trials
+        (lambda r: ["{}"] * len(r), "is not a trial"),            # not trials either
+        (lambda r: None, "NoneType"),                            # no list at all
+    ]
+    for tamper, message in cases:
+        with pytest.raises(RuntimeError, match=message):
+            amk.search("small-4L", "h100", budget=20, seed=5, executor=Tampering(tamper),
+                       batch_size=4)
+    # Untouched results pass the same checks.
+    assert same_search(amk.search("small-4L", "h100", budget=20, seed=5),
+                       amk.search("small-4L", "h100", budget=20, seed=5,
+                                  executor=Tampering(lambda r: r), batch_size=4))
+
+
+def test_a_dask_cluster_without_workers_is_a_clear_error():
+    class NoWorkers:  # what amk sees of a Dask client whose cluster has none
+        def nthreads(self):
+            return {}
+
+        def map(self, *args, **kwargs):
+            raise AssertionError("nothing to map to")
+
+        def gather(self, *args, **kwargs):
+            raise AssertionError("nothing to gather")
+
+    with pytest.raises(RuntimeError, match="no workers"):
+        amk.search("toy-1L", "h100", budget=4, executor=NoWorkers())
+
+
+def test_a_future_that_never_resolves_times_out_instead_of_hanging():
+    class Never(concurrent.futures.Executor):
+        def submit(self, fn, *args, **kwargs):
+            return concurrent.futures.Future()  # never completed
+
+    t0 = time.monotonic()
+    with pytest.raises(TimeoutError, match="within 0.5 s"):
+        amk.search("toy-1L", "h100", budget=4, executor=Never(), timeout=0.5)
+    assert time.monotonic() - t0 < 30
+    with pytest.raises(ValueError):
+        amk.search("toy-1L", "h100", budget=4, executor=Never(), timeout=0)
 
 
 class KillOneWorker(concurrent.futures.Executor):
