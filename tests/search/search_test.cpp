@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <set>
@@ -267,6 +268,29 @@ TEST(Search, ARejectedCandidateIsLoggedWithItsRuleCodeAndTheSearchGoesOn) {
   EXPECT_EQ(r.valid, 32 - 12);
   const std::string tsv = results_tsv(r);
   EXPECT_NE(tsv.find("\tconfig.invalid: cannot fuse"), std::string::npos);
+}
+
+TEST(Search, AStopFlagEndsTheSearchBeforeItsNextEvaluation) {
+  // A server's cancel sets the flag from another thread; here the first trial's hook sets it, and
+  // nothing after the start is evaluated or reported, with one job or several.
+  const auto m = ts::model("toy-2L");
+  const auto t = ts::target("h100");
+  for (const int jobs : {1, 3}) {
+    std::atomic<bool> stop{false};
+    SearchOptions o = options(500, 1, Algorithm::Descent, jobs);
+    o.stop = &stop;
+    int seen = 0;
+    o.on_trial = [&](const Trial&) {
+      ++seen;
+      stop = true;
+      return true;
+    };
+    Space s = must(default_space(m, t, lower::default_config()));
+    const ir::Result<SearchResult> r = Search(m, t, std::move(s), std::move(o)).run();
+    ASSERT_FALSE(r.ok()) << jobs;
+    EXPECT_EQ(r.diagnostics[0].code, "search.cancelled");
+    EXPECT_EQ(seen, 1) << "only the start was evaluated";
+  }
 }
 
 TEST(Search, ADuplicateConfigIsNeverEvaluatedAgain) {
