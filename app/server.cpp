@@ -313,6 +313,7 @@ Server::Server(std::unique_ptr<Protocol> protocol, ServerOptions o,
   o.jobs = std::max(1, o.jobs);
   o.service.max_jobs = o.jobs;
   o.service.max_seconds = o.max_seconds;
+  o.service.max_inline = o.max_line;  // an answer no bigger than a request may be
   s.o = o;
   s.write = std::move(write);
   s.cap = 4 * static_cast<size_t>(o.jobs);

@@ -104,7 +104,7 @@ struct ServerOptions {
   double max_seconds = kDefaultMaxSeconds;  ///< a request's time ceiling (0: none)
   bool unordered = false;      ///< answer as requests finish (default: in request order)
   bool cancel_at_eof = false;  ///< end of input cancels what is in flight (default: finish it)
-  ServiceOptions service;      ///< its max_jobs and max_seconds are taken from the above
+  ServiceOptions service;  ///< its max_jobs, max_seconds and max_inline are taken from the above
 };
 
 /// A server: a protocol on `jobs` workers (each a warm Service), a watchdog for the time ceiling,

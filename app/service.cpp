@@ -452,6 +452,10 @@ struct Service::Impl {
       if (ir::Status st = ir::write_file_atomic(output, text); !st)
         return std::move(st.diagnostics);
       j["path"] = output;
+    } else if (text.size() > options.max_inline) {  // its JSON tree would be ~25x that
+      return bad("output", fmt::format("the program is {} bytes, more than this worker answers "
+                                       "inline ({}, its --max-line): give 'output'",
+                                       text.size(), options.max_inline));
     } else {
       j["program"] = parsed(text);
     }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -64,6 +65,7 @@ struct ServiceOptions {
   int64_t max_budget = 100000;      ///< the largest search budget (and min_batch) it takes
   int max_jobs = search::kMaxJobs;  ///< a search's most threads (more is capped, with a warning)
   double max_seconds = 0;  ///< the largest search `time` it takes (0: any); a server's ceiling
+  size_t max_inline = SIZE_MAX;  ///< the largest program `lower` answers inline (bytes)
 };
 /// The JSON Schema of an operation's arguments with `o`'s limits in it (a search's budget, time
 /// and min_batch maxima), as tools/list shows it.

@@ -240,6 +240,26 @@ TEST(ServeLimits, AnOverlongLineIsRefusedWhileReadAndTheNextIsAnswered) {
   }
 }
 
+TEST(ServeLimits, AnAnswerIsNoBiggerThanARequestMayBe) {
+  // lower's program inline is at most --max-line bytes (as a tree it would take ~25x that): a
+  // bigger one is refused, pointing at 'output', which writes it instead.
+  const std::string out = (test::temp_dir() / "llama.json").string();
+  Child amk({"serve", "--stdio", "--max-line", "100000"});
+  amk.send(json{{"id", 1}, {"op", "lower"}, {"model", "toy-1L"}, {"target", "h100"}}.dump());
+  amk.send(json{{"id", 2}, {"op", "lower"}, {"model", "llama-3.2-1b"}, {"target", "h100"}}.dump());
+  amk.send(json{
+      {"id", 3}, {"op", "lower"}, {"model", "llama-3.2-1b"}, {"target", "h100"}, {"output", out}}
+               .dump());
+  const std::optional<json> a = amk.answer(), b = amk.answer(), c = amk.answer();
+  ASSERT_TRUE(a && b && c);
+  EXPECT_TRUE((*a)["ok"].get<bool>()) << a->dump();
+  EXPECT_EQ((*b)["error"]["diagnostics"][0]["pointer"], "/output") << b->dump();
+  EXPECT_TRUE((*c)["ok"].get<bool>()) << c->dump();
+  EXPECT_GT(test::slurp(out).size(), 100000u);
+  amk.close_in();
+  EXPECT_EQ(amk.wait()->first, 0);
+}
+
 TEST(ServeLimits, ASearchsJobsAreCappedAtTheServersJobs) {
   Child amk({"serve", "--stdio", "--jobs", "2"});
   amk.send(json{
