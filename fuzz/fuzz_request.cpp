@@ -8,24 +8,13 @@
 
 #include "app/mcp.h"
 #include "app/service.h"
-
-namespace {
-
-bool has_inline_model(const amk::app::ojson& j) {
-  if (!j.is_object()) return false;
-  if (j.contains("model") && !j["model"].is_string()) return true;
-  for (const char* k : {"params", "arguments"})
-    if (j.contains(k) && has_inline_model(j[k])) return true;
-  return false;
-}
-
-}  // namespace
+#include "fuzz/request_filter.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view line(reinterpret_cast<const char*>(data), size);
   if (line.find('\n') != std::string_view::npos) return 0;  // one line is one request
   amk::ir::Result<amk::app::ojson> parsed = amk::app::parse_request(line);
-  if (parsed && has_inline_model(*parsed)) return 0;
+  if (parsed && amk::fuzz::has_inline_model(*parsed)) return 0;
   amk::app::ServiceOptions o;
   o.files = false;
   o.max_budget = 4;
