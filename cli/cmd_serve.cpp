@@ -24,11 +24,12 @@ void add_limits(Args& args) {
              "worker threads: requests answered at once, and the most threads a search gets")(
       "no-files", "read and write no files named in requests (programs, models, configs inline)")(
       "max-line", po::value<int64_t>()->default_value(static_cast<int64_t>(app::kDefaultMaxLine)),
-      "the longest request line in bytes: a longer one is skipped unread and answered with an "
-      "error")("max-time", po::value<double>()->default_value(app::kDefaultMaxSeconds),
-               "a request's time ceiling in seconds (0: none): past it, it is stopped and answered "
-               "request.timeout")("max-budget", po::value<int64_t>()->default_value(100000),
-                                  "the largest search budget a request may ask for")(
+      "the longest request line in bytes: a longer one is dropped as it is read and answered "
+      "with an error")(
+      "max-time", po::value<double>()->default_value(app::kDefaultMaxSeconds),
+      "a request's time ceiling in seconds (0: none): past it, it is stopped and answered "
+      "request.timeout")("max-budget", po::value<int64_t>()->default_value(100000),
+                         "the largest search budget a request may ask for")(
       "unordered",
       "write each answer when it is ready (each carries its id), not in request order")(
       "on-eof", po::value<std::string>()->default_value("finish"),
