@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -123,8 +124,8 @@ Result<std::pair<int, int64_t>> open_input(const std::string& path) {
       ::close(fd);
       return not_a_file(path, st.st_mode);
     }
-    return std::pair{fd,
-                     int64_t{-1}};  // a file, pipe, terminal or device: read as a stream, capped
+    // A file, a pipe, a terminal or a device: read as a stream, cut at the ceiling.
+    return std::pair{fd, int64_t{-1}};
   }
   // The kind is looked at before the open, so that a FIFO or a device is refused without being
   // opened (a FIFO's open blocks until a writer comes; a device may act on open). The race this
@@ -163,9 +164,14 @@ Result<std::string> read_all(int fd, int64_t size, const std::string& path) {
   try {
     if (size > 0) out.reserve(static_cast<size_t>(size));
     char buf[1 << 16];
-    while (limit) {
+    for (;;) {
       const ssize_t n = ::read(fd, buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {  // a stdin left non-blocking
+        pollfd p{fd, POLLIN, 0};
+        ::poll(&p, 1, -1);
+        continue;
+      }
       if (n <= 0) {
         const int e = errno;
         ::close(fd);
@@ -181,7 +187,6 @@ Result<std::string> read_all(int fd, int64_t size, const std::string& path) {
     return out_of_memory(path, "reading");
   }
   ::close(fd);
-  if (!limit) return std::move(limit.diagnostics);
   return too_large(path, "", *limit);
 }
 
