@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "app/search_session.h"
+#include "ir/checked.h"
 #include "ir/diagnostic_json.h"
 #include "ir/diff.h"
 #include "ir/digraph.h"
@@ -326,8 +327,8 @@ ProgramInfo program_info(const ir::Program& p, const std::optional<ir::Target>& 
   if (in.target && (in.verdict.ok || unsafe)) in.cost = targets::estimate(p, *in.target);
   for (const auto& t : p.tasks) {
     ++in.ops[std::string(ir::name(t.op))];
-    in.est_bytes += t.est_bytes;
-    in.est_flops += t.est_flops;
+    in.est_bytes = ir::saturating_add(in.est_bytes, t.est_bytes);
+    in.est_flops = ir::saturating_add(in.est_flops, t.est_flops);
     in.waits += static_cast<int64_t>(t.waits.size());
   }
   for (const auto& b : p.buffers) {

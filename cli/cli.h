@@ -24,6 +24,8 @@ struct Command {
   std::string_view name;
   std::string_view summary;
   int (*run)(int argc, char** argv);
+  /// False where stdin carries requests (serve, mcp): a "-" inside one is then never stdin.
+  bool stdin_input = true;
 };
 
 /// Every subcommand, in help order.

@@ -88,15 +88,31 @@ std::string stat_json(const ir::DiffResult& d, const ir::Program& a, const ir::P
   return ir::dump_text(j, 2) + "\n";
 }
 
+// Whether a JSON text that is not a program reads as a ScheduleConfig: an object that is empty
+// or sets a knob (a package manifest sets none, and goes to the program path's refusal).
+bool looks_like_config(const std::string& text) {
+  ir::Result<ir::JsonValue> doc = ir::parse_json_object(text, "a ScheduleConfig");
+  if (!doc) return true;  // parse_config reports why
+  const nlohmann::ordered_json known = ir::config_json(ir::ScheduleConfig::defaults()).json();
+  const nlohmann::ordered_json& j = doc->json();
+  if (j.empty()) return true;
+  for (const auto& item : j.items())
+    if (known.contains(item.key())) return true;
+  return false;
+}
+
 // Two ScheduleConfig files (neither a program): their knob lines that differ, "- " and "+ ".
-// nullopt when either file is a program (or unreadable: the program path reports it).
+// nullopt when either file is a program or no config (or unreadable: the program path reports
+// it).
 std::optional<int> config_diff(const std::string& a, const std::string& b) {
   for (const std::string& f : {a, b}) {  // configs are small files; a program is never read twice
     std::error_code ec;
     if (f == "-" || std::filesystem::file_size(f, ec) > (1u << 20) || ec) return std::nullopt;
   }
   ir::Result<std::string> ta = ir::read_file(a), tb = ir::read_file(b);
-  if (!ta || !tb || ir::looks_like_program(*ta) || ir::looks_like_program(*tb)) return std::nullopt;
+  if (!ta || !tb || ir::looks_like_program(*ta) || ir::looks_like_program(*tb) ||
+      !looks_like_config(*ta) || !looks_like_config(*tb))
+    return std::nullopt;
   ir::Result<ir::ScheduleConfig> ca = lower::parse_config(*ta, a), cb = lower::parse_config(*tb, b);
   if (!ca) return fail(ca.diagnostics, a);
   if (!cb) return fail(cb.diagnostics, b);

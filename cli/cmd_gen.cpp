@@ -15,7 +15,10 @@ int cmd_gen(int argc, char** argv) {
       "               [--sms N] [--defect D] -o OUT",
       "Generates a seeded synthetic program, valid by construction unless a defect is\n"
       "planted: llama (layered decoder at toy width, KV caches, tiled projections), mesh\n"
-      "(random DAG with joins and transitive-only orderings), chain, fan (fan-out/fan-in).");
+      "(random DAG with joins and transitive-only orderings), chain, fan (fan-out/fan-in).\n"
+      "A planted defect is one `amk validate` rejects; a defect the program has no place\n"
+      "for (share-page outside llama, a data race in a --nop program) exits 1, writing\n"
+      "nothing.");
   args.add()("shape", po::value<std::string>()->default_value("llama"), "llama, mesh, chain, fan")(
       "tasks", po::value<int64_t>()->default_value(1000), "approximate number of tasks")(
       "seed", po::value<int64_t>()->default_value(1), "random seed")(
@@ -50,6 +53,11 @@ int cmd_gen(int argc, char** argv) {
   opt.pages = args.has("pages");
   opt.num_sms = args.get<int64_t>("sms");
   ir::GenResult r = ir::generate(opt);
+  if (!r.not_planted.empty()) {
+    std::cerr << fmt::format("amk gen: cannot plant the defect '{}': {}; nothing written\n",
+                             args.get<std::string>("defect"), r.not_planted);
+    return kRejected;
+  }
   const auto out = args.get<std::string>("output");
   if (!write_output(out, ir::write_program(r.program))) return kUnreadable;
   if (out != "-") {

@@ -125,11 +125,15 @@ int cmd_git_setup(int argc, char** argv) {
     }
     attributes = *top + "/.gitattributes";
   }
+  // git runs these values with the shell: the binary's path is quoted, so a folder with a space,
+  // a leading dash or a `|` in its name is still one word; textconv and the external diff are
+  // given the file's own name in the work tree, which `--` keeps from reading as an option.
+  const std::string quoted = app::shell_quote(amk);
   const std::vector<std::pair<std::string, std::string>> config = {
-      {"diff.amk.textconv", amk + " show"},
-      {"diff.amk.command", amk + " diff"},
+      {"diff.amk.textconv", quoted + " show --"},
+      {"diff.amk.command", quoted + " diff --"},
       {"merge.amk.name", "amk: three-way merge of schedules, validated before it is written"},
-      {"merge.amk.driver", amk + " merge %O %A %B"},
+      {"merge.amk.driver", quoted + " merge %O %A %B"},
   };
   // The attributes lines still missing.
   std::string have;

@@ -1,12 +1,15 @@
 // The `amk` command: dispatches the command table; unknown commands get "did you mean".
+#include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <new>
 #include <streambuf>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "cli/cli.h"
+#include "ir/fileio.h"
 #include "ir/heap.h"
 #include "ir/pyjson.h"
 #include "ir/types.h"
@@ -90,11 +93,13 @@ int run(int argc, char** argv) {
                              amk::ir::kAbiVersion);
     return 0;
   }
-  std::vector<std::string> names;
   for (const auto& c : amk::cli::commands()) {
-    if (c.name == argv[1]) return c.run(argc - 1, argv + 1);
-    names.emplace_back(c.name);
+    if (c.name != argv[1]) continue;
+    amk::ir::allow_stdin_input(c.stdin_input);  // "-" is stdin only where it is the input
+    return c.run(argc - 1, argv + 1);
   }
+  std::vector<std::string> names;
+  for (const auto& c : amk::cli::commands()) names.emplace_back(c.name);
   std::string hint = amk::cli::closest(argv[1], names);
   std::cerr << "amk: unknown command '" << argv[1] << "'"
             << (hint.empty() ? "" : "; did you mean '" + hint + "'?") << "\n";
@@ -104,12 +109,17 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-// Nothing may crash amk: an exception that escapes a command is a bug, reported as one.
+// Nothing may crash amk: running out of memory is an error naming the command's inputs (exit 2);
+// any other exception that escapes a command is a bug, reported as one.
 int main(int argc, char** argv) {
   amk::ir::restart_with_big_heap(argv);
   filter_terminal_output();
   try {
     return run(argc, argv);
+  } catch (const std::bad_alloc&) {  // written without allocating: memory is what ran out
+    std::fputs("amk: out of memory working on:", stderr);
+    for (int i = 1; i < argc; ++i) std::fprintf(stderr, " %s", argv[i]);
+    std::fputs(" (AMK_MAX_INPUT_BYTES bounds what one input may take)\n", stderr);
   } catch (const std::exception& e) {
     std::cerr << "amk: internal error (a bug; please report it with the input): " << e.what()
               << "\n";

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "ir/checked.h"
+
 namespace amk::ir {
 namespace {
 
@@ -110,7 +112,9 @@ namespace {
 struct Chain {
   uint64_t tasks = 0;
   int64_t bytes = 0;
-  Chain operator+(const Chain& o) const { return {tasks + o.tasks, bytes + o.bytes}; }
+  Chain operator+(const Chain& o) const {
+    return {tasks + o.tasks, saturating_add(bytes, o.bytes)};
+  }
   bool operator<(const Chain& o) const {
     return tasks != o.tasks ? tasks < o.tasks : bytes < o.bytes;
   }

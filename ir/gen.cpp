@@ -349,6 +349,44 @@ void make_nop(Program& p) {
   p.pages.reset();
 }
 
+// Makes a cycle: a task waits on the counter of a task that (transitively) waits on it. Returns
+// the task, or -1 when no task has one that depends on it.
+int64_t plant_cycle(Program& p, Rng& rng, std::string& note) {
+  const size_t n = p.tasks.size();
+  std::vector<std::vector<size_t>> waiters(p.counters.size());  // counter -> tasks waiting on it
+  for (size_t t = 0; t < n; ++t)
+    for (const Wait& w : p.tasks[t].waits)
+      if (w.counter >= 0 && static_cast<size_t>(w.counter) < waiters.size())
+        waiters[static_cast<size_t>(w.counter)].push_back(t);
+  const size_t start = rng.below(n);
+  std::vector<uint8_t> seen(n);
+  for (size_t k = 0; k < n; ++k) {
+    const size_t early = (start + k) % n;
+    std::vector<size_t> after;  // the tasks that depend on `early`, breadth first
+    std::fill(seen.begin(), seen.end(), 0);
+    for (size_t at = 0, from = early;; from = after[at++]) {
+      const auto c = static_cast<size_t>(p.tasks[from].out_counter);
+      if (c < waiters.size())
+        for (size_t w : waiters[c])
+          if (!seen[w]) {
+            seen[w] = 1;
+            after.push_back(w);
+          }
+      if (at == after.size()) break;
+    }
+    if (after.empty()) continue;
+    const size_t late = after[rng.below(after.size())];
+    const int64_t c = p.tasks[late].out_counter;
+    int64_t producers = 0;
+    for (const Task& t : p.tasks) producers += t.out_counter == c;
+    p.tasks[early].waits.push_back({c, producers, {}});
+    note =
+        fmt::format("task {} waits on counter {} of task {}, which depends on it", early, c, late);
+    return static_cast<int64_t>(early);
+  }
+  return -1;
+}
+
 // Plants a defect; returns the task it went into.
 int64_t plant(Program& p, GenDefect d, const LlamaIds& llama, const std::vector<int64_t>& tiles,
               const std::vector<std::pair<int64_t, int64_t>>& keys, Rng& rng, std::string& note) {
@@ -381,18 +419,9 @@ int64_t plant(Program& p, GenDefect d, const LlamaIds& llama, const std::vector<
       }
       break;
     }
-    case GenDefect::Cycle: {
-      if (p.tasks.size() < 3) break;
-      size_t early = 1 + rng.below(p.tasks.size() / 2);
-      size_t late = p.tasks.size() / 2 + rng.below(p.tasks.size() - p.tasks.size() / 2);
-      Task& e = p.tasks[early];
-      int64_t c = p.tasks[late].out_counter;
-      int64_t np = 0;
-      for (const Task& t : p.tasks) np += t.out_counter == c;
-      e.waits.push_back({c, np, {}});
-      note = fmt::format("task {} waits on counter {} of the later task {}", early, c, late);
-      return static_cast<int64_t>(early);
-    }
+    case GenDefect::Cycle:
+      if (const int64_t t = plant_cycle(p, rng, note); t >= 0) return t;
+      break;
     case GenDefect::SelfWait: {
       size_t t = rng.below(p.tasks.size());
       p.tasks[t].waits.push_back({p.tasks[t].out_counter, 1, {}});
@@ -490,7 +519,7 @@ int64_t plant(Program& p, GenDefect d, const LlamaIds& llama, const std::vector<
       return t;
     }
   }
-  note = "the defect could not be planted in this program";
+  note = fmt::format("this {}-task program has no place for it", p.tasks.size());
   return -1;
 }
 
@@ -524,8 +553,16 @@ GenResult generate(const GenOptions& opt) {
   b.p.meta.mut()["seed"] = opt.seed;
   GenResult res;
   if (opt.pages && !opt.nop) add_pages(b.p, b.page_key);
-  if (opt.defect != GenDefect::None)
+  const bool counters_only = opt.defect == GenDefect::Cycle || opt.defect == GenDefect::SelfWait ||
+                             opt.defect == GenDefect::Unsatisfiable;
+  if (opt.defect != GenDefect::None && opt.nop && !counters_only) {
+    res.not_planted =
+        "a --nop program has no buffers, so no data race: only cycle, self-wait and "
+        "unsatisfiable can be planted in it";
+  } else if (opt.defect != GenDefect::None) {
     res.defect_task = plant(b.p, opt.defect, llama, tiles, b.page_key, rng, res.defect_note);
+    if (res.defect_task < 0) std::swap(res.not_planted, res.defect_note);
+  }
   if (opt.nop) make_nop(b.p);
   if (opt.num_sms > 0)
     for (size_t t = 0; t < b.p.tasks.size(); ++t)

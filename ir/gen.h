@@ -44,9 +44,11 @@ struct GenResult {
   Program program;
   std::string defect_note;   ///< human description of the planted defect
   int64_t defect_task = -1;  ///< task the defect was planted in (-1: none)
+  std::string not_planted;   ///< why the asked-for defect could not be planted (then none is)
 };
 
-/// Generates a program; deterministic for equal options on every platform.
+/// Generates a program; deterministic for equal options on every platform. A planted defect is
+/// one the validator rejects; one that has no place in the program is not planted (not_planted).
 GenResult generate(const GenOptions& opt);
 /// Parses a shape name (llama, mesh, chain, fan).
 std::optional<GenShape> parse_gen_shape(std::string_view s);

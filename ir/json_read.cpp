@@ -124,7 +124,7 @@ class Reader {
   }
 
   Result<Program> run() {
-    return document<Program>("a program", [&](Program& p, size_t) { read_program(p); });
+    return document<Program>("a program", [&](Program& p, size_t off) { read_program(p, off); });
   }
 
   // A lone target record (targets/*.json): AMK's fields, unknown ones kept in Target::extra.
@@ -614,8 +614,9 @@ class Reader {
 
   // ---- records
   // -----------------------------------------------------------------------------------
-  void read_program(Program& p) {
-    bool have_ir = false, have_abi = false;
+  void read_program(Program& p, size_t doc_off) {
+    bool have_ir = false, have_abi = false, have_buffers = false, have_counters = false,
+         have_tasks = false;
     size_t ir_off = 0, abi_off = 0;
     read_object("an object", &p.extra, nullptr, [&](std::string_view k) {
       if (is(k, "ir_version")) {
@@ -637,18 +638,21 @@ class Reader {
         return 3;
       }
       if (is(k, "buffers")) {
+        have_buffers = true;
         read_records(
             p.buffers, "buffers", [](Reader& r, Buffer& b) { r.read_buffer(b, kAnyIndex); },
             [&](Buffer& b, size_t i) { read_buffer(b, i); });
         return 4;
       }
       if (is(k, "counters")) {
+        have_counters = true;
         read_records(
             p.counters, "counters", [](Reader& r, Counter& c) { r.read_counter(c, kAnyIndex); },
             [&](Counter& c, size_t i) { read_counter(c, i); });
         return 5;
       }
       if (is(k, "tasks")) {
+        have_tasks = true;
         read_records(
             p.tasks, "tasks", [](Reader& r, Task& t) { r.read_task(t, kAnyIndex); },
             [&](Task& t, size_t i) { read_task(t, i); });
@@ -666,6 +670,29 @@ class Reader {
     });
     check_major("ir_version", "IR", p.ir_version, kIrVersion, have_ir, ir_off);
     check_major("abi_version", "ABI", p.abi_version, kAbiVersion, have_abi, abi_off);
+    check_records(have_buffers, have_counters, have_tasks, doc_off);
+  }
+
+  // AMK writes "buffers", "counters" and "tasks" in every program (to_dict): a document without
+  // them is some other JSON file (a package manifest, a model spec), not an empty program.
+  void check_records(bool buffers, bool counters, bool tasks, size_t off) {
+    std::vector<std::string_view> absent;
+    for (auto [have, name] :
+         {std::pair{buffers, "buffers"}, {counters, "counters"}, {tasks, "tasks"}})
+      if (!have) absent.push_back(name);
+    if (absent.empty()) return;
+    std::string list;
+    for (size_t i = 0; i < absent.size(); ++i)
+      list += fmt::format("{}'{}'",
+                          i == 0                   ? ""
+                          : i + 1 == absent.size() ? " or "
+                                                   : ", ",
+                          absent[i]);
+    error("ir.not-a-program",
+          fmt::format("not a program: it has no {} (every program has 'buffers', 'counters' and "
+                      "'tasks' lists)",
+                      list),
+          off);
   }
 
   // AMK: str(d.get("ir_version", IR_VERSION)); strings and numbers survive, the rest mismatch.
@@ -1389,9 +1416,16 @@ size_t find_in_parallel(std::string_view text, std::string_view needle, size_t f
 Result<Program> load_program(const std::string& path) {
   Result<FileBytes> bytes = FileBytes::open(path);
   if (!bytes) return std::move(bytes.diagnostics);
-  Reader r(bytes->view());
-  r.on_consumed([&](size_t from, size_t to) { bytes->release(from, to); });
-  return r.run();
+  try {
+    Reader r(bytes->view());
+    r.on_consumed([&](size_t from, size_t to) { bytes->release(from, to); });
+    return r.run();
+  } catch (const std::bad_alloc&) {
+    Diagnostic d = error("io.out-of-memory", fmt::format("out of memory loading '{}' ({} bytes)",
+                                                         path, bytes->view().size()));
+    d.file = path;
+    return d;
+  }
 }
 
 }  // namespace amk::ir

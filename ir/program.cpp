@@ -5,16 +5,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/checked.h"
+
 namespace amk::ir {
 
 int64_t Buffer::numel() const {
   int64_t n = 1;
-  for (int64_t d : shape) {
-    if (__builtin_mul_overflow(n, d, &n))  // saturate: absurd shapes must not be UB
-      return (d < 0) != (n < 0) ? std::numeric_limits<int64_t>::min()
-                                : std::numeric_limits<int64_t>::max();
-  }
+  for (int64_t d : shape) n = saturating_mul(n, d);  // absurd shapes must not be UB
   return n;
+}
+
+std::optional<int64_t> Buffer::size_bytes() const {
+  std::optional<int64_t> n = 1;
+  for (int64_t d : shape)
+    if (!(n = checked_mul(*n, d))) return std::nullopt;
+  return dtype_size(dtype, *n);
 }
 
 ParamValue ParamValue::of_int(int64_t v) {
@@ -167,7 +172,7 @@ int64_t Program::add_task(Task t) {
 int64_t Program::total_weight_bytes() const {
   int64_t n = 0;
   for (const Buffer& b : buffers)
-    if (b.kind == BufferKind::WEIGHT) n += b.nbytes();
+    if (b.kind == BufferKind::WEIGHT) n = saturating_add(n, b.nbytes());
   return n;
 }
 

@@ -40,8 +40,11 @@ struct Buffer {
   JsonValue extra;                    ///< unknown fields, kept verbatim
   /// Product of the dims (1 for rank 0).
   int64_t numel() const;
-  /// Storage bytes, rounded up for packed dtypes.
+  /// Storage bytes, rounded up for packed dtypes (held at INT64_MAX past it: see size_bytes).
   int64_t nbytes() const { return dtype_nbytes(dtype, numel()); }
+  /// Storage bytes in checked arithmetic: nullopt when they do not fit in int64 (the validator's
+  /// `buffer.size`; a program it accepts has none such).
+  std::optional<int64_t> size_bytes() const;
   bool operator==(const Buffer&) const = default;
 };
 
@@ -204,7 +207,7 @@ struct Program {
   int64_t add_counter(std::string note = {});
   /// Appends a task and returns its id.
   int64_t add_task(Task t);
-  /// Σ nbytes over WEIGHT buffers.
+  /// Σ nbytes over WEIGHT buffers, held at INT64_MAX past it (`buffer.size` rejects such).
   int64_t total_weight_bytes() const;
   /// True when any task has an SM assignment.
   bool sm_assigned() const;

@@ -2,6 +2,9 @@
 
 #include <array>
 #include <limits>
+#include <optional>
+
+#include "ir/checked.h"
 
 namespace amk::ir {
 namespace {
@@ -73,12 +76,20 @@ int dtype_bits(DType d) {
   return kDTypeBits[static_cast<size_t>(d)];
 }
 
+std::optional<int64_t> dtype_size(DType d, int64_t count) {
+  const int64_t bits = dtype_bits(d);
+  if (count < 0) {  // not a size: the formula's value, as long as it fits
+    const std::optional<int64_t> b = checked_mul(count, bits);
+    return b ? std::optional<int64_t>((*b + 7) / 8) : std::nullopt;
+  }
+  // ceil(count * bits / 8) without forming count * bits, which may not fit where the bytes do.
+  const std::optional<int64_t> whole = checked_mul(count / 8, bits);
+  return whole ? checked_add(*whole, (count % 8 * bits + 7) / 8) : std::nullopt;
+}
+
 int64_t dtype_nbytes(DType d, int64_t count) {
-  int64_t bits = 0;
-  if (__builtin_mul_overflow(count, static_cast<int64_t>(dtype_bits(d)), &bits) ||
-      bits > std::numeric_limits<int64_t>::max() - 7)
-    return count < 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
-  return (bits + 7) / 8;
+  if (const std::optional<int64_t> n = dtype_size(d, count)) return *n;
+  return count < 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
 }
 
 }  // namespace amk::ir

@@ -75,7 +75,10 @@ std::optional<Op> parse_op(std::string_view s);
 
 /// Bits per element (I4 is 4: two per byte).
 int dtype_bits(DType d);
-/// Bytes needed for `count` elements, rounded up for packed types: (count*bits+7)/8.
+/// Bytes needed for `count` elements, rounded up for packed types: (count*bits+7)/8, or nullopt
+/// when that does not fit in int64 (checked arithmetic).
+std::optional<int64_t> dtype_size(DType d, int64_t count);
+/// dtype_size held at the int64 bound it passes.
 int64_t dtype_nbytes(DType d, int64_t count);
 /// True for WEIGHT, CONST and IO_INPUT (never need a producer).
 inline bool is_readonly(BufferKind k) {

@@ -4,10 +4,12 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ir/checked.h"
 #include "ir/fused.h"
 #include "ir/opcodes.h"
 #include "ir/pyjson.h"
@@ -39,6 +41,10 @@ constexpr Rule kParamReal{"param.real", "a float param field is not a real numbe
 constexpr Rule kBufferDims{"buffer.dims", "a buffer has a dimension <= 0", false};
 constexpr Rule kBufferDuplicateName{
     "buffer.duplicate-name", "warning: two buffers share a name (tensors bind by name)", false};
+constexpr Rule kBufferSize{
+    "buffer.size", "a buffer's bytes, or all buffers' together, do not fit in 64 bits", false};
+constexpr Rule kTaskEstimate{
+    "task.estimate", "the tasks' est_bytes or est_flops add up past 64 bits (2^63-1)", false};
 constexpr Rule kParamFinite{"param.finite", "a float param is NaN or infinite", false};
 constexpr Rule kWriteReadonly{"write.readonly", "a task writes a WEIGHT, CONST or IO_INPUT buffer",
                               false};
@@ -47,10 +53,11 @@ constexpr Rule kFusedRecipe{"fused.recipe",
 
 std::span<const Rule> task_rules() {
   static constexpr Rule kList[] = {
-      kRefMissingBuffer,    kRefMissingCounter, kAbiMaxInputs,  kAbiMaxOutputs, kAbiMaxWaits,
-      kAbiMaxRank,          kWaitThreshold,     kWaitSelf,      kOpArity,       kOpOutputs,
-      kOpRequiredParam,     kParamUnknown,      kParamInt32,    kParamReal,     kBufferDims,
-      kBufferDuplicateName, kParamFinite,       kWriteReadonly, kFusedRecipe};
+      kRefMissingBuffer,    kRefMissingCounter, kAbiMaxInputs, kAbiMaxOutputs, kAbiMaxWaits,
+      kAbiMaxRank,          kWaitThreshold,     kWaitSelf,     kOpArity,       kOpOutputs,
+      kOpRequiredParam,     kParamUnknown,      kParamInt32,   kParamReal,     kBufferDims,
+      kBufferDuplicateName, kBufferSize,        kTaskEstimate, kParamFinite,   kWriteReadonly,
+      kFusedRecipe};
   return kList;
 }
 
@@ -214,6 +221,54 @@ void check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
   if (report || !c.s.screens) report_task_refs(c, id, pt);
 }
 
+namespace {
+
+// Sizes in checked 64-bit arithmetic: each buffer's bytes and their total (what the VM lays out),
+// then the tasks' estimates, whose sum bounds every figure summed over some of them (a critical
+// path, an SM's load). A value that does not fit is reported once, where it stops fitting.
+void check_sizes(Context& c) {
+  const ir::Program& p = c.p;
+  std::optional<int64_t> total = 0;
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    const ir::Buffer& buf = p.buffers[b];
+    if (std::any_of(buf.shape.begin(), buf.shape.end(), [](int64_t d) { return d <= 0; }))
+      continue;  // buffer.dims
+    const std::optional<int64_t> bytes = buf.size_bytes();
+    if (!bytes) {
+      c.error(kBufferSize,
+              fmt::format("buffer #{} ('{}') has shape {} of {}: its size in bytes does not fit "
+                          "in 64 bits",
+                          b, buf.name, ir::py_repr(nlohmann::ordered_json(buf.shape)),
+                          ir::name(buf.dtype)),
+              fmt::format("/buffers/{}/shape", b));
+    } else if (total && !(total = ir::checked_add(*total, *bytes))) {
+      c.error(kBufferSize,
+              fmt::format("buffers #0..#{} come to more than 2^63-1 bytes together (buffer #{} "
+                          "('{}') is {} bytes)",
+                          b, b, buf.name, *bytes),
+              fmt::format("/buffers/{}", b));
+    }
+  }
+  std::optional<int64_t> est[2] = {0, 0};  // Σ |est_bytes|, Σ |est_flops|
+  for (size_t t = 0; t < p.tasks.size() && (est[0] || est[1]); ++t) {
+    for (int k = 0; k < 2; ++k) {
+      if (!est[k]) continue;  // reported once
+      const int64_t v = k == 0 ? p.tasks[t].est_bytes : p.tasks[t].est_flops;
+      est[k] = v == std::numeric_limits<int64_t>::min() ? std::nullopt
+                                                        : ir::checked_add(*est[k], v < 0 ? -v : v);
+      if (est[k]) continue;
+      const char* field = k == 0 ? "est_bytes" : "est_flops";
+      c.error(kTaskEstimate,
+              fmt::format("{} {}={}: the tasks' {} add up past 2^63-1 here, so no total or path "
+                          "figure over them fits in 64 bits",
+                          task_ref(p.tasks[t], t), field, v, field),
+              ir::task_pointer(t, field));
+    }
+  }
+}
+
+}  // namespace
+
 void check_buffers(Context& c) {
   const ir::Program& p = c.p;
   // Duplicate names through a flat open-addressing table of (hash, first buffer with it).
@@ -252,6 +307,7 @@ void check_buffers(Context& c) {
       }
     }
   }
+  check_sizes(c);
 }
 
 namespace {

@@ -118,7 +118,7 @@ std::span<const Rule> output_rules();     // check_placement.cpp (AMK step 8)
 // diagnostics of those families come together); then the whole-graph passes in this order.
 void check_task_refs(Context& c, size_t id,
                      const ir::ParamTable& pt);    // AMK step 1: refs, ABI caps, arity, params
-void check_buffers(Context& c);                    // dims, duplicate names; Scratch::numel
+void check_buffers(Context& c);                    // dims, names, sizes; Scratch::numel
 void check_task_structure(Context& c, size_t id);  // readonly writes, finite params, recipes
 void check_task_shapes(Context& c, size_t id, const ir::ParamTable& pt);  // shapes, tile bounds
 void check_task_waits(Context& c, size_t id);  // AMK step 2 + counter init

@@ -253,7 +253,8 @@ ir::Diagnostics structural_errors(const ir::Program& p, int64_t num_sms) {
     check_task_refs(c, id, ir::ParamTable::of(p.tasks[id]));
   ir::Diagnostics out;
   for (ir::Diagnostic& d : r.errors)
-    if (d.code.starts_with("ref.") || d.code.starts_with("abi.") || d.code == "buffer.dims")
+    if (d.code.starts_with("ref.") || d.code.starts_with("abi.") || d.code == "buffer.dims" ||
+        d.code == "buffer.size")
       out.push_back(std::move(d));
   ir::append(out, sm_range_errors(p, num_sms));
   return out;

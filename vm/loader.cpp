@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/checked.h"
 #include "ir/graph.h"
 #include "validate/validate.h"
 #include "vm/image.h"
@@ -76,7 +77,7 @@ void place(ir::Program& p, const std::vector<uint32_t>& order, int64_t num_sms, 
   for (const ir::Task& t : p.tasks)
     if (t.sm) {
       auto& [b, f, c, s] = load[static_cast<size_t>(*t.sm)];
-      b += t.est_bytes, f += t.est_flops, ++c;
+      b = ir::saturating_add(b, t.est_bytes), f = ir::saturating_add(f, t.est_flops), ++c;
     }
   std::priority_queue<Key, std::vector<Key>, std::greater<>> heap(load.begin(), load.end());
   for (uint32_t id : order) {
@@ -85,7 +86,7 @@ void place(ir::Program& p, const std::vector<uint32_t>& order, int64_t num_sms, 
     auto [b, f, c, s] = heap.top();
     heap.pop();
     t.sm = s;
-    heap.push({b + t.est_bytes, f + t.est_flops, c + 1, s});
+    heap.push({ir::saturating_add(b, t.est_bytes), ir::saturating_add(f, t.est_flops), c + 1, s});
   }
 }
 

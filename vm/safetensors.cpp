@@ -112,10 +112,13 @@ ir::Result<std::unique_ptr<SafeTensors>> SafeTensors::open(const std::string& pa
     d.file = path;
     return ir::Result<std::unique_ptr<SafeTensors>>(std::move(d));
   };
-  struct stat pre {};
-  if (path == "-" ||
-      (::stat(path.c_str(), &pre) == 0 && (S_ISFIFO(pre.st_mode) || S_ISCHR(pre.st_mode)))) {
-    // Standard input, a pipe or a device cannot be mapped: read it into memory the object owns.
+  // The one input rule (ir::open_input): a regular file is mapped, not read, so the ceiling on
+  // what is read into memory does not bound it; standard input is read, under the ceiling.
+  ir::Result<std::pair<int, int64_t>> in = ir::open_input(path);
+  if (!in) return std::move(in.diagnostics);
+  const int fd = in->first;
+  if (in->second < 0) {
+    ::close(fd);
     ir::Result<std::string> text = ir::read_file(path);
     if (!text) return std::move(text.diagnostics);
     auto owned = std::make_unique<std::string>(std::move(*text));
@@ -123,14 +126,7 @@ ir::Result<std::unique_ptr<SafeTensors>> SafeTensors::open(const std::string& pa
     if (f) (*f)->owned_ = std::move(owned);
     return f;
   }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return fail(fmt::format("cannot read '{}': not a regular file", path));
-  }
-  const auto len = static_cast<size_t>(st.st_size);
+  const auto len = static_cast<size_t>(in->second);
   void* map = nullptr;
   if (len > 0) {
     map = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fd, 0);

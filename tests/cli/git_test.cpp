@@ -48,6 +48,33 @@ fs::path repo(const std::vector<std::pair<std::string, std::string>>& files) {
   return dir;
 }
 
+// Commits `text` as c.schedule.json on a new branch off main, then goes back to main.
+Sh commit_config_on(const fs::path& dir, const std::string& branch, const std::string& text) {
+  if (Sh r = sh(dir, "git checkout -q main && git checkout -q -b " + branch); r.rc != 0) return r;
+  std::ofstream(dir / "c.schedule.json") << text;
+  return sh(dir, "git commit -qam " + branch + " && git checkout -q main");
+}
+
+// Two branches off main (c.schedule.json at N_tile 64, load_balance) change different knobs: git
+// merges them through amk's driver, on a branch "merged", keeping both changes.
+void expect_different_knobs_merge(const fs::path& dir) {
+  ASSERT_EQ(
+      commit_config_on(dir, "tile",
+                       R"({"tiling": {"gemv": {"N_tile": 32}}, "sm_assignment": "load_balance"})")
+          .rc,
+      0);
+  ASSERT_EQ(
+      commit_config_on(dir, "place",
+                       R"({"tiling": {"gemv": {"N_tile": 64}}, "sm_assignment": "round_robin"})")
+          .rc,
+      0);
+  const Sh m = sh(dir, "git checkout -q -b merged tile && git merge -q --no-edit place");
+  ASSERT_EQ(m.rc, 0) << m.out;
+  const std::string merged = test::slurp(dir / "c.schedule.json");
+  EXPECT_NE(merged.find("\"N_tile\": 32"), std::string::npos) << merged;
+  EXPECT_NE(merged.find("\"round_robin\""), std::string::npos) << merged;
+}
+
 TEST(GitSetup, WritesAttributesAndConfigOnceAndPrintsWhatItWould) {
   const fs::path dir = repo({});
   ASSERT_EQ(sh(dir, "amk git-setup && amk git-setup").rc, 0) << "idempotent";
@@ -55,7 +82,7 @@ TEST(GitSetup, WritesAttributesAndConfigOnceAndPrintsWhatItWould) {
   EXPECT_EQ(attrs, "*.amk.json diff=amk merge=amk\n*.schedule.json diff=amk merge=amk\n");
   const Sh cfg = sh(dir, "git config --get merge.amk.driver && git config --get diff.amk.textconv");
   EXPECT_NE(cfg.out.find(" merge %O %A %B\n"), std::string::npos) << cfg.out;
-  EXPECT_NE(cfg.out.find(" show\n"), std::string::npos) << cfg.out;
+  EXPECT_NE(cfg.out.find(" show --\n"), std::string::npos) << cfg.out;
   const Sh print = sh(dir, "amk git-setup --print");
   EXPECT_NE(print.out.find("(already there)"), std::string::npos) << print.out;
   EXPECT_NE(print.out.find("git config diff.amk.command"), std::string::npos) << print.out;
@@ -88,26 +115,13 @@ TEST(GitMerge, DifferentKnobsMergeCleanlyAndTheSameKnobConflicts) {
   const fs::path dir =
       repo({{"c.schedule.json",
              R"({"tiling": {"gemv": {"N_tile": 64}}, "sm_assignment": "load_balance"})"}});
-  auto edit = [&](const std::string& branch, const std::string& text) {
-    std::ofstream(dir / "c.schedule.json") << text;
-    return sh(dir, "git checkout -q -b " + branch + " main && git commit -qam " + branch +
-                       " && git checkout -q main");
-  };
+  expect_different_knobs_merge(dir);
   ASSERT_EQ(
-      edit("tile", R"({"tiling": {"gemv": {"N_tile": 32}}, "sm_assignment": "load_balance"})").rc,
+      commit_config_on(dir, "retile",
+                       R"({"tiling": {"gemv": {"N_tile": 16}}, "sm_assignment": "load_balance"})")
+          .rc,
       0);
-  ASSERT_EQ(
-      edit("place", R"({"tiling": {"gemv": {"N_tile": 64}}, "sm_assignment": "round_robin"})").rc,
-      0);
-  ASSERT_EQ(
-      edit("retile", R"({"tiling": {"gemv": {"N_tile": 16}}, "sm_assignment": "load_balance"})").rc,
-      0);
-  Sh m = sh(dir, "git checkout -q -b merged tile && git merge -q --no-edit place");
-  ASSERT_EQ(m.rc, 0) << m.out;
-  const std::string merged = test::slurp(dir / "c.schedule.json");
-  EXPECT_NE(merged.find("\"N_tile\": 32"), std::string::npos) << merged;
-  EXPECT_NE(merged.find("\"round_robin\""), std::string::npos) << merged;
-  m = sh(dir, "git checkout -q -b clash tile && git merge -q --no-edit retile");
+  Sh m = sh(dir, "git checkout -q -b clash tile && git merge -q --no-edit retile");
   EXPECT_NE(m.rc, 0) << "the same knob changed two ways";
   EXPECT_NE(m.out.find("/tiling/gemv/N_tile: error[merge.conflict]: changed two ways: ours 32, "
                        "theirs 16 (base 64)"),
@@ -174,6 +188,87 @@ TEST(GitHooks, PreCommitRefusesAnUnsafeProgramAndRewritesANonCanonicalOne) {
   EXPECT_EQ(test::slurp(dir / "good.amk.json"), good);
   c = sh(dir, "git add good.amk.json && git commit -q -m good");
   EXPECT_EQ(c.rc, 0) << c.out;
+}
+
+TEST(GitSetup, ABinaryPathWithASpaceADashAndABarWorksForDiffTextconvAndMerge) {
+  // git runs the configured values through the shell: an unquoted path breaks at the space (and
+  // pipes at the `|`).
+  const fs::path tmp = test::temp_dir();
+  const fs::path bin = tmp / "-my tools|x" / "amk";
+  fs::create_directories(bin.parent_path());
+  fs::copy_file(test::amk_binary(), bin);
+  const std::string amk = "'" + bin.string() + "'";
+  const std::string a = (tmp / "a.json").string(), b = (tmp / "b.json").string();
+  ASSERT_EQ(run_amk({"lower", "toy-1L", "-o", a}).rc, 0);
+  ASSERT_EQ(run_amk({"lower", "toy-1L", "-c", R"({"tiling":{"gemv":{"N_tile":32}}})", "-o", b}).rc,
+            0);
+  const fs::path dir = tmp / "repo";
+  fs::create_directories(dir);
+  ASSERT_EQ(sh(dir, "git init -q -b main && " + amk + " git-setup").rc, 0);
+  const std::string name = "-p x|y.amk.json";  // a file name that is no option and no pipe either
+  fs::copy_file(a, dir / name);
+  std::ofstream(dir / "c.schedule.json")
+      << R"({"tiling": {"gemv": {"N_tile": 64}}, "sm_assignment": "load_balance"})";
+  ASSERT_EQ(sh(dir, "git add -A && git commit -q -m base").rc, 0);
+  fs::copy_file(b, dir / name, fs::copy_options::overwrite_existing);
+  const Sh ext = sh(dir, "git diff");
+  ASSERT_EQ(ext.rc, 0) << ext.out;
+  EXPECT_NE(ext.out.find("config.tiling.gemv.N_tile: 64 -> 32"), std::string::npos) << ext.out;
+  const Sh conv = sh(dir, "git diff --no-ext-diff");
+  ASSERT_EQ(conv.rc, 0) << conv.out;
+  EXPECT_NE(conv.out.find("+task L0.q_proj[t1]: GEMV_TILE"), std::string::npos) << conv.out;
+  ASSERT_EQ(sh(dir, "git checkout -q -- .").rc, 0);
+  expect_different_knobs_merge(dir);
+}
+
+TEST(GitHooks, NamesWithALeadingDashASpaceAndABarAreFilesAndTheValidatorsErrorsAreShown) {
+  const fs::path dir = repo({});
+  const std::string hook = (test::source_dir() / "scripts/git-hooks/pre-commit").string();
+  ASSERT_EQ(sh(dir, "cp '" + hook + "' .git/hooks/pre-commit").rc, 0);
+  const std::string bad = "-bad x|y.amk.json";
+  fs::copy_file(test::conformance_dir() / "programs/bad_sm_queue_order.json", dir / bad);
+  Sh c = sh(dir, "git add -- '" + bad + "' && git commit -q -m bad");
+  EXPECT_NE(c.rc, 0) << c.out;
+  EXPECT_NE(c.out.find("amk-validate: " + bad + " is rejected"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("[sm.queue-order] at /tasks/0/sm"), std::string::npos)
+      << "the validator's errors are shown: " << c.out;
+  ASSERT_EQ(sh(dir, "git rm -q --cached -- '" + bad + "' && rm -- '" + bad + "'").rc, 0);
+  // A JSON file that is not a program is refused too, the error naming the file as staged.
+  const std::string pkg = "-pkg x|y.amk.json";
+  std::ofstream(dir / pkg) << R"({"name":"pkg","version":"1.0"})";
+  c = sh(dir, "git add -- '" + pkg + "' && git commit -q -m pkg");
+  EXPECT_NE(c.rc, 0) << c.out;
+  EXPECT_NE(c.out.find(pkg + ":1:1: error[ir.not-a-program]"), std::string::npos) << c.out;
+  ASSERT_EQ(sh(dir, "git rm -q --cached -- '" + pkg + "' && rm -- '" + pkg + "'").rc, 0);
+  // A non-canonical valid program with such a name is rewritten, not taken for an option.
+  const std::string good = test::slurp(test::source_dir() / "tests/cli/merge/base.amk.json");
+  const std::string name = "-good x|y.amk.json";
+  std::ofstream(dir / name) << good << "\n\n";
+  c = sh(dir, "git add -- '" + name + "' && git commit -q -m good");
+  EXPECT_NE(c.rc, 0) << c.out;
+  EXPECT_NE(c.out.find("amk-fmt: " + name + " was not in canonical bytes; rewrote it"),
+            std::string::npos)
+      << c.out;
+  EXPECT_EQ(test::slurp(dir / name), good);
+  c = sh(dir, "git add -- '" + name + "' && git commit -q -m good");
+  EXPECT_EQ(c.rc, 0) << c.out;
+}
+
+TEST(GitHooks, ThePreCommitFrameworksEntriesTakeANameWithALeadingDashAsAFile) {
+  // pre-commit runs `entry FILE...` without a shell: each entry must end its options.
+  const fs::path dir = test::temp_dir();
+  const std::string name = "-p x|y.amk.json";
+  fs::copy_file(test::source_dir() / "tests/cli/merge/base.amk.json", dir / name);
+  std::istringstream yaml(test::slurp(test::source_dir() / ".pre-commit-hooks.yaml"));
+  int entries = 0;
+  for (std::string line; std::getline(yaml, line);) {
+    const size_t at = line.find("entry: ");
+    if (at == std::string::npos) continue;
+    ++entries;
+    const Sh r = sh(dir, line.substr(at + 7) + " '" + name + "'");
+    EXPECT_EQ(r.rc, 0) << line << ": " << r.out;
+  }
+  EXPECT_EQ(entries, 2);
 }
 
 TEST(GitLog, EveryRevisionIsProvenAndScoredAndARegressionIsMarked) {
