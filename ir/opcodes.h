@@ -102,4 +102,33 @@ struct ParamTable {
 /// ATTENTION_TILE flags bit: write an un-normalised split-KV partial [n_heads, hd+2].
 inline constexpr int kFlagSplitKvPartial = 2;
 
+/// The quantised weight formats (a `qdtype` param holds the DType code of the stored values).
+enum class Quant : uint8_t {
+  None,  ///< not quantised
+  Int8,  ///< qdtype 6 (I8): an int8 [N, K] weight
+  Int4,  ///< qdtype 7 (I4): a packed int4 [N, ceil(K/2)] weight (U8 or I4), low nibble first
+};
+/// The format a `qdtype` param names (None for any other value).
+Quant quant_of(int64_t qdtype);
+/// How a GEMV/GEMM tile reads its weight: quantised when `qdtype` names a format and a scales
+/// input follows the weight (`n_inputs` >= 3), else None.
+Quant gemv_quant(int64_t qdtype, size_t n_inputs);
+/// Columns of a quantised weight row for K values (two per byte for Int4).
+int64_t quant_weight_cols(Quant q, int64_t K);
+/// Whether a buffer of dtype `d` can hold weights stored in format `q`.
+bool quant_weight_dtype_ok(Quant q, DType d);
+/// "int8", "int4" or "none".
+std::string_view quant_name(Quant q);
+
+/// The part of its output a GEMV/GEMM tile writes: columns [c0, c1) and rows [r0, r1) (r1 < 0:
+/// every row); `whole` for another op or a tile without valid offsets (the whole output).
+struct TileRegion {
+  bool whole = true;
+  int64_t r0 = 0, r1 = -1, c0 = 0, c1 = 0;
+};
+/// The region task `op` with params `pt` writes (n_off/N_tile columns, GEMM m_off/M_tile rows).
+TileRegion tile_region(Op op, const ParamTable& pt);
+/// Whether two regions of one output may share an element.
+bool overlaps(const TileRegion& a, const TileRegion& b);
+
 }  // namespace amk::ir

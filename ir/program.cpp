@@ -1,5 +1,7 @@
 #include "ir/program.h"
 
+#include "ir/csr.h"
+
 #include <cmath>
 #include <limits>
 
@@ -201,6 +203,26 @@ TaskLoad task_load(const Program& p, const Task& t) {
               static_cast<double>(t.int_param("head_dim").value_or(0));
   }
   return l;
+}
+
+void index_buffer_tasks(const Program& p, bool reads, bool writes, std::vector<uint32_t>& off,
+                        std::vector<uint32_t>& list, std::vector<uint32_t>& fill) {
+  const size_t nb = p.buffers.size();
+  auto in_range = [nb](int64_t b) { return b >= 0 && b < static_cast<int64_t>(nb); };
+  build_csr(
+      nb,
+      [&](auto emit) {
+        for (uint32_t id = 0; id < p.tasks.size(); ++id) {
+          const Task& t = p.tasks[id];
+          if (reads)
+            for (int64_t b : t.inputs)
+              if (in_range(b)) emit(static_cast<size_t>(b), id);
+          if (writes)
+            for (int64_t b : t.outputs)
+              if (in_range(b)) emit(static_cast<size_t>(b), id);
+        }
+      },
+      off, list, fill);
 }
 
 }  // namespace amk::ir
