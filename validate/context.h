@@ -19,10 +19,7 @@ namespace amk::validate {
 /// The part of its output buffer a task writes, as AMK's WAW rule models it: GEMV/GEMM tiles write
 /// columns [c0, c1) and (GEMM with m_off/M_tile) rows [r0, r1); r1 < 0 means all rows; anything
 /// else writes the whole buffer.
-struct TileRegion {
-  bool whole = true;
-  int64_t r0 = 0, r1 = -1, c0 = 0, c1 = 0;
-};
+using ir::TileRegion;
 
 /// Diagnostics reported per rule code (kept or not).
 using RuleCounts = std::unordered_map<std::string, size_t>;

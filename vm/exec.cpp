@@ -29,7 +29,7 @@ void run_serial(Launch<false>& L, bool seeded, uint64_t seed) {
   ready.reserve(L.nt);
   for (uint32_t t = 0; t < L.nt; ++t)
     if (L.im.gate_init[t] == 0) ready.push_back(t);
-  SplitMix rng(seed);
+  ir::Rng rng = ir::Rng::seeded(seed, 0x632BE59BD9B4E019ull);
   inst::Workspace ws;
   size_t head = 0;
   auto push = [&](uint32_t u) { ready.push_back(u); };

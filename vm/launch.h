@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/rng.h"
 #include "vm/image.h"
 #include "vm/observer.h"
 #include "vm/options.h"
@@ -215,20 +216,6 @@ struct Launch {
   }
 
   uint32_t counter_value(size_t c) const { return counters.get(c); }
-};
-
-/// The seeded interleavings' generator (splitmix64).
-struct SplitMix {
-  uint64_t s;
-  explicit SplitMix(uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull) {}
-  uint64_t next() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform-ish in [0, n).
-  size_t below(size_t n) { return static_cast<size_t>(next() % n); }
 };
 
 /// A lock-free MPMC queue of task ids holding at most `capacity` ids at once (a launch's task
