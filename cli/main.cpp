@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/cli.h"
-#include "ir/heap.h"
+#include "app/heap.h"
 #include "ir/types.h"
 
 namespace {
@@ -54,7 +54,7 @@ int run(int argc, char** argv) {
 
 // Nothing may crash amk: an exception that escapes a command is a bug, reported as one.
 int main(int argc, char** argv) {
-  amk::ir::restart_with_big_heap(argv);
+  amk::app::restart_with_big_heap(argv);
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
