@@ -57,9 +57,9 @@ AllBefore all_before(Context& c, int64_t x, int64_t y) {
   auto xs = c.users(x);
   if (ys.empty() || xs.empty()) return ab;
   auto& user_slots = c.s.user_slots;
-  auto& wreps = c.s.wreps;
+  auto& writer_reps = c.s.writer_reps;
   user_slots.clear();
-  wreps.clear();
+  writer_reps.clear();
   for (uint32_t u : xs) {
     uint32_t s = c.g.out_slot(u);
     if (std::find(user_slots.begin(), user_slots.end(), s) == user_slots.end())
@@ -67,11 +67,11 @@ AllBefore all_before(Context& c, int64_t x, int64_t y) {
   }
   for (uint32_t w : ys) {
     bool same = false;
-    for (uint32_t r : wreps) {
+    for (uint32_t r : writer_reps) {
       auto a = c.g.wait_slots(r), b = c.g.wait_slots(w);
       same = same || std::equal(a.begin(), a.end(), b.begin(), b.end());
     }
-    if (!same) wreps.push_back(w);
+    if (!same) writer_reps.push_back(w);
   }
   // A task both using x and writing y? Both lists ascend (task-list order): one merge.
   for (size_t i = 0, j = 0; i < xs.size() && j < ys.size();) {
@@ -84,7 +84,7 @@ AllBefore all_before(Context& c, int64_t x, int64_t y) {
   ab.first = static_cast<uint32_t>(c.s.ab_queries.size());
   for (uint32_t s : user_slots) {
     uint32_t u = c.g.producers(s)[0];
-    for (uint32_t w : wreps) {
+    for (uint32_t w : writer_reps) {
       if (c.direct(u, w)) continue;
       c.s.ab_queries.push_back(static_cast<uint32_t>(c.s.reach.add(u, w)));
     }
@@ -158,9 +158,9 @@ void check_page_reuse(Context& c) {
   auto& occ = c.s.page_occ;
   auto& page_order = c.s.page_order;
   page_order.clear();
-  c.s.tmp32.assign(static_cast<size_t>(n_pages), 0);  // occupants seen so far, per page
+  c.s.csr_fill.assign(static_cast<size_t>(n_pages), 0);  // occupants seen so far, per page
   for (auto [b, pg] : pa.buffer_to_page)
-    if (pg >= 0 && pg < n_pages && c.s.tmp32[static_cast<size_t>(pg)]++ == 0)
+    if (pg >= 0 && pg < n_pages && c.s.csr_fill[static_cast<size_t>(pg)]++ == 0)
       page_order.push_back(pg);
   std::vector<uint32_t> bufs;  // occ holds buffer ids: CSR of map entries, then their buffers
   ir::build_csr(
@@ -170,7 +170,7 @@ void check_page_reuse(Context& c) {
           if (const int64_t pg = pa.buffer_to_page[k].second; pg >= 0 && pg < n_pages)
             emit(static_cast<size_t>(pg), static_cast<uint32_t>(k));
       },
-      off, bufs, c.s.tmp32);
+      off, bufs, c.s.csr_fill);
   occ.resize(bufs.size());
   for (size_t k = 0; k < bufs.size(); ++k) occ[k] = pa.buffer_to_page[bufs[k]].first;
   auto occupants = [&](int64_t pg) {

@@ -35,18 +35,20 @@ struct Scratch {
   Reach reach;
   std::vector<uint32_t> wr_off, wr;    // writers per buffer (task ids, list order, dups kept)
   std::vector<uint32_t> use_off, use;  // users (readers and writers) per buffer
-  std::vector<uint32_t> tmp32, tmp32b;
+  std::vector<uint32_t> csr_fill, users_fill;  // CSR scratch (writers / users, check_pages)
   std::vector<uint8_t> flags;
   std::vector<std::pair<size_t, size_t>> pairs;
   // check_hazards
-  std::vector<uint32_t> gs_off;
-  std::vector<std::pair<uint32_t, uint32_t>> gs;
+  // Per buffer (CSR): each distinct counter its writers signal, with its first writer.
+  std::vector<uint32_t> writer_slots_off;
+  std::vector<std::pair<uint32_t, uint32_t>> writer_slots;
   std::vector<int64_t> raw_q, first_write, cuts;
   std::vector<uint8_t> ordered, seen, read;
   std::vector<uint32_t> reader, distinct, missing;
   std::vector<TileRegion> tile_scratch;
   // check_pages
-  std::vector<uint32_t> user_slots, wreps, ab_queries;
+  // all_before: the users' counters, one writer per distinct wait set, the queries asked.
+  std::vector<uint32_t> user_slots, writer_reps, ab_queries;
   std::vector<uint32_t> page_off;
   std::vector<int64_t> page_occ, page_order;
   std::vector<std::pair<uint32_t, int64_t>> written;

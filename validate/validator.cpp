@@ -89,9 +89,7 @@ std::string number_repr(const ir::Number& n) {
   return n.is_int ? std::to_string(n.i) : ir::py_float(n.f);
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 Validator::Validator() : s_(std::make_unique<Scratch>()) {}
 Validator::~Validator() = default;
@@ -125,12 +123,12 @@ Result Validator::validate(const ir::Program& p) {
   const size_t parts = parallel_parts(p.tasks.size(), s.threads);
   run_parts(2, parts < 2 ? 1 : 2, [&](size_t, size_t begin, size_t end) {
     if (begin == 0) {
-      ir::index_buffer_tasks(p, /*reads=*/false, /*writes=*/true, s.wr_off, s.wr, s.tmp32);
+      ir::index_buffer_tasks(p, /*reads=*/false, /*writes=*/true, s.wr_off, s.wr, s.csr_fill);
       check_buffers(c);
     }
     if (end == 2) {
       s.graph.assign(p);
-      ir::index_buffer_tasks(p, /*reads=*/true, /*writes=*/true, s.use_off, s.use, s.tmp32b);
+      ir::index_buffer_tasks(p, /*reads=*/true, /*writes=*/true, s.use_off, s.use, s.users_fill);
     }
   });
   s.regions.resize(p.tasks.size());
