@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "ir/program.h"
@@ -24,10 +25,19 @@ void build_csr(size_t n_keys, Each&& each, std::vector<uint32_t>& off, std::vect
   each([&](size_t key, uint32_t value) { list[fill[key]++] = value; });
 }
 
-/// Task ids per buffer as CSR (off, list) in task order: the tasks that read (`reads`) and/or
-/// write (`writes`) each buffer, a task's reads before its writes, each as often as it names the
-/// buffer; buffer ids out of range are skipped. `fill` is scratch.
-void index_buffer_tasks(const Program& p, bool reads, bool writes, std::vector<uint32_t>& off,
-                        std::vector<uint32_t>& list, std::vector<uint32_t>& fill);
+/// Task ids per buffer as CSR, in task order, each as often as the task names the buffer.
+struct BufferTasks {
+  std::vector<uint32_t> off, list, fill;  // `fill`: scratch
+  /// The tasks of buffer `b` (a valid id).
+  std::span<const uint32_t> of(int64_t b) const {
+    const auto i = static_cast<size_t>(b);
+    return {list.data() + off[i], off[i + 1] - off[i]};
+  }
+};
+/// Fills, in one pass over the tasks, any of: the tasks that read each buffer (`readers`), that
+/// write it (`writers`), that read or write it (`users`: a task's reads before its writes).
+/// Buffer ids out of range are skipped.
+void index_buffer_tasks(const Program& p, BufferTasks* readers, BufferTasks* writers,
+                        BufferTasks* users);
 
 }  // namespace amk::ir

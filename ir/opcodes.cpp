@@ -212,60 +212,8 @@ void ParamTable::set(const Task& t) {
   plain = clean;
 }
 
-Quant quant_of(int64_t qdtype) {
-  if (qdtype == static_cast<int64_t>(DType::I8)) return Quant::Int8;
-  if (qdtype == static_cast<int64_t>(DType::I4)) return Quant::Int4;
-  return Quant::None;
-}
-
-Quant gemv_quant(int64_t qdtype, size_t n_inputs) {
-  return n_inputs >= 3 ? quant_of(qdtype) : Quant::None;
-}
-
-int64_t quant_weight_cols(Quant q, int64_t K) {
-  return q == Quant::Int4 ? (K + 1) / 2 : K;
-}
-
-bool quant_weight_dtype_ok(Quant q, DType d) {
-  switch (q) {
-    case Quant::Int8:
-      return d == DType::I8;
-    case Quant::Int4:
-      return d == DType::U8 || d == DType::I4;
-    case Quant::None:
-      break;
-  }
-  return true;
-}
-
 std::string_view quant_name(Quant q) {
   return q == Quant::Int8 ? "int8" : q == Quant::Int4 ? "int4" : "none";
-}
-
-TileRegion tile_region(Op op, const ParamTable& pt) {
-  TileRegion r;
-  if (op != Op::GEMV_TILE && op != Op::GEMM_TILE) return r;
-  using F = ParamField;
-  if (!pt.has_int(F::n_off) || !pt.has_int(F::N_tile)) return r;
-  const int64_t n_off = pt.get(F::n_off, 0), n_tile = pt.get(F::N_tile, 0);
-  if (n_off < 0 || n_tile <= 0) return r;
-  r.whole = false;
-  r.c0 = n_off;
-  r.c1 = n_off + n_tile;
-  if (op == Op::GEMM_TILE && pt.has_int(F::m_off) && pt.has_int(F::M_tile)) {
-    const int64_t m_off = pt.get(F::m_off, 0), m_tile = pt.get(F::M_tile, 0);
-    if (m_off >= 0 && m_tile > 0) {
-      r.r0 = m_off;
-      r.r1 = m_off + m_tile;
-    }
-  }
-  return r;
-}
-
-bool overlaps(const TileRegion& a, const TileRegion& b) {
-  if (a.whole || b.whole) return true;
-  const bool rows = a.r1 < 0 || b.r1 < 0 || (a.r0 < b.r1 && b.r0 < a.r1);
-  return rows && a.c0 < b.c1 && b.c0 < a.c1;
 }
 
 }  // namespace amk::ir

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/csr.h"
 #include "ir/digraph.h"
 #include "ir/graph.h"
 #include "ir/opcodes.h"
@@ -33,9 +34,8 @@ struct Scratch {
       queues;                 // check_placement's SM-queue graph (kept for its memory)
   bool queues_built = false;  // ... built for this run
   Reach reach;
-  std::vector<uint32_t> wr_off, wr;    // writers per buffer (task ids, list order, dups kept)
-  std::vector<uint32_t> use_off, use;  // users (readers and writers) per buffer
-  std::vector<uint32_t> csr_fill, users_fill;  // CSR scratch (writers / users, check_pages)
+  ir::BufferTasks writers, users;  // per buffer: its writers, its readers and writers
+  std::vector<uint32_t> csr_fill;  // CSR scratch (check_pages)
   std::vector<uint8_t> flags;
   std::vector<std::pair<size_t, size_t>> pairs;
   // check_hazards

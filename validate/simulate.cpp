@@ -142,30 +142,13 @@ Region region_of(const ir::Task& t) {
   return ir::tile_region(t.op, ir::ParamTable::of(t));
 }
 
-struct BufferUse {
-  std::vector<uint32_t> off, list;  // CSR: per buffer, tasks (duplicates kept)
-  std::vector<uint32_t> fill;
-  void build(const ir::Program& p, bool reads) {
-    ir::index_buffer_tasks(p, reads, !reads, off, list, fill);
-  }
-  std::span<const uint32_t> of(int64_t b) const {
-    auto i = static_cast<size_t>(b);
-    return {list.data() + off[i], off[i + 1] - off[i]};
-  }
-};
-
-}  // namespace
-
-namespace {
-
 // One adversary: the static facts of a program's buffers, then seeded runs that fire ready tasks
 // in an order of the seed's choosing and check every step for races.
 class Adversary {
  public:
   Adversary(const ir::Program& p, const ir::Graph& g, const AdversarialOptions& opt)
       : p_(p), g_(g), opt_(opt), n_(g.num_tasks()), nb_(p.buffers.size()), w_(p, g, opt.sm_queues) {
-    rd_.build(p, true);
-    wr_.build(p, false);
+    ir::index_buffer_tasks(p, &rd_, &wr_, nullptr);
     buffer_facts();
     touches();
   }
@@ -395,7 +378,7 @@ class Adversary {
   const uint32_t n_;
   const size_t nb_;
   Waits w_;
-  BufferUse rd_, wr_;
+  ir::BufferTasks rd_, wr_;
   // Static facts.
   std::vector<uint8_t> transient_, tile_group_;
   std::vector<int64_t> page_;

@@ -12,13 +12,11 @@
 namespace amk::validate {
 
 std::span<const uint32_t> Context::writers(int64_t b) const {
-  auto i = static_cast<size_t>(b);
-  return {s.wr.data() + s.wr_off[i], s.wr_off[i + 1] - s.wr_off[i]};
+  return s.writers.of(b);
 }
 
 std::span<const uint32_t> Context::users(int64_t b) const {
-  auto i = static_cast<size_t>(b);
-  return {s.use.data() + s.use_off[i], s.use_off[i + 1] - s.use_off[i]};
+  return s.users.of(b);
 }
 
 bool Context::direct(uint32_t src, uint32_t dst) const {
@@ -121,16 +119,21 @@ Result Validator::validate(const ir::Program& p) {
   // The counter graph, the buffers' writers and users, and the buffer rules (the first to report)
   // do not depend on each other: a big program's run them on two threads.
   const size_t parts = parallel_parts(p.tasks.size(), s.threads);
-  run_parts(2, parts < 2 ? 1 : 2, [&](size_t, size_t begin, size_t end) {
-    if (begin == 0) {
-      ir::index_buffer_tasks(p, /*reads=*/false, /*writes=*/true, s.wr_off, s.wr, s.csr_fill);
-      check_buffers(c);
-    }
-    if (end == 2) {
-      s.graph.assign(p);
-      ir::index_buffer_tasks(p, /*reads=*/true, /*writes=*/true, s.use_off, s.use, s.users_fill);
-    }
-  });
+  if (parts < 2) {  // one thread: one pass indexes writers and users
+    ir::index_buffer_tasks(p, nullptr, &s.writers, &s.users);
+    check_buffers(c);
+    s.graph.assign(p);
+  } else {
+    run_parts(2, 2, [&](size_t, size_t begin, size_t) {
+      if (begin == 0) {
+        ir::index_buffer_tasks(p, nullptr, &s.writers, nullptr);
+        check_buffers(c);
+      } else {
+        s.graph.assign(p);
+        ir::index_buffer_tasks(p, nullptr, nullptr, &s.users);
+      }
+    });
+  }
   s.regions.resize(p.tasks.size());
   // One pass (each task is loaded once), over ranges of tasks on several threads for a big
   // program: the parts after the first report into their own results, merged in order.
