@@ -250,26 +250,28 @@ lower::LowerOptions lower_options(Args& a) {
   lower::LowerOptions o;
   o.pos = a.integer("pos", 0, 0, 1 << 24);
   o.batch = a.integer("batch", 1, 1, lower::kMaxBatch);
-  if (const std::optional<ir::DType> d = lower::parse_lower_dtype(a.str("dtype", "F32")))
+  if (ir::Result<ir::DType> d = lower::lower_dtype_named("dtype", a.str("dtype", "F32")))
     o.dtype = *d;
   else
-    a.errors.push_back(bad("dtype", "'dtype' must be F32, BF16 or F16"));
+    a.errors.push_back(bad("dtype", d.diagnostics.front().message));
   // null (absent) is no quantisation; the schema has no "none".
   if (const std::string quant = a.str("quant", ""); !quant.empty()) {
-    if (const std::optional<lower::Quant> q = lower::parse_quant(quant);
-        q && *q != lower::Quant::None)
+    if (ir::Result<lower::Quant> q = lower::quant_named("quant", quant, /*none_word=*/false))
       o.quant = *q;
     else
-      a.errors.push_back(bad("quant", "'quant' must be null, 'int8' or 'int4'"));
+      a.errors.push_back(bad("quant", q.diagnostics.front().message));
   }
   return o;
 }
 
 std::optional<search::Objective> objective_arg(Args& a) {
   const std::string s = a.str("objective", "predicted");
-  const std::optional<search::Objective> o = search::parse_objective(s);
-  if (!o) a.errors.push_back(bad("objective", "'objective' must be 'predicted' or 'amk-formula'"));
-  return o;
+  ir::Result<search::Objective> o = search::objective_named("objective", s);
+  if (!o) {
+    a.errors.push_back(bad("objective", o.diagnostics.front().message));
+    return std::nullopt;
+  }
+  return *o;
 }
 
 ojson parsed(const std::string& text) {
@@ -394,7 +396,7 @@ ojson evaluation_request(const SearchSession& s) {
   j["pos"] = o.pos;
   j["batch"] = o.batch;
   j["dtype"] = ir::name(o.dtype);
-  j["quant"] = o.quant == lower::Quant::None ? ojson() : ojson(lower::name(o.quant));
+  j["quant"] = o.quant == lower::Quant::None ? ojson() : ojson(ir::quant_name(o.quant));
   return j;
 }
 
@@ -599,8 +601,8 @@ struct Service::Impl {
       req.options.jobs = options.max_jobs;
     }
     req.options.min_batch = a.integer("min_batch", 0, 0, options.max_budget);
-    const std::optional<search::Algorithm> algo = search::parse_algorithm(a.str("algo", "descent"));
-    if (!algo) a.errors.push_back(bad("algo", "'algo' must be 'descent' or 'amk'"));
+    ir::Result<search::Algorithm> algo = search::algorithm_named("algo", a.str("algo", "descent"));
+    if (!algo) a.errors.push_back(bad("algo", algo.diagnostics.front().message));
     const std::optional<search::Objective> objective = objective_arg(a);
     const std::string output = a.str("output");
     if (!output.empty()) ir::append(a.errors, a.file("output", output).diagnostics);

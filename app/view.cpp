@@ -28,6 +28,7 @@
 #include "ir/graph.h"
 #include "ir/json_io.h"
 #include "ir/pyjson.h"
+#include "ir/schema.h"
 #include "targets/cost.h"
 
 namespace amk::app {
@@ -148,9 +149,8 @@ std::string xml_escape(std::string_view s) {
 
 std::string show_config(const ir::ScheduleConfig& c) {
   ojson knobs = ir::config_json(c).json();
-  for (const char* k : {"tiling", "fusion_grouping", "sm_assignment", "pipelining_depth",
-                        "page_allocation", "threads_per_block", "smem_bytes_per_block"})
-    if (knobs[k].is_null()) knobs.erase(k);  // a knob the config does not have
+  for (const ir::Field<ir::ScheduleConfig>& f : ir::config_fields())
+    if (knobs[std::string(f.name)].is_null()) knobs.erase(std::string(f.name));  // not set
   std::string out;
   knob_lines(knobs, "", out);
   return out;

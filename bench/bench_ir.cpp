@@ -1,7 +1,7 @@
 // IR benchmarks: load + parse of a 100k-task program against nlohmann::json::parse of the same
 // bytes (the baseline, measured in the same run), heap bytes the model keeps per file byte, and
 // the canonical write. It runs under the allocator settings the `amk` command runs under
-// (ir/heap.h; AMK_SMALL_PAGES=1 for glibc's defaults).
+// (app/heap.h; AMK_SMALL_PAGES=1 for glibc's defaults).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -14,7 +14,7 @@
 #include "ir/fileio.h"
 #include "ir/gen.h"
 #include "ir/graph.h"
-#include "ir/heap.h"
+#include "app/heap.h"
 #include "ir/json_io.h"
 
 namespace {
@@ -34,9 +34,9 @@ const std::string& program_text(int64_t tasks) {
 // Heap bytes held by a value built by `make` (measured once, outside the timed loop).
 template <typename F>
 double heap_ratio(const std::string& text, F make) {
-  size_t before = amk::ir::heap_bytes_in_use();
+  size_t before = amk::app::heap_bytes_in_use();
   auto v = make();
-  size_t after = amk::ir::heap_bytes_in_use();
+  size_t after = amk::app::heap_bytes_in_use();
   benchmark::DoNotOptimize(v);
   return static_cast<double>(after - before) / static_cast<double>(text.size());
 }

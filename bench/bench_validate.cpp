@@ -8,7 +8,7 @@
 
 #include "ir/gen.h"
 #include "ir/graph.h"
-#include "ir/heap.h"
+#include "app/heap.h"
 #include "ir/json_io.h"
 #include "validate/validate.h"
 
@@ -35,9 +35,9 @@ void full_proof(benchmark::State& st, amk::ir::GenShape shape) {
   size_t peak = 0;
   bool ok = v.validate(p).ok;  // warm-up: first touch of the scratch memory
   for (auto _ : st) {
-    size_t before = amk::ir::heap_bytes_in_use();
+    size_t before = amk::app::heap_bytes_in_use();
     auto r = v.validate(p);
-    peak = std::max(peak, amk::ir::heap_bytes_in_use() - before);
+    peak = std::max(peak, amk::app::heap_bytes_in_use() - before);
     ok = ok && r.ok;
     benchmark::DoNotOptimize(r);
   }

@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "ir/heap.h"
+#include "app/heap.h"
 #include "ir/json_io.h"
 
 int main(int argc, char** argv) {
-  amk::ir::restart_with_big_heap(argv);
+  amk::app::restart_with_big_heap(argv);
   if (argc != 2) {
     std::fprintf(stderr, "usage: load_program FILE\n");
     return 2;

@@ -125,20 +125,14 @@ int cmd_search(int argc, char** argv) {
   o.seed = static_cast<uint64_t>(args.get<int64_t>("seed"));
   o.jobs = args.get<int>("jobs");
   if (args.has("time")) o.deadline_s = args.get<double>("time");
-  const auto algo = args.get<std::string>("algo");
-  const std::optional<search::Algorithm> algorithm = search::parse_algorithm(algo);
-  if (!algorithm) {
-    std::cerr << "amk search: --algo " << algo << ": use descent or amk\n";
-    return kUnreadable;
-  }
+  ir::Result<search::Algorithm> algorithm =
+      search::algorithm_named("--algo", args.get<std::string>("algo"));
+  if (!algorithm) return fail(algorithm.diagnostics, "amk search");
   o.algorithm = *algorithm;
   o.min_batch = args.get<int64_t>("min-batch");
-  const auto objective = args.get<std::string>("objective");
-  const std::optional<search::Objective> obj = search::parse_objective(objective);
-  if (!obj) {
-    std::cerr << "amk search: --objective " << objective << ": use predicted or amk-formula\n";
-    return kUnreadable;
-  }
+  ir::Result<search::Objective> obj =
+      search::objective_named("--objective", args.get<std::string>("objective"));
+  if (!obj) return fail(obj.diagnostics, "amk search");
   o.objective = *obj;
   ir::Result<lower::LowerOptions> lo = resolve_lower_options(args);
   if (!lo) return fail(lo.diagnostics, "amk search");
@@ -243,8 +237,10 @@ int cmd_search(int argc, char** argv) {
       "searched {} for {} ({}): {} trials, {} evaluated, {} valid, {} duplicates{}; best trial {} "
       "({}) {:.1f} us{} vs start {} us; {:.0f} candidates/s over {} job(s){}\n",
       s.model().name, s.target().record.name,
-      s.options().min_batch > 0 ? fmt::format("{}, min-batch {}", algo, s.options().min_batch)
-                                : algo,
+      s.options().min_batch > 0
+          ? fmt::format("{}, min-batch {}", search::name(s.options().algorithm),
+                        s.options().min_batch)
+          : std::string(search::name(s.options().algorithm)),
       res.trials.size(), res.evaluations, res.valid, res.duplicates,
       res.replayed ? fmt::format(", {} replayed", res.replayed) : "", b.index,
       search::name(b.source), b.score, b.measured_us ? " measured" : " predicted",

@@ -5,6 +5,7 @@
 
 #include "ir/fileio.h"
 #include "ir/pyjson.h"
+#include "ir/schema.h"
 #include "lower/config.h"
 
 namespace amk::cli {
@@ -39,14 +40,11 @@ void add_lower_options(Args& args) {
 
 ir::Result<lower::LowerOptions> resolve_lower_options(const Args& args) {
   lower::LowerOptions o;
-  const auto dt = args.get<std::string>("dtype");
-  const std::optional<ir::DType> d = lower::parse_lower_dtype(dt);
-  if (!d) return ir::error("usage.option", fmt::format("--dtype {}: use F32, BF16 or F16", dt));
+  ir::Result<ir::DType> d = lower::lower_dtype_named("--dtype", args.get<std::string>("dtype"));
+  if (!d) return std::move(d.diagnostics);
   o.dtype = *d;
-  const auto q = args.get<std::string>("quant");
-  const std::optional<lower::Quant> quant = lower::parse_quant(q);
-  if (!quant)
-    return ir::error("usage.option", fmt::format("--quant {}: use none, int8 or int4", q));
+  ir::Result<lower::Quant> quant = lower::quant_named("--quant", args.get<std::string>("quant"));
+  if (!quant) return std::move(quant.diagnostics);
   o.quant = *quant;
   o.quant_group = args.get<int64_t>("group");
   o.batch = args.get<int64_t>("batch");
@@ -86,16 +84,11 @@ ir::Result<LoweringArgs> resolve_lowering(const Args& args, lower::ModelSpec mod
     };
     if (r.opt.amk_compat) {
       std::vector<std::string> ignored;
-      const std::pair<const char*, bool> fields[] = {
-          {"fusion_grouping",
-           c.fusion_grouping.json().is_array() && !c.fusion_grouping.json().empty()},
-          {"sm_assignment", differs(c.sm_assignment, dflt.sm_assignment)},
-          {"pipelining_depth", differs(c.pipelining_depth, dflt.pipelining_depth)},
-          {"page_allocation", differs(c.page_allocation, dflt.page_allocation)},
-          {"threads_per_block", differs(c.threads_per_block, dflt.threads_per_block)},
-          {"smem_bytes_per_block", differs(c.smem_bytes_per_block, dflt.smem_bytes_per_block)}};
-      for (const auto& [name, set] : fields)
-        if (set) ignored.emplace_back(name);
+      for (const ir::Field<ir::ScheduleConfig>& f : ir::config_fields()) {
+        const auto m = std::get<ir::JsonValue ir::ScheduleConfig::*>(f.member);
+        if (m != &ir::ScheduleConfig::tiling && differs(c.*m, dflt.*m))
+          ignored.emplace_back(f.name);
+      }
       if (!ignored.empty())
         note(fmt::format("--amk-compat consumes only the tiling (as AMK's lower()); ignored: {}",
                          fmt::join(ignored, ", ")));

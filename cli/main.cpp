@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "cli/cli.h"
+#include "app/heap.h"
 #include "ir/fileio.h"
-#include "ir/heap.h"
 #include "ir/pyjson.h"
 #include "ir/types.h"
 
@@ -112,7 +112,7 @@ int run(int argc, char** argv) {
 // Nothing may crash amk: running out of memory is an error naming the command's inputs (exit 2);
 // any other exception that escapes a command is a bug, reported as one.
 int main(int argc, char** argv) {
-  amk::ir::restart_with_big_heap(argv);
+  amk::app::restart_with_big_heap(argv);
   filter_terminal_output();
   try {
     return run(argc, argv);

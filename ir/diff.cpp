@@ -9,16 +9,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ir/json_io.h"
 #include "ir/pyjson.h"
 
 namespace amk::ir {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-
-ojson number_json(const Number& n) {
-  return n.is_int ? ojson(n.i) : ojson(n.f);
-}
 
 ojson param_json(const ParamValue& v) {
   switch (v.kind) {
@@ -179,44 +176,10 @@ void jdiff(const ojson& a, const ojson& b, const std::string& path, std::vector<
   out.push_back({path, JsonValue(a), JsonValue(b)});
 }
 
-ojson target_json(const std::optional<Target>& t) {
-  if (!t) return ojson();
-  ojson j = ojson::object();
-  j["name"] = t->name;
-  const std::pair<const char*, const Number*> nums[] = {
-      {"sm_arch", &t->sm_arch},
-      {"num_sms", &t->num_sms},
-      {"smem_bytes_per_sm", &t->smem_bytes_per_sm},
-      {"smem_bytes_per_block_optin", &t->smem_bytes_per_block_optin},
-      {"regs_per_sm", &t->regs_per_sm},
-      {"max_threads_per_sm", &t->max_threads_per_sm},
-      {"max_regs_per_thread", &t->max_regs_per_thread},
-      {"l2_bytes", &t->l2_bytes},
-      {"hbm_bytes", &t->hbm_bytes},
-      {"hbm_bandwidth_gbs", &t->hbm_bandwidth_gbs},
-      {"fp16_tflops", &t->fp16_tflops},
-      {"clock_ghz", &t->clock_ghz},
-      {"measured_bw_gbs", &t->measured_bw_gbs}};
-  for (auto [k, v] : nums) j[k] = number_json(*v);
-  j["supports_cooperative"] = t->supports_cooperative;
-  j["wddm_tdr"] = t->wddm_tdr;
-  j["note"] = t->note;
-  if (!t->extra.is_null()) j["extra"] = t->extra.json();
-  return j;
-}
-
-ojson config_json(const std::optional<ScheduleConfig>& c) {
-  if (!c) return ojson();
-  ojson j = ojson::object();
-  j["tiling"] = c->tiling.json();
-  j["fusion_grouping"] = c->fusion_grouping.json();
-  j["sm_assignment"] = c->sm_assignment.json();
-  j["pipelining_depth"] = c->pipelining_depth.json();
-  j["page_allocation"] = c->page_allocation.json();
-  j["threads_per_block"] = c->threads_per_block.json();
-  j["smem_bytes_per_block"] = c->smem_bytes_per_block.json();
-  if (!c->extra.is_null()) j["extra"] = c->extra.json();
-  return j;
+// A record's JSON as the file holds it (unknown fields beside the known ones), null when absent.
+template <class R, class ToJson>
+ojson optional_json(const std::optional<R>& r, ToJson to_json) {
+  return r ? to_json(*r).json() : ojson();
 }
 
 // Pairs entities by key and appends changed/removed (A order) then added (B order).
@@ -270,8 +233,10 @@ DiffResult diff_programs(const Program& a, const Program& b, DiffMatch match) {
   jdiff(ojson(a.ir_version), ojson(b.ir_version), "ir_version", prog.fields);
   jdiff(ojson(a.abi_version), ojson(b.abi_version), "abi_version", prog.fields);
   jdiff(a.meta.json(), b.meta.json(), "meta", prog.fields);
-  jdiff(target_json(a.target), target_json(b.target), "target", prog.fields);
-  jdiff(config_json(a.config), config_json(b.config), "config", prog.fields);
+  jdiff(optional_json(a.target, target_json), optional_json(b.target, target_json), "target",
+        prog.fields);
+  jdiff(optional_json(a.config, config_json), optional_json(b.config, config_json), "config",
+        prog.fields);
   jdiff(a.extra.json(), b.extra.json(), "extra", prog.fields);
   if (!prog.fields.empty()) r.changes.push_back(std::move(prog));
 

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "ir/checked.h"
+#include "ir/csr.h"
 
 namespace amk::ir {
 namespace {
@@ -11,12 +12,13 @@ namespace {
 // CSR of `edges` keyed by `key` (stable: a node's entries keep the edges' order).
 void csr(uint32_t n, std::span<const std::pair<uint32_t, uint32_t>> edges, bool by_from,
          std::vector<uint32_t>& off, std::vector<uint32_t>& list) {
-  off.assign(static_cast<size_t>(n) + 1, 0);
-  for (const auto& [a, b] : edges) ++off[(by_from ? a : b) + 1];
-  for (uint32_t v = 0; v < n; ++v) off[v + 1] += off[v];
-  list.resize(edges.size());
-  std::vector<uint32_t> fill(off.begin(), off.end() - 1);
-  for (const auto& [a, b] : edges) list[fill[by_from ? a : b]++] = by_from ? b : a;
+  std::vector<uint32_t> fill;
+  build_csr(
+      n,
+      [&](auto emit) {
+        for (const auto& [a, b] : edges) by_from ? emit(a, b) : emit(b, a);
+      },
+      off, list, fill);
 }
 
 // The latest task seen on each SM: dense for the SM ids a chip has, a map for absurd ones.

@@ -8,21 +8,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ir/rng.h"
+
 namespace amk::ir {
 namespace {
-
-// splitmix64: tiny, seedable and identical on every platform (std distributions are not).
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  uint64_t below(uint64_t n) { return n ? next() % n : 0; }
-  bool chance(unsigned percent) { return below(100) < percent; }
-};
 
 // A tensor being produced: its buffer and the counter its producers share.
 struct Tensor {
@@ -531,7 +520,7 @@ constexpr std::array<std::string_view, 11> kDefectNames = {
 }  // namespace
 
 GenResult generate(const GenOptions& opt) {
-  Rng rng{opt.seed * 0x2545F4914F6CDD1Dull + 1};
+  Rng rng{opt.seed * 0x2545F4914F6CDD1Dull + 1};  // the stream amk gen has always drawn
   Builder b;
   LlamaIds llama;
   std::vector<int64_t> tiles;

@@ -4,6 +4,8 @@
 #include <limits>
 #include <unordered_map>
 
+#include "ir/csr.h"
+
 namespace amk::ir {
 
 Graph Graph::build(const Program& p) {
@@ -46,21 +48,21 @@ void Graph::assign(const Program& p) {
   }
   const uint32_t n_slots = g.num_slots();
 
-  // Producers per slot (list order) by counting sort.
-  g.prod_off_.assign(n_slots + 1, 0);
-  for (uint32_t t = 0; t < n_tasks; ++t) ++g.prod_off_[g.out_slot_[t] + 1];
-  for (uint32_t s = 0; s < n_slots; ++s) g.prod_off_[s + 1] += g.prod_off_[s];
-  g.prod_.resize(n_tasks);
-  g.fill_.assign(g.prod_off_.begin(), g.prod_off_.end() - 1);
-  for (uint32_t t = 0; t < n_tasks; ++t) g.prod_[g.fill_[g.out_slot_[t]]++] = t;
+  // Producers per slot (list order).
+  build_csr(
+      n_slots,
+      [&](auto emit) {
+        for (uint32_t t = 0; t < n_tasks; ++t) emit(g.out_slot_[t], t);
+      },
+      g.prod_off_, g.prod_, g.fill_);
   // Waiters per slot: tasks visited ascending, each slot once per task -> sorted and unique.
-  g.wait_off_.assign(n_slots + 1, 0);
-  for (uint32_t s : g.tw_) ++g.wait_off_[s + 1];
-  for (uint32_t s = 0; s < n_slots; ++s) g.wait_off_[s + 1] += g.wait_off_[s];
-  g.waiters_.resize(g.tw_.size());
-  g.fill_.assign(g.wait_off_.begin(), g.wait_off_.end() - 1);
-  for (uint32_t t = 0; t < n_tasks; ++t)
-    for (uint32_t s : g.wait_slots(t)) g.waiters_[g.fill_[s]++] = t;
+  build_csr(
+      n_slots,
+      [&](auto emit) {
+        for (uint32_t t = 0; t < n_tasks; ++t)
+          for (uint32_t s : g.wait_slots(t)) emit(s, t);
+      },
+      g.wait_off_, g.waiters_, g.fill_);
 
   // In-degrees (= AMK's indeg) and the edge count.
   std::vector<uint64_t>& indeg = g.indeg_;

@@ -35,6 +35,8 @@ Result<JsonValue> parse_json_object(std::string_view text, std::string_view what
 std::string write_config(const ScheduleConfig& c);
 /// A config's fields as one JSON object: AMK's key order, unknown fields after (config_key's text).
 JsonValue config_json(const ScheduleConfig& c);
+/// A target's fields as one JSON object: AMK's key order, unknown fields after.
+JsonValue target_json(const Target& t);
 /// A config's canonical text: one line, AMK's key order (its identity: equal configs, equal
 /// keys; a search's duplicates, a program's meta.config_hash).
 std::string config_key(const ScheduleConfig& c);

@@ -1,11 +1,15 @@
 // Canonical writer: the bytes of AMK's MegakernelProgram.to_json() (json.dumps(indent=2)), with
 // unknown fields kept after the known ones.
 #include <charconv>
+#include <span>
+#include <type_traits>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 
 #include "ir/json_io.h"
 #include "ir/pyjson.h"
+#include "ir/schema.h"
 
 namespace amk::ir {
 namespace {
@@ -77,27 +81,32 @@ void put_bool(std::string& out, bool b) {
   out += b ? "true" : "false";
 }
 
-void put_target(std::string& out, const Target& t, int level) {
+// Writes each field of `fields` of a record in table order, then its unknown fields.
+template <class R>
+void put_record(std::string& out, const R& r, std::span<const Field<R>> fields, int level) {
   Obj o(out, level);
-  append_json_string(o.key("name"), t.name);
-  put_number(o.key("sm_arch"), t.sm_arch);
-  put_number(o.key("num_sms"), t.num_sms);
-  put_number(o.key("smem_bytes_per_sm"), t.smem_bytes_per_sm);
-  put_number(o.key("smem_bytes_per_block_optin"), t.smem_bytes_per_block_optin);
-  put_number(o.key("regs_per_sm"), t.regs_per_sm);
-  put_number(o.key("max_threads_per_sm"), t.max_threads_per_sm);
-  put_number(o.key("max_regs_per_thread"), t.max_regs_per_thread);
-  put_number(o.key("l2_bytes"), t.l2_bytes);
-  put_number(o.key("hbm_bytes"), t.hbm_bytes);
-  put_number(o.key("hbm_bandwidth_gbs"), t.hbm_bandwidth_gbs);
-  put_number(o.key("fp16_tflops"), t.fp16_tflops);
-  put_number(o.key("clock_ghz"), t.clock_ghz);
-  put_bool(o.key("supports_cooperative"), t.supports_cooperative);
-  put_bool(o.key("wddm_tdr"), t.wddm_tdr);
-  put_number(o.key("measured_bw_gbs"), t.measured_bw_gbs);
-  append_json_string(o.key("note"), t.note);
-  o.extras(t.extra);
+  for (const Field<R>& f : fields)
+    std::visit(
+        [&](auto m) {
+          std::string& at = o.key(f.name);
+          using V = std::remove_cvref_t<decltype(r.*m)>;
+          if constexpr (std::is_same_v<V, std::string>) {
+            append_json_string(at, r.*m);
+          } else if constexpr (std::is_same_v<V, Number>) {
+            put_number(at, r.*m);
+          } else if constexpr (std::is_same_v<V, bool>) {
+            put_bool(at, r.*m);
+          } else {
+            append_json_value(at, (r.*m).json(), o.inner());
+          }
+        },
+        f.member);
+  o.extras(r.extra);
   o.close();
+}
+
+void put_target(std::string& out, const Target& t, int level) {
+  put_record(out, t, target_fields(), level);
 }
 
 void put_param(std::string& out, const ParamValue& v, int level) {
@@ -193,16 +202,7 @@ void put_pages(std::string& out, const PageAllocation& a, int level) {
 }
 
 void put_config(std::string& out, const ScheduleConfig& c, int level) {
-  Obj o(out, level);
-  append_json_value(o.key("tiling"), c.tiling.json(), o.inner());
-  append_json_value(o.key("fusion_grouping"), c.fusion_grouping.json(), o.inner());
-  append_json_value(o.key("sm_assignment"), c.sm_assignment.json(), o.inner());
-  append_json_value(o.key("pipelining_depth"), c.pipelining_depth.json(), o.inner());
-  append_json_value(o.key("page_allocation"), c.page_allocation.json(), o.inner());
-  append_json_value(o.key("threads_per_block"), c.threads_per_block.json(), o.inner());
-  append_json_value(o.key("smem_bytes_per_block"), c.smem_bytes_per_block.json(), o.inner());
-  o.extras(c.extra);
-  o.close();
+  put_record(out, c, config_fields(), level);
 }
 
 template <typename T, typename F>
@@ -285,19 +285,37 @@ std::string write_program(const Program& p) {
   return out;
 }
 
-JsonValue config_json(const ScheduleConfig& c) {
+// A record's fields as one JSON object in table order, its unknown fields after.
+template <class R>
+JsonValue record_json(const R& r, std::span<const Field<R>> fields) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  j["tiling"] = c.tiling.json();
-  j["fusion_grouping"] = c.fusion_grouping.json();
-  j["sm_assignment"] = c.sm_assignment.json();
-  j["pipelining_depth"] = c.pipelining_depth.json();
-  j["page_allocation"] = c.page_allocation.json();
-  j["threads_per_block"] = c.threads_per_block.json();
-  j["smem_bytes_per_block"] = c.smem_bytes_per_block.json();
-  if (c.extra.json().is_object())
-    for (auto it = c.extra.json().begin(); it != c.extra.json().end(); ++it)
+  for (const Field<R>& f : fields)
+    std::visit(
+        [&](auto m) {
+          using V = std::remove_cvref_t<decltype(r.*m)>;
+          nlohmann::ordered_json& at = j[std::string(f.name)];
+          if constexpr (std::is_same_v<V, Number>) {
+            at =
+                (r.*m).is_int ? nlohmann::ordered_json((r.*m).i) : nlohmann::ordered_json((r.*m).f);
+          } else if constexpr (std::is_same_v<V, JsonValue>) {
+            at = (r.*m).json();
+          } else {
+            at = r.*m;
+          }
+        },
+        f.member);
+  if (r.extra.json().is_object())
+    for (auto it = r.extra.json().begin(); it != r.extra.json().end(); ++it)
       j[it.key()] = it.value();
   return JsonValue(std::move(j));
+}
+
+JsonValue config_json(const ScheduleConfig& c) {
+  return record_json(c, config_fields());
+}
+
+JsonValue target_json(const Target& t) {
+  return record_json(t, target_fields());
 }
 
 std::string config_key(const ScheduleConfig& c) {

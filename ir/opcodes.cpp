@@ -212,4 +212,8 @@ void ParamTable::set(const Task& t) {
   plain = clean;
 }
 
+std::string_view quant_name(Quant q) {
+  return q == Quant::Int8 ? "int8" : q == Quant::Int4 ? "int4" : "none";
+}
+
 }  // namespace amk::ir

@@ -102,4 +102,67 @@ struct ParamTable {
 /// ATTENTION_TILE flags bit: write an un-normalised split-KV partial [n_heads, hd+2].
 inline constexpr int kFlagSplitKvPartial = 2;
 
+/// The quantised weight formats (a `qdtype` param holds the DType code of the stored values).
+enum class Quant : uint8_t {
+  None,  ///< not quantised
+  Int8,  ///< qdtype 6 (I8): an int8 [N, K] weight
+  Int4,  ///< qdtype 7 (I4): a packed int4 [N, ceil(K/2)] weight (U8 or I4), low nibble first
+};
+/// The format a `qdtype` param names (None for any other value).
+constexpr Quant quant_of(int64_t qdtype) {
+  return qdtype == static_cast<int64_t>(DType::I8)   ? Quant::Int8
+         : qdtype == static_cast<int64_t>(DType::I4) ? Quant::Int4
+                                                     : Quant::None;
+}
+/// How a GEMV/GEMM tile reads its weight: quantised when `qdtype` names a format and a scales
+/// input follows the weight (`n_inputs` >= 3), else None.
+constexpr Quant gemv_quant(int64_t qdtype, size_t n_inputs) {
+  return n_inputs >= 3 ? quant_of(qdtype) : Quant::None;
+}
+/// Columns of a quantised weight row for K values (two per byte for Int4).
+constexpr int64_t quant_weight_cols(Quant q, int64_t K) {
+  return q == Quant::Int4 ? (K + 1) / 2 : K;
+}
+/// Whether a buffer of dtype `d` can hold weights stored in format `q`.
+constexpr bool quant_weight_dtype_ok(Quant q, DType d) {
+  return q == Quant::Int8   ? d == DType::I8
+         : q == Quant::Int4 ? d == DType::U8 || d == DType::I4
+                            : true;
+}
+/// "int8", "int4" or "none".
+std::string_view quant_name(Quant q);
+
+/// The part of its output a GEMV/GEMM tile writes: columns [c0, c1) and rows [r0, r1) (r1 < 0:
+/// every row); `whole` for another op or a tile without valid offsets (the whole output).
+struct TileRegion {
+  bool whole = true;
+  int64_t r0 = 0, r1 = -1, c0 = 0, c1 = 0;
+};
+/// The region task `op` with params `pt` writes (n_off/N_tile columns, GEMM m_off/M_tile rows).
+inline TileRegion tile_region(Op op, const ParamTable& pt) {
+  TileRegion r;
+  if (op != Op::GEMV_TILE && op != Op::GEMM_TILE) return r;
+  using F = ParamField;
+  if (!pt.has_int(F::n_off) || !pt.has_int(F::N_tile)) return r;
+  const int64_t n_off = pt.get(F::n_off, 0), n_tile = pt.get(F::N_tile, 0);
+  if (n_off < 0 || n_tile <= 0) return r;
+  r.whole = false;
+  r.c0 = n_off;
+  r.c1 = n_off + n_tile;
+  if (op == Op::GEMM_TILE && pt.has_int(F::m_off) && pt.has_int(F::M_tile)) {
+    const int64_t m_off = pt.get(F::m_off, 0), m_tile = pt.get(F::M_tile, 0);
+    if (m_off >= 0 && m_tile > 0) {
+      r.r0 = m_off;
+      r.r1 = m_off + m_tile;
+    }
+  }
+  return r;
+}
+/// Whether two regions of one output may share an element.
+inline bool overlaps(const TileRegion& a, const TileRegion& b) {
+  if (a.whole || b.whole) return true;
+  const bool rows = a.r1 < 0 || b.r1 < 0 || (a.r0 < b.r1 && b.r0 < a.r1);
+  return rows && a.c0 < b.c1 && b.c0 < a.c1;
+}
+
 }  // namespace amk::ir

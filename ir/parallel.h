@@ -1,13 +1,12 @@
-// Internal: work cut into parts that run on several threads, the first on the caller's, with
-// every part run (inline when no thread can be started) and its exception passed on.
+// Internal: work cut into parts that run on several threads (the caller's among them), with
+// every part run (on fewer threads when no more can be started) and its exception passed on.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
-#include <exception>
-#include <system_error>
 #include <thread>
-#include <vector>
+
+#include "ir/pool.h"
 
 namespace amk::ir {
 
@@ -16,31 +15,17 @@ inline size_t max_threads() {
   return std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), 8);
 }
 
-/// Runs fn(part, begin, end) for the `parts` consecutive ranges of [0, n), part 0 on this thread;
-/// returns when all are done, rethrowing the first exception a part threw.
+/// Runs fn(part, begin, end) for the `parts` consecutive ranges of [0, n) on a Pool of `parts`
+/// threads (this one among them); returns when all are done, rethrowing the first exception a
+/// part threw.
 template <class Fn>
 void run_parts(size_t n, size_t parts, Fn&& fn) {
-  std::vector<std::exception_ptr> failed(parts);
-  auto one = [&](size_t k) {
-    try {
-      fn(k, n * k / parts, n * (k + 1) / parts);
-    } catch (...) {
-      failed[k] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> threads;
-  threads.reserve(parts);
-  for (size_t k = 1; k < parts; ++k) {
-    try {
-      threads.emplace_back(one, k);
-    } catch (const std::system_error&) {  // no thread to be had: this one runs it
-      one(k);
-    }
+  if (parts <= 1) {
+    fn(size_t{0}, size_t{0}, n);
+    return;
   }
-  one(0);
-  for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& e : failed)
-    if (e) std::rethrow_exception(e);
+  Pool pool(parts);
+  pool.run(parts, [&](size_t, size_t k) { fn(k, n * k / parts, n * (k + 1) / parts); });
 }
 
 }  // namespace amk::ir

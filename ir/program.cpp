@@ -1,5 +1,7 @@
 #include "ir/program.h"
 
+#include "ir/csr.h"
+
 #include <cmath>
 #include <limits>
 
@@ -206,6 +208,40 @@ TaskLoad task_load(const Program& p, const Task& t) {
               static_cast<double>(t.int_param("head_dim").value_or(0));
   }
   return l;
+}
+
+void index_buffer_tasks(const Program& p, BufferTasks* readers, BufferTasks* writers,
+                        BufferTasks* users) {
+  // One counting sort per index, their two passes over the tasks shared (a validator runs this
+  // for every candidate of a search).
+  const size_t nb = p.buffers.size();
+  auto in_range = [nb](int64_t b) { return b >= 0 && b < static_cast<int64_t>(nb); };
+  BufferTasks* const all[] = {readers, writers, users};
+  for (BufferTasks* x : all)
+    if (x) x->off.assign(nb + 1, 0);
+  auto each = [&](auto&& emit) {
+    for (uint32_t id = 0; id < p.tasks.size(); ++id) {
+      const Task& t = p.tasks[id];
+      for (int64_t b : t.inputs)
+        if (in_range(b)) {
+          if (readers) emit(*readers, static_cast<size_t>(b), id);
+          if (users) emit(*users, static_cast<size_t>(b), id);
+        }
+      for (int64_t b : t.outputs)
+        if (in_range(b)) {
+          if (writers) emit(*writers, static_cast<size_t>(b), id);
+          if (users) emit(*users, static_cast<size_t>(b), id);
+        }
+    }
+  };
+  each([](BufferTasks& x, size_t b, uint32_t) { ++x.off[b + 1]; });
+  for (BufferTasks* x : all) {
+    if (!x) continue;
+    for (size_t b = 0; b < nb; ++b) x->off[b + 1] += x->off[b];
+    x->list.resize(x->off[nb]);
+    x->fill.assign(x->off.begin(), x->off.end() - 1);
+  }
+  each([](BufferTasks& x, size_t b, uint32_t id) { x.list[x.fill[b]++] = id; });
 }
 
 }  // namespace amk::ir

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include "ir/fileio.h"
 #include "ir/json_io.h"
+#include "ir/schema.h"
 
 namespace amk::lower {
 
@@ -16,6 +17,11 @@ namespace {
 
 bool positive_int(const json& v) {
   return v.is_number_integer() && v.get<int64_t>() > 0;
+}
+
+// "must be <the field's domain>", as the schema (ir/schema.h) states it.
+std::string must_be(std::string_view field) {
+  return fmt::format("must be {}", ir::find_field(ir::config_fields(), field)->domain);
 }
 
 }  // namespace
@@ -69,7 +75,7 @@ ir::Result<Knobs> parse_knobs(const std::optional<ir::ScheduleConfig>& cfg,
   }
   const json& fusion = cfg->fusion_grouping.json();
   if (!fusion.is_null()) {
-    if (!fusion.is_array()) return fail("/fusion_grouping", "must be a list of lists of op names");
+    if (!fusion.is_array()) return fail("/fusion_grouping", must_be("fusion_grouping"));
     for (size_t g = 0; g < fusion.size(); ++g) {
       const json& grp = fusion[g];
       if (!grp.is_array() || grp.size() < 2)
@@ -109,13 +115,12 @@ ir::Result<Knobs> parse_knobs(const std::optional<ir::ScheduleConfig>& cfg,
       k.sm_map.emplace_back(task, it.value().get<int64_t>());
     }
   } else {
-    return fail("/sm_assignment",
-                "must be \"round_robin\", \"load_balance\" or an object {\"<task id>\": sm}");
+    return fail("/sm_assignment", must_be("sm_assignment"));
   }
   const json& depth = cfg->pipelining_depth.json();
   if (!depth.is_null()) {
     if (!depth.is_number_integer() || depth.get<int64_t>() < 0 || depth.get<int64_t>() > 16)
-      return fail("/pipelining_depth", "must be an integer in [0, 16]");
+      return fail("/pipelining_depth", must_be("pipelining_depth"));
   }
   k.depth = cfg->depth();
   const json& pages = cfg->page_allocation.json();
@@ -126,14 +131,14 @@ ir::Result<Knobs> parse_knobs(const std::optional<ir::ScheduleConfig>& cfg,
   } else if (pages == "none") {
     k.pages = Knobs::Pages::None;
   } else {
-    return fail("/page_allocation", "must be \"linear\", \"graph_color\" or \"none\"");
+    return fail("/page_allocation", must_be("page_allocation"));
   }
   const json& tpb = cfg->threads_per_block.json();
   if (!tpb.is_null()) {
     const int64_t max_thr = t.record.max_threads_per_sm.is_int ? t.record.max_threads_per_sm.i : 0;
     if (!tpb.is_number_integer() || tpb.get<int64_t>() < 32 || tpb.get<int64_t>() > 1024 ||
         tpb.get<int64_t>() % 32 != 0)
-      return fail("/threads_per_block", "must be a multiple of 32 in [32, 1024]");
+      return fail("/threads_per_block", must_be("threads_per_block"));
     if (max_thr > 1 && tpb.get<int64_t>() > max_thr)
       return fail("/threads_per_block", fmt::format("{} exceeds target {}'s max_threads_per_sm {}",
                                                     tpb.get<int64_t>(), t.record.name, max_thr));
@@ -145,7 +150,7 @@ ir::Result<Knobs> parse_knobs(const std::optional<ir::ScheduleConfig>& cfg,
                               ? t.record.smem_bytes_per_block_optin.i
                               : static_cast<int64_t>(t.record.smem_bytes_per_block_optin.f);
     if (!smem.is_number_integer() || smem.get<int64_t>() < 0)
-      return fail("/smem_bytes_per_block", "must be a non-negative integer");
+      return fail("/smem_bytes_per_block", must_be("smem_bytes_per_block"));
     if (smem.get<int64_t>() > optin)
       return fail("/smem_bytes_per_block",
                   fmt::format("{} exceeds target {}'s smem_bytes_per_block_optin {}",

@@ -1,5 +1,7 @@
 #include "lower/lower.h"
 
+#include "ir/choice.h"
+
 #include <chrono>
 
 #include <fmt/format.h>
@@ -84,6 +86,8 @@ struct PagePlan {
 constexpr size_t kDecisions = 16;  // kept per pass and lowerer
 constexpr size_t kRefusals = 64;   // structures the fusion refused, kept per lowerer
 
+class Passes;
+
 // The entry of `memo` whose `same` holds (then `hit`), else the least recently used one.
 template <class T, class Same>
 T& recall(std::vector<T>& memo, uint64_t clock, bool& hit, Same same) {
@@ -124,6 +128,25 @@ struct Lowerer::Impl {
   // refusal depends on the structure alone, so a config that comes back to one is refused at once
   // instead of being tiled again.
   std::vector<std::pair<std::string, ir::Diagnostics>> refused;
+
+  // The fusion's errors when it refused `key` before (warm), else nullptr.
+  const ir::Diagnostics* refusal(const std::string& key) const {
+    if (warm)
+      for (const auto& [k, errors] : refused)
+        if (k == key) return &errors;
+    return nullptr;
+  }
+  // The cache entry for `key` (`hit`: it holds that structure), else one to fill: an empty one,
+  // a new one within the budget, or the least recently used.
+  Structure& enter(const std::string& key, bool& hit);
+  // tile -> fuse -> deps into the plan, or (hit) the structure `s` holds.
+  bool structure(Structure& s, bool hit, std::string key, Passes& passes, LowerResult& r);
+  // assign_workers, or the placement decided before for structure `st` and the knobs it reads.
+  ir::Status assign(const std::pair<ptrdiff_t, uint64_t>& st, bool recallable);
+  // allocate_pages, or the page plan decided before for `st`, the mode and the order.
+  ir::Status pages(const std::pair<ptrdiff_t, uint64_t>& st, bool recallable);
+  // meta: the model, target, position, dtype, weight bytes and config hash.
+  void set_meta(const std::optional<ir::ScheduleConfig>& cfg);
 };
 
 Lowerer::Lowerer(const ModelSpec& m, const targets::TargetSpec& t, const LowerOptions& opt,
@@ -157,218 +180,254 @@ uint64_t Lowerer::cache_hits() const {
   return impl_->hits;
 }
 
-LowerResult Lowerer::run(const std::optional<ir::ScheduleConfig>& cfg) {
-  using clock = std::chrono::steady_clock;
-  const auto t0 = clock::now();
-  Impl& w = *impl_;
-  const ModelSpec& m = w.m;
-  const targets::TargetSpec& t = w.t;
-  const LowerOptions& opt = w.opt;
-  w.has_program = false;
-  LowerResult r;
-  auto failed = [&](ir::Diagnostics d) {
-    ir::append(r.diagnostics, std::move(d));
-    return r;
-  };
-  if (ir::Status st = check_model(m); !st) return failed(std::move(st.diagnostics));
+namespace {
+
+// The options a lowering takes, checked before any pass.
+ir::Status check_options(const ModelSpec& m, const LowerOptions& opt) {
+  if (ir::Status st = check_model(m); !st) return st;
   if (opt.batch < 1 || opt.batch > kMaxBatch)
-    return failed({ir::error(
-        "lower.option", fmt::format("batch must be in [1, {}] (got {})", kMaxBatch, opt.batch))});
+    return ir::error("lower.option",
+                     fmt::format("batch must be in [1, {}] (got {})", kMaxBatch, opt.batch));
   if (opt.pos < 0 || opt.pos >= m.max_seq)
-    return failed(
-        {ir::error("lower.option", fmt::format("pos {} is outside the KV cache [0, {}) of model {}",
-                                               opt.pos, m.max_seq, m.name))});
+    return ir::error("lower.option",
+                     fmt::format("pos {} is outside the KV cache [0, {}) of model {}", opt.pos,
+                                 m.max_seq, m.name));
   if (opt.quant != Quant::None && opt.quant_group < 1)
-    return failed({ir::error("lower.option", "the quantisation group must be >= 1")});
-  Plan& p = w.p;
-  p.model = &m;
-  p.target = &t;
-  p.opt = opt;
-  p.log.clear();
-  ir::Result<Knobs> knobs = parse_knobs(cfg, t);
-  if (!knobs) return failed(std::move(knobs.diagnostics));
-  p.knobs = std::move(*knobs);
-  p.program.target = t.record;
-  p.program.config = cfg;
-  p.program.pages.reset();
-  auto step = [&](const char* name, auto&& fn) {
-    const auto s = clock::now();
-    const size_t before = p.log.size();
+    return ir::error("lower.option", "the quantisation group must be >= 1");
+  return {};
+}
+
+// Runs the passes of one lowering, each timed and logged (LowerOptions::log) and its diagnostics
+// kept; a pass runs only while no error has been reported.
+class Passes {
+ public:
+  Passes(Plan& p, LowerResult& r) : p_(p), r_(r) {}
+  // Runs `fn` (a pass returning ir::Status) as pass `name`; false once an error was reported.
+  template <class Fn>
+  bool step(const char* name, Fn&& fn) {
+    if (ir::has_errors(r_.diagnostics)) return false;
+    const auto s = std::chrono::steady_clock::now();
+    const size_t before = p_.log.size();
     ir::Status st = fn();
-    if (opt.log)
-      p.log.insert(p.log.begin() + static_cast<std::ptrdiff_t>(before),
-                   fmt::format("{:<12} {:>7.3f} ms  {} tasks", name,
-                               std::chrono::duration<double, std::milli>(clock::now() - s).count(),
-                               p.tasks.size()));
-    ir::append(r.diagnostics, std::move(st.diagnostics));
-    return !ir::has_errors(r.diagnostics);
-  };
-  auto done = [](auto f) {  // a pass that cannot fail
-    return [f]() -> ir::Status {
-      f();
+    if (p_.opt.log)
+      p_.log.insert(p_.log.begin() + static_cast<std::ptrdiff_t>(before),
+                    fmt::format("{:<12} {:>7.3f} ms  {} tasks", name,
+                                std::chrono::duration<double, std::milli>(
+                                    std::chrono::steady_clock::now() - s)
+                                    .count(),
+                                p_.tasks.size()));
+    ir::append(r_.diagnostics, std::move(st.diagnostics));
+    return !ir::has_errors(r_.diagnostics);
+  }
+  // As step(), for a pass that cannot fail.
+  template <class Fn>
+  bool always(const char* name, Fn&& fn) {
+    return step(name, [&]() -> ir::Status {
+      fn();
       return {};
-    };
-  };
-  p.sm.clear();
-  p.order.clear();
-  p.pos.clear();
-  if (!w.graph_built) step("graph", done([&] { p.graph = build_decoder_graph(m); }));
-  w.graph_built = true;
-  std::string key = structure_key(p);
-  if (w.warm)
-    for (const auto& [k, errors] : w.refused)
-      if (k == key) {
-        if (opt.log) r.log.push_back("  structure: refused before, as below");
-        return failed(errors);
-      }
-  auto entry = std::find_if(w.cache.begin(), w.cache.end(),
+    });
+  }
+
+ private:
+  Plan& p_;
+  LowerResult& r_;
+};
+
+}  // namespace
+
+Structure& Lowerer::Impl::enter(const std::string& key, bool& hit) {
+  auto entry = std::find_if(cache.begin(), cache.end(),
                             [&](const Structure& s) { return !s.key.empty() && s.key == key; });
-  const bool hit = w.warm && entry != w.cache.end();
+  hit = warm && entry != cache.end();
   if (!hit) {  // an entry that holds no structure (unfilled, or its fill failed: a config the
                // fusion refuses), else a new one within the budget, else the least recently used
-    entry = std::find_if(w.cache.begin(), w.cache.end(),
-                         [](const Structure& s) { return s.key.empty(); });
-    if (entry == w.cache.end()) {
+    entry =
+        std::find_if(cache.begin(), cache.end(), [](const Structure& s) { return s.key.empty(); });
+    if (entry == cache.end()) {
       size_t kept = 0;
-      for (const Structure& e : w.cache) kept += e.tasks.size();
-      const size_t n = w.cache.size();
+      for (const Structure& e : cache) kept += e.tasks.size();
+      const size_t n = cache.size();
       if (n < kMaxStructures && (n < kMinStructures || kept + kept / n <= kCachedTasks)) {
-        w.cache.emplace_back();
-        entry = w.cache.end() - 1;
+        cache.emplace_back();
+        entry = cache.end() - 1;
       } else {
         entry = std::min_element(
-            w.cache.begin(), w.cache.end(),
+            cache.begin(), cache.end(),
             [](const Structure& a, const Structure& b) { return a.used < b.used; });
       }
     }
   }
-  Structure& s = *entry;
-  const std::pair<ptrdiff_t, uint64_t> id{entry - w.cache.begin(), s.filled};
-  s.used = ++w.clock;
-  s.swap_with(p);
-  bool ok = true;
+  entry->used = ++clock;
+  return *entry;
+}
+
+bool Lowerer::Impl::structure(Structure& s, bool hit, std::string key, Passes& passes,
+                              LowerResult& r) {
+  const std::pair<ptrdiff_t, uint64_t> id{&s - cache.data(), s.filled};
   if (hit) {
-    ++w.hits;
-    ok = step("structure", done([&] {  // an earlier run's
-                if (w.buffers_of != id) p.program.buffers = s.buffers;
-                w.buffers_of = id;
-              }));
-  } else {
-    w.buffers_of = w.emitted = {-1, 0};
-    s.key.clear();
-    s.filled = w.clock;
-    p.program.buffers.clear();
-    p.group_notes.clear();
-    p.group_names.clear();
-    ok = step("tile", done([&] { tile(p); })) &&  //
-         step("fuse", [&] { return fuse(p); }) &&
-         step("deps", done([&] { derive_dependencies(p); }));
-    if (!ok && w.warm) {
-      if (w.refused.size() == kRefusals) w.refused.erase(w.refused.begin());
-      w.refused.emplace_back(key, r.diagnostics);
-    }
-    if (ok && w.warm) {
-      s.key = std::move(key);
-      s.buffers = p.program.buffers;
-      w.buffers_of = {id.first, s.filled};
-    }
+    ++hits;
+    return passes.always("structure", [&] {  // an earlier run's
+      if (buffers_of != id) p.program.buffers = s.buffers;
+      buffers_of = id;
+    });
   }
-  // Assign and pages, or what they decided before for this structure and the knobs they read.
-  const bool recallable = w.warm && !opt.amk_compat && !opt.reference;
+  buffers_of = emitted = {-1, 0};
+  s.key.clear();
+  s.filled = clock;
+  p.program.buffers.clear();
+  p.group_notes.clear();
+  p.group_names.clear();
+  const bool ok = passes.always("tile", [&] { tile(p); }) &&
+                  passes.step("fuse", [&] { return fuse(p); }) &&
+                  passes.always("deps", [&] { derive_dependencies(p); });
+  if (!ok && warm) {
+    if (refused.size() == kRefusals) refused.erase(refused.begin());
+    refused.emplace_back(std::move(key), r.diagnostics);
+  }
+  if (ok && warm) {
+    s.key = std::move(key);
+    s.buffers = p.program.buffers;
+    buffers_of = {id.first, s.filled};
+  }
+  return ok;
+}
+
+ir::Status Lowerer::Impl::assign(const std::pair<ptrdiff_t, uint64_t>& st, bool recallable) {
+  if (!recallable || p.knobs.sm == Knobs::Sm::RoundRobin) return assign_workers(p);
+  bool same = false;
+  Placement& d =
+      recall(placements, clock, same, [&](const Placement& e) { return e.reads(st, p.knobs); });
+  if (same) {
+    p.sm = d.sms;
+    p.order = d.order;
+    p.pos = d.pos;
+    p.log.push_back(d.log);
+    return {};
+  }
+  d.structure = {-1, 0};
+  ir::Status status = assign_workers(p);
+  if (!status) return status;
+  d = {st, clock, p.knobs.sm, p.knobs.sm_map, p.knobs.depth, p.sm, p.order, p.pos, p.log.back()};
+  return status;
+}
+
+ir::Status Lowerer::Impl::pages(const std::pair<ptrdiff_t, uint64_t>& st, bool recallable) {
+  if (!recallable || p.knobs.pages == Knobs::Pages::None) return allocate_pages(p);
+  bool same = false;
+  PagePlan& d = recall(page_plans, clock, same, [&](const PagePlan& e) {
+    return e.structure == st && e.mode == p.knobs.pages && e.order == p.order;
+  });
+  if (same) {
+    p.program.pages = d.pages;
+    p.log.push_back(d.log);
+    return {};
+  }
+  d.structure = {-1, 0};
+  ir::Status status = allocate_pages(p);
+  if (!status) return status;
+  d.structure = st;
+  d.mode = p.knobs.pages;
+  d.order = p.order;
+  d.pages = *p.program.pages;
+  d.log = p.log.back();
+  return status;
+}
+
+// AMK names a Python class in meta.model; amk names the model spec and the config's hash, so a
+// committed program says what produced it (--amk-compat keeps AMK's bytes).
+void Lowerer::Impl::set_meta(const std::optional<ir::ScheduleConfig>& cfg) {
+  std::string config_text = opt.amk_compat ? std::string() : cfg ? ir::config_key(*cfg) : "auto";
+  if (const int64_t bytes = p.program.total_weight_bytes();
+      bytes != meta_weight_bytes || config_text != meta_config) {
+    nlohmann::ordered_json j = {{"model", opt.amk_compat ? m.source : m.name},
+                                {"gpu", t.record.name},
+                                {"regime", "decode"},
+                                {"pos", opt.pos},
+                                {"kv_len", opt.pos + 1},
+                                {"dtype", std::string(ir::name(opt.dtype))},
+                                {"n_layers", m.n_layers},
+                                {"weight_bytes", bytes}};
+    if (opt.quant != Quant::None) {
+      j["quantized"] = true;
+      j["quant"] = std::string(ir::quant_name(opt.quant));
+    }
+    if (!opt.amk_compat) j["config_hash"] = fmt::format("{:016x}", ir::config_hash(config_text));
+    meta = ir::JsonValue(std::move(j));
+    meta_weight_bytes = bytes;
+    meta_config = std::move(config_text);
+  }
+  p.program.meta = meta;
+}
+
+// The passes in order: graph (once per lowerer) -> tile -> fuse -> deps (or the structure an
+// earlier run left for this tiling and fusion) -> assign -> pages (or an earlier decision for the
+// knobs they read) -> emit.
+LowerResult Lowerer::run(const std::optional<ir::ScheduleConfig>& cfg) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Impl& w = *impl_;
+  Plan& p = w.p;
+  w.has_program = false;
+  LowerResult r;
+  ir::Result<Knobs> knobs = parse_knobs(cfg, w.t);
+  if (ir::Status st = check_options(w.m, w.opt); !st || !knobs) {
+    r.diagnostics = !st ? std::move(st.diagnostics) : std::move(knobs.diagnostics);
+    return r;
+  }
+  p.model = &w.m;
+  p.target = &w.t;
+  p.opt = w.opt;
+  p.log.clear();
+  p.knobs = std::move(*knobs);
+  p.program.target = w.t.record;
+  p.program.config = cfg;
+  p.program.pages.reset();
+  p.sm.clear();
+  p.order.clear();
+  p.pos.clear();
+  Passes passes(p, r);
+  if (!w.graph_built) passes.always("graph", [&] { p.graph = build_decoder_graph(w.m); });
+  w.graph_built = true;
+  std::string key = structure_key(p);
+  if (const ir::Diagnostics* refusal = w.refusal(key)) {
+    if (w.opt.log) r.log.push_back("  structure: refused before, as below");
+    r.diagnostics = *refusal;
+    return r;
+  }
+  bool hit = false;
+  Structure& s = w.enter(key, hit);
+  const std::pair<ptrdiff_t, uint64_t> id{&s - w.cache.data(), s.filled};
+  s.swap_with(p);
+  bool ok = w.structure(s, hit, std::move(key), passes, r);
   const std::pair<ptrdiff_t, uint64_t> st{id.first, s.filled};
-  ok = ok && step("assign", [&]() -> ir::Status {
-         if (!recallable || p.knobs.sm == Knobs::Sm::RoundRobin) return assign_workers(p);
-         bool same = false;
-         Placement& d = recall(w.placements, w.clock, same,
-                               [&](const Placement& e) { return e.reads(st, p.knobs); });
-         if (same) {
-           p.sm = d.sms;
-           p.order = d.order;
-           p.pos = d.pos;
-           p.log.push_back(d.log);
-           return {};
-         }
-         d.structure = {-1, 0};
-         ir::Status status = assign_workers(p);
-         if (!status) return status;
-         d = {st,   w.clock, p.knobs.sm, p.knobs.sm_map, p.knobs.depth,
-              p.sm, p.order, p.pos,      p.log.back()};
-         return status;
-       });
-  ok = ok && step("pages", [&]() -> ir::Status {
-         if (!recallable || p.knobs.pages == Knobs::Pages::None) return allocate_pages(p);
-         bool same = false;
-         PagePlan& d = recall(w.page_plans, w.clock, same, [&](const PagePlan& e) {
-           return e.structure == st && e.mode == p.knobs.pages && e.order == p.order;
-         });
-         if (same) {
-           p.program.pages = d.pages;
-           p.log.push_back(d.log);
-           return {};
-         }
-         d.structure = {-1, 0};
-         ir::Status status = allocate_pages(p);
-         if (!status) return status;
-         d.structure = st;
-         d.mode = p.knobs.pages;
-         d.order = p.order;
-         d.pages = *p.program.pages;
-         d.log = p.log.back();
-         return status;
-       });
+  const bool recallable = w.warm && !w.opt.amk_compat && !w.opt.reference;
+  ok = ok && passes.step("assign", [&] { return w.assign(st, recallable); });
+  ok = ok && passes.step("pages", [&] { return w.pages(st, recallable); });
   p.tasks_emitted = ok && hit && w.emitted == id && w.emitted_order == p.order;
   w.emitted = {-1, 0};
-  ok = ok && step("emit", [&] { return emit(p); });
+  ok = ok && passes.step("emit", [&] { return emit(p); });
   if (ok && w.warm) {
-    w.emitted = {id.first, s.filled};
+    w.emitted = st;
     w.emitted_order = p.order;
   }
   s.swap_with(p);  // the entry keeps the structure (emptied by a cold emit's moves)
-  if (opt.log) r.log = p.log;
+  if (w.opt.log) r.log = p.log;
   if (!ok) return r;
-  // AMK names a Python class in meta.model; amk names the model spec and the config's hash, so a
-  // committed program says what produced it (--amk-compat keeps AMK's bytes).
-  std::string config_text = opt.amk_compat ? std::string() : cfg ? ir::config_key(*cfg) : "auto";
-  if (const int64_t bytes = p.program.total_weight_bytes();
-      bytes != w.meta_weight_bytes || config_text != w.meta_config) {
-    nlohmann::ordered_json meta = {{"model", opt.amk_compat ? m.source : m.name},
-                                   {"gpu", t.record.name},
-                                   {"regime", "decode"},
-                                   {"pos", opt.pos},
-                                   {"kv_len", opt.pos + 1},
-                                   {"dtype", std::string(ir::name(opt.dtype))},
-                                   {"n_layers", m.n_layers},
-                                   {"weight_bytes", bytes}};
-    if (opt.quant != Quant::None) {
-      meta["quantized"] = true;
-      meta["quant"] = std::string(name(opt.quant));
-    }
-    if (!opt.amk_compat) meta["config_hash"] = fmt::format("{:016x}", ir::config_hash(config_text));
-    w.meta = ir::JsonValue(std::move(meta));
-    w.meta_weight_bytes = bytes;
-    w.meta_config = std::move(config_text);
-  }
-  p.program.meta = w.meta;
+  w.set_meta(cfg);
   w.has_program = true;
-  r.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 
-std::optional<ir::DType> parse_lower_dtype(std::string_view s) {
-  const std::optional<ir::DType> d = ir::parse_dtype(s);
-  if (d && (*d == ir::DType::F32 || *d == ir::DType::BF16 || *d == ir::DType::F16)) return d;
-  return std::nullopt;
+ir::Result<ir::DType> lower_dtype_named(std::string_view what, std::string_view s) {
+  static constexpr ir::Choice<ir::DType> kDTypes[] = {
+      {"F32", ir::DType::F32}, {"BF16", ir::DType::BF16}, {"F16", ir::DType::F16}};
+  return ir::choose<ir::DType>(what, s, kDTypes);
 }
 
-std::optional<Quant> parse_quant(std::string_view s) {
-  if (s == "none") return Quant::None;
-  if (s == "int8") return Quant::Int8;
-  if (s == "int4") return Quant::Int4;
-  return std::nullopt;
-}
-
-std::string_view name(Quant q) {
-  return q == Quant::Int8 ? "int8" : q == Quant::Int4 ? "int4" : "none";
+ir::Result<Quant> quant_named(std::string_view what, std::string_view s, bool none_word) {
+  static constexpr ir::Choice<Quant> kQuants[] = {
+      {"none", Quant::None}, {"int8", Quant::Int8}, {"int4", Quant::Int4}};
+  return ir::choose<Quant>(what, s, std::span(kQuants).subspan(none_word ? 0 : 1));
 }
 
 LowerResult lower(const ModelSpec& m, const targets::TargetSpec& t,

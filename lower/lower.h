@@ -23,12 +23,12 @@ struct LowerResult : ir::Result<ir::Program> {
   double seconds = 0;            ///< wall time of all passes
 };
 
-/// A lowering dtype by name: F32, BF16 or F16 (the dtypes of weights, activations and KV caches).
-std::optional<ir::DType> parse_lower_dtype(std::string_view s);
-/// A weight quantisation by name: "none", "int8" or "int4".
-std::optional<Quant> parse_quant(std::string_view s);
-/// "none", "int8" or "int4".
-std::string_view name(Quant q);
+/// A lowering dtype by name: F32, BF16 or F16 (the dtypes of weights, activations and KV caches);
+/// else a `usage.option` error naming `what` (the argument as the caller spells it).
+ir::Result<ir::DType> lower_dtype_named(std::string_view what, std::string_view s);
+/// A weight quantisation by name: "int8" or "int4", and with `none_word` "none" (the JSON and
+/// Python front ends spell no quantisation null); else an error as lower_dtype_named's.
+ir::Result<Quant> quant_named(std::string_view what, std::string_view s, bool none_word = true);
 
 /// Lowers one decode step of `m` for `t` under `cfg` (nullopt: AMK's config-less "auto" point).
 /// These are the passes only; compile() (compile.h) also proves and predicts the program.

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/opcodes.h"
 #include "ir/program.h"
 #include "ir/tensor_map.h"
 #include "lower/graph.h"
@@ -19,7 +20,7 @@
 namespace amk::lower {
 
 /// Weight quantisation of the linear layers (W8A16 / W4A16 with per-group scales).
-enum class Quant : uint8_t { None, Int8, Int4 };
+using Quant = ir::Quant;
 
 /// What to lower besides the model, target and config.
 /// The largest batch a lowering takes.

@@ -319,16 +319,9 @@ PYBIND11_MODULE(_amk, m) {
         lower::LowerOptions o;
         o.pos = pos;
         o.batch = batch;
-        const std::optional<ir::DType> d = lower::parse_lower_dtype(dtype);
-        if (!d) raise({ir::error("usage.option", "dtype: use F32, BF16 or F16")}, "dtype");
-        o.dtype = *d;
-        if (!quant.is_none()) {
-          const std::string q = quant.cast<std::string>();
-          const std::optional<lower::Quant> qq = lower::parse_quant(q);
-          if (!qq || *qq == lower::Quant::None)
-            raise({ir::error("usage.option", "quant: use None, 'int8' or 'int4'")}, "quant");
-          o.quant = *qq;
-        }
+        o.dtype = take(lower::lower_dtype_named("dtype", dtype), "dtype");
+        if (!quant.is_none())
+          o.quant = take(lower::quant_named("quant", quant.cast<std::string>(), false), "quant");
         ir::Result<lower::Compiled> c;
         {
           py::gil_scoped_release free;
@@ -374,15 +367,9 @@ PYBIND11_MODULE(_amk, m) {
         req.options.budget = budget;
         req.options.seed = seed;
         req.options.jobs = jobs;
-        const std::optional<search::Algorithm> a = search::parse_algorithm(algo);
-        if (!a) raise({ir::error("usage.option", "algo: use 'descent' or 'amk'")}, "algo");
-        req.options.algorithm = *a;
+        req.options.algorithm = take(search::algorithm_named("algo", algo), "algo");
         req.options.min_batch = min_batch;
-        const std::optional<search::Objective> o = search::parse_objective(objective);
-        if (!o)
-          raise({ir::error("usage.option", "objective: use 'predicted' or 'amk-formula'")},
-                "objective");
-        req.options.objective = *o;
+        req.options.objective = take(search::objective_named("objective", objective), "objective");
         if (!start.is_none()) {
           req.start = config_of(start, "start");
           if (!req.start)

@@ -8,6 +8,7 @@
 
 #include <map>
 
+#include "ir/choice.h"
 #include "ir/diagnostic_json.h"
 #include "ir/fileio.h"
 #include "ir/json_io.h"
@@ -126,16 +127,16 @@ std::string_view name(Objective o) {
   return o == Objective::AmkFormula ? "amk-formula" : "predicted";
 }
 
-std::optional<Algorithm> parse_algorithm(std::string_view s) {
-  for (Algorithm a : {Algorithm::Descent, Algorithm::Amk})
-    if (name(a) == s) return a;
-  return std::nullopt;
+ir::Result<Algorithm> algorithm_named(std::string_view what, std::string_view s) {
+  static constexpr ir::Choice<Algorithm> kAlgorithms[] = {{"descent", Algorithm::Descent},
+                                                          {"amk", Algorithm::Amk}};
+  return ir::choose<Algorithm>(what, s, kAlgorithms);
 }
 
-std::optional<Objective> parse_objective(std::string_view s) {
-  for (Objective o : {Objective::Predicted, Objective::AmkFormula})
-    if (name(o) == s) return o;
-  return std::nullopt;
+ir::Result<Objective> objective_named(std::string_view what, std::string_view s) {
+  static constexpr ir::Choice<Objective> kObjectives[] = {{"predicted", Objective::Predicted},
+                                                          {"amk-formula", Objective::AmkFormula}};
+  return ir::choose<Objective>(what, s, kObjectives);
 }
 
 LogHeader header_of(const lower::ModelSpec& m, const targets::TargetSpec& t, const Space& s,

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/pool.h"
 #include "ir/pyjson.h"
 #include "lower/config.h"
 #include "targets/cost.h"
@@ -37,65 +38,6 @@ constexpr size_t kReasons = 3;  // rejection diagnostics kept per trial (AMK kee
 double us_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
 }
-
-// Runs the items of a batch on `n` threads (the caller is thread 0), `work(thread, item)` each;
-// plain std::threads, so sanitizers see every hand-off (Debian's oneTBB is not instrumented).
-class Pool {
- public:
-  explicit Pool(size_t n) {
-    for (size_t w = 1; w < n; ++w) threads_.emplace_back([this, w] { loop(w); });
-  }
-  ~Pool() {
-    {
-      std::lock_guard lock(m_);
-      stop_ = true;
-    }
-    start_.notify_all();
-    for (std::thread& t : threads_) t.join();
-  }
-  void run(size_t items, const std::function<void(size_t, size_t)>& work) {
-    {
-      std::lock_guard lock(m_);
-      work_ = &work;
-      items_ = items;
-      next_.store(0);
-      busy_ = threads_.size();
-      ++generation_;
-    }
-    start_.notify_all();
-    drain(0);
-    std::unique_lock lock(m_);
-    done_.wait(lock, [&] { return busy_ == 0; });
-    work_ = nullptr;
-  }
-
- private:
-  void drain(size_t w) {
-    for (size_t i = next_.fetch_add(1); i < items_; i = next_.fetch_add(1)) (*work_)(w, i);
-  }
-  void loop(size_t w) {
-    size_t seen = 0;
-    for (;;) {
-      {
-        std::unique_lock lock(m_);
-        start_.wait(lock, [&] { return stop_ || generation_ != seen; });
-        if (stop_) return;
-        seen = generation_;
-      }
-      drain(w);
-      std::lock_guard lock(m_);
-      if (--busy_ == 0) done_.notify_one();
-    }
-  }
-
-  std::mutex m_;
-  std::condition_variable start_, done_;
-  const std::function<void(size_t, size_t)>* work_ = nullptr;
-  size_t items_ = 0, busy_ = 0, generation_ = 0;
-  std::atomic<size_t> next_{0};
-  bool stop_ = false;
-  std::vector<std::thread> threads_;
-};
 
 // A proposal: a point and why.
 struct Proposal {
@@ -513,12 +455,12 @@ ir::Result<SearchResult> Search::run() {
   std::vector<Evaluator> workers;
   if (!o_.evaluate)
     for (int j = 0; j < jobs; ++j) workers.emplace_back(m_, t_, o_.lower);
-  Pool pool(o_.evaluate ? 1 : static_cast<size_t>(jobs));
+  ir::Pool pool(o_.evaluate ? 1 : static_cast<size_t>(jobs));
   // A warm evaluator holds up to ~60 MB of structures in small blocks: at the end each is freed
   // on a thread of its own (Llama-3.2-1B, 600 candidates, --jobs 2: 23 ms one after the other,
   // 15 ms so; medians of 5).
   struct FreeInParallel {
-    Pool& pool;
+    ir::Pool& pool;
     std::vector<Evaluator>& workers;
     ~FreeInParallel() {
       pool.run(workers.size(), [&](size_t, size_t i) { Evaluator gone = std::move(workers[i]); });

@@ -202,9 +202,11 @@ LogHeader header_of(const lower::ModelSpec& m, const targets::TargetSpec& t, con
 /// "descent" or "amk"; "predicted" or "amk-formula".
 std::string_view name(Algorithm a);
 std::string_view name(Objective o);
-/// The algorithm or objective of a name, or nullopt.
-std::optional<Algorithm> parse_algorithm(std::string_view s);
-std::optional<Objective> parse_objective(std::string_view s);
+/// The algorithm of a name, else a `usage.option` error naming `what` (the argument as the caller
+/// spells it: "--algo", "algo").
+ir::Result<Algorithm> algorithm_named(std::string_view what, std::string_view s);
+/// The objective of a name, else an error as algorithm_named's.
+ir::Result<Objective> objective_named(std::string_view what, std::string_view s);
 
 /// AMK's results.tsv: a header, then per trial its index, source, valid, score, predicted and
 /// measured µs, tasks, kept (it became the incumbent), the first rejection reason and the config.

@@ -7,8 +7,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ir/assert.h"
 #include "ir/json_io.h"
 #include "ir/pyjson.h"
+#include "ir/schema.h"
 #include "lower/config.h"
 #include "lower/lower.h"
 
@@ -27,15 +29,12 @@ constexpr std::array<std::string_view, 10> kKnobs = {
     "page_allocation",           "pipelining_depth",       "threads_per_block",
     "smem_bytes_per_block"};
 
-// The ScheduleConfig field a knob path starts with.
+// The ScheduleConfig field a knob path starts with ("tiling.gemv.N_tile": tiling).
 ir::JsonValue& field(ir::ScheduleConfig& c, std::string_view path) {
-  if (path.starts_with("tiling.")) return c.tiling;
-  if (path == "fusion_grouping") return c.fusion_grouping;
-  if (path == "sm_assignment") return c.sm_assignment;
-  if (path == "page_allocation") return c.page_allocation;
-  if (path == "pipelining_depth") return c.pipelining_depth;
-  if (path == "threads_per_block") return c.threads_per_block;
-  return c.smem_bytes_per_block;
+  const ir::Field<ir::ScheduleConfig>* f =
+      ir::find_field(ir::config_fields(), path.substr(0, path.find('.')));
+  AMK_ASSERT(f, "a knob path starts with a ScheduleConfig field");
+  return c.*std::get<ir::JsonValue ir::ScheduleConfig::*>(f->member);
 }
 
 // Sets (or, for null, removes) a knob's value in a config.
@@ -68,22 +67,6 @@ json get(const ir::ScheduleConfig& c, std::string_view path) {
   if (f.is_object() && f.contains(arch) && f[arch].is_object() && f[arch].contains(key))
     return f[arch][key];
   return nullptr;
-}
-
-// The numeric target field a bound names, or nullopt for an unknown name.
-std::optional<double> target_field(const ir::Target& t, std::string_view name) {
-  const std::pair<std::string_view, const ir::Number*> fields[] = {
-      {"num_sms", &t.num_sms},
-      {"smem_bytes_per_sm", &t.smem_bytes_per_sm},
-      {"smem_bytes_per_block_optin", &t.smem_bytes_per_block_optin},
-      {"regs_per_sm", &t.regs_per_sm},
-      {"max_threads_per_sm", &t.max_threads_per_sm},
-      {"max_regs_per_thread", &t.max_regs_per_thread},
-      {"l2_bytes", &t.l2_bytes},
-      {"hbm_bytes", &t.hbm_bytes}};
-  for (const auto& [n, v] : fields)
-    if (n == name) return v->as_double();
-  return std::nullopt;
 }
 
 }  // namespace
@@ -174,7 +157,7 @@ ir::Result<Space> parse_space(std::string_view text, std::string_view origin,
     std::optional<double> bound;
     if (bounds.contains(k.path)) {
       const json& b = bounds[k.path];
-      bound = b.is_string() ? target_field(t.record, b.get<std::string>()) : std::nullopt;
+      bound = b.is_string() ? ir::target_number(t.record, b.get<std::string>()) : std::nullopt;
       if (!bound)
         return fail("must name a numeric target field (max_threads_per_sm, ...)",
                     "/bounds/" + ir::pointer_token(k.path));

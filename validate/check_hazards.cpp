@@ -13,7 +13,8 @@ namespace amk::validate {
 
 std::span<const std::pair<uint32_t, uint32_t>> Hazards::groups(int64_t b) const {
   auto i = static_cast<size_t>(b);
-  return {c.s.gs.data() + c.s.gs_off[i], c.s.gs_off[i + 1] - c.s.gs_off[i]};
+  return {c.s.writer_slots.data() + c.s.writer_slots_off[i],
+          c.s.writer_slots_off[i + 1] - c.s.writer_slots_off[i]};
 }
 
 bool Hazards::skip_read(int64_t b) const {
@@ -29,20 +30,21 @@ void check_hazards(Context& c) {
   c.s.reach.clear();
   const size_t nb = p.buffers.size();
   // Distinct writer counters per buffer, with the first writer of each (in list order).
-  auto& gs_off = c.s.gs_off;
-  gs_off.assign(nb + 1, 0);
-  auto& gs = c.s.gs;  // (slot, first writer)
-  gs.clear();
+  auto& writer_slots_off = c.s.writer_slots_off;
+  writer_slots_off.assign(nb + 1, 0);
+  auto& writer_slots = c.s.writer_slots;  // (slot, first writer)
+  writer_slots.clear();
   for (size_t b = 0; b < nb; ++b) {
-    gs_off[b] = static_cast<uint32_t>(gs.size());
+    writer_slots_off[b] = static_cast<uint32_t>(writer_slots.size());
     for (uint32_t w : c.writers(static_cast<int64_t>(b))) {
       const uint32_t s = g.out_slot(w);
       bool seen = false;
-      for (size_t k = gs_off[b]; k < gs.size() && !seen; ++k) seen = gs[k].first == s;
-      if (!seen) gs.emplace_back(s, w);
+      for (size_t k = writer_slots_off[b]; k < writer_slots.size() && !seen; ++k)
+        seen = writer_slots[k].first == s;
+      if (!seen) writer_slots.emplace_back(s, w);
     }
   }
-  gs_off[nb] = static_cast<uint32_t>(gs.size());
+  writer_slots_off[nb] = static_cast<uint32_t>(writer_slots.size());
   Hazards h{c, {}, {}};
   query_reads(h);
   query_write_orders(h);

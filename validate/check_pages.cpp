@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/csr.h"
+
 #include "validate/context.h"
 
 namespace amk::validate {
@@ -55,9 +57,9 @@ AllBefore all_before(Context& c, int64_t x, int64_t y) {
   auto xs = c.users(x);
   if (ys.empty() || xs.empty()) return ab;
   auto& user_slots = c.s.user_slots;
-  auto& wreps = c.s.wreps;
+  auto& writer_reps = c.s.writer_reps;
   user_slots.clear();
-  wreps.clear();
+  writer_reps.clear();
   for (uint32_t u : xs) {
     uint32_t s = c.g.out_slot(u);
     if (std::find(user_slots.begin(), user_slots.end(), s) == user_slots.end())
@@ -65,11 +67,11 @@ AllBefore all_before(Context& c, int64_t x, int64_t y) {
   }
   for (uint32_t w : ys) {
     bool same = false;
-    for (uint32_t r : wreps) {
+    for (uint32_t r : writer_reps) {
       auto a = c.g.wait_slots(r), b = c.g.wait_slots(w);
       same = same || std::equal(a.begin(), a.end(), b.begin(), b.end());
     }
-    if (!same) wreps.push_back(w);
+    if (!same) writer_reps.push_back(w);
   }
   // A task both using x and writing y? Both lists ascend (task-list order): one merge.
   for (size_t i = 0, j = 0; i < xs.size() && j < ys.size();) {
@@ -82,7 +84,7 @@ AllBefore all_before(Context& c, int64_t x, int64_t y) {
   ab.first = static_cast<uint32_t>(c.s.ab_queries.size());
   for (uint32_t s : user_slots) {
     uint32_t u = c.g.producers(s)[0];
-    for (uint32_t w : wreps) {
+    for (uint32_t w : writer_reps) {
       if (c.direct(u, w)) continue;
       c.s.ab_queries.push_back(static_cast<uint32_t>(c.s.reach.add(u, w)));
     }
@@ -100,10 +102,12 @@ bool holds(Context& c, const AllBefore& ab) {
 
 }  // namespace
 
-void check_pages(Context& c) {
-  const ir::Program& p = c.p;
-  if (!p.pages) return;
-  const ir::PageAllocation& pa = *p.pages;
+namespace {
+
+// The page map itself: every entry binds an existing activation buffer to an existing page of
+// its memory space that is large enough.
+void check_page_map(Context& c) {
+  const ir::PageAllocation& pa = *c.p.pages;
   const auto n_pages = static_cast<int64_t>(pa.pages.size());
   for (size_t k = 0; k < pa.buffer_to_page.size(); ++k) {
     auto [b, pg] = pa.buffer_to_page[k];
@@ -141,23 +145,34 @@ void check_pages(Context& c) {
                           buf.nbytes(), pg, page.nbytes),
               ptr(), {{"the page", fmt::format("/pages/pages/{}/nbytes", pg)}});
   }
-  if (!c.g.acyclic()) return;
+}
 
+// Page reuse: the occupants of a page, in the order they are first written, must each be done
+// (every task touching one) before the next one's first writer. Checked along that chain first;
+// the pages where it fails get AMK's pairwise check and report.
+void check_page_reuse(Context& c) {
+  const ir::PageAllocation& pa = *c.p.pages;
+  const auto n_pages = static_cast<int64_t>(pa.pages.size());
   // Occupants per page (CSR by page id), pages in AMK's order of first appearance in the map.
   auto& off = c.s.page_off;
   auto& occ = c.s.page_occ;
   auto& page_order = c.s.page_order;
-  off.assign(static_cast<size_t>(n_pages) + 1, 0);
   page_order.clear();
+  c.s.csr_fill.assign(static_cast<size_t>(n_pages), 0);  // occupants seen so far, per page
   for (auto [b, pg] : pa.buffer_to_page)
-    if (pg >= 0 && pg < n_pages && off[static_cast<size_t>(pg) + 1]++ == 0)
+    if (pg >= 0 && pg < n_pages && c.s.csr_fill[static_cast<size_t>(pg)]++ == 0)
       page_order.push_back(pg);
-  for (int64_t k = 0; k < n_pages; ++k)
-    off[static_cast<size_t>(k) + 1] += off[static_cast<size_t>(k)];
-  occ.resize(off.back());
-  c.s.tmp32.assign(off.begin(), off.end() - 1);
-  for (auto [b, pg] : pa.buffer_to_page)
-    if (pg >= 0 && pg < n_pages) occ[c.s.tmp32[static_cast<size_t>(pg)]++] = b;
+  std::vector<uint32_t> bufs;  // occ holds buffer ids: CSR of map entries, then their buffers
+  ir::build_csr(
+      static_cast<size_t>(n_pages),
+      [&](auto emit) {
+        for (size_t k = 0; k < pa.buffer_to_page.size(); ++k)
+          if (const int64_t pg = pa.buffer_to_page[k].second; pg >= 0 && pg < n_pages)
+            emit(static_cast<size_t>(pg), static_cast<uint32_t>(k));
+      },
+      off, bufs, c.s.csr_fill);
+  occ.resize(bufs.size());
+  for (size_t k = 0; k < bufs.size(); ++k) occ[k] = pa.buffer_to_page[bufs[k]].first;
   auto occupants = [&](int64_t pg) {
     auto i = static_cast<size_t>(pg);
     return std::span<const int64_t>(occ.data() + off[i], off[i + 1] - off[i]);
@@ -235,6 +250,14 @@ void check_pages(Context& c) {
   }
   for (const auto& [pg, ab] : fallback)
     report(pg, ab.first, ab.second, " (a large page: reported for consecutive occupants)");
+}
+
+}  // namespace
+
+void check_pages(Context& c) {
+  if (!c.p.pages) return;
+  check_page_map(c);
+  if (c.g.acyclic()) check_page_reuse(c);
 }
 
 }  // namespace amk::validate

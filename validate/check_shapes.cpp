@@ -97,8 +97,16 @@ class TaskShapes {
   void run();
 
  private:
+  void embed();
+  void norm();
   void gemv();
   void attention();
+  void rope();
+  void softmax();
+  void dequant();
+  void kv_append();
+  void argmax();
+  void combine();
   Context& c_;
   size_t id_;
   const ir::Task& t_;
@@ -152,13 +160,14 @@ void TaskShapes::gemv() {
   const auto& x = in(0);
   const int64_t K = i(F::K, last(x));
   const int64_t qd = i(F::qdtype, 0);
-  const bool quant = (qd == 6 || qd == 7) && t_.inputs.size() >= 3;
+  const ir::Quant quant = ir::gemv_quant(qd, t_.inputs.size());
   if (last(x) != K)
     fail(kShapeGemv, fmt::format("K={} but {} has width {}", K, in_ref(0), last(x)), "params/K");
   const int64_t rows = K > 0 ? in_numel(0) / K : 0;
   int64_t N = 0;
   const auto& w = in(1);
-  if (quant) {
+  if (quant != ir::Quant::None) {
+    const bool int4 = quant == ir::Quant::Int4;
     const auto& sc = in(2);
     const int64_t group = i(F::group, K);
     if (sc.shape.size() != 2) {
@@ -169,19 +178,18 @@ void TaskShapes::gemv() {
     const int64_t groups = group > 0 ? (K + group - 1) / group : 0;
     if (sc.shape[1] != groups)
       fail(kShapeGemv,
-           fmt::format("{} needs {} groups of {} for K={}, scales {} has {}",
-                       qd == 7 ? "int4" : "int8", groups, group, K, in_ref(2), sc.shape[1]),
+           fmt::format("{} needs {} groups of {} for K={}, scales {} has {}", ir::quant_name(quant),
+                       groups, group, K, in_ref(2), sc.shape[1]),
            "inputs/2");
-    const int64_t wcols = qd == 7 ? (K + 1) / 2 : K;
+    const int64_t wcols = ir::quant_weight_cols(quant, K);
     if (w.shape.size() != 2 || w.shape[0] != N || w.shape[1] != wcols)
       fail(kShapeGemv,
-           fmt::format("{} weight {} must be [{}, {}]{}", qd == 7 ? "packed int4" : "int8",
-                       in_ref(1), N, wcols, qd == 7 ? " (two columns per byte)" : ""),
+           fmt::format("{} weight {} must be [{}, {}]{}", int4 ? "packed int4" : "int8", in_ref(1),
+                       N, wcols, int4 ? " (two columns per byte)" : ""),
            "inputs/1");
-    if ((qd == 7 && w.dtype != ir::DType::U8 && w.dtype != ir::DType::I4) ||
-        (qd == 6 && w.dtype != ir::DType::I8))
+    if (!ir::quant_weight_dtype_ok(quant, w.dtype))
       fail(kShapeGemv,
-           fmt::format("qdtype {} needs a {} weight, {} is {}", qd, qd == 7 ? "U8 (packed)" : "I8",
+           fmt::format("qdtype {} needs a {} weight, {} is {}", qd, int4 ? "U8 (packed)" : "I8",
                        in_ref(1), ir::name(w.dtype)),
            "inputs/1");
   } else {
@@ -267,77 +275,185 @@ void TaskShapes::attention() {
          "outputs/0");
 }
 
+// EMBED: integer ids, a [rows, width] table, ids x width outputs.
+void TaskShapes::embed() {
+  const auto &ids = in(0), &table = in(1);
+  if (!integer_dtype(ids.dtype))
+    fail(kShapeEmbed,
+         fmt::format("ids {} must be I32, I8 or U8, not {}", in_ref(0), ir::name(ids.dtype)),
+         "inputs/0");
+  if (table.shape.size() != 2) {
+    fail(kShapeEmbed, fmt::format("table {} must be [rows, width]", in_ref(1)), "inputs/1");
+    return;
+  }
+  if (out_numel() != in_numel(0) * table.shape[1])
+    fail(kShapeEmbed,
+         fmt::format("{} ids x {} columns of {} do not fill {}", in_numel(0), table.shape[1],
+                     in_ref(1), out_ref()),
+         "outputs/0");
+  if (has_int(F::hidden) && i(F::hidden, 0) != last(out()))
+    fail(kShapeEmbed,
+         fmt::format("hidden={} but {} has width {}", i(F::hidden, 0), out_ref(), last(out())),
+         "params/hidden");
+}
+
+// RMSNORM/LAYERNORM: the weight (and bias) have hidden elements, the output the input's.
+void TaskShapes::norm() {
+  const int64_t h = i(F::hidden, last(in(0)));
+  if (last(in(0)) != h)
+    fail(kShapeNorm, fmt::format("hidden={} but {} has width {}", h, in_ref(0), last(in(0))),
+         "params/hidden");
+  if (in_numel(1) != h)
+    fail(kShapeNorm, fmt::format("weight {} must have hidden={} elements", in_ref(1), h),
+         "inputs/1");
+  if (t_.inputs.size() == 3 && in_numel(2) != h)
+    fail(kShapeNorm, fmt::format("bias {} must have hidden={} elements", in_ref(2), h), "inputs/2");
+  same_numel(kShapeNorm, 0);
+}
+
+// ROPE: an even head_dim, [n_heads, hd] or [seq, n_heads, hd] rows, integer positions.
+void TaskShapes::rope() {
+  const int64_t hd = i(F::head_dim, 0);
+  const auto &x = in(0), &pos = in(1);
+  if (hd > 0 && hd % 2 != 0)
+    fail(kShapeRope, fmt::format("head_dim={} must be even (rotate-half)", hd), "params/head_dim");
+  if ((x.shape.size() != 2 && x.shape.size() != 3) || (hd > 0 && last(x) != hd))
+    fail(
+        kShapeRope,
+        fmt::format("{} must be [n_heads, head_dim={}] or [seq, n_heads, head_dim]", in_ref(0), hd),
+        "inputs/0");
+  if (!integer_dtype(pos.dtype))
+    fail(kShapeRope, fmt::format("positions {} must be I32, I8 or U8", in_ref(1)), "inputs/1");
+  if (x.shape.size() == 3 && in_numel(1) != x.shape[0])
+    fail(kShapeRope,
+         fmt::format("{} positions for {} rows of {}", in_numel(1), x.shape[0], in_ref(0)),
+         "inputs/1");
+  same_numel(kShapeRope, 0);
+}
+
+// SOFTMAX: the output is the input's size, `dim` inside its rank.
+void TaskShapes::softmax() {
+  same_numel(kShapeElementwise, 0);
+  const auto rank = static_cast<int64_t>(in(0).shape.size());
+  const int64_t dim = i(F::dim, -1);
+  if (dim < -std::max<int64_t>(rank, 1) || dim >= std::max<int64_t>(rank, 1))
+    fail(kShapeElementwise,
+         fmt::format("dim={} is outside the rank {} of {}", dim, rank, in_ref(0)), "params/dim");
+}
+
+// DEQUANT: a known qdtype, whole groups, one scale (and zero) per group.
+void TaskShapes::dequant() {
+  const int64_t qd = i(F::qdtype, 0), group = i(F::group, 0);
+  if (ir::quant_of(qd) == ir::Quant::None)
+    fail(kShapeDequant, fmt::format("qdtype={} must be 6 (I8) or 7 (I4)", qd), "params/qdtype");
+  same_numel(kShapeDequant, 0);
+  if (group > 0) {
+    if (in_numel(0) % group != 0)
+      fail(kShapeDequant,
+           fmt::format("{} elements of {} are not whole groups of {}", in_numel(0), in_ref(0),
+                       group),
+           "params/group");
+    else if (in_numel(1) != in_numel(0) / group)
+      fail(kShapeDequant,
+           fmt::format("scales {} must have one value per group ({})", in_ref(1),
+                       in_numel(0) / group),
+           "inputs/1");
+    if (t_.inputs.size() == 3 && in_numel(2) != in_numel(1))
+      fail(kShapeDequant, fmt::format("zeros {} must match the scales", in_ref(2)), "inputs/2");
+  }
+}
+
+// KV_APPEND: in place, whole rows that fit the cache at `pos`.
+void TaskShapes::kv_append() {
+  if (t_.inputs[1] != t_.outputs[0]) {
+    fail(kShapeKvAppend,
+         fmt::format("appends in place: input 1 (#{}) must be the output (#{})", t_.inputs[1],
+                     t_.outputs[0]),
+         "inputs/1");
+    return;
+  }
+  const auto& cache = out();
+  const int64_t pos = i(F::pos, 0);
+  if (cache.shape.size() == 3) {
+    const int64_t row = cache.shape[1] * cache.shape[2];
+    if (row <= 0 || in_numel(0) % row != 0) {
+      fail(kShapeKvAppend,
+           fmt::format("{} is not whole rows of [n_kv_heads, head_dim] = {} elements", in_ref(0),
+                       row),
+           "inputs/0");
+    } else if (pos + in_numel(0) / row > cache.shape[0]) {
+      fail(kShapeKvAppend,
+           fmt::format("rows [{}, {}) do not fit the {} positions of {}", pos,
+                       pos + in_numel(0) / row, cache.shape[0], out_ref()),
+           "params/pos");
+    }
+  } else if (cache.shape.size() == 4) {
+    if (in_numel(0) != cache.shape[0] * cache.shape[2] * cache.shape[3])
+      fail(kShapeKvAppend,
+           fmt::format("{} must hold one [n_kv_heads, head_dim] row per sequence of {}", in_ref(0),
+                       out_ref()),
+           "inputs/0");
+    if (pos >= cache.shape[1])
+      fail(kShapeKvAppend,
+           fmt::format("pos={} is past the {} positions of {}", pos, cache.shape[1], out_ref()),
+           "params/pos");
+  } else {
+    fail(kShapeKvAppend,
+         fmt::format("cache {} must be [max_seq, n_kv, hd] or [batch, max_seq, n_kv, hd]",
+                     out_ref()),
+         "outputs/0");
+  }
+}
+
+// SAMPLE_ARGMAX: one index per row.
+void TaskShapes::argmax() {
+  const int64_t v = last(in(0));
+  if (v <= 0 || out_numel() != in_numel(0) / v)
+    fail(kShapeArgmax, fmt::format("{} must hold one index per row of {}", out_ref(), in_ref(0)),
+         "outputs/0");
+}
+
+// ATTENTION_COMBINE: n_heads x (head_dim + 2) partials into n_heads x head_dim.
+void TaskShapes::combine() {
+  if (!has_int(F::head_dim)) {
+    fail(kShapeCombine, "needs the int param head_dim to split the partials", "params");
+    return;
+  }
+  const int64_t hd = i(F::head_dim, 0);
+  if (hd <= 0) return;
+  const int64_t nh = i(F::n_heads, in_numel(0) / (hd + 2));
+  for (size_t k = 0; k < t_.inputs.size(); ++k)
+    if (in_numel(k) != nh * (hd + 2))
+      fail(kShapeCombine,
+           fmt::format("partial {} must be n_heads={} x (head_dim + 2) = {} elements", in_ref(k),
+                       nh, nh * (hd + 2)),
+           fmt::format("inputs/{}", k));
+  if (out_numel() != nh * hd)
+    fail(kShapeCombine,
+         fmt::format("{} must have n_heads x head_dim = {} elements", out_ref(), nh * hd),
+         "outputs/0");
+}
+
+// One visit per opcode family (LLVM's Verifier style); the elementwise ones need equal sizes.
 void TaskShapes::run() {
   switch (t_.op) {
     case Op::NOP:
     case Op::FUSED:
       return;
     case Op::COPY:
-      same_numel(kShapeCopy, 0);
-      return;
-    case Op::EMBED: {
-      const auto &ids = in(0), &table = in(1);
-      if (!integer_dtype(ids.dtype))
-        fail(kShapeEmbed,
-             fmt::format("ids {} must be I32, I8 or U8, not {}", in_ref(0), ir::name(ids.dtype)),
-             "inputs/0");
-      if (table.shape.size() != 2) {
-        fail(kShapeEmbed, fmt::format("table {} must be [rows, width]", in_ref(1)), "inputs/1");
-        return;
-      }
-      if (out_numel() != in_numel(0) * table.shape[1])
-        fail(kShapeEmbed,
-             fmt::format("{} ids x {} columns of {} do not fill {}", in_numel(0), table.shape[1],
-                         in_ref(1), out_ref()),
-             "outputs/0");
-      if (has_int(F::hidden) && i(F::hidden, 0) != last(out()))
-        fail(kShapeEmbed,
-             fmt::format("hidden={} but {} has width {}", i(F::hidden, 0), out_ref(), last(out())),
-             "params/hidden");
-      return;
-    }
+      return same_numel(kShapeCopy, 0);
+    case Op::EMBED:
+      return embed();
     case Op::RMSNORM:
-    case Op::LAYERNORM: {
-      const int64_t h = i(F::hidden, last(in(0)));
-      if (last(in(0)) != h)
-        fail(kShapeNorm, fmt::format("hidden={} but {} has width {}", h, in_ref(0), last(in(0))),
-             "params/hidden");
-      if (in_numel(1) != h)
-        fail(kShapeNorm, fmt::format("weight {} must have hidden={} elements", in_ref(1), h),
-             "inputs/1");
-      if (t_.inputs.size() == 3 && in_numel(2) != h)
-        fail(kShapeNorm, fmt::format("bias {} must have hidden={} elements", in_ref(2), h),
-             "inputs/2");
-      same_numel(kShapeNorm, 0);
-      return;
-    }
+    case Op::LAYERNORM:
+      return norm();
     case Op::GEMV_TILE:
     case Op::GEMM_TILE:
-      gemv();
-      return;
+      return gemv();
     case Op::ATTENTION_TILE:
-      attention();
-      return;
-    case Op::ROPE: {
-      const int64_t hd = i(F::head_dim, 0);
-      const auto &x = in(0), &pos = in(1);
-      if (hd > 0 && hd % 2 != 0)
-        fail(kShapeRope, fmt::format("head_dim={} must be even (rotate-half)", hd),
-             "params/head_dim");
-      if ((x.shape.size() != 2 && x.shape.size() != 3) || (hd > 0 && last(x) != hd))
-        fail(kShapeRope,
-             fmt::format("{} must be [n_heads, head_dim={}] or [seq, n_heads, head_dim]", in_ref(0),
-                         hd),
-             "inputs/0");
-      if (!integer_dtype(pos.dtype))
-        fail(kShapeRope, fmt::format("positions {} must be I32, I8 or U8", in_ref(1)), "inputs/1");
-      if (x.shape.size() == 3 && in_numel(1) != x.shape[0])
-        fail(kShapeRope,
-             fmt::format("{} positions for {} rows of {}", in_numel(1), x.shape[0], in_ref(0)),
-             "inputs/1");
-      same_numel(kShapeRope, 0);
-      return;
-    }
+      return attention();
+    case Op::ROPE:
+      return rope();
     case Op::SILU_MUL:
     case Op::ADD:
     case Op::ALLREDUCE_SHARD:
@@ -345,106 +461,16 @@ void TaskShapes::run() {
     case Op::MUL:
       for (size_t k = 0; k < t_.inputs.size(); ++k) same_numel(kShapeElementwise, k);
       return;
-    case Op::SOFTMAX: {
-      same_numel(kShapeElementwise, 0);
-      const auto rank = static_cast<int64_t>(in(0).shape.size());
-      const int64_t dim = i(F::dim, -1);
-      if (dim < -std::max<int64_t>(rank, 1) || dim >= std::max<int64_t>(rank, 1))
-        fail(kShapeElementwise,
-             fmt::format("dim={} is outside the rank {} of {}", dim, rank, in_ref(0)),
-             "params/dim");
-      return;
-    }
-    case Op::DEQUANT: {
-      const int64_t qd = i(F::qdtype, 0), group = i(F::group, 0);
-      if (qd != 6 && qd != 7)
-        fail(kShapeDequant, fmt::format("qdtype={} must be 6 (I8) or 7 (I4)", qd), "params/qdtype");
-      same_numel(kShapeDequant, 0);
-      if (group > 0) {
-        if (in_numel(0) % group != 0)
-          fail(kShapeDequant,
-               fmt::format("{} elements of {} are not whole groups of {}", in_numel(0), in_ref(0),
-                           group),
-               "params/group");
-        else if (in_numel(1) != in_numel(0) / group)
-          fail(kShapeDequant,
-               fmt::format("scales {} must have one value per group ({})", in_ref(1),
-                           in_numel(0) / group),
-               "inputs/1");
-        if (t_.inputs.size() == 3 && in_numel(2) != in_numel(1))
-          fail(kShapeDequant, fmt::format("zeros {} must match the scales", in_ref(2)), "inputs/2");
-      }
-      return;
-    }
-    case Op::KV_APPEND: {
-      if (t_.inputs[1] != t_.outputs[0]) {
-        fail(kShapeKvAppend,
-             fmt::format("appends in place: input 1 (#{}) must be the output (#{})", t_.inputs[1],
-                         t_.outputs[0]),
-             "inputs/1");
-        return;
-      }
-      const auto& cache = out();
-      const int64_t pos = i(F::pos, 0);
-      if (cache.shape.size() == 3) {
-        const int64_t row = cache.shape[1] * cache.shape[2];
-        if (row <= 0 || in_numel(0) % row != 0) {
-          fail(kShapeKvAppend,
-               fmt::format("{} is not whole rows of [n_kv_heads, head_dim] = {} elements",
-                           in_ref(0), row),
-               "inputs/0");
-        } else if (pos + in_numel(0) / row > cache.shape[0]) {
-          fail(kShapeKvAppend,
-               fmt::format("rows [{}, {}) do not fit the {} positions of {}", pos,
-                           pos + in_numel(0) / row, cache.shape[0], out_ref()),
-               "params/pos");
-        }
-      } else if (cache.shape.size() == 4) {
-        if (in_numel(0) != cache.shape[0] * cache.shape[2] * cache.shape[3])
-          fail(kShapeKvAppend,
-               fmt::format("{} must hold one [n_kv_heads, head_dim] row per sequence of {}",
-                           in_ref(0), out_ref()),
-               "inputs/0");
-        if (pos >= cache.shape[1])
-          fail(kShapeKvAppend,
-               fmt::format("pos={} is past the {} positions of {}", pos, cache.shape[1], out_ref()),
-               "params/pos");
-      } else {
-        fail(kShapeKvAppend,
-             fmt::format("cache {} must be [max_seq, n_kv, hd] or [batch, max_seq, n_kv, hd]",
-                         out_ref()),
-             "outputs/0");
-      }
-      return;
-    }
-    case Op::SAMPLE_ARGMAX: {
-      const int64_t v = last(in(0));
-      if (v <= 0 || out_numel() != in_numel(0) / v)
-        fail(kShapeArgmax,
-             fmt::format("{} must hold one index per row of {}", out_ref(), in_ref(0)),
-             "outputs/0");
-      return;
-    }
-    case Op::ATTENTION_COMBINE: {
-      if (!has_int(F::head_dim)) {
-        fail(kShapeCombine, "needs the int param head_dim to split the partials", "params");
-        return;
-      }
-      const int64_t hd = i(F::head_dim, 0);
-      if (hd <= 0) return;
-      const int64_t nh = i(F::n_heads, in_numel(0) / (hd + 2));
-      for (size_t k = 0; k < t_.inputs.size(); ++k)
-        if (in_numel(k) != nh * (hd + 2))
-          fail(kShapeCombine,
-               fmt::format("partial {} must be n_heads={} x (head_dim + 2) = {} elements",
-                           in_ref(k), nh, nh * (hd + 2)),
-               fmt::format("inputs/{}", k));
-      if (out_numel() != nh * hd)
-        fail(kShapeCombine,
-             fmt::format("{} must have n_heads x head_dim = {} elements", out_ref(), nh * hd),
-             "outputs/0");
-      return;
-    }
+    case Op::SOFTMAX:
+      return softmax();
+    case Op::DEQUANT:
+      return dequant();
+    case Op::KV_APPEND:
+      return kv_append();
+    case Op::SAMPLE_ARGMAX:
+      return argmax();
+    case Op::ATTENTION_COMBINE:
+      return combine();
   }
 }
 

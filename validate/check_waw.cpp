@@ -23,14 +23,8 @@ constexpr size_t kExactCulpritMax = 256;  // writers up to which AMK's first-pai
 
 using Region = TileRegion;
 
-bool overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
-  if (a1 < 0 || b1 < 0) return true;  // an "all rows" range overlaps everything
-  return a0 < b1 && b0 < a1;
-}
-
 bool disjoint(const Region& a, const Region& b) {
-  if (a.whole || b.whole) return false;
-  return !overlap(a.r0, a.r1, b.r0, b.r1) || !overlap(a.c0, a.c1, b.c0, b.c1);
+  return !ir::overlaps(a, b);
 }
 
 // True when every pair of regions is disjoint (sweep by column start, compare with live ones).
@@ -52,7 +46,7 @@ bool pairwise_disjoint(std::vector<Region>& rs) {
         std::remove_if(live.begin(), live.end(), [&](const Region* x) { return x->c1 <= r.c0; }),
         live.end());
     for (const Region* x : live)
-      if (overlap(x->r0, x->r1, r.r0, r.r1)) return false;
+      if (ir::overlaps(*x, r)) return false;  // columns overlap: live ones reach past r.c0
     live.push_back(&r);
   }
   return true;

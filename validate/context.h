@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/csr.h"
 #include "ir/digraph.h"
 #include "ir/graph.h"
 #include "ir/opcodes.h"
@@ -19,10 +20,7 @@ namespace amk::validate {
 /// The part of its output buffer a task writes, as AMK's WAW rule models it: GEMV/GEMM tiles write
 /// columns [c0, c1) and (GEMM with m_off/M_tile) rows [r0, r1); r1 < 0 means all rows; anything
 /// else writes the whole buffer.
-struct TileRegion {
-  bool whole = true;
-  int64_t r0 = 0, r1 = -1, c0 = 0, c1 = 0;
-};
+using ir::TileRegion;
 
 /// Diagnostics reported per rule code (kept or not).
 using RuleCounts = std::unordered_map<std::string, size_t>;
@@ -36,20 +34,21 @@ struct Scratch {
       queues;                 // check_placement's SM-queue graph (kept for its memory)
   bool queues_built = false;  // ... built for this run
   Reach reach;
-  std::vector<uint32_t> wr_off, wr;    // writers per buffer (task ids, list order, dups kept)
-  std::vector<uint32_t> use_off, use;  // users (readers and writers) per buffer
-  std::vector<uint32_t> tmp32, tmp32b;
+  ir::BufferTasks writers, users;  // per buffer: its writers, its readers and writers
+  std::vector<uint32_t> csr_fill;  // CSR scratch (check_pages)
   std::vector<uint8_t> flags;
   std::vector<std::pair<size_t, size_t>> pairs;
   // check_hazards
-  std::vector<uint32_t> gs_off;
-  std::vector<std::pair<uint32_t, uint32_t>> gs;
+  // Per buffer (CSR): each distinct counter its writers signal, with its first writer.
+  std::vector<uint32_t> writer_slots_off;
+  std::vector<std::pair<uint32_t, uint32_t>> writer_slots;
   std::vector<int64_t> raw_q, first_write, cuts;
   std::vector<uint8_t> ordered, seen, read;
   std::vector<uint32_t> reader, distinct, missing;
   std::vector<TileRegion> tile_scratch;
   // check_pages
-  std::vector<uint32_t> user_slots, wreps, ab_queries;
+  // all_before: the users' counters, one writer per distinct wait set, the queries asked.
+  std::vector<uint32_t> user_slots, writer_reps, ab_queries;
   std::vector<uint32_t> page_off;
   std::vector<int64_t> page_occ, page_order;
   std::vector<std::pair<uint32_t, int64_t>> written;

@@ -9,6 +9,10 @@
 
 #include <fmt/format.h>
 
+#include "ir/csr.h"
+#include "ir/opcodes.h"
+#include "ir/rng.h"
+
 namespace amk::validate {
 namespace {
 
@@ -132,261 +136,270 @@ CounterSim simulate_counters(const ir::Program& p, const ir::Graph& g, bool sm_q
 
 namespace {
 
-struct Region {
-  bool whole = true;
-  int64_t r0 = 0, r1 = -1, c0 = 0, c1 = 0;
-};
+using Region = ir::TileRegion;
 
 Region region_of(const ir::Task& t) {
-  Region r;
-  if (t.op != ir::Op::GEMV_TILE && t.op != ir::Op::GEMM_TILE) return r;
-  auto n_off = t.int_param("n_off"), n_tile = t.int_param("N_tile");
-  if (!n_off || !n_tile || *n_off < 0 || *n_tile <= 0) return r;
-  r.whole = false;
-  r.c0 = *n_off;
-  r.c1 = *n_off + *n_tile;
-  auto m_off = t.int_param("m_off"), m_tile = t.int_param("M_tile");
-  if (t.op == ir::Op::GEMM_TILE && m_off && m_tile && *m_off >= 0 && *m_tile > 0) {
-    r.r0 = *m_off;
-    r.r1 = *m_off + *m_tile;
-  }
-  return r;
+  return ir::tile_region(t.op, ir::ParamTable::of(t));
 }
 
-bool overlaps(const Region& a, const Region& b) {
-  if (a.whole || b.whole) return true;
-  bool rows = a.r1 < 0 || b.r1 < 0 || (a.r0 < b.r1 && b.r0 < a.r1);
-  return rows && a.c0 < b.c1 && b.c0 < a.c1;
-}
+// One adversary: the static facts of a program's buffers, then seeded runs that fire ready tasks
+// in an order of the seed's choosing and check every step for races.
+class Adversary {
+ public:
+  Adversary(const ir::Program& p, const ir::Graph& g, const AdversarialOptions& opt)
+      : p_(p), g_(g), opt_(opt), n_(g.num_tasks()), nb_(p.buffers.size()), w_(p, g, opt.sm_queues) {
+    ir::index_buffer_tasks(p, &rd_, &wr_, nullptr);
+    buffer_facts();
+    touches();
+  }
 
-struct BufferUse {
-  std::vector<uint32_t> off, list;  // CSR: per buffer, tasks (duplicates kept)
-  void build(size_t nb, const ir::Program& p, bool reads) {
-    off.assign(nb + 1, 0);
-    for (const ir::Task& t : p.tasks)
-      for (int64_t b : reads ? t.inputs : t.outputs)
-        if (b >= 0 && static_cast<size_t>(b) < nb) ++off[static_cast<size_t>(b) + 1];
-    for (size_t i = 0; i < nb; ++i) off[i + 1] += off[i];
-    list.resize(off[nb]);
-    std::vector<uint32_t> fill(off.begin(), off.end() - 1);
-    for (uint32_t id = 0; id < p.tasks.size(); ++id)
-      for (int64_t b : reads ? p.tasks[id].inputs : p.tasks[id].outputs)
-        if (b >= 0 && static_cast<size_t>(b) < nb) list[fill[static_cast<size_t>(b)]++] = id;
+  Adversarial run() {
+    for (uint32_t si = 0; si < opt_.seeds; ++si) {
+      const uint64_t seed = opt_.first_seed + si;
+      const uint32_t done = run_seed(seed);
+      ++out_.seeds_run;
+      if (done < n_ && out_.stuck.empty()) out_.stuck = stuck_tasks(p_, g_, w_, value_, fired_);
+      if (out_.races.size() >= opt_.max_races) break;
+    }
+    return std::move(out_);
   }
-  std::span<const uint32_t> of(int64_t b) const {
-    auto i = static_cast<size_t>(b);
-    return {list.data() + off[i], off[i + 1] - off[i]};
+
+ private:
+  bool valid(int64_t b) const { return b >= 0 && static_cast<size_t>(b) < nb_; }
+  std::string label(uint32_t t) const {
+    return fmt::format("task {} ({})", t, p_.tasks[t].display());
   }
+
+  // Per buffer: transient (it must be written before it is read), written by a group of disjoint
+  // tiles under one counter (they may run together), its page.
+  void buffer_facts() {
+    transient_.assign(nb_, 0);
+    tile_group_.assign(nb_, 0);
+    page_.assign(nb_, -1);
+    for (size_t b = 0; b < nb_; ++b) {
+      const ir::Buffer& buf = p_.buffers[b];
+      auto ws = wr_.of(static_cast<int64_t>(b));
+      transient_[b] =
+          !ir::is_readonly(buf.kind) && !(buf.kind == ir::BufferKind::KV_CACHE && ws.empty());
+      bool group = ws.size() > 1;
+      for (uint32_t t : ws) group = group && p_.tasks[t].out_counter == p_.tasks[ws[0]].out_counter;
+      if (group) {
+        std::vector<Region> rs;
+        for (uint32_t t : ws) rs.push_back(region_of(p_.tasks[t]));
+        for (size_t i = 0; i < rs.size() && group; ++i)
+          for (size_t j = i + 1; j < rs.size() && group; ++j) group = !ir::overlaps(rs[i], rs[j]);
+      }
+      tile_group_[b] = group;
+    }
+    if (!p_.pages) return;
+    occupants_.resize(p_.pages->pages.size());
+    for (auto [b, pg] : p_.pages->buffer_to_page)
+      if (valid(b) && pg >= 0 && static_cast<size_t>(pg) < occupants_.size()) {
+        page_[static_cast<size_t>(b)] = pg;
+        occupants_[static_cast<size_t>(pg)].push_back(b);
+      }
+  }
+
+  // The distinct buffers each task touches, and each buffer's user count (for page liveness).
+  void touches() {
+    touch_off_.assign(n_ + 1, 0);
+    users_total_.assign(nb_, 0);
+    for (uint32_t t = 0; t < n_; ++t) {
+      const size_t start = touch_.size();
+      for (const auto* list : {&p_.tasks[t].inputs, &p_.tasks[t].outputs})
+        for (int64_t b : *list)
+          if (valid(b) && std::find(touch_.begin() + static_cast<std::ptrdiff_t>(start),
+                                    touch_.end(), b) == touch_.end())
+            touch_.push_back(b);
+      touch_off_[t + 1] = static_cast<uint32_t>(touch_.size());
+      for (size_t k = start; k < touch_.size(); ++k) ++users_total_[static_cast<size_t>(touch_[k])];
+    }
+  }
+
+  void add_race(Race r) {
+    if (out_.races.size() >= opt_.max_races) return;
+    if (seen_.emplace(static_cast<int>(r.kind), r.task, r.buffer).second)
+      out_.races.push_back(std::move(r));
+  }
+
+  void enable(uint32_t t) {
+    enabled_[t] = 1;
+    ready_.push_back(t);
+    for (int64_t b : p_.tasks[t].inputs)
+      if (valid(b)) ++enabled_r_[static_cast<size_t>(b)];
+    for (int64_t b : p_.tasks[t].outputs)
+      if (valid(b)) ++enabled_w_[static_cast<size_t>(b)];
+  }
+
+  // The next ready task: seed 0 the oldest (FIFO), seed 1 the newest (LIFO), others at random.
+  uint32_t pick(uint64_t seed, ir::Rng& rng) {
+    uint32_t t;
+    if (seed == 0) {
+      t = ready_.front();
+      ready_.pop_front();
+    } else if (seed == 1) {
+      t = ready_.back();
+      ready_.pop_back();
+    } else {
+      const size_t k = rng.below(ready_.size());
+      t = ready_[k];
+      ready_[k] = ready_.back();
+      ready_.pop_back();
+    }
+    enabled_[t] = 0;
+    for (int64_t b : p_.tasks[t].inputs)
+      if (valid(b)) --enabled_r_[static_cast<size_t>(b)];
+    for (int64_t b : p_.tasks[t].outputs)
+      if (valid(b)) --enabled_w_[static_cast<size_t>(b)];
+    return t;
+  }
+
+  // Runs one seed from the counters' initial values; returns the number of tasks that fired.
+  uint32_t run_seed(uint64_t seed) {
+    ir::Rng rng = ir::Rng::seeded(seed, 0xD1B54A32D192ED03ull);
+    value_ = w_.init;
+    unsat_.assign(n_, 0);
+    fired_.assign(n_, 0);
+    enabled_.assign(n_, 0);
+    fired_writers_.assign(nb_, 0);
+    users_fired_.assign(nb_, 0);
+    enabled_r_.assign(nb_, 0);
+    enabled_w_.assign(nb_, 0);
+    live_.assign(occupants_.size(), 0);
+    ready_.clear();
+    for (uint32_t t = 0; t < n_; ++t) {
+      auto slots = g_.wait_slots(t);
+      for (size_t k = 0; k < slots.size(); ++k)
+        unsat_[t] += value_[slots[k]] < w_.need[w_.off[t] + k];
+      unsat_[t] += w_.prev_sm[t] >= 0;
+      if (!unsat_[t]) enable(t);
+    }
+    uint32_t done = 0;
+    while (!ready_.empty()) {
+      const uint32_t t = pick(seed, rng);
+      check_reads(seed, t);
+      check_writes(seed, t);
+      fire(t);
+      ++done;
+    }
+    return done;
+  }
+
+  // Reads: every other writer of the buffer must have fired.
+  void check_reads(uint64_t seed, uint32_t t) {
+    for (int64_t b : p_.tasks[t].inputs) {
+      if (!valid(b) || !transient_[static_cast<size_t>(b)]) continue;
+      auto ws = wr_.of(b);
+      const auto self = static_cast<uint32_t>(std::count(ws.begin(), ws.end(), t));
+      if (fired_writers_[static_cast<size_t>(b)] + self >= ws.size()) continue;
+      uint32_t other = t;
+      for (uint32_t x : ws)
+        if (x != t && !fired_[x]) other = x;
+      add_race({Race::Kind::ReadBeforeWrite, seed, t, b, other,
+                fmt::format("[seed {}] {} reads buffer #{} ('{}') before writer {} wrote it", seed,
+                            label(t), b, p_.buffers[static_cast<size_t>(b)].name, label(other))});
+    }
+  }
+
+  // Writes: no reader, and no overlapping writer, of the buffer may be ready at the same time, and
+  // no other occupant of its page may be live.
+  void check_writes(uint64_t seed, uint32_t t) {
+    for (int64_t b : p_.tasks[t].outputs) {
+      if (!valid(b)) continue;
+      const auto bi = static_cast<size_t>(b);
+      if (enabled_r_[bi] > 0) {
+        uint32_t other = t;
+        for (uint32_t x : rd_.of(b))
+          if (enabled_[x] && x != t) other = x;
+        if (other != t)
+          add_race({Race::Kind::WriteWhileReaderReady, seed, t, b, other,
+                    fmt::format("[seed {}] {} writes buffer #{} ('{}') while its reader {} is "
+                                "ready to run",
+                                seed, label(t), b, p_.buffers[bi].name, label(other))});
+      }
+      if (enabled_w_[bi] > 0 && !tile_group_[bi]) {
+        const Region mine = region_of(p_.tasks[t]);
+        for (uint32_t x : wr_.of(b))
+          if (enabled_[x] && x != t && ir::overlaps(mine, region_of(p_.tasks[x]))) {
+            add_race({Race::Kind::WriteWhileWriterReady, seed, t, b, x,
+                      fmt::format("[seed {}] {} and {} both write buffer #{} ('{}') and are "
+                                  "ready at the same time",
+                                  seed, label(t), label(x), b, p_.buffers[bi].name)});
+            break;
+          }
+      }
+      if (page_[bi] >= 0) check_page(seed, t, b);
+    }
+  }
+
+  bool live(size_t b) const { return users_fired_[b] > 0 && users_fired_[b] < users_total_[b]; }
+
+  void check_page(uint64_t seed, uint32_t t, int64_t b) {
+    const auto bi = static_cast<size_t>(b);
+    const auto pg = static_cast<size_t>(page_[bi]);
+    if (live_[pg] <= (live(bi) ? 1u : 0u)) return;
+    int64_t other = -1;
+    for (int64_t x : occupants_[pg])
+      if (x != b && live(static_cast<size_t>(x))) other = x;
+    add_race({Race::Kind::PageClobber, seed, t, b, other,
+              fmt::format("[seed {}] {} writes buffer #{} ('{}') on page {} while buffer #{} on "
+                          "the same page is still live",
+                          seed, label(t), b, p_.buffers[bi].name, pg, other)});
+  }
+
+  // Task t completes: its writes, its buffers' liveness, its counter and the tasks that opens.
+  void fire(uint32_t t) {
+    for (int64_t b : p_.tasks[t].outputs)
+      if (valid(b)) ++fired_writers_[static_cast<size_t>(b)];
+    for (uint32_t k = touch_off_[t]; k < touch_off_[t + 1]; ++k) {
+      const auto bi = static_cast<size_t>(touch_[k]);
+      const bool was = live(bi);
+      ++users_fired_[bi];
+      const bool is = users_fired_[bi] < users_total_[bi];
+      if (page_[bi] >= 0 && was != is) {
+        const auto pg = static_cast<size_t>(page_[bi]);
+        live_[pg] = is ? live_[pg] + 1 : live_[pg] - 1;
+      }
+    }
+    fired_[t] = 1;
+    const uint32_t s = g_.out_slot(t);
+    ++value_[s];
+    for (uint32_t c : g_.waiters(s))
+      if (!fired_[c] && value_[s] == w_.need_of(g_, c, s) && --unsat_[c] == 0) enable(c);
+    if (w_.next_sm[t] >= 0) {
+      const auto c = static_cast<uint32_t>(w_.next_sm[t]);
+      if (--unsat_[c] == 0) enable(c);
+    }
+  }
+
+  const ir::Program& p_;
+  const ir::Graph& g_;
+  const AdversarialOptions& opt_;
+  const uint32_t n_;
+  const size_t nb_;
+  Waits w_;
+  ir::BufferTasks rd_, wr_;
+  // Static facts.
+  std::vector<uint8_t> transient_, tile_group_;
+  std::vector<int64_t> page_;
+  std::vector<uint32_t> users_total_, touch_off_;
+  std::vector<int64_t> touch_;
+  std::vector<std::vector<int64_t>> occupants_;
+  // One run.
+  std::vector<int64_t> value_;
+  std::vector<uint32_t> unsat_, fired_writers_, users_fired_, enabled_r_, enabled_w_, live_;
+  std::vector<uint8_t> fired_, enabled_;
+  std::deque<uint32_t> ready_;
+  // Over all runs.
+  Adversarial out_;
+  std::set<std::tuple<int, uint32_t, int64_t>> seen_;
 };
 
 }  // namespace
 
 Adversarial simulate_adversarial(const ir::Program& p, const ir::Graph& g,
                                  const AdversarialOptions& opt) {
-  const uint32_t n = g.num_tasks();
-  const size_t nb = p.buffers.size();
-  Waits w(p, g, opt.sm_queues);
-  BufferUse rd, wr;
-  rd.build(nb, p, true);
-  wr.build(nb, p, false);
-  auto valid = [&](int64_t b) { return b >= 0 && static_cast<size_t>(b) < nb; };
-
-  // Static facts per buffer.
-  std::vector<uint8_t> transient(nb, 0), tile_group(nb, 0);
-  std::vector<int64_t> page(nb, -1);
-  std::vector<uint32_t> users_total(nb, 0);
-  for (size_t b = 0; b < nb; ++b) {
-    const ir::Buffer& buf = p.buffers[b];
-    transient[b] = !ir::is_readonly(buf.kind) && !(buf.kind == ir::BufferKind::KV_CACHE &&
-                                                   wr.of(static_cast<int64_t>(b)).empty());
-    auto ws = wr.of(static_cast<int64_t>(b));
-    bool group = ws.size() > 1;
-    for (uint32_t t : ws) group = group && p.tasks[t].out_counter == p.tasks[ws[0]].out_counter;
-    if (group) {  // disjoint tiles under one counter may run together
-      std::vector<Region> rs;
-      for (uint32_t t : ws) rs.push_back(region_of(p.tasks[t]));
-      for (size_t i = 0; i < rs.size() && group; ++i)
-        for (size_t j = i + 1; j < rs.size() && group; ++j) group = !overlaps(rs[i], rs[j]);
-    }
-    tile_group[b] = group;
-  }
-  // Distinct buffers each task touches (for page liveness).
-  std::vector<uint32_t> touch_off(n + 1, 0);
-  std::vector<int64_t> touch;
-  for (uint32_t t = 0; t < n; ++t) {
-    size_t start = touch.size();
-    for (const auto* list : {&p.tasks[t].inputs, &p.tasks[t].outputs})
-      for (int64_t b : *list)
-        if (valid(b) && std::find(touch.begin() + static_cast<std::ptrdiff_t>(start), touch.end(),
-                                  b) == touch.end())
-          touch.push_back(b);
-    touch_off[t + 1] = static_cast<uint32_t>(touch.size());
-    for (size_t k = start; k < touch.size(); ++k) ++users_total[static_cast<size_t>(touch[k])];
-  }
-  std::vector<std::vector<int64_t>> occupants;
-  if (p.pages) {
-    occupants.resize(p.pages->pages.size());
-    for (auto [b, pg] : p.pages->buffer_to_page)
-      if (valid(b) && pg >= 0 && static_cast<size_t>(pg) < occupants.size()) {
-        page[static_cast<size_t>(b)] = pg;
-        occupants[static_cast<size_t>(pg)].push_back(b);
-      }
-  }
-
-  Adversarial out;
-  std::set<std::tuple<int, uint32_t, int64_t>> seen;
-  auto add_race = [&](Race r) {
-    if (out.races.size() >= opt.max_races) return;
-    if (seen.emplace(static_cast<int>(r.kind), r.task, r.buffer).second)
-      out.races.push_back(std::move(r));
-  };
-  auto label = [&](uint32_t t) { return fmt::format("task {} ({})", t, p.tasks[t].display()); };
-
-  std::vector<int64_t> value;
-  std::vector<uint32_t> unsat, fired_writers, users_fired, enabled_r, enabled_w, live;
-  std::vector<uint8_t> fired, enabled;
-  for (uint32_t si = 0; si < opt.seeds; ++si) {
-    const uint64_t seed = opt.first_seed + si;
-    const int strategy = seed == 0 ? 0 : seed == 1 ? 1 : 2;  // FIFO, LIFO, random
-    uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 0xD1B54A32D192ED03ull;
-    auto next = [&] {
-      rng ^= rng << 13;
-      rng ^= rng >> 7;
-      rng ^= rng << 17;
-      return rng;
-    };
-    value = w.init;
-    unsat.assign(n, 0);
-    fired.assign(n, 0);
-    enabled.assign(n, 0);
-    fired_writers.assign(nb, 0);
-    users_fired.assign(nb, 0);
-    enabled_r.assign(nb, 0);
-    enabled_w.assign(nb, 0);
-    live.assign(occupants.size(), 0);
-    std::deque<uint32_t> ready;
-    auto enable = [&](uint32_t t) {
-      enabled[t] = 1;
-      ready.push_back(t);
-      for (int64_t b : p.tasks[t].inputs)
-        if (valid(b)) ++enabled_r[static_cast<size_t>(b)];
-      for (int64_t b : p.tasks[t].outputs)
-        if (valid(b)) ++enabled_w[static_cast<size_t>(b)];
-    };
-    for (uint32_t t = 0; t < n; ++t) {
-      auto slots = g.wait_slots(t);
-      for (size_t k = 0; k < slots.size(); ++k) unsat[t] += value[slots[k]] < w.need[w.off[t] + k];
-      unsat[t] += w.prev_sm[t] >= 0;
-      if (!unsat[t]) enable(t);
-    }
-    uint32_t done = 0;
-    while (!ready.empty()) {
-      uint32_t t;
-      if (strategy == 0) {
-        t = ready.front();
-        ready.pop_front();
-      } else if (strategy == 1) {
-        t = ready.back();
-        ready.pop_back();
-      } else {
-        size_t k = next() % ready.size();
-        t = ready[k];
-        ready[k] = ready.back();
-        ready.pop_back();
-      }
-      const ir::Task& task = p.tasks[t];
-      enabled[t] = 0;
-      for (int64_t b : task.inputs)
-        if (valid(b)) --enabled_r[static_cast<size_t>(b)];
-      for (int64_t b : task.outputs)
-        if (valid(b)) --enabled_w[static_cast<size_t>(b)];
-      // Reads: every other writer of the buffer must have fired.
-      for (int64_t b : task.inputs) {
-        if (!valid(b) || !transient[static_cast<size_t>(b)]) continue;
-        auto ws = wr.of(b);
-        uint32_t self = static_cast<uint32_t>(std::count(ws.begin(), ws.end(), t));
-        if (fired_writers[static_cast<size_t>(b)] + self < ws.size()) {
-          uint32_t other = t;
-          for (uint32_t x : ws)
-            if (x != t && !fired[x]) other = x;
-          add_race(
-              {Race::Kind::ReadBeforeWrite, seed, t, b, other,
-               fmt::format("[seed {}] {} reads buffer #{} ('{}') before writer {} wrote it", seed,
-                           label(t), b, p.buffers[static_cast<size_t>(b)].name, label(other))});
-        }
-      }
-      // Writes: no reader, and no overlapping writer, of the buffer may be ready at the same time.
-      for (int64_t b : task.outputs) {
-        if (!valid(b)) continue;
-        auto bi = static_cast<size_t>(b);
-        if (enabled_r[bi] > 0) {
-          uint32_t other = t;
-          for (uint32_t x : rd.of(b))
-            if (enabled[x] && x != t) other = x;
-          if (other != t)
-            add_race(
-                {Race::Kind::WriteWhileReaderReady, seed, t, b, other,
-                 fmt::format("[seed {}] {} writes buffer #{} ('{}') while its reader {} is ready "
-                             "to run",
-                             seed, label(t), b, p.buffers[bi].name, label(other))});
-        }
-        if (enabled_w[bi] > 0 && !tile_group[bi]) {
-          Region mine = region_of(task);
-          for (uint32_t x : wr.of(b))
-            if (enabled[x] && x != t && overlaps(mine, region_of(p.tasks[x]))) {
-              add_race(
-                  {Race::Kind::WriteWhileWriterReady, seed, t, b, x,
-                   fmt::format("[seed {}] {} and {} both write buffer #{} ('{}') and are ready "
-                               "at the same time",
-                               seed, label(t), label(x), b, p.buffers[bi].name)});
-              break;
-            }
-        }
-        if (page[bi] >= 0) {
-          auto pg = static_cast<size_t>(page[bi]);
-          bool self_live = users_fired[bi] > 0 && users_fired[bi] < users_total[bi];
-          if (live[pg] > (self_live ? 1u : 0u)) {
-            int64_t other = -1;
-            for (int64_t x : occupants[pg]) {
-              auto xi = static_cast<size_t>(x);
-              if (x != b && users_fired[xi] > 0 && users_fired[xi] < users_total[xi]) other = x;
-            }
-            add_race(
-                {Race::Kind::PageClobber, seed, t, b, other,
-                 fmt::format("[seed {}] {} writes buffer #{} ('{}') on page {} while buffer #{} "
-                             "on the same page is still live",
-                             seed, label(t), b, p.buffers[bi].name, pg, other)});
-          }
-        }
-      }
-      for (int64_t b : task.outputs)
-        if (valid(b)) ++fired_writers[static_cast<size_t>(b)];
-      for (uint32_t k = touch_off[t]; k < touch_off[t + 1]; ++k) {
-        auto bi = static_cast<size_t>(touch[k]);
-        bool was = users_fired[bi] > 0 && users_fired[bi] < users_total[bi];
-        ++users_fired[bi];
-        bool is = users_fired[bi] < users_total[bi];
-        if (page[bi] >= 0 && was != is) {
-          auto pg = static_cast<size_t>(page[bi]);
-          live[pg] = is ? live[pg] + 1 : live[pg] - 1;
-        }
-      }
-      fired[t] = 1;
-      ++done;
-      uint32_t s = g.out_slot(t);
-      ++value[s];
-      for (uint32_t c : g.waiters(s))
-        if (!fired[c] && value[s] == w.need_of(g, c, s) && --unsat[c] == 0) enable(c);
-      if (w.next_sm[t] >= 0) {
-        auto c = static_cast<uint32_t>(w.next_sm[t]);
-        if (--unsat[c] == 0) enable(c);
-      }
-    }
-    ++out.seeds_run;
-    if (done < n && out.stuck.empty()) out.stuck = stuck_tasks(p, g, w, value, fired);
-    if (out.races.size() >= opt.max_races) break;
-  }
-  return out;
+  return Adversary(p, g, opt).run();
 }
 
 }  // namespace amk::validate

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ir/csr.h"
 #include "ir/pyjson.h"
 #include "ir/result.h"
 #include "validate/context.h"
@@ -11,13 +12,11 @@
 namespace amk::validate {
 
 std::span<const uint32_t> Context::writers(int64_t b) const {
-  auto i = static_cast<size_t>(b);
-  return {s.wr.data() + s.wr_off[i], s.wr_off[i + 1] - s.wr_off[i]};
+  return s.writers.of(b);
 }
 
 std::span<const uint32_t> Context::users(int64_t b) const {
-  auto i = static_cast<size_t>(b);
-  return {s.use.data() + s.use_off[i], s.use_off[i + 1] - s.use_off[i]};
+  return s.users.of(b);
 }
 
 bool Context::direct(uint32_t src, uint32_t dst) const {
@@ -88,70 +87,7 @@ std::string number_repr(const ir::Number& n) {
   return n.is_int ? std::to_string(n.i) : ir::py_float(n.f);
 }
 
-namespace {
-
-TileRegion tile_region(const ir::Task& t, const ir::ParamTable& pt) {
-  TileRegion r;
-  if (t.op != ir::Op::GEMV_TILE && t.op != ir::Op::GEMM_TILE) return r;
-  using F = ir::ParamField;
-  if (!pt.has_int(F::n_off) || !pt.has_int(F::N_tile)) return r;
-  const int64_t n_off = pt.get(F::n_off, 0), n_tile = pt.get(F::N_tile, 0);
-  if (n_off < 0 || n_tile <= 0) return r;
-  r.whole = false;
-  r.c0 = n_off;
-  r.c1 = n_off + n_tile;
-  if (t.op == ir::Op::GEMM_TILE && pt.has_int(F::m_off) && pt.has_int(F::M_tile)) {
-    const int64_t m_off = pt.get(F::m_off, 0), m_tile = pt.get(F::M_tile, 0);
-    if (m_off >= 0 && m_tile > 0) {
-      r.r0 = m_off;
-      r.r1 = m_off + m_tile;
-    }
-  }
-  return r;
-}
-
-// Task ids per buffer as CSR (off, list), in task-list order, into either or both of `writers`
-// (its writers) and `users` (its readers and writers); one pass over the tasks fills both.
-struct BufferTasks {
-  std::vector<uint32_t>& off;
-  std::vector<uint32_t>& list;
-  std::vector<uint32_t>& tmp;  // scratch
-};
-void index_buffer_tasks(const ir::Program& p, BufferTasks* writers, BufferTasks* users) {
-  const size_t nb = p.buffers.size();
-  auto in_range = [nb](int64_t b) { return b >= 0 && b < static_cast<int64_t>(nb); };
-  for (BufferTasks* x : {writers, users})
-    if (x) x->off.assign(nb + 1, 0);
-  for (const ir::Task& t : p.tasks) {
-    if (users)
-      for (int64_t b : t.inputs)
-        if (in_range(b)) ++users->off[static_cast<size_t>(b) + 1];
-    for (int64_t b : t.outputs) {
-      if (!in_range(b)) continue;
-      if (writers) ++writers->off[static_cast<size_t>(b) + 1];
-      if (users) ++users->off[static_cast<size_t>(b) + 1];
-    }
-  }
-  for (BufferTasks* x : {writers, users}) {
-    if (!x) continue;
-    for (size_t i = 0; i < nb; ++i) x->off[i + 1] += x->off[i];
-    x->list.resize(x->off[nb]);
-    x->tmp.assign(x->off.begin(), x->off.end() - 1);
-  }
-  for (uint32_t id = 0; id < p.tasks.size(); ++id) {
-    const ir::Task& t = p.tasks[id];
-    if (users)
-      for (int64_t b : t.inputs)
-        if (in_range(b)) users->list[users->tmp[static_cast<size_t>(b)]++] = id;
-    for (int64_t b : t.outputs) {
-      if (!in_range(b)) continue;
-      if (writers) writers->list[writers->tmp[static_cast<size_t>(b)]++] = id;
-      if (users) users->list[users->tmp[static_cast<size_t>(b)]++] = id;
-    }
-  }
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Validator::Validator() : s_(std::make_unique<Scratch>()) {}
 Validator::~Validator() = default;
@@ -183,19 +119,18 @@ Result Validator::validate(const ir::Program& p) {
   // The counter graph, the buffers' writers and users, and the buffer rules (the first to report)
   // do not depend on each other: a big program's run them on two threads.
   const size_t parts = parallel_parts(p.tasks.size(), s.threads);
-  BufferTasks writers{s.wr_off, s.wr, s.tmp32}, users{s.use_off, s.use, s.tmp32b};
   if (parts < 2) {  // one thread: one pass indexes writers and users
-    index_buffer_tasks(p, &writers, &users);
+    ir::index_buffer_tasks(p, nullptr, &s.writers, &s.users);
     check_buffers(c);
     s.graph.assign(p);
   } else {
     run_parts(2, 2, [&](size_t, size_t begin, size_t) {
       if (begin == 0) {
-        index_buffer_tasks(p, &writers, nullptr);
+        ir::index_buffer_tasks(p, nullptr, &s.writers, nullptr);
         check_buffers(c);
       } else {
         s.graph.assign(p);
-        index_buffer_tasks(p, nullptr, &users);
+        ir::index_buffer_tasks(p, nullptr, nullptr, &s.users);
       }
     });
   }
@@ -208,7 +143,7 @@ Result Validator::validate(const ir::Program& p) {
     Context ck = k == 0 ? c : Context{p, s.graph, s, part_results[k], part_counts[k]};
     for (size_t id = begin; id < end; ++id) {
       const ir::ParamTable pt = ir::ParamTable::of(p.tasks[id]);
-      s.regions[id] = tile_region(p.tasks[id], pt);
+      s.regions[id] = ir::tile_region(p.tasks[id].op, pt);
       check_task_refs(ck, id, pt);
       check_task_structure(ck, id);
       check_task_shapes(ck, id, pt);

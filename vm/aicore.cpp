@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/rng.h"
 #include "vm/aicore.h"
 #include "vm/machine.h"
 
@@ -111,7 +112,7 @@ void snapshot(ProgramMachine<C>& M) {
 // One thread, every choice seeded: which ready task goes to which idle core, which busy core
 // advances (ACK + kernel + FIN), which finished core is retired. Replayable from the seed.
 void run_deterministic(ProgramMachine<false>& M, uint64_t seed) {
-  SplitMix rng(seed);
+  ir::Rng rng = ir::Rng::seeded(seed, 0x632BE59BD9B4E019ull);
   std::vector<uint32_t> ready[2];
   std::vector<int64_t> idle[2], busy, finished;
   for (int64_t c = 0; c < M.topo.cores(); ++c) idle[static_cast<int>(M.topo.type(c))].push_back(c);

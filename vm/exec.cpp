@@ -29,7 +29,7 @@ void run_serial(Launch<false>& L, bool seeded, uint64_t seed) {
   ready.reserve(L.nt);
   for (uint32_t t = 0; t < L.nt; ++t)
     if (L.im.gate_init[t] == 0) ready.push_back(t);
-  SplitMix rng(seed);
+  ir::Rng rng = ir::Rng::seeded(seed, 0x632BE59BD9B4E019ull);
   inst::Workspace ws;
   size_t head = 0;
   auto push = [&](uint32_t u) { ready.push_back(u); };
@@ -43,7 +43,7 @@ void run_serial(Launch<false>& L, bool seeded, uint64_t seed) {
 
 // Several threads multiplexing the logical SMs on the pool's ready ring, continuing with the first
 // opened task on the same thread, spinning a while then blocking on the epoch word.
-void run_pool(Launch<true>& L, Pool& P, int w) {
+void run_pool(Launch<true>& L, Workers& P, int w) {
   inst::Workspace ws;
   uint64_t local = 0;
   uint32_t next = kNone;
@@ -84,7 +84,7 @@ void run_pool(Launch<true>& L, Pool& P, int w) {
 
 // One OS thread per SM: walk the queue, spin then block on each wait's counter (the literal
 // persistent-kernel model). Uses the same epoch word to block.
-void run_sm_thread(Launch<true>& L, Pool& P, int64_t sm) {
+void run_sm_thread(Launch<true>& L, Workers& P, int64_t sm) {
   inst::Workspace ws;
   uint64_t local = 0;
   const int32_t* q = L.im.queue();
@@ -188,7 +188,7 @@ RunResult Vm::launch(const RunOptions& o) {
   const bool pool_mode = o.mode == Mode::Multiplexed;
   const int threads = pool_mode ? workers : static_cast<int>(im.num_sms);
   if (threads > kMaxThreads) return too_many_threads(threads, pool_mode ? "workers" : "SM threads");
-  Pool P(L.nt, threads);
+  Workers P(L.nt, threads);
   if (pool_mode)
     for (uint32_t t = 0; t < L.nt; ++t)
       if (im.gate_init[t] == 0) P.ready.push(t);

@@ -1,12 +1,10 @@
 // Internal: the per-launch state shared by the SM-mode and AICore-mode executors (counters,
-// gates, task states, the once-per-launch ready ring, the sleep/wake epoch).
+// gates, task states), how a launch's result is filled, and its worker threads run next to a
+// watchdog (vm/workers.h, vm/monitor.h).
 #pragma once
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
-#include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -18,37 +16,16 @@
 
 #include <fmt/format.h>
 
+#include "ir/rng.h"
 #include "vm/image.h"
+#include "vm/monitor.h"
 #include "vm/observer.h"
 #include "vm/options.h"
 #include "vm/run_result.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define AMK_PAUSE() _mm_pause()
-#else
-#define AMK_PAUSE() std::this_thread::yield()
-#endif
+#include "vm/spin.h"
+#include "vm/workers.h"
 
 namespace amk::vm::detail {
-
-/// Starts fetching the cache line at `p` for writing (PREFETCHW on x86, which CPUs without it
-/// execute as a no-op), so a later store does not wait for another core to give it up.
-inline void prefetch_for_write(const void* p) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
-#else
-  __builtin_prefetch(p, 1);
-#endif
-}
-
-using Clock = std::chrono::steady_clock;
-constexpr uint32_t kNone = UINT32_MAX;
-constexpr int kSpin = 2000;  // pauses before an idle worker blocks
-
-inline int64_t ns_since(Clock::time_point t0) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
-}
 
 // Counter or gate cells: atomics when several threads share them, plain integers (reused across
 // launches) otherwise.
@@ -116,10 +93,6 @@ struct States {
     else
       return v[i] != 0;
   }
-};
-
-struct alignas(64) PaddedCount {
-  std::atomic<uint64_t> v{0};
 };
 
 // State shared by the workers of one launch.
@@ -217,164 +190,6 @@ struct Launch {
   uint32_t counter_value(size_t c) const { return counters.get(c); }
 };
 
-/// The seeded interleavings' generator (splitmix64).
-struct SplitMix {
-  uint64_t s;
-  explicit SplitMix(uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull) {}
-  uint64_t next() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform-ish in [0, n).
-  size_t below(size_t n) { return static_cast<size_t>(next() % n); }
-};
-
-/// A lock-free MPMC queue of task ids holding at most `capacity` ids at once (a launch's task
-/// count, each task entering once; or an orchestrator's task window). Per-slot sequence numbers
-/// (Vyukov) let it wrap: a push waits for the previous lap's pop of its slot to finish reading.
-struct ReadyRing {
-  explicit ReadyRing(uint32_t capacity)
-      : mask(std::bit_ceil(std::max<uint32_t>(capacity, 1)) - 1), cells(new Cell[mask + 1]) {
-    for (uint32_t i = 0; i <= mask; ++i) cells[i].seq.store(i, std::memory_order_relaxed);
-  }
-  struct Cell {
-    std::atomic<uint32_t> seq;  // i: free for push i; i + 1: holds push i's id
-    uint32_t id = 0;
-  };
-  const uint32_t mask;
-  std::unique_ptr<Cell[]> cells;
-  alignas(64) std::atomic<uint32_t> head{0};
-  alignas(64) std::atomic<uint32_t> tail{0};
-
-  void push(uint32_t t) {
-    const uint32_t i = tail.fetch_add(1, std::memory_order_seq_cst);
-    Cell& c = cells[i & mask];
-    while (c.seq.load(std::memory_order_acquire) != i) AMK_PAUSE();  // last lap's pop reading
-    c.id = t;
-    c.seq.store(i + 1, std::memory_order_release);
-  }
-  /// Ids pushed and not yet claimed (wrap-safe).
-  int32_t size() const {
-    return static_cast<int32_t>(tail.load(std::memory_order_seq_cst) -
-                                head.load(std::memory_order_seq_cst));
-  }
-  bool has_items() const { return size() > 0; }
-  uint32_t try_pop() {
-    uint32_t h = head.load(std::memory_order_relaxed);
-    for (;;) {
-      if (static_cast<int32_t>(tail.load(std::memory_order_acquire) - h) <= 0) return kNone;
-      if (head.compare_exchange_weak(h, h + 1, std::memory_order_acq_rel,
-                                     std::memory_order_relaxed))
-        break;
-    }
-    Cell& c = cells[h & mask];
-    while (c.seq.load(std::memory_order_acquire) != h + 1) AMK_PAUSE();  // pusher mid-publish
-    const uint32_t v = c.id;
-    c.seq.store(h + mask + 1, std::memory_order_release);
-    return v;
-  }
-};
-
-/// Worker bookkeeping of one launch: a ready ring, per-thread completion counts (the watchdog's
-/// progress signal), and an epoch word idle threads block on after a bounded spin.
-struct Pool {
-  explicit Pool(uint32_t nt, int workers) : ready(nt), done(static_cast<size_t>(workers)) {}
-  ReadyRing ready;
-  alignas(64) std::atomic<uint32_t> epoch{0};
-  alignas(64) std::atomic<int> sleepers{0};
-  std::atomic<int> active{0};  // threads not yet returned
-  std::vector<PaddedCount> done;
-
-  void push(uint32_t t) {
-    ready.push(t);
-    wake_one();
-  }
-  void wake_one() {
-    if (sleepers.load(std::memory_order_seq_cst) > 0) {
-      epoch.fetch_add(1, std::memory_order_seq_cst);
-      epoch.notify_one();
-    }
-  }
-  bool has_items() const { return ready.has_items(); }
-  uint32_t try_pop() { return ready.try_pop(); }
-  uint64_t total_done() const {
-    uint64_t s = 0;
-    for (const auto& d : done) s += d.v.load(std::memory_order_acquire);
-    return s;
-  }
-  void wake_all() {
-    epoch.fetch_add(1, std::memory_order_seq_cst);
-    epoch.notify_all();
-  }
-  /// One idle step of a worker: a pause while `spin` < kSpin, then (spin == kSpin) a block on the
-  /// epoch unless `keep_awake()` holds, after which the spinning starts over.
-  template <class F>
-  void idle(int& spin, F&& keep_awake) {
-    if (spin < kSpin) {
-      ++spin;
-      AMK_PAUSE();
-      return;
-    }
-    sleep(keep_awake);
-    spin = 0;
-  }
-  /// Blocks until the epoch moves, unless `keep_awake()` holds once registered as a sleeper.
-  template <class F>
-  void sleep(F&& keep_awake) {
-    const uint32_t e = epoch.load(std::memory_order_seq_cst);
-    sleepers.fetch_add(1, std::memory_order_seq_cst);
-    if (!keep_awake()) epoch.wait(e, std::memory_order_seq_cst);
-    sleepers.fetch_sub(1, std::memory_order_seq_cst);
-  }
-};
-
-/// Watches progress; aborts after `watchdog_ms` without any, or at once when every worker sleeps
-/// while `pending()` is false (nothing can ever change). Sets `cause` (vm.deadlock: nothing can
-/// ever change; vm.timeout: no progress for watchdog_ms).
-template <bool C, class Pending, class OnAbort>
-void watchdog(Launch<C>& L, Pool& P, Pending&& pending, OnAbort&& on_abort, std::mutex& mu,
-              std::condition_variable& cv, bool& stop, ir::Diagnostic& cause) {
-  const auto limit = std::chrono::milliseconds(std::max<int64_t>(1, L.o.watchdog_ms));
-  const auto slice = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(20), limit);
-  uint64_t last = P.total_done();
-  auto last_change = Clock::now();
-  int quiet = 0;
-  std::unique_lock lock(mu);
-  while (!stop) {
-    cv.wait_for(lock, slice);
-    if (stop) break;
-    const uint64_t now = P.total_done();
-    if (now != last) {
-      last = now;
-      last_change = Clock::now();
-      quiet = 0;
-      continue;
-    }
-    const int active = P.active.load(std::memory_order_seq_cst);
-    const bool all_asleep = active > 0 && P.sleepers.load(std::memory_order_seq_cst) == active &&
-                            !pending() && !L.finished.load();
-    quiet = all_asleep ? quiet + 1 : 0;
-    if (quiet >= 2) {
-      cause = ir::error(
-          "vm.deadlock",
-          fmt::format("deadlock: every worker is blocked and no task can run ({} of {} tasks done)",
-                      now, L.nt));
-    } else if (Clock::now() - last_change >= limit) {
-      cause = ir::error("vm.timeout", fmt::format("watchdog: no progress for {} ms ({} of {} tasks "
-                                                  "done)",
-                                                  L.o.watchdog_ms, now, L.nt));
-    } else {
-      continue;
-    }
-    on_abort();
-    L.abort.store(true, std::memory_order_seq_cst);
-    P.wake_all();
-    break;
-  }
-}
-
 /// Fills the per-task part of a result (done count, bytes, kernel error).
 template <bool C>
 void fill_common(Launch<C>& L, RunResult& r) {
@@ -438,32 +253,60 @@ BlockedSm blocked_on(Launch<C>& L, uint32_t t, Done&& done) {
   return b;
 }
 
-/// Runs `n` threads of `body(w)` next to a watchdog (which calls `on_abort()` just before it
-/// aborts the run); returns the watchdog's cause (an empty code if none).
+/// Runs `n` threads of `body(w)` next to a watchdog; returns the watchdog's cause (an empty code
+/// if none). The watchdog ticks every 20 ms (or every `watchdog_ms` when shorter) and aborts the
+/// run, calling `on_abort()` just before, after `watchdog_ms` without progress (vm.timeout), or at
+/// once when every worker sleeps while `pending()` is false: nothing can ever change
+/// (vm.deadlock).
 template <bool C, class Body, class Pending, class OnAbort>
-ir::Diagnostic run_threads(Launch<C>& L, Pool& P, int n, Body&& body, Pending&& pending,
+ir::Diagnostic run_threads(Launch<C>& L, Workers& P, int n, Body&& body, Pending&& pending,
                            OnAbort&& on_abort) {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stop = false;
   ir::Diagnostic cause;
   P.active.store(n);
-  std::thread dog([&] { watchdog(L, P, pending, on_abort, mu, cv, stop, cause); });
+  const auto limit = std::chrono::milliseconds(std::max<int64_t>(1, L.o.watchdog_ms));
+  Monitor dog;
+  dog.start(std::min<std::chrono::milliseconds>(std::chrono::milliseconds(20), limit),
+            [&, last = P.total_done(), last_change = Clock::now(), quiet = 0]() mutable {
+              const uint64_t now = P.total_done();
+              if (now != last) {
+                last = now;
+                last_change = Clock::now();
+                quiet = 0;
+                return true;
+              }
+              const int active = P.active.load(std::memory_order_seq_cst);
+              const bool all_asleep = active > 0 &&
+                                      P.sleepers.load(std::memory_order_seq_cst) == active &&
+                                      !pending() && !L.finished.load();
+              quiet = all_asleep ? quiet + 1 : 0;
+              if (quiet >= 2) {
+                cause = ir::error("vm.deadlock",
+                                  fmt::format("deadlock: every worker is blocked and no task can "
+                                              "run ({} of {} tasks done)",
+                                              now, L.nt));
+              } else if (Clock::now() - last_change >= limit) {
+                cause = ir::error("vm.timeout",
+                                  fmt::format("watchdog: no progress for {} ms ({} of {} tasks "
+                                              "done)",
+                                              L.o.watchdog_ms, now, L.nt));
+              } else {
+                return true;
+              }
+              on_abort();
+              L.abort.store(true, std::memory_order_seq_cst);
+              P.wake_all();
+              return false;
+            });
   {
-    std::vector<std::jthread> pool;
-    pool.reserve(static_cast<size_t>(n));
+    std::vector<std::jthread> threads;
+    threads.reserve(static_cast<size_t>(n));
     for (int w = 0; w < n; ++w)
-      pool.emplace_back([&, w] {
+      threads.emplace_back([&, w] {
         body(w);
         P.active.fetch_sub(1);
       });
   }
-  {
-    std::lock_guard lock(mu);
-    stop = true;
-  }
-  cv.notify_all();
-  dog.join();
+  dog.stop();
   return cause;
 }
 

@@ -85,7 +85,7 @@ struct Machine {
   Topology topo;
   std::unique_ptr<CoreRegs[]> regs;
   ReadyRing ready[2];  // by CoreType
-  Pool P;              // epoch, sleepers and per-thread completion counts
+  Workers P;           // epoch, sleepers and per-thread completion counts
   // Per core, written only by the thread owning it (scheduler side: running/token, atomics only so
   // a watchdog can snapshot them; executing side: seen).
   std::unique_ptr<std::atomic<uint32_t>[]> running, token;

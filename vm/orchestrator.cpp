@@ -34,6 +34,7 @@
 #include <fmt/format.h>
 
 #include "vm/machine.h"
+#include "vm/monitor.h"
 #include "vm/rings.h"
 
 namespace amk::vm {

@@ -1,7 +1,6 @@
 // Internal: the orchestrator's bounded resources, PTO2's rings: the task ring (slots by task id),
 // the heap ring (make_tensor() memory) and the dependency pool (producer -> consumer entries).
-// Each is reclaimed in order as the orchestrator's watermark passes the tasks that hold it. And
-// the thread its watchdog runs on.
+// Each is reclaimed in order as the orchestrator's watermark passes the tasks that hold it.
 #pragma once
 
 #include <bit>
@@ -128,40 +127,6 @@ class DepPool {
   std::unique_ptr<DepEntry[]> entries_;
   RingIndex at_;
   uint32_t size_;
-};
-
-/// A monitor thread: calls `tick()` every `slice` until it returns false or stop() is called.
-class Monitor {
- public:
-  Monitor() = default;
-  Monitor(const Monitor&) = delete;
-  Monitor& operator=(const Monitor&) = delete;
-  ~Monitor() { stop(); }
-  template <class Tick>
-  void start(std::chrono::milliseconds slice, Tick tick) {
-    thread_ = std::thread([this, slice, tick]() mutable {
-      std::unique_lock lk(mu_);
-      while (!stop_) {
-        cv_.wait_for(lk, slice);
-        if (stop_ || !tick()) return;
-      }
-    });
-  }
-  /// Stops the ticks and joins the thread (idempotent).
-  void stop() {
-    {
-      std::lock_guard lk(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
 };
 
 }  // namespace amk::vm::detail

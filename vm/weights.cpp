@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "instructions/dtype.h"
+#include "ir/rng.h"
 #include "vm/safetensors.h"
 
 namespace amk::vm {
@@ -37,11 +38,8 @@ std::vector<uint8_t> random_weights_image(
   for (int k = 0; k < 8; ++k) out[static_cast<size_t>(k)] = static_cast<uint8_t>(hl >> (8 * k));
   std::memcpy(out.data() + 8, head.data(), head.size());
   uint8_t* data = out.data() + 8 + head.size();
-  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
-  auto next = [&] {  // xorshift64*
-    state ^= state >> 12, state ^= state << 25, state ^= state >> 27;
-    return state * 0x2545F4914F6CDD1Dull;
-  };
+  ir::Rng rng = ir::Rng::seeded(seed, 1);
+  auto next = [&] { return rng.next(); };
   std::vector<float> chunk(4096);
   size_t at = 0;
   for (const ir::Buffer* b : bufs) {

@@ -3,7 +3,7 @@
 
 #include <cstddef>
 
-namespace amk::ir {
+namespace amk::app {
 
 /// Starts this process again, once, with glibc malloc's settings for big programs (huge pages, a
 /// 64 MiB top pad, a 32 MiB mmap threshold) that the environment does not set already; returns
@@ -15,4 +15,4 @@ void restart_with_big_heap(char** argv);
 /// on their own (the big vectors under its default settings).
 size_t heap_bytes_in_use();
 
-}  // namespace amk::ir
+}  // namespace amk::app

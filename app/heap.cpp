@@ -1,6 +1,6 @@
 // glibc malloc as amk uses it: its settings for programs of millions of tasks (applied by starting
 // the process again), and what it holds.
-#include "ir/heap.h"
+#include "app/heap.h"
 
 #include <malloc.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-namespace amk::ir {
+namespace amk::app {
 namespace {
 
 // A program of a million tasks is millions of small objects, and on a kernel that gives
@@ -81,4 +81,4 @@ size_t heap_bytes_in_use() {
   return m.uordblks + m.hblkhd;
 }
 
-}  // namespace amk::ir
+}  // namespace amk::app
