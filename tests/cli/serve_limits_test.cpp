@@ -141,16 +141,19 @@ json info(json id) {
 
 TEST(ServeLimits, DashIsNeverAFileInAnyRequestWithOrWithoutFiles) {
   const char* toy = "toy-1L";
+  // An empty program (a bare {} is not one: ir.not-a-program), so that only the '-' is wrong.
+  const json empty = {
+      {"buffers", json::array()}, {"counters", json::array()}, {"tasks", json::array()}};
   // Every argument of every operation that names a file, as "-", with its pointer.
   const std::vector<std::pair<json, std::string>> cases = {
       {{{"op", "validate"}, {"path", "-"}}, "/path"},
       {{{"op", "validate"}, {"program", "-"}}, "/program"},
       {{{"op", "cost"}, {"path", "-"}, {"target", "h100"}}, "/path"},
-      {{{"op", "cost"}, {"text", "{}"}, {"target", "-"}}, "/target"},
+      {{{"op", "cost"}, {"text", empty.dump()}, {"target", "-"}}, "/target"},
       {{{"op", "info"}, {"program", "-"}}, "/program"},
-      {{{"op", "info"}, {"text", "{}"}, {"target", "-"}}, "/target"},
-      {{{"op", "diff"}, {"a", "-"}, {"b", json::object()}}, "/a"},
-      {{{"op", "diff"}, {"a", json::object()}, {"b", "-"}}, "/b"},
+      {{{"op", "info"}, {"text", empty.dump()}, {"target", "-"}}, "/target"},
+      {{{"op", "diff"}, {"a", "-"}, {"b", empty}}, "/a"},
+      {{{"op", "diff"}, {"a", empty}, {"b", "-"}}, "/b"},
       {{{"op", "lower"}, {"model", "-"}, {"target", "h100"}}, "/model"},
       {{{"op", "lower"}, {"model", toy}, {"target", "-"}}, "/target"},
       {{{"op", "lower"}, {"model", toy}, {"target", "h100"}, {"config", "-"}}, "/config"},
