@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ir/fileio.h"
-#include "ir/gen.h"
-#include "ir/graph.h"
 #include "app/heap.h"
+#include "fixtures/gen.h"
+#include "ir/fileio.h"
+#include "ir/graph.h"
 #include "ir/json_io.h"
 
 namespace {
@@ -23,10 +23,10 @@ const std::string& program_text(int64_t tasks) {
   static std::map<int64_t, std::string> cache;
   auto& s = cache[tasks];
   if (s.empty()) {
-    amk::ir::GenOptions o;
+    amk::fixtures::GenOptions o;
     o.tasks = static_cast<uint64_t>(tasks);
     o.pages = true;
-    s = amk::ir::write_program(amk::ir::generate(o).program);
+    s = amk::ir::write_program(amk::fixtures::generate(o).program);
   }
   return s;
 }
@@ -110,9 +110,9 @@ void BM_WriteCanonical(benchmark::State& st) {
 }
 
 void BM_BuildGraph(benchmark::State& st) {
-  amk::ir::GenOptions o;
+  amk::fixtures::GenOptions o;
   o.tasks = static_cast<uint64_t>(st.range(0));
-  auto p = amk::ir::generate(o).program;
+  auto p = amk::fixtures::generate(o).program;
   for (auto _ : st) benchmark::DoNotOptimize(amk::ir::Graph::build(p));
   st.counters["ns_per_task"] = benchmark::Counter(
       static_cast<double>(p.tasks.size()),

@@ -6,30 +6,30 @@
 
 #include <map>
 
-#include "ir/gen.h"
-#include "ir/graph.h"
 #include "app/heap.h"
+#include "fixtures/gen.h"
+#include "ir/graph.h"
 #include "ir/json_io.h"
 #include "validate/validate.h"
 
 namespace {
 
-const amk::ir::Program& program(amk::ir::GenShape shape, int64_t tasks) {
+const amk::ir::Program& program(amk::fixtures::GenShape shape, int64_t tasks) {
   static std::map<std::pair<int, int64_t>, amk::ir::Program> cache;
   auto key = std::make_pair(static_cast<int>(shape), tasks);
   auto it = cache.find(key);
   if (it == cache.end()) {
-    amk::ir::GenOptions o;
+    amk::fixtures::GenOptions o;
     o.shape = shape;
     o.tasks = static_cast<uint64_t>(tasks);
     o.pages = true;
-    it = cache.emplace(key, amk::ir::generate(o).program).first;
+    it = cache.emplace(key, amk::fixtures::generate(o).program).first;
   }
   return it->second;
 }
 
 // Steady state of a reused Validator (its scratch is warm), as a search loop runs it.
-void full_proof(benchmark::State& st, amk::ir::GenShape shape) {
+void full_proof(benchmark::State& st, amk::fixtures::GenShape shape) {
   const auto& p = program(shape, st.range(0));
   amk::validate::Validator v;
   size_t peak = 0;
@@ -50,7 +50,7 @@ void full_proof(benchmark::State& st, amk::ir::GenShape shape) {
 }
 
 void BM_FullProof_Llama(benchmark::State& st) {
-  full_proof(st, amk::ir::GenShape::Llama);
+  full_proof(st, amk::fixtures::GenShape::Llama);
 }
 
 // AMK's own Llama-3.2-1B program (the conformance corpus), with the thread-local Validator that
@@ -68,7 +68,7 @@ BENCHMARK(BM_ValidateConformanceLlama1B)->Unit(benchmark::kMicrosecond)->MinTime
 
 // A fresh Validator every time: includes allocating and first touching its scratch.
 void BM_FullProofCold_Mesh(benchmark::State& st) {
-  const auto& p = program(amk::ir::GenShape::Mesh, st.range(0));
+  const auto& p = program(amk::fixtures::GenShape::Mesh, st.range(0));
   for (auto _ : st) {
     amk::validate::Validator v;
     benchmark::DoNotOptimize(v.validate(p));
@@ -78,13 +78,13 @@ void BM_FullProofCold_Mesh(benchmark::State& st) {
       benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 void BM_FullProof_Mesh(benchmark::State& st) {
-  full_proof(st, amk::ir::GenShape::Mesh);
+  full_proof(st, amk::fixtures::GenShape::Mesh);
 }
 
 // AMK's step 5 in C++: anc[t] = OR over preds (anc[p] | bit p), then every writer of each read
 // buffer must be in anc[reader]. Memory: tasks^2 bits.
 void BM_AmkAncestorBitsetsBaseline(benchmark::State& st) {
-  const auto& p = program(amk::ir::GenShape::Llama, st.range(0));
+  const auto& p = program(amk::fixtures::GenShape::Llama, st.range(0));
   const auto g = amk::ir::Graph::build(p);
   const size_t n = p.tasks.size(), words = (n + 63) / 64;
   std::vector<std::vector<uint32_t>> writers(p.buffers.size());
@@ -121,10 +121,10 @@ void BM_AmkAncestorBitsetsBaseline(benchmark::State& st) {
 // The library API as a search loop uses it: one Validator, many slightly different programs
 // (AMK's ~5,150 schedules/s was measured on 166-task toy mutants).
 void BM_LibraryApiMutatedToyPrograms(benchmark::State& st) {
-  amk::ir::GenOptions o;
+  amk::fixtures::GenOptions o;
   o.tasks = static_cast<uint64_t>(st.range(0));
   o.pages = true;
-  const amk::ir::Program base = amk::ir::generate(o).program;
+  const amk::ir::Program base = amk::fixtures::generate(o).program;
   std::vector<amk::ir::Program> variants;
   uint64_t s = 7;
   for (int k = 0; k < 64; ++k) {

@@ -22,8 +22,8 @@
 #include <nlohmann/json.hpp>
 
 #include "examples/paged_attention/paged_attention.h"
+#include "fixtures/gen.h"
 #include "instructions/simd.h"
-#include "ir/gen.h"
 #include "ir/graph.h"
 #include "ir/json_io.h"
 #include "vm/orchestrator.h"
@@ -72,23 +72,23 @@ struct Ratios : benchmark::ConsoleReporter {
 
 struct Dag {
   const char* name;
-  ir::GenShape shape;
+  fixtures::GenShape shape;
   uint64_t tasks;
 };
-const Dag kDags[] = {{"chain100k", ir::GenShape::Chain, 100000},
-                     {"fan100k", ir::GenShape::Fan, 100000},
-                     {"llama16k", ir::GenShape::Llama, 16000},
-                     {"random100k", ir::GenShape::Mesh, 100000}};
+const Dag kDags[] = {{"chain100k", fixtures::GenShape::Chain, 100000},
+                     {"fan100k", fixtures::GenShape::Fan, 100000},
+                     {"llama16k", fixtures::GenShape::Llama, 16000},
+                     {"random100k", fixtures::GenShape::Mesh, 100000}};
 
 const ir::Program& nop_program(int which) {
   static std::map<int, ir::Program> cache;
   auto it = cache.find(which);
   if (it == cache.end()) {
-    ir::GenOptions o;
+    fixtures::GenOptions o;
     o.shape = kDags[which].shape;
     o.tasks = kDags[which].tasks;
     o.nop = true;
-    it = cache.emplace(which, ir::generate(o).program).first;
+    it = cache.emplace(which, fixtures::generate(o).program).first;
   }
   return it->second;
 }
@@ -333,7 +333,7 @@ int main(int argc, char** argv) {
           fmt::format("BM_VmAicore/{}/schedulers:{}", kDags[d].name, s).c_str(), BM_VmAicore, d, s)
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();
-    if (kDags[d].shape != ir::GenShape::Fan)  // the fan's join would take 100k arguments
+    if (kDags[d].shape != fixtures::GenShape::Fan)  // the fan's join would take 100k arguments
       for (uint32_t pub : {1u, 16u})  // PTO's hand-over of each task, and the default groups
         for (bool rec : {false, true})
           benchmark::RegisterBenchmark(

@@ -4,7 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "ir/gen.h"
+#include "fixtures/gen.h"
 #include "ir/json_io.h"
 
 namespace amk::cli {
@@ -26,15 +26,15 @@ int cmd_gen(int argc, char** argv) {
       "pages", "add a valid page allocation with reuse")(
       "sms", po::value<int64_t>()->default_value(0), "assign SMs round-robin over N SMs")(
       "defect", po::value<std::string>()->default_value("none"),
-      fmt::format("plant a defect: {}", ir::gen_defect_names()).c_str())(
+      fmt::format("plant a defect: {}", fixtures::gen_defect_names()).c_str())(
       "output,o", po::value<std::string>()->required(), "output file ('-' = stdout)");
   args.range("tasks", 1, 1 << 26);
   args.range("seed", 0, kMaxSeed);
   args.range("sms", 0, 1 << 16);
   if (auto rc = args.parse(argc, argv)) return *rc;
-  ir::GenOptions opt;
-  auto shape = ir::parse_gen_shape(args.get<std::string>("shape"));
-  auto defect = ir::parse_gen_defect(args.get<std::string>("defect"));
+  fixtures::GenOptions opt;
+  auto shape = fixtures::parse_gen_shape(args.get<std::string>("shape"));
+  auto defect = fixtures::parse_gen_defect(args.get<std::string>("defect"));
   if (!shape) {
     std::cerr << "amk gen: unknown shape '" << args.get<std::string>("shape")
               << "' (llama, mesh, chain, fan)\n";
@@ -42,7 +42,7 @@ int cmd_gen(int argc, char** argv) {
   }
   if (!defect) {
     std::cerr << "amk gen: unknown defect '" << args.get<std::string>("defect") << "' ("
-              << ir::gen_defect_names() << ")\n";
+              << fixtures::gen_defect_names() << ")\n";
     return kUnreadable;
   }
   opt.shape = *shape;
@@ -52,7 +52,7 @@ int cmd_gen(int argc, char** argv) {
   opt.nop = args.has("nop");
   opt.pages = args.has("pages");
   opt.num_sms = args.get<int64_t>("sms");
-  ir::GenResult r = ir::generate(opt);
+  fixtures::GenResult r = fixtures::generate(opt);
   if (!r.not_planted.empty()) {
     std::cerr << fmt::format("amk gen: cannot plant the defect '{}': {}; nothing written\n",
                              args.get<std::string>("defect"), r.not_planted);

@@ -286,50 +286,35 @@ class Reader : public JsonReader {
   }
 
   void read_params(std::vector<Param>& params) {
-    size_t off = lx_.offset();
-    if (lx_.peek() != '{') {
-      type_error("an object", off);
-      return;
-    }
-    lx_.advance();
-    bool first = true;
-    std::string_view key;
-    while (lx_.next_key(key, key_scratch_, first)) {
-      push(key);
+    for_each_member([&](std::string_view key, size_t voff) {
       std::string k(key);
-      size_t voff = lx_.offset();
-      ParamValue v;
-      int c = lx_.peek();
-      if (c == '-' || (c >= '0' && c <= '9')) {
-        NumTok t = lx_.number();
-        check_finite(t, voff);
-        if (t.kind == NumTok::Kind::Int) {
-          v = ParamValue::of_int(t.i);
-        } else if (t.kind == NumTok::Kind::Float) {
-          v = ParamValue::of_float(t.d);
-        } else {
-          error("json.int-range", fmt::format("integer {} is out of range (int64)", t.text), voff);
-        }
-      } else if (c == 't' && lx_.literal("true")) {
-        v = ParamValue::of_bool(true);
-      } else if (c == 'f' && lx_.literal("false")) {
-        v = ParamValue::of_bool(false);
-      } else {
-        v = ParamValue::of_json(JsonValue(verbatim(1, true)));
-      }
-      bool dup = false;
+      ParamValue v = read_param_value(voff);
       for (Param& p : params) {
         if (p.key == k) {
           warn("json.duplicate-key", fmt::format("duplicate key '{}' (the last one wins)", k),
                voff);
           p.value = std::move(v);
-          dup = true;
-          break;
+          return;
         }
       }
-      if (!dup) params.push_back({std::move(k), std::move(v)});
-      pop();
+      params.push_back({std::move(k), std::move(v)});
+    });
+  }
+
+  // A param's value: an int, a float or a bool as such, anything else kept verbatim.
+  ParamValue read_param_value(size_t voff) {
+    const int c = lx_.peek();
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      NumTok t = lx_.number();
+      check_finite(t, voff);
+      if (t.kind == NumTok::Kind::Int) return ParamValue::of_int(t.i);
+      if (t.kind == NumTok::Kind::Float) return ParamValue::of_float(t.d);
+      error("json.int-range", fmt::format("integer {} is out of range (int64)", t.text), voff);
+      return {};
     }
+    if (c == 't' && lx_.literal("true")) return ParamValue::of_bool(true);
+    if (c == 'f' && lx_.literal("false")) return ParamValue::of_bool(false);
+    return ParamValue::of_json(JsonValue(verbatim(1, true)));
   }
 
   void read_task(Task& t, size_t index) {

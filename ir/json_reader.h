@@ -604,10 +604,11 @@ class JsonReader {
         member);
   }
 
-  // Reads an object whose keys AMK int-parses; calls each(key_int, key_offset) per member.
+  // Reads an object member by member: each(key, value_offset) reads the value, with the key on
+  // the pointer path; anything but an object is a json.type error.
   template <typename F>
-  void read_int_keyed(F each) {
-    size_t off = lx_.offset();
+  void for_each_member(F each) {
+    const size_t off = lx_.offset();
     if (lx_.peek() != '{') {
       type_error("an object", off);
       return;
@@ -617,8 +618,16 @@ class JsonReader {
     std::string_view key;
     while (lx_.next_key(key, key_scratch_, first)) {
       push(key);
-      std::string k(key);
-      size_t voff = lx_.offset();
+      each(key, lx_.offset());
+      pop();
+    }
+  }
+
+  // Reads an object whose keys AMK int-parses; calls each(key_int, key_offset) per member.
+  template <typename F>
+  void read_int_keyed(F each) {
+    for_each_member([&](std::string_view key, size_t voff) {
+      const std::string k(key);
       auto id = py_int(k);
       if (!id) {
         error("json.key-not-int", fmt::format("key {} is not an integer", py_repr_str(k)), voff);
@@ -626,8 +635,7 @@ class JsonReader {
       } else {
         each(*id, voff);
       }
-      pop();
-    }
+    });
   }
 
   // A top-level array of records (tasks, buffers, counters) read by several threads: see

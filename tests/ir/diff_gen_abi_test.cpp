@@ -11,16 +11,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fixtures/gen.h"
 #include "ir/abi.h"
 #include "ir/diff.h"
 #include "ir/fileio.h"
-#include "ir/gen.h"
 #include "ir/graph.h"
 #include "ir/json_io.h"
 #include "ir/opcodes.h"
 #include "support.h"
 
 namespace amk::ir {
+using namespace amk::fixtures;  // the seeded programs these tests run on
 namespace {
 
 namespace fs = std::filesystem;

@@ -9,13 +9,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fixtures/gen.h"
 #include "ir/digraph.h"
-#include "ir/gen.h"
 #include "ir/graph.h"
 #include "ir/json_io.h"
 #include "support.h"
 
 namespace amk::ir {
+using namespace amk::fixtures;  // the seeded programs these tests run on
 namespace {
 
 namespace fs = std::filesystem;

@@ -14,12 +14,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "ir/gen.h"
+#include "fixtures/gen.h"
 #include "ir/json_io.h"
 #include "ir/pyjson.h"
 #include "support.h"
 
 namespace amk::ir {
+using namespace amk::fixtures;  // the seeded programs these tests run on
 namespace {
 
 namespace fs = std::filesystem;

@@ -11,12 +11,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ir/gen.h"
+#include "fixtures/gen.h"
 #include "ir/json_io.h"
 #include "ir/json_lexer.h"
 #include "support.h"
 
 namespace amk::ir {
+using namespace amk::fixtures;  // the seeded programs these tests run on
 namespace {
 
 // A canonical program whose tasks array is well over the size read in pieces (4 MiB).

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "ir/gen.h"
+#include "fixtures/gen.h"
 #include "ir/graph.h"
 #include "ir/json_io.h"
 #include "support.h"
@@ -22,11 +22,11 @@ namespace fs = std::filesystem;
 
 TEST(Reach, AnswersEqualNaiveTransitiveClosureOnRandomDags) {
   for (uint64_t seed = 1; seed <= 6; ++seed) {
-    ir::GenOptions o;
-    o.shape = seed % 2 ? ir::GenShape::Mesh : ir::GenShape::Llama;
+    fixtures::GenOptions o;
+    o.shape = seed % 2 ? fixtures::GenShape::Mesh : fixtures::GenShape::Llama;
     o.seed = seed;
     o.tasks = 700;
-    ir::Program p = ir::generate(o).program;
+    ir::Program p = fixtures::generate(o).program;
     ir::Graph g = ir::Graph::build(p);
     ASSERT_TRUE(g.acyclic());
     const uint32_t n = g.num_tasks();
@@ -79,12 +79,12 @@ std::pair<std::vector<uint32_t>, uint64_t> naive_sweeps(const ir::Program& p) {
 
 TEST(CounterSimulation, FireOrderAndSweepsEqualAmksSweepsIncludingReversedLists) {
   for (uint64_t seed = 1; seed <= 8; ++seed) {
-    ir::GenOptions o;
-    o.shape = seed % 2 ? ir::GenShape::Mesh : ir::GenShape::Llama;
+    fixtures::GenOptions o;
+    o.shape = seed % 2 ? fixtures::GenShape::Mesh : fixtures::GenShape::Llama;
     o.seed = seed;
     o.tasks = 300;
-    o.defect = seed % 4 == 0 ? ir::GenDefect::Cycle : ir::GenDefect::None;
-    ir::Program p = ir::generate(o).program;
+    o.defect = seed % 4 == 0 ? fixtures::GenDefect::Cycle : fixtures::GenDefect::None;
+    ir::Program p = fixtures::generate(o).program;
     if (seed % 3 == 0) {  // reverse the list (ids stay positional): needs many sweeps
       std::reverse(p.tasks.begin(), p.tasks.end());
     }
@@ -132,13 +132,13 @@ TEST(AdversarialSimulation, FindsEachRaceClassAndReplaysFromItsSeed) {
 TEST(LibraryApi, ReusedValidatorAgreesWithFreshOnesAndThreadsAgreeWithSequential) {
   std::vector<ir::Program> programs;
   for (uint64_t s = 1; s <= 24; ++s) {
-    ir::GenOptions o;
-    o.shape = s % 2 ? ir::GenShape::Llama : ir::GenShape::Mesh;
+    fixtures::GenOptions o;
+    o.shape = s % 2 ? fixtures::GenShape::Llama : fixtures::GenShape::Mesh;
     o.seed = s;
     o.tasks = 200 + s * 13;
     o.pages = s % 3 == 0;
-    o.defect = static_cast<ir::GenDefect>(s % 11);
-    programs.push_back(ir::generate(o).program);
+    o.defect = static_cast<fixtures::GenDefect>(s % 11);
+    programs.push_back(fixtures::generate(o).program);
   }
   std::vector<std::string> sequential;
   Validator reused;
@@ -161,10 +161,10 @@ TEST(LibraryApi, ReusedValidatorAgreesWithFreshOnesAndThreadsAgreeWithSequential
 
 TEST(NoTaskCap, ARaceDeepInsideALargeProgramIsFound) {
   // AMK skips RAW/WAW/page proofs above 8,000 tasks; amk must not.
-  ir::GenOptions o;
+  fixtures::GenOptions o;
   o.tasks = 60000;
   o.pages = true;
-  ir::Program p = ir::generate(o).program;
+  ir::Program p = fixtures::generate(o).program;
   ASSERT_GT(p.tasks.size(), 50000u);
   Validator v;
   Result clean = v.validate(p);
@@ -183,9 +183,9 @@ TEST(NoTaskCap, ARaceDeepInsideALargeProgramIsFound) {
 TEST(ParallelProof, CappedRulesAndRacesAcrossThreadRangesMergeAsOneThreadReportsThem) {
   // More than the cap of one rule, spread over every range, plus races whose happens-before
   // queries come from every range: 1 to 8 threads give the same result, cap summary included.
-  ir::GenOptions o;
+  fixtures::GenOptions o;
   o.tasks = 24000;
-  ir::Program p = ir::generate(o).program;
+  ir::Program p = fixtures::generate(o).program;
   for (size_t t = 3; t < p.tasks.size(); t += 7)
     if (!p.tasks[t].waits.empty()) p.tasks[t].waits[0].threshold = 1000;  // wait.unsatisfiable
   for (size_t t = 1000; t + 700 < p.tasks.size(); t += 2500) {
@@ -211,10 +211,10 @@ TEST(ParallelProof, CappedRulesAndRacesAcrossThreadRangesMergeAsOneThreadReports
 }
 
 TEST(CycleWitness, LongCyclesNeedNoRecursionAndStartAtTheLowestTask) {
-  ir::GenOptions o;
-  o.shape = ir::GenShape::Chain;
+  fixtures::GenOptions o;
+  o.shape = fixtures::GenShape::Chain;
   o.tasks = 200000;
-  ir::Program p = ir::generate(o).program;
+  ir::Program p = fixtures::generate(o).program;
   p.tasks[5].waits.push_back({p.tasks[150000].out_counter, 1, {}});  // close a 150k-task loop
   Result r = validate(p);
   ASSERT_FALSE(r.ok);

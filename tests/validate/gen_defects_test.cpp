@@ -7,32 +7,32 @@
 #include <map>
 #include <string>
 
-#include "ir/gen.h"
+#include "fixtures/gen.h"
 #include "validate/validate.h"
 
 namespace amk::validate {
 namespace {
 
-constexpr std::array kShapes = {ir::GenShape::Llama, ir::GenShape::Mesh, ir::GenShape::Chain,
-                                ir::GenShape::Fan};
+constexpr std::array kShapes = {fixtures::GenShape::Llama, fixtures::GenShape::Mesh,
+                                fixtures::GenShape::Chain, fixtures::GenShape::Fan};
 constexpr int kDefects = 10;  // GenDefect::DropWait .. GenDefect::KvBeforeAppend
 
 TEST(GenDefects, APlantedDefectIsAlwaysRejectedAndAnUnplantableOneIsRefused) {
   std::map<int, int> planted;  // defect -> programs it was planted in
   Validator v;
   for (int variant = 0; variant < 4; ++variant) {
-    for (ir::GenShape shape : kShapes) {
+    for (fixtures::GenShape shape : kShapes) {
       for (int d = 1; d <= kDefects; ++d) {
         for (uint64_t seed = 1; seed <= 20; ++seed) {
-          ir::GenOptions o;
+          fixtures::GenOptions o;
           o.shape = shape;
           o.tasks = 60;
           o.seed = seed;
-          o.defect = static_cast<ir::GenDefect>(d);
+          o.defect = static_cast<fixtures::GenDefect>(d);
           o.pages = variant == 1;
           o.num_sms = variant == 2 ? 4 : 0;
           o.nop = variant == 3;
-          const ir::GenResult r = ir::generate(o);
+          const fixtures::GenResult r = fixtures::generate(o);
           const std::string what = "shape " + std::to_string(static_cast<int>(shape)) + " defect " +
                                    std::to_string(d) + " seed " + std::to_string(seed) +
                                    " variant " + std::to_string(variant);
@@ -52,12 +52,12 @@ TEST(GenDefects, APlantedDefectIsAlwaysRejectedAndAnUnplantableOneIsRefused) {
 
 TEST(GenDefects, ACycleInAMeshIsPlantedForEverySeedAndRejectedAsACycle) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
-    ir::GenOptions o;
-    o.shape = ir::GenShape::Mesh;
+    fixtures::GenOptions o;
+    o.shape = fixtures::GenShape::Mesh;
     o.tasks = 200;
     o.seed = seed;
-    o.defect = ir::GenDefect::Cycle;
-    const ir::GenResult r = ir::generate(o);
+    o.defect = fixtures::GenDefect::Cycle;
+    const fixtures::GenResult r = fixtures::generate(o);
     ASSERT_TRUE(r.not_planted.empty()) << seed << ": " << r.not_planted;
     const Result res = validate(r.program);
     ASSERT_FALSE(res.ok) << seed;
@@ -69,12 +69,12 @@ TEST(GenDefects, ACycleInAMeshIsPlantedForEverySeedAndRejectedAsACycle) {
 }
 
 TEST(GenDefects, ADataRaceCannotBePlantedInANopProgram) {
-  ir::GenOptions o;
+  fixtures::GenOptions o;
   o.nop = true;
-  o.defect = ir::GenDefect::DropWait;
-  EXPECT_NE(ir::generate(o).not_planted.find("--nop"), std::string::npos);
-  o.defect = ir::GenDefect::SelfWait;
-  EXPECT_TRUE(ir::generate(o).not_planted.empty());
+  o.defect = fixtures::GenDefect::DropWait;
+  EXPECT_NE(fixtures::generate(o).not_planted.find("--nop"), std::string::npos);
+  o.defect = fixtures::GenDefect::SelfWait;
+  EXPECT_TRUE(fixtures::generate(o).not_planted.empty());
 }
 
 }  // namespace

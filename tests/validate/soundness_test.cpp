@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ir/gen.h"
+#include "fixtures/gen.h"
 #include "ir/graph.h"
 #include "validate/simulate.h"
 #include "validate/validate.h"
@@ -120,16 +120,16 @@ TEST(Soundness, NoMutantTheValidatorAcceptsRacesOrDeadlocksUnderAdversarialInter
   Rng rng{0x1234567};
   Validator v;
   size_t mutants = 0, accepted = 0, rejected = 0, false_rejects = 0, false_accepts = 0;
-  const ir::GenShape shapes[] = {ir::GenShape::Llama, ir::GenShape::Mesh, ir::GenShape::Chain,
-                                 ir::GenShape::Fan};
+  const fixtures::GenShape shapes[] = {fixtures::GenShape::Llama, fixtures::GenShape::Mesh,
+                                       fixtures::GenShape::Chain, fixtures::GenShape::Fan};
   for (uint64_t base = 0; base < 60; ++base) {
-    ir::GenOptions o;
+    fixtures::GenOptions o;
     o.shape = shapes[base % 4];
     o.seed = base + 1;
     o.tasks = 40 + base % 7 * 20;
     o.pages = base % 2 == 0;
     o.num_sms = base % 3 == 0 ? 3 : 0;
-    const ir::Program original = ir::generate(o).program;
+    const ir::Program original = fixtures::generate(o).program;
     ASSERT_TRUE(v.validate(original).ok) << "generated programs are valid by construction";
     for (int k = 0; k < 40; ++k) {
       ir::Program p = original;
@@ -270,13 +270,13 @@ TEST(Screens, EveryDefectAPerTaskScreenPassesOnIsReportedAsWithoutTheScreens) {
   thorough.set_screens(false);
   size_t mutants = 0, rejected = 0;
   for (uint64_t base = 0; base < 24; ++base) {
-    ir::GenOptions o;
-    o.shape = base % 3 == 2 ? ir::GenShape::Mesh : ir::GenShape::Llama;
+    fixtures::GenOptions o;
+    o.shape = base % 3 == 2 ? fixtures::GenShape::Mesh : fixtures::GenShape::Llama;
     o.seed = base + 11;
     o.tasks = 60 + base % 5 * 30;
     o.pages = base % 2 == 0;
     o.num_sms = base % 3 == 0 ? 4 : 0;
-    const ir::Program original = ir::generate(o).program;
+    const ir::Program original = fixtures::generate(o).program;
     ASSERT_EQ(lines(screened.validate(original)), lines(thorough.validate(original)));
     for (int k = 0; k < 40; ++k) {
       ir::Program p = original;
