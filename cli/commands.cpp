@@ -17,6 +17,8 @@ std::span<const Command> commands() {
       {"mcp", "a Model Context Protocol server (stdio) exposing amk's operations as tools",
        cmd_mcp},
       {"targets", "list the built-in targets (GPUs, Ascend, TX8) or print one", cmd_targets},
+      {"runtimes", "list the built-in runtime profiles (executors' costs) or print one",
+       cmd_runtimes},
       {"models", "list the built-in model specs or print one (also HF config.json)", cmd_models},
       {"run", "execute a program on the reference VM with real numerics", cmd_run},
       {"generate", "greedy decode loop on the reference VM (KV caches kept across steps)",

@@ -180,11 +180,11 @@ TEST(GitLog, EveryRevisionIsProvenAndScoredAndARegressionIsMarked) {
   const fs::path tmp = test::temp_dir();
   const std::string fast = (tmp / "fast.json").string(), slow = (tmp / "slow.json").string();
   ASSERT_EQ(
-      run_amk({"lower", "toy-2L", "-c",
+      run_amk({"lower", "toy-2L", "--target", "a2a3", "-c",
                R"({"tiling":{"gemv":{"N_tile":16}},"sm_assignment":"round_robin"})", "-o", fast})
           .rc,
       0);
-  ASSERT_EQ(run_amk({"lower", "toy-2L", "-o", slow}).rc, 0);
+  ASSERT_EQ(run_amk({"lower", "toy-2L", "--target", "a2a3", "-o", slow}).rc, 0);
   const fs::path dir = repo({{"p.amk.json", test::slurp(fast)}});
   auto commit = [&](const fs::path& from, const std::string& subject) {
     fs::copy_file(from, dir / "p.amk.json", fs::copy_options::overwrite_existing);
@@ -193,7 +193,7 @@ TEST(GitLog, EveryRevisionIsProvenAndScoredAndARegressionIsMarked) {
   ASSERT_EQ(commit(slow, "back to the default tiling"), 0);
   ASSERT_EQ(commit(test::conformance_dir() / "programs/bad_sm_queue_order.json", "hand edit"), 0);
   ASSERT_EQ(sh(dir, "mkdir s && git mv p.amk.json s/q.amk.json && git commit -qm moved").rc, 0);
-  const Sh log = sh(dir, "amk log s/q.amk.json --target h100 --svg h.svg");
+  const Sh log = sh(dir, "amk log s/q.amk.json --target a2a3 --svg h.svg");
   ASSERT_EQ(log.rc, 0) << log.out;
   std::vector<std::string> lines;
   std::istringstream in(log.out);
@@ -201,11 +201,11 @@ TEST(GitLog, EveryRevisionIsProvenAndScoredAndARegressionIsMarked) {
   ASSERT_EQ(lines.size(), 4u) << log.out;
   EXPECT_NE(lines[0].find("REJECTED (sm.queue-order) moved"), std::string::npos) << log.out;
   EXPECT_NE(lines[1].find("REJECTED (sm.queue-order) hand edit"), std::string::npos) << log.out;
-  EXPECT_NE(lines[2].find("48 tasks      45.0 us   +1.7%  VALID      back to the default tiling  "
+  EXPECT_NE(lines[2].find("48 tasks      28.7 us  +11.2%  VALID      back to the default tiling  "
                           "<< REGRESSION"),
             std::string::npos)
       << log.out;
-  EXPECT_NE(lines[3].find("106 tasks      44.3 us"), std::string::npos) << log.out;
+  EXPECT_NE(lines[3].find("106 tasks      25.8 us"), std::string::npos) << log.out;
   EXPECT_EQ(lines[3].find("REGRESSION"), std::string::npos);
   const std::string svg = test::slurp(dir / "h.svg");
   size_t points = 0;
