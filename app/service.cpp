@@ -375,7 +375,9 @@ ojson ProgramInfo::json(const ir::Program& p, std::string_view file) const {
                  {"queue_us", cost->queue_us},
                  {"bandwidth_us", cost->bandwidth_us},
                  {"critical_path_us", cost->critical_path_us},
-                 {"floor_us", cost->floor_us}};
+                 {"floor_us", cost->floor_us},
+                 {"runtime", cost->runtime},
+                 {"breakdown", cost_json(*cost)["breakdown"]}};
   return j;
 }
 

@@ -25,7 +25,7 @@ struct Dag {
   std::vector<double> time;       // the runtime's time of a task by itself
   size_t groups = 0;
   double cross = 0;  // a dependency across workers arrives this much later (the runtime's)
-  double lag = 0;    // a task that waits on one starts this much after it, past its dispatch
+  double lag = 0;    // a task that waits on one starts this much after it
   // The runtime model's walk of the plan (its groups as counters), which scores placements.
   targets::WalkInput walk;
   std::optional<targets::Machine> machine;
@@ -59,7 +59,7 @@ Dag build_dag(const Plan& p) {
       p.program, p.target->record,
       p.opt.runtime ? *p.opt.runtime : targets::default_runtime(*p.target), &knobs);
   d.cross = cost.machine().remote;
-  d.lag = cost.machine().poll_half + cost.machine().wait - cost.machine().dispatch;
+  d.lag = cost.machine().poll_half + cost.machine().wait;
   d.machine = cost.machine();
   targets::WalkInput& w = d.walk;
   w.slots = static_cast<uint32_t>(d.groups);

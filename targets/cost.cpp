@@ -109,8 +109,7 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const Runtime&
     r.queue_us = w.makespan;
     r.breakdown = w.breakdown;
   }
-  r.makespan_us = std::max(r.queue_us, r.bandwidth_us);
-  if (std::isfinite(r.floor_us)) r.makespan_us = std::max(r.makespan_us, r.floor_us);
+  r.makespan_us = bounded_makespan(r.queue_us, w, m, r.floor_us);
   return r;
 }
 

@@ -58,7 +58,8 @@ const RuntimeField kFields[] = {
      true},
     {"dispatch_ns",
      "ns",
-     "per task: fetch and decode the instruction, set it up",
+     "per task, once its inputs are seen ready: hand it to its worker and set it up (decode, "
+     "pages) before its work starts",
      nullptr,
      &Runtime::dispatch_ns,
      {},

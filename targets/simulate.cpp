@@ -105,7 +105,9 @@ Machine::Machine(const ir::ScheduleConfig* c, const ir::Target& hw, const Runtim
   if (tf > 0) compute = std::min(compute, tf);
   launch = rt.launch_us;
   dispatch = rt.dispatch_ns * 1e-3;
-  sync = (rt.barrier_ns + rt.signal_ns) * 1e-3;
+  barrier = rt.barrier_ns * 1e-3;
+  signal = rt.signal_ns * 1e-3;
+  sync = barrier + signal;
   wait = rt.wait_ns * 1e-3;
   remote = rt.remote_ns * 1e-3;
   poll_half = rt.poll_ns * 0.5e-3;
@@ -217,121 +219,178 @@ WalkInput walk_input(const ir::Program& p, const ir::Graph& g, const ir::Schedul
   return in;
 }
 
+namespace {
+
+// One walk: each task in order on its worker, paying what the machine charges.
+class Walker {
+ public:
+  Walker(const WalkInput& in, const Machine& m)
+      : in_(in),
+        m_(m),
+        n_(in.out.size()),
+        k_(concurrency(in, m.workers)),
+        slots_(in.slots),
+        ready_(n_),
+        finish_(n_),
+        comp_(n_),
+        bound_(n_, kNoTask),
+        worker_(n_),
+        ws_(m.workers, in.worker.empty() && m.dynamic),
+        depth_(static_cast<size_t>(std::min<int64_t>(m.depth, kRing))) {
+    if (!in.worker.empty()) {
+      where_.resize(n_);
+      for (size_t i = 0; i < n_; ++i) where_[i] = in.worker[i] % m.workers;
+    } else if (!m.dynamic) {
+      where_ = loader_placement(in, m.workers);
+    }
+  }
+
+  // Walks every task; the task that finishes last.
+  uint32_t run() {
+    double end = 0;
+    uint32_t last = kNoTask;
+    for (uint32_t v : in_.order) {
+      const double f = step(v);
+      if (f > end || last == kNoTask) {
+        end = f;
+        last = v;
+      }
+    }
+    return last;
+  }
+
+  // The critical path back from `last` through what each task waited on, and where its time went.
+  std::vector<uint32_t> trace(uint32_t last, Breakdown& b) const {
+    b.launch_us = m_.launch;
+    std::vector<uint32_t> path;
+    for (uint32_t v = last; v != kNoTask;) {
+      path.push_back(v);
+      const uint32_t from = bound_[v];
+      b.sync_us += m_.barrier;
+      b.dispatch_us += m_.dispatch;
+      b.dependency_us += m_.signal;  // storing its outputs and signalling: across the boundary
+      b.compute_us += comp_[v];
+      b.memory_us += finish_[v] - ready_[v] - m_.sync - comp_[v];
+      if (from != kNoTask && (from & kByProducer)) {
+        const uint32_t q = from & ~kByProducer;
+        b.dependency_us += ready_[v] - m_.dispatch - finish_[q];
+        v = q;
+      } else {
+        b.dependency_us += ready_[v] - m_.dispatch - (from == kNoTask ? 0.0 : finish_[from]);
+        v = from;
+      }
+    }
+    return {path.rbegin(), path.rend()};
+  }
+
+  std::vector<double> take_ready() { return std::move(ready_); }
+  std::vector<double> take_finish() { return std::move(finish_); }
+  std::vector<uint32_t> take_worker() { return std::move(worker_); }
+
+ private:
+  std::span<const uint32_t> waits(uint32_t v) const {
+    return {in_.waits.data() + in_.wait_off[v], in_.wait_off[v + 1] - in_.wait_off[v]};
+  }
+
+  // The worker of task v: its own, the loader's, or the first free when its producers are done.
+  uint32_t worker_of(uint32_t v) {
+    if (!where_.empty()) return where_[v];
+    double deps = 0;
+    for (uint32_t s : waits(v)) deps = std::max(deps, slots_[s].f1);
+    return static_cast<uint32_t>(ws_.dyn.earliest(deps));
+  }
+
+  // Bytes of task v loaded before it started at `r`: into the staging buffers from the start of
+  // the task before it on the worker (a loader fills pages the running task frees), or into L2
+  // from the ready time of the task that issued the prefetch (the earliest within `depth` since
+  // the last one that streamed weights).
+  double prefetched(uint32_t v, uint32_t wk, double start, double r) const {
+    if (!in_.streams[v] || m_.prefetch == Machine::Prefetch::None) return 0;
+    double from = ws_.done[wk] ? ws_.ready[wk][(ws_.done[wk] - 1) % kRing] : start;
+    double fill = m_.rate(k_[v]);
+    if (m_.prefetch == Machine::Prefetch::L2) {
+      const uint32_t since = ws_.done[wk] - ws_.last_weights[wk];
+      const size_t dist = std::min<size_t>(depth_, ws_.last_weights[wk] ? since + 1 : since);
+      from = dist == 0 ? start : ws_.ready[wk][(ws_.done[wk] - dist) % kRing];
+      fill = std::min(m_.peak, m_.hbm / k_[v]);  // a hint holds no register: HBM's share
+    }
+    return std::min({in_.bytes[v], m_.prefetch_cap, std::max(0.0, r - from) * fill});
+  }
+
+  // Runs task v; its finish.
+  double step(uint32_t v) {
+    const uint32_t wk = worker_of(v);
+    const double start = ws_.free[wk];
+    double deps = kNone;
+    uint32_t by = kNoTask;
+    for (uint32_t s : waits(v)) {
+      uint32_t who = kNoTask;
+      if (const double c = slots_[s].ready_on(wk, m_.remote, &who); c > deps) {
+        deps = c;
+        by = who;
+      }
+    }
+    double r;  // when its inputs are seen ready, then it is set up (dispatch)
+    if (by != kNoTask && deps + m_.poll_half > start) {  // blocked: it sees the signal late
+      r = deps + m_.poll_half + m_.wait + m_.dispatch;
+      bound_[v] = by | kByProducer;
+    } else {
+      r = start + (waits(v).empty() ? 0.0 : m_.wait) + m_.dispatch;
+      bound_[v] = ws_.last[wk];
+    }
+    const double ex = m_.exec(in_.bytes[v], in_.flops[v], prefetched(v, wk, start, r), k_[v]);
+    const double f = r + ex + m_.sync;
+    ready_[v] = r;
+    finish_[v] = f;
+    worker_[v] = wk;
+    comp_[v] = std::min(ex, in_.flops[v] / m_.compute);
+    slots_[in_.out[v]].add(f, wk, v);
+    ws_.free[wk] = f;
+    ws_.last[wk] = v;
+    ws_.ready[wk][ws_.done[wk] % kRing] = r;
+    ++ws_.done[wk];
+    if (in_.streams[v]) ws_.last_weights[wk] = ws_.done[wk];
+    if (ws_.dynamic) ws_.dyn.set(wk, f);
+    return f;
+  }
+
+  const WalkInput& in_;
+  const Machine& m_;
+  size_t n_;
+  std::vector<float> k_;
+  std::vector<LatestFinish> slots_;
+  std::vector<double> ready_, finish_, comp_;
+  std::vector<uint32_t> bound_, worker_, where_;
+  Workers ws_;
+  size_t depth_;
+};
+
+}  // namespace
+
+double bounded_makespan(double makespan_us, const Walk& w, const Machine& m, double floor_us) {
+  const double r = std::max(makespan_us, w.bytes / m.hbm);
+  return std::isfinite(floor_us) ? std::max(r, floor_us) : r;
+}
+
 Walk simulate(const WalkInput& in, const Machine& m, bool times) {
   Walk w;
-  const size_t n = in.out.size();
   for (double b : in.bytes) w.bytes += b;
   if (!in.acyclic) {
     w.acyclic = false;
     return w;
   }
-  const bool placed = !in.worker.empty();
-  const std::vector<float> k = concurrency(in, m.workers);
-  std::vector<uint32_t> where;
-  if (placed) {
-    where.resize(n);
-    for (size_t i = 0; i < n; ++i) where[i] = in.worker[i] % m.workers;
-  } else if (!m.dynamic) {
-    where = loader_placement(in, m.workers);
-  }
-  std::vector<LatestFinish> slots(in.slots);
-  std::vector<double> ready(n), finish(n), comp(n);
-  std::vector<uint32_t> bound(n, kNoTask);
-  if (times) w.worker.resize(n);
-  Workers ws(m.workers, !placed && m.dynamic);
-  const size_t depth = static_cast<size_t>(std::min<int64_t>(m.depth, kRing));
+  Walker walker(in, m);
+  const uint32_t last = walker.run();
   double end = 0;
-  uint32_t last = kNoTask;
-  for (uint32_t v : in.order) {
-    const std::span<const uint32_t> waits(in.waits.data() + in.wait_off[v],
-                                          in.wait_off[v + 1] - in.wait_off[v]);
-    uint32_t wk;
-    if (!where.empty()) {
-      wk = where[v];
-    } else {  // dynamic: the first worker free when the producers are done
-      double deps = 0;
-      for (uint32_t s : waits) deps = std::max(deps, slots[s].f1);
-      wk = static_cast<uint32_t>(ws.dyn.earliest(deps));
-    }
-    const double start = ws.free[wk] + m.dispatch;
-    double deps = kNone;
-    uint32_t by = kNoTask;
-    for (uint32_t s : waits) {
-      uint32_t who = kNoTask;
-      const double c = slots[s].ready_on(wk, m.remote, &who);
-      if (c > deps) {
-        deps = c;
-        by = who;
-      }
-    }
-    double r;
-    if (by != kNoTask && deps + m.poll_half > start) {
-      r = deps + m.poll_half + m.wait;
-      bound[v] = by | kByProducer;
-    } else {
-      r = start + (waits.empty() ? 0.0 : m.wait);
-      bound[v] = ws.last[wk];
-    }
-    // What was loaded ahead: from the worker's idle start (shared), or from the ready time of
-    // the task that issued the L2 prefetch (the earliest within `depth` since the last one).
-    double pre = 0;
-    const bool streams = in.streams[v];
-    if (streams && m.prefetch != Machine::Prefetch::None) {
-      double from = ws.free[wk];
-      if (m.prefetch == Machine::Prefetch::L2) {
-        const uint32_t since = ws.done[wk] - ws.last_weights[wk];
-        const size_t dist = std::min<size_t>(depth, ws.last_weights[wk] ? since + 1 : since);
-        from = dist == 0 ? start : ws.ready[wk][(ws.done[wk] - dist) % kRing];
-      }
-      const double fill =
-          m.prefetch == Machine::Prefetch::L2 ? std::min(m.peak, m.hbm / k[v]) : m.rate(k[v]);
-      pre = std::min({in.bytes[v], m.prefetch_cap, std::max(0.0, r - from) * fill});
-    }
-    const double ex = m.exec(in.bytes[v], in.flops[v], pre, k[v]);
-    const double f = r + ex + m.sync;
-    ready[v] = r;
-    finish[v] = f;
-    if (times) w.worker[v] = wk;
-    comp[v] = std::min(ex, in.flops[v] / m.compute);
-    slots[in.out[v]].add(f, wk, v);
-    ws.free[wk] = f;
-    ws.last[wk] = v;
-    ws.ready[wk][ws.done[wk] % kRing] = r;
-    ++ws.done[wk];
-    if (streams) ws.last_weights[wk] = ws.done[wk];
-    if (ws.dynamic) ws.dyn.set(wk, f);
-    if (f > end || last == kNoTask) {
-      end = f;
-      last = v;
-    }
-  }
+  std::vector<uint32_t> path = walker.trace(last, w.breakdown);
+  std::vector<double> finish = walker.take_finish();
+  if (last != kNoTask) end = finish[last];
   w.makespan = m.launch + end;
-  // The critical path: back from the last task through what each one waited on.
-  Breakdown& b = w.breakdown;
-  b.launch_us = m.launch;
-  std::vector<uint32_t> path;
-  for (uint32_t v = last; v != kNoTask;) {
-    path.push_back(v);
-    const uint32_t from = bound[v];
-    const double ex = finish[v] - ready[v] - m.sync;
-    b.sync_us += m.sync;
-    b.compute_us += comp[v];
-    b.memory_us += ex - comp[v];
-    if (from != kNoTask && (from & kByProducer)) {
-      const uint32_t q = from & ~kByProducer;
-      b.dependency_us += ready[v] - finish[q];
-      v = q;
-    } else {
-      const double start = (from == kNoTask ? 0.0 : finish[from]) + m.dispatch;
-      b.dispatch_us += m.dispatch;
-      b.dependency_us += ready[v] - start;
-      v = from;
-    }
-  }
   if (times) {
-    w.path.assign(path.rbegin(), path.rend());
-    w.ready = std::move(ready);
+    w.path = std::move(path);
+    w.ready = walker.take_ready();
     w.finish = std::move(finish);
+    w.worker = walker.take_worker();
   }
   return w;
 }

@@ -19,9 +19,10 @@ namespace amk::targets {
 /// microsecond: the constants of the walk, worked out once per program.
 struct Machine {
   enum class Prefetch : uint8_t { None, L2, Shared };
-  double launch = 0, dispatch = 0, sync = 0, wait = 0, remote = 0, poll_half = 0;
-  double threads = 0;       ///< per worker, doing the work
-  double in_flight = 0;     ///< bytes a worker keeps in flight
+  double launch = 0, dispatch = 0, wait = 0, remote = 0, poll_half = 0;
+  double barrier = 0, signal = 0, sync = 0;  ///< after a task: barriers, its signal, both
+  double threads = 0;                        ///< per worker, doing the work
+  double in_flight = 0;                      ///< bytes a worker keeps in flight
   double stream = 0;        ///< bytes/us one worker streams from DRAM alone (Little's law, capped)
   double hot = 0;           ///< bytes/us one worker reads prefetched data
   double peak = 0;          ///< bytes/us a worker loads at most
@@ -58,9 +59,10 @@ struct LatestFinish {
 /// Where the walk's time went along its critical path (sums to Walk::makespan).
 struct Breakdown {
   double launch_us = 0;      ///< the run's launch
-  double dispatch_us = 0;    ///< fetching and setting up tasks
-  double dependency_us = 0;  ///< waiting on producers, their signals crossing workers, polling
-  double sync_us = 0;        ///< barriers and publishing counters
+  double dispatch_us = 0;    ///< handing tasks to workers and setting them up
+  double dependency_us = 0;  ///< publishing outputs and counters, their crossing to the
+                             ///< waiter's worker, polling for them, reading them
+  double sync_us = 0;        ///< block-wide barriers
   double memory_us = 0;      ///< streaming weights that was not hidden behind compute or waits
   double compute_us = 0;     ///< computing
 };
@@ -101,6 +103,10 @@ struct Walk {
 const ir::ScheduleGraph& placed_queues(const ir::Program& p, const ir::Graph& g,
                                        const ir::ScheduleGraph* queues,
                                        std::optional<ir::ScheduleGraph>& own);
+
+/// A prediction from a schedule's makespan: never below the bytes `w` moves at the chip's
+/// bandwidth, nor below the weight-streaming floor (`floor_us`; NaN: none).
+double bounded_makespan(double makespan_us, const Walk& w, const Machine& m, double floor_us);
 
 /// Walks the tasks on `m`; `times` fills ready, finish, worker and path (else only makespan,
 /// bytes and the breakdown).

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "ir/fileio.h"
 #include "ir/json_io.h"
 #include "support.h"
@@ -201,11 +204,20 @@ TEST(GitLog, EveryRevisionIsProvenAndScoredAndARegressionIsMarked) {
   ASSERT_EQ(lines.size(), 4u) << log.out;
   EXPECT_NE(lines[0].find("REJECTED (sm.queue-order) moved"), std::string::npos) << log.out;
   EXPECT_NE(lines[1].find("REJECTED (sm.queue-order) hand edit"), std::string::npos) << log.out;
-  EXPECT_NE(lines[2].find("48 tasks      28.7 us  +11.2%  VALID      back to the default tiling  "
-                          "<< REGRESSION"),
+  // Each revision is scored by the cost model, as `amk info` scores the program.
+  auto predicted = [](const std::string& file) {
+    const test::RunResult r = run_amk({"info", file, "--target", "a2a3", "--json"});
+    return nlohmann::json::parse(r.out)["cost"]["predicted_us"].get<double>();
+  };
+  const double base_us = predicted(fast), slow_us = predicted(slow);
+  ASSERT_GT(slow_us, base_us * 1.01) << "the default tiling must be the slower revision";
+  EXPECT_NE(lines[2].find(fmt::format("48 tasks {:>9.1f} us {:>+6.1f}%  VALID      back to the "
+                                      "default tiling  << REGRESSION",
+                                      slow_us, 100 * (slow_us / base_us - 1))),
             std::string::npos)
       << log.out;
-  EXPECT_NE(lines[3].find("106 tasks      25.8 us"), std::string::npos) << log.out;
+  EXPECT_NE(lines[3].find(fmt::format("106 tasks {:>9.1f} us", base_us)), std::string::npos)
+      << log.out;
   EXPECT_EQ(lines[3].find("REGRESSION"), std::string::npos);
   const std::string svg = test::slurp(dir / "h.svg");
   size_t points = 0;
