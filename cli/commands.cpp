@@ -19,6 +19,7 @@ std::span<const Command> commands() {
       {"targets", "list the built-in targets (GPUs, Ascend, TX8) or print one", cmd_targets},
       {"runtimes", "list the built-in runtime profiles (executors' costs) or print one",
        cmd_runtimes},
+      {"calibrate", "fit a runtime profile's constants to measured latencies", cmd_calibrate},
       {"models", "list the built-in model specs or print one (also HF config.json)", cmd_models},
       {"run", "execute a program on the reference VM with real numerics", cmd_run},
       {"generate", "greedy decode loop on the reference VM (KV caches kept across steps)",

@@ -44,6 +44,8 @@ int cmd_mcp(int argc, char** argv);
 int cmd_targets(int argc, char** argv);
 /// amk runtimes: the built-in runtime profiles, or one profile.
 int cmd_runtimes(int argc, char** argv);
+/// amk calibrate: fit a runtime profile to measured latencies.
+int cmd_calibrate(int argc, char** argv);
 /// amk models: the built-in model specs, or one spec.
 int cmd_models(int argc, char** argv);
 

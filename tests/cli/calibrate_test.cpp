@@ -1,0 +1,91 @@
+// amk calibrate from the command line: it fits a runtime to the published measurements the
+// repository carries (bench/published), writes a profile amk reads back with its fit report, and
+// refuses bad measurements with exit 2 and a stable code.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "support.h"
+
+namespace amk {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using test::run_amk;
+
+const std::string published() {
+  return (test::source_dir() / "bench" / "published" / "amk-h100.jsonl").string();
+}
+
+TEST(Calibrate, FitsAMisplacedLaunchBackToAmksPublishedPoints) {
+  const fs::path dir = test::temp_dir();
+  // amk-cuda with its launch cost a quarter of what AMK's runs hold.
+  const test::RunResult shown = run_amk({"runtimes", "amk-cuda"});
+  ASSERT_EQ(shown.rc, 0) << shown.err;
+  json start = json::parse(shown.out);
+  const double fitted_launch = start["launch_us"].get<double>();
+  start["launch_us"] = fitted_launch / 4;
+  start.erase("fit");
+  const std::string start_file = (dir / "start.json").string(),
+                    out = (dir / "fitted.json").string();
+  std::ofstream(start_file) << start.dump(2) << "\n";
+
+  const test::RunResult r = run_amk({"calibrate", published(), "--runtime", start_file, "--fit",
+                                     "launch_us", "--json", "-o", out});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const json report = json::parse(r.out);
+  ASSERT_EQ(report["points"].size(), 4u);
+  for (const json& p : report["points"]) {
+    EXPECT_GT(std::abs(p["before_us"].get<double>() / p["measured_us"].get<double>() - 1), 0.15)
+        << p.dump() << ": the misplaced start must be visibly off";
+    EXPECT_LE(std::abs(p["error_percent"].get<double>()), 15.0) << p.dump();
+  }
+  EXPECT_LT(report["rms_log_error"]["after"].get<double>(),
+            report["rms_log_error"]["before"].get<double>() / 4);
+  ASSERT_TRUE(report["moved"].contains("launch_us"));
+  EXPECT_NEAR(report["moved"]["launch_us"]["after"].get<double>() / fitted_launch, 1.0, 0.1);
+
+  // The fitted profile is a runtime amk takes, and it carries its report.
+  const test::RunResult again = run_amk({"runtimes", out});
+  ASSERT_EQ(again.rc, 0) << again.err;
+  EXPECT_EQ(json::parse(again.out)["fit"]["measurements"], 4);
+  const std::string program = (dir / "p.json").string();
+  ASSERT_EQ(run_amk({"lower", "toy-1L", "--target", "h100", "-o", program}).rc, 0);
+  const test::RunResult info = run_amk({"info", program, "--runtime", out, "--json"});
+  ASSERT_EQ(info.rc, 0) << info.err;
+  EXPECT_EQ(json::parse(info.out)["cost"]["runtime"], "amk-cuda");
+}
+
+TEST(Calibrate, BadMeasurementsAreErrorsWithExitTwo) {
+  const fs::path dir = test::temp_dir();
+  struct Case {
+    std::string line, code;
+  };
+  const Case cases[] = {
+      {R"({"model": "toy-1L"})", "calibrate.measurement"},
+      {R"({"model": "toy-1L", "measured_us": -3})", "calibrate.measurement"},
+      {R"({"model": "toy-1L", "program": "p.json", "measured_us": 3})", "calibrate.measurement"},
+      {R"({"model": "nope", "measured_us": 3})", "model.unknown"},
+      {R"(not json)", ""},
+  };
+  for (const Case& c : cases) {
+    const std::string file = (dir / "m.jsonl").string();
+    std::ofstream(file) << c.line << "\n";
+    const test::RunResult r = run_amk({"calibrate", file, "-o", (dir / "o.json").string()});
+    EXPECT_EQ(r.rc, 2) << c.line << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.code), std::string::npos) << c.line << "\n" << r.err;
+    EXPECT_FALSE(fs::exists(dir / "o.json")) << c.line;
+  }
+  const test::RunResult fit =
+      run_amk({"calibrate", published(), "--fit", "staging", "-o", (dir / "o.json").string()});
+  EXPECT_EQ(fit.rc, 2);
+  EXPECT_NE(fit.err.find("runtime.fit"), std::string::npos) << fit.err;
+}
+
+}  // namespace
+}  // namespace amk
