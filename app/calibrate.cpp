@@ -67,8 +67,8 @@ ir::Result<std::vector<targets::Measurement>> from_log(const std::string& file,
 ir::Result<targets::Measurement> from_record(const json& j, const std::string& file, int line,
                                              const MeasureDefaults& d) {
   for (auto it = j.begin(); it != j.end(); ++it) {
-    static const char* kKnown[] = {"program", "model", "config", "target",    "measured_us",
-                                   "trace",   "label", "pos",    "dtype",     "amk_compat"};
+    static const char* kKnown[] = {"program", "model", "config", "target", "measured_us",
+                                   "trace",   "label", "pos",    "dtype",  "amk_compat"};
     if (std::none_of(std::begin(kKnown), std::end(kKnown),
                      [&](const char* k) { return it.key() == k; }))
       return at(file, line, "/" + it.key(),
@@ -94,7 +94,8 @@ ir::Result<targets::Measurement> from_record(const json& j, const std::string& f
     o.pos = j["pos"].get<int64_t>();
   }
   if (j.contains("amk_compat")) {
-    if (!j["amk_compat"].is_boolean()) return at(file, line, "/amk_compat", "must be true or false");
+    if (!j["amk_compat"].is_boolean())
+      return at(file, line, "/amk_compat", "must be true or false");
     o.amk_compat = j["amk_compat"].get<bool>();
   }
   if (j.contains("dtype")) {
