@@ -1,4 +1,6 @@
+#include <cmath>
 #include <iostream>
+#include <span>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,10 +15,48 @@
 
 namespace amk::cli {
 
+namespace {
+
+// --predict: each measurement next to its prediction under `rt`, and the error.
+int print_predictions(std::span<const targets::Measurement> points, const targets::Runtime& rt,
+                      bool json) {
+  nlohmann::ordered_json all = nlohmann::ordered_json::array();
+  double sq = 0;
+  if (!json)
+    std::cout << fmt::format("{:<40} {:>12} {:>12} {:>8}\n", "measurement", "measured us",
+                             "predicted us", "error");
+  for (const targets::Measurement& m : points) {
+    const double us = targets::predict_us(m, rt);
+    const double error = 100.0 * (us / m.measured_us - 1.0);
+    sq += std::pow(std::log(us / m.measured_us), 2);
+    all.push_back({{"label", m.label},
+                   {"measured_us", m.measured_us},
+                   {"predicted_us", us},
+                   {"error_percent", error}});
+    if (!json)
+      std::cout << fmt::format("{:<40} {:>12.1f} {:>12.1f} {:>7.1f}%\n", m.label, m.measured_us, us,
+                               error);
+  }
+  const double rms = std::sqrt(sq / static_cast<double>(points.size()));
+  if (json)
+    std::cout << ir::dump_text(
+                     nlohmann::ordered_json{
+                         {"runtime", rt.name}, {"rms_log_error", rms}, {"points", std::move(all)}},
+                     2)
+              << "\n";
+  else
+    std::cout << fmt::format("{}: rms log error {:.3f} over {} measurements\n", rt.name, rms,
+                             points.size());
+  return kOk;
+}
+
+}  // namespace
+
 int cmd_calibrate(int argc, char** argv) {
   Args args(
       "amk calibrate MEASUREMENTS... [--target T] [--runtime R] [--fit K,K...] [--pos P]\n"
-      "              [--dtype D] [--quant Q] [--group G] [--batch B] [--json] -o R2.json",
+      "              [--dtype D] [--quant Q] [--group G] [--batch B] [--json] -o R2.json\n"
+      "amk calibrate MEASUREMENTS... [--target T] [--runtime R] --predict [--json]",
       "Fits a runtime profile's constants to measured latencies and writes the fitted profile\n"
       "with its fit report (\"fit\": each point's measured, predicted before and after, which\n"
       "constants moved). MEASUREMENTS are search logs with --measure results, or JSONL files\n"
@@ -25,12 +65,14 @@ int cmd_calibrate(int argc, char** argv) {
       "\"label\", \"pos\", \"dtype\"). The fit starts from --runtime R (default: the target's\n"
       "runtime) and moves the constants --fit names (default: every fit constant that is not\n"
       "0; `amk runtimes --fields` lists them), minimising the mean squared log error with a\n"
-      "weak pull back to where each started. Exit 0 fitted, 2 bad input.");
+      "weak pull back to where each started. --predict fits nothing and prints each measurement\n"
+      "next to the runtime's prediction. Exit 0 fitted, 2 bad input.");
   args.add()("measurements", po::value<std::vector<std::string>>(), "measurement files")(
       "fit", po::value<std::string>(), "the constants to fit, comma-separated")(
       "pos", po::value<int64_t>()->default_value(0), "decode position of lowered models")(
       "output,o", po::value<std::string>(), "the fitted runtime profile to write")(
-      "json", "print the fit report as one JSON document");
+      "json", "print the fit report as one JSON document")(
+      "predict", "print the runtime's predictions next to the measurements; fit nothing");
   args.add()("target,t", po::value<std::string>(),
              "the chip the measurements ran on (default: each program's or log's)");
   add_runtime_option(args);
@@ -39,8 +81,9 @@ int cmd_calibrate(int argc, char** argv) {
   args.range("pos", 0, 1 << 24);
   if (auto rc = args.parse(argc, argv)) return *rc;
   const bool json = args.has("json");
-  if (!args.has("measurements") || !args.has("output")) {
-    std::cerr << "amk calibrate: give MEASUREMENTS and -o OUT.json\n";
+  const bool predict_only = args.has("predict");
+  if (!args.has("measurements") || args.has("output") == predict_only) {
+    std::cerr << "amk calibrate: give MEASUREMENTS and one of -o OUT.json, --predict\n";
     return kUnreadable;
   }
   std::optional<targets::TargetSpec> target;
@@ -57,12 +100,14 @@ int cmd_calibrate(int argc, char** argv) {
   d.target = target ? &*target : nullptr;
   d.lower = *lo;
   d.lower.pos = args.get<int64_t>("pos");
+  d.lower.runtime = runtime->get();  // placements weighed by the runtime measured
   const auto files = args.get<std::vector<std::string>>("measurements");
   auto points = app::read_measurements(files, d);
   if (!points) return fail(points.diagnostics, "amk calibrate", json);
   const targets::Runtime& start = *runtime ? **runtime
                                   : target ? targets::default_runtime(*target)
                                            : targets::default_runtime(points->front().target);
+  if (predict_only) return print_predictions(*points, start, json);
   targets::CalibrateOptions o;
   o.origin = fmt::format("{}", fmt::join(files, ", "));
   if (args.has("fit")) {

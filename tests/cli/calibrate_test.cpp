@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -59,6 +61,30 @@ TEST(Calibrate, FitsAMisplacedLaunchBackToAmksPublishedPoints) {
   const test::RunResult info = run_amk({"info", program, "--runtime", out, "--json"});
   ASSERT_EQ(info.rc, 0) << info.err;
   EXPECT_EQ(json::parse(info.out)["cost"]["runtime"], "amk-cuda");
+}
+
+// The published points under a runtime: their errors in percent.
+std::vector<double> predicted_errors(const std::string& file, const std::string& runtime) {
+  const test::RunResult r =
+      run_amk({"calibrate", file, "--runtime", runtime, "--predict", "--json"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  std::vector<double> out;
+  const json report = json::parse(r.out);
+  for (const json& p : report["points"]) out.push_back(p["error_percent"]);
+  return out;
+}
+
+TEST(Calibrate, PredictShowsEachPublishedPointWithinFifteenPercentUnderItsRuntime) {
+  const std::string hazy = (test::source_dir() / "bench" / "published" / "hazy.jsonl").string();
+  for (const auto& [file, runtime, other] :
+       {std::tuple{published(), "amk-cuda", "hazy"}, std::tuple{hazy, "hazy", "amk-cuda"}}) {
+    const std::vector<double> own = predicted_errors(file, runtime);
+    ASSERT_FALSE(own.empty());
+    for (double e : own) EXPECT_LE(std::abs(e), 15.0) << file << " under " << runtime;
+    // Who runs the program matters: the other executor is far off on every point.
+    for (double e : predicted_errors(file, other)) EXPECT_GT(std::abs(e), 50.0) << file;
+  }
+  EXPECT_EQ(run_amk({"calibrate", published(), "--predict", "-o", "x.json"}).rc, 2);
 }
 
 TEST(Calibrate, BadMeasurementsAreErrorsWithExitTwo) {
