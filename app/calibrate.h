@@ -23,9 +23,9 @@ struct MeasureDefaults {
 /// The measurements of `files`. A file is a search log (its first line {"search": ...}: the trials
 /// with measured_us) or JSONL, one object a line: "program" (a path, relative to the file) or
 /// "model" (+ "config", default AMK's default_config), "measured_us" or "trace" (a Chrome trace of
-/// `amk run --trace`: the span of its tasks), and optionally "target", "label", "pos", "dtype",
-/// "amk_compat" (lower as AMK's lower()).
-/// Errors name the file, the line and a JSON pointer.
+/// `amk run --trace`: the span of its tasks; a list of traces: the fastest), and optionally
+/// "target", "label", "pos", "dtype", "amk_compat" (lower as AMK's lower()). Errors name the file,
+/// the line and a JSON pointer.
 ir::Result<std::vector<targets::Measurement>> read_measurements(std::span<const std::string> files,
                                                                 const MeasureDefaults& d);
 /// The span of the task events of a Chrome trace (`amk run --trace`), in microseconds.

@@ -22,6 +22,7 @@ int print_predictions(std::span<const targets::Measurement> points, const target
                       bool json) {
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
   double sq = 0;
+  std::vector<double> measured, predicted;
   if (!json)
     std::cout << fmt::format("{:<40} {:>12} {:>12} {:>8}\n", "measurement", "measured us",
                              "predicted us", "error");
@@ -29,6 +30,8 @@ int print_predictions(std::span<const targets::Measurement> points, const target
     const double us = targets::predict_us(m, rt);
     const double error = 100.0 * (us / m.measured_us - 1.0);
     sq += std::pow(std::log(us / m.measured_us), 2);
+    measured.push_back(m.measured_us);
+    predicted.push_back(us);
     all.push_back({{"label", m.label},
                    {"measured_us", m.measured_us},
                    {"predicted_us", us},
@@ -38,6 +41,7 @@ int print_predictions(std::span<const targets::Measurement> points, const target
                                error);
   }
   const double rms = std::sqrt(sq / static_cast<double>(points.size()));
+  const double rho = targets::rank_correlation(measured, predicted);
   if (json)
     std::cout << ir::dump_text(
                      nlohmann::ordered_json{
@@ -45,8 +49,9 @@ int print_predictions(std::span<const targets::Measurement> points, const target
                      2)
               << "\n";
   else
-    std::cout << fmt::format("{}: rms log error {:.3f} over {} measurements\n", rt.name, rms,
-                             points.size());
+    std::cout << fmt::format(
+        "{}: rms log error {:.3f}, rank correlation {:.3f} over {} measurements\n", rt.name, rms,
+        rho, points.size());
   return kOk;
 }
 

@@ -139,6 +139,33 @@ json report(const Calibration& c, const CalibrateOptions& o) {
 
 }  // namespace
 
+double rank_correlation(std::span<const double> a, std::span<const double> b) {
+  const size_t n = std::min(a.size(), b.size());
+  auto ranks = [n](std::span<const double> x) {
+    std::vector<size_t> idx(n);
+    std::iota(idx.begin(), idx.end(), size_t{0});
+    std::sort(idx.begin(), idx.end(), [&](size_t i, size_t j) { return x[i] < x[j]; });
+    std::vector<double> r(n);
+    for (size_t i = 0; i < n;) {
+      size_t j = i;
+      while (j + 1 < n && x[idx[j + 1]] == x[idx[i]]) ++j;
+      for (size_t k = i; k <= j; ++k) r[idx[k]] = 0.5 * static_cast<double>(i + j);
+      i = j + 1;
+    }
+    return r;
+  };
+  if (n < 2) return 0;
+  const std::vector<double> ra = ranks(a), rb = ranks(b);
+  const double mean = 0.5 * static_cast<double>(n - 1);
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sab += (ra[i] - mean) * (rb[i] - mean);
+    saa += (ra[i] - mean) * (ra[i] - mean);
+    sbb += (rb[i] - mean) * (rb[i] - mean);
+  }
+  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0.0;
+}
+
 double predict_us(const Measurement& m, const Runtime& rt) {
   const ir::Graph g = ir::Graph::build(m.program);
   return predict({&m, walk_input(m.program, g, nullptr),

@@ -54,6 +54,9 @@ struct Calibration {
 
 /// The prediction of one measured program under `rt` (the cost model's makespan).
 double predict_us(const Measurement& m, const Runtime& rt);
+/// Spearman's rank correlation of two equally long series (ties share their mean rank); 0 when
+/// either is constant or shorter than 2.
+double rank_correlation(std::span<const double> a, std::span<const double> b);
 /// Fits `start`'s constants to `points`; `runtime.fit` errors name a field that is not one
 /// calibrate moves, an empty or non-positive measurement.
 ir::Result<Calibration> calibrate(std::span<const Measurement> points, const Runtime& start,

@@ -87,6 +87,36 @@ TEST(Calibrate, PredictShowsEachPublishedPointWithinFifteenPercentUnderItsRuntim
   EXPECT_EQ(run_amk({"calibrate", published(), "--predict", "-o", "x.json"}).rc, 2);
 }
 
+TEST(Calibrate, ATraceListMeasuresTheFastestRunsSpanOfTasks) {
+  const fs::path dir = test::temp_dir();
+  ASSERT_EQ(run_amk({"lower", "toy-1L", "--target", "host", "-o", (dir / "p.json").string()}).rc,
+            0);
+  // Two runs: task events spanning 300 us and 180 us (metadata events do not count).
+  auto trace = [&](const char* name, double second_end) {
+    json t = {{"traceEvents",
+               {{{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", 0}},
+                {{"ph", "X"}, {"name", "a"}, {"ts", 1000.0}, {"dur", 20.0}, {"pid", 1}, {"tid", 0}},
+                {{"ph", "X"},
+                 {"name", "b"},
+                 {"ts", 1050.0},
+                 {"dur", second_end - 1050.0},
+                 {"pid", 1},
+                 {"tid", 1}}}}};
+    std::ofstream(dir / name) << t.dump();
+  };
+  trace("slow.json", 1300);
+  trace("fast.json", 1180);
+  std::ofstream(dir / "m.jsonl")
+      << R"({"program": "p.json", "target": "host", "trace": ["slow.json", "fast.json"]})"
+      << "\n";
+  const test::RunResult r =
+      run_amk({"calibrate", (dir / "m.jsonl").string(), "--predict", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const json report = json::parse(r.out);
+  EXPECT_DOUBLE_EQ(report["points"][0]["measured_us"].get<double>(), 180.0);
+  EXPECT_EQ(report["runtime"], "host");
+}
+
 TEST(Calibrate, BadMeasurementsAreErrorsWithExitTwo) {
   const fs::path dir = test::temp_dir();
   struct Case {
@@ -97,6 +127,8 @@ TEST(Calibrate, BadMeasurementsAreErrorsWithExitTwo) {
       {R"({"model": "toy-1L", "measured_us": -3})", "calibrate.measurement"},
       {R"({"model": "toy-1L", "program": "p.json", "measured_us": 3})", "calibrate.measurement"},
       {R"({"model": "nope", "measured_us": 3})", "model.unknown"},
+      {R"({"model": "toy-1L", "trace": []})", "calibrate.measurement"},
+      {R"({"model": "toy-1L", "trace": "missing.json"})", ""},
       {R"(not json)", ""},
   };
   for (const Case& c : cases) {

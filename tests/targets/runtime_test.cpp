@@ -7,10 +7,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "ir/fileio.h"
 #include "support.h"
+#include "targets/calibrate.h"
 #include "targets/cost.h"
 #include "targets/target.h"
 
@@ -213,6 +217,20 @@ TEST(RuntimeModel, APredictionIsNeverBelowTheFloorOrTheBandwidthBound) {
           c.queue_us, 1e-6 * c.queue_us)
           << tn << "/" << rn;
     }
+}
+
+TEST(Calibration, RankCorrelationIsSpearmans) {
+  const std::vector<double> a = {1, 2, 3, 4, 5};
+  EXPECT_DOUBLE_EQ(rank_correlation(a, std::vector<double>{10, 20, 30, 40, 50}), 1.0);
+  EXPECT_DOUBLE_EQ(rank_correlation(a, std::vector<double>{5, 4, 3, 2, 1}), -1.0);
+  // Monotone but not linear: ranks only.
+  EXPECT_DOUBLE_EQ(rank_correlation(a, std::vector<double>{1, 8, 27, 64, 1e9}), 1.0);
+  // One swap of neighbours in five: 1 - 6*2/(5*24) = 0.9; ties share their mean rank.
+  EXPECT_NEAR(rank_correlation(a, std::vector<double>{1, 3, 2, 4, 5}), 0.9, 1e-12);
+  EXPECT_NEAR(rank_correlation(std::vector<double>{1, 1, 2}, std::vector<double>{1, 2, 3}),
+              std::sqrt(0.75), 1e-12);
+  EXPECT_EQ(rank_correlation(a, std::vector<double>(5, 7.0)), 0.0);
+  EXPECT_EQ(rank_correlation(std::vector<double>{1}, std::vector<double>{2}), 0.0);
 }
 
 }  // namespace
