@@ -55,6 +55,22 @@ int print_predictions(std::span<const targets::Measurement> points, const target
   return kOk;
 }
 
+// The fit's report on stderr: each point before and after, the constants that moved.
+void print_fit(const targets::Calibration& c, const std::string& name) {
+  std::cerr << fmt::format("{:<40} {:>12} {:>12} {:>12} {:>8}\n", "measurement", "measured us",
+                           "before us", "fitted us", "error");
+  for (const targets::PointFit& p : c.points)
+    std::cerr << fmt::format(
+        "{:<40} {:>12.1f} {:>12.1f} {:>12.1f} {:>7.1f}%\n",
+        p.label.size() > 40 ? "..." + p.label.substr(p.label.size() - 37) : p.label, p.measured_us,
+        p.before_us, p.after_us, 100.0 * (p.after_us / p.measured_us - 1.0));
+  for (const targets::Moved& m : c.moved)
+    std::cerr << fmt::format("moved {}: {:.4g} -> {:.4g}\n", m.key, m.before, m.after);
+  std::cerr << fmt::format(
+      "calibrated {} from {} measurements: rms log error {:.3f} -> {:.3f} ({} evaluations)\n", name,
+      c.points.size(), c.rms_before, c.rms_after, c.evaluations);
+}
+
 }  // namespace
 
 int cmd_calibrate(int argc, char** argv) {
@@ -131,18 +147,7 @@ int cmd_calibrate(int argc, char** argv) {
     std::cout << ir::dump_text(c->runtime.fit.json(), 2) << "\n";
     return kOk;
   }
-  std::cerr << fmt::format("{:<40} {:>12} {:>12} {:>12} {:>8}\n", "measurement", "measured us",
-                           "before us", "fitted us", "error");
-  for (const targets::PointFit& p : c->points)
-    std::cerr << fmt::format(
-        "{:<40} {:>12.1f} {:>12.1f} {:>12.1f} {:>7.1f}%\n",
-        p.label.size() > 40 ? "..." + p.label.substr(p.label.size() - 37) : p.label, p.measured_us,
-        p.before_us, p.after_us, 100.0 * (p.after_us / p.measured_us - 1.0));
-  for (const targets::Moved& m : c->moved)
-    std::cerr << fmt::format("moved {}: {:.4g} -> {:.4g}\n", m.key, m.before, m.after);
-  std::cerr << fmt::format(
-      "calibrated {} from {} measurements: rms log error {:.3f} -> {:.3f} ({} evaluations)\n",
-      start.name, c->points.size(), c->rms_before, c->rms_after, c->evaluations);
+  print_fit(*c, start.name);
   return kOk;
 }
 
