@@ -4,6 +4,9 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -50,13 +53,29 @@ ir::Result<std::vector<targets::Measurement>> from_log(const std::string& file,
   ir::Result<targets::TargetSpec> t =
       d.target ? ir::Result<targets::TargetSpec>(*d.target) : targets::load_target(h.target);
   if (!t) return std::move(t.diagnostics);
+  // --measure appends {"measured": trial, "us": latency} lines after the trials.
+  std::map<int64_t, double> measured;
+  ir::Result<std::string> text = ir::read_file(file);
+  if (!text) return std::move(text.diagnostics);
+  std::istringstream lines(*text);
+  int line_no = 0;
+  for (std::string l; std::getline(lines, l);) {
+    ++line_no;
+    if (!l.starts_with("{\"measured\"")) continue;
+    const json j = json::parse(l, nullptr, false);
+    if (j.is_discarded() || !j["measured"].is_number_integer() || !j.contains("us") ||
+        !j["us"].is_number() || !(j["us"].get<double>() > 0))
+      return at(file, line_no, "", "a measurement line needs {\"measured\": trial, \"us\": > 0}");
+    measured[j["measured"].get<int64_t>()] = j["us"].get<double>();
+  }
   std::vector<targets::Measurement> out;
   for (const search::Trial& x : log->trials) {
-    if (!x.measured_us || x.duplicate_of >= 0) continue;
+    const auto m = measured.find(static_cast<int64_t>(x.index));
+    const std::optional<double> us = m != measured.end() ? std::optional(m->second) : x.measured_us;
+    if (!us || x.duplicate_of >= 0) continue;
     ir::Result<ir::Program> p = lowered(h.model, x.config, *t, d.lower);
     if (!p) return std::move(p.diagnostics);
-    out.push_back(
-        {fmt::format("{}: trial {}", file, x.index), std::move(*p), t->record, *x.measured_us});
+    out.push_back({fmt::format("{}: trial {}", file, x.index), std::move(*p), t->record, *us});
   }
   if (out.empty())
     return at(file, 1, "", "the search log has no measured trial (amk search --measure)");

@@ -117,6 +117,30 @@ TEST(Calibrate, ATraceListMeasuresTheFastestRunsSpanOfTasks) {
   EXPECT_EQ(report["runtime"], "host");
 }
 
+TEST(Calibrate, ASearchLogsMeasuredTrialsAreMeasurements) {
+  const fs::path dir = test::temp_dir();
+  // A "device" that runs every program 1.5 times slower than amk-cuda predicts.
+  const fs::path measure = dir / "measure.sh";
+  std::ofstream(measure) << "#!/bin/sh\n"
+                         << test::amk_binary() << " info \"$1\" --runtime amk-cuda --json | "
+                         << "sed -n 's/.*\"predicted_us\": *\\([0-9.e+]*\\).*/\\1/p' | "
+                         << "awk '{ print $1 * 1.5 }'\n";
+  fs::permissions(measure, fs::perms::owner_all);
+  const std::string log = (dir / "trials.jsonl").string();
+  const test::RunResult s = run_amk({"search", "toy-2L", "--target", "h100", "--budget", "20",
+                                     "--measure", measure.string(), "--top-k", "3", "--log", log});
+  ASSERT_EQ(s.rc, 0) << s.err;
+  const test::RunResult r =
+      run_amk({"calibrate", log, "--runtime", "amk-cuda", "--predict", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const json report = json::parse(r.out);
+  ASSERT_GE(report["points"].size(), 3u) << r.out;  // the top 3 and the start
+  // Each trial's config lowered again is the program that was measured.
+  for (const json& p : report["points"])
+    EXPECT_NEAR(p["measured_us"].get<double>() / p["predicted_us"].get<double>(), 1.5, 1e-4)
+        << p.dump();
+}
+
 TEST(Calibrate, BadMeasurementsAreErrorsWithExitTwo) {
   const fs::path dir = test::temp_dir();
   struct Case {
