@@ -10,6 +10,7 @@
 #include <cmath>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "ir/fileio.h"
@@ -231,6 +232,40 @@ TEST(Calibration, RankCorrelationIsSpearmans) {
               std::sqrt(0.75), 1e-12);
   EXPECT_EQ(rank_correlation(a, std::vector<double>(5, 7.0)), 0.0);
   EXPECT_EQ(rank_correlation(std::vector<double>{1}, std::vector<double>{2}), 0.0);
+}
+
+// `k` independent weight-streaming tasks of `bytes` each, placed by the runtime.
+ir::Program wave(int k, int64_t bytes) {
+  ir::Program p;
+  const int64_t w = p.add_buffer("w", ir::BufferKind::WEIGHT, ir::DType::BF16, {512, 1024});
+  for (int i = 0; i < k; ++i) {
+    p.add_counter();
+    ir::Task t;
+    t.op = ir::Op::GEMV_TILE;
+    t.inputs = {w};
+    t.out_counter = i;
+    t.est_bytes = bytes;
+    t.est_flops = bytes;
+    p.tasks.push_back(t);
+  }
+  p.config = with(256, 0, 0);  // no L2 prefetch: a later tile is not loaded before its turn
+  return p;
+}
+
+TEST(RuntimeModel, TilesGoOverTheWorkersInWaves) {
+  const ir::Target h = load_target("h100")->record;  // 132 SMs
+  for (const char* name : {"amk-cuda", "mpk"}) {
+    const Runtime& rt = must_runtime(name);
+    auto at = [&](int k) { return estimate(wave(k, 64 << 10), h, rt).makespan_us; };
+    const double one = at(1), full = at(132), over = at(133), two = at(264);
+    RecordProperty(std::string(name) + " 1/132/133/264",
+                   fmt::format("{:.2f} {:.2f} {:.2f} {:.2f}", one, full, over, two));
+    // One tile past a full wave waits for a worker: a second wave, at least one tile alone
+    // long; a second full wave costs no less; fewer tiles than workers no more than a full wave.
+    EXPECT_GE(over - full, 0.99 * (one - rt.launch_us)) << name << " " << one << " " << full;
+    EXPECT_GE(two, over) << name;
+    EXPECT_LT(at(100), full + 1e-9) << name;
+  }
 }
 
 }  // namespace
