@@ -368,7 +368,8 @@ class Walker {
 }  // namespace
 
 double bounded_makespan(double makespan_us, const Walk& w, const Machine& m, double floor_us) {
-  const double r = std::max(makespan_us, w.bytes / m.hbm);
+  const double r =
+      std::max(makespan_us, m.launch + w.bytes / m.hbm);  // nothing streams before the launch
   return std::isfinite(floor_us) ? std::max(r, floor_us) : r;
 }
 

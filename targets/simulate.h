@@ -104,8 +104,8 @@ const ir::ScheduleGraph& placed_queues(const ir::Program& p, const ir::Graph& g,
                                        const ir::ScheduleGraph* queues,
                                        std::optional<ir::ScheduleGraph>& own);
 
-/// A prediction from a schedule's makespan: never below the bytes `w` moves at the chip's
-/// bandwidth, nor below the weight-streaming floor (`floor_us`; NaN: none).
+/// A prediction from a schedule's makespan: never below the launch and then the bytes `w` moves at
+/// the chip's bandwidth, nor below the weight-streaming floor (`floor_us`; NaN: none).
 double bounded_makespan(double makespan_us, const Walk& w, const Machine& m, double floor_us);
 
 /// Walks the tasks on `m`; `times` fills ready, finish, worker and path (else only makespan,
