@@ -39,6 +39,7 @@ void score(Revision& rev, const std::string& text, const HistoryOptions& o) {
       return;
     }
     lower::LowerOptions opt;
+    opt.runtime = o.runtime;
     ir::Result<lower::Compiled> lowered = lower::compile(*o.model, *o.target, *c, opt);
     if (!lowered) {
       rev.readable = true;
@@ -62,7 +63,10 @@ void score(Revision& rev, const std::string& text, const HistoryOptions& o) {
     own = builtin_target_of(*prog);
     if (own) t = &*own;
   }
-  if (v.ok && t) rev.predicted_us = targets::estimate(*prog, t->record).makespan_us;
+  if (v.ok && t)
+    rev.predicted_us =
+        targets::estimate(*prog, t->record, o.runtime ? *o.runtime : targets::default_runtime(*t))
+            .makespan_us;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "ir/result.h"
 #include "lower/model.h"
+#include "targets/runtime.h"
 #include "targets/target.h"
 
 namespace amk::app {
@@ -28,6 +29,7 @@ struct HistoryOptions {
   int max_count = 20;                           ///< newest revisions to read
   const targets::TargetSpec* target = nullptr;  ///< else each program's own (a built-in name)
   const lower::ModelSpec* model = nullptr;      ///< lowers ScheduleConfig revisions
+  const targets::Runtime* runtime = nullptr;    ///< else the target's default
 };
 
 /// The revisions of `path` (newest first, following renames) from `git log` in its folder; a

@@ -54,6 +54,10 @@ ir::Result<std::unique_ptr<SearchSession>> SearchSession::create(SearchRequest r
   s->space_ = std::move(*space.value);
   s->options_ = std::move(req.options);
   s->options_.start = req.start;
+  ir::Result<targets::Runtime> rt = targets::resolve_runtime(req.runtime, s->target_.record);
+  if (!rt) return std::move(rt.diagnostics);
+  s->runtime_ = req.runtime.empty() ? targets::default_runtime(s->target_) : std::move(*rt.value);
+  s->options_.lower.runtime = &s->runtime_;
   s->header_ = search::header_of(s->model_, s->target_, s->space_, s->options_);
   if (!req.resume.empty()) {
     ir::Result<search::Log> log = search::read_log(req.resume);
@@ -68,7 +72,8 @@ ir::Result<std::unique_ptr<SearchSession>> SearchSession::create(SearchRequest r
                                                    {"seed", a.seed == b.seed},
                                                    {"min_batch", a.min_batch == b.min_batch},
                                                    {"space", a.space == b.space},
-                                                   {"start", a.start == b.start}};
+                                                   {"start", a.start == b.start},
+                                                   {"runtime", a.runtime == b.runtime}};
       for (const auto& [field, equal] : same)
         if (!equal) {
           ir::Diagnostic d = ir::error(
@@ -86,6 +91,13 @@ ir::Result<std::unique_ptr<SearchSession>> SearchSession::create(SearchRequest r
   ir::Result<std::unique_ptr<SearchSession>> r(std::move(s));
   r.diagnostics = std::move(warnings);
   return r;
+}
+
+const search::Trial* SearchSession::logged(int64_t index) const {
+  const std::vector<search::Trial>& log = options_.replay;  // by index (read_log)
+  const auto it = std::lower_bound(log.begin(), log.end(), index,
+                                   [](const search::Trial& t, int64_t i) { return t.index < i; });
+  return it != log.end() && it->index == index ? &*it : nullptr;
 }
 
 ir::Result<search::SearchResult> SearchSession::run(
@@ -116,6 +128,7 @@ nlohmann::ordered_json search_summary_json(const SearchSession& s, const search:
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   j["model"] = s.model().name;
   j["target"] = s.target().record.name;
+  j["runtime"] = s.header().runtime;
   j["algorithm"] = search::name(s.options().algorithm);
   j["min_batch"] = s.options().min_batch;
   j["objective"] = search::name(s.options().objective);

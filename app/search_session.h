@@ -15,6 +15,7 @@
 #include "lower/model.h"
 #include "search/search.h"
 #include "search/space.h"
+#include "targets/runtime.h"
 #include "targets/target.h"
 
 namespace amk::app {
@@ -27,6 +28,8 @@ struct SearchRequest {
   std::optional<ir::ScheduleConfig> start;  ///< nullopt: AMK's default_config
   std::string start_origin;                 ///< where the start came from (its file, --start)
   std::string resume;                       ///< a --log of an earlier run of the same search
+  std::string runtime;                      ///< a built-in name or a runtime .json ("": the
+                                            ///< target's)
   search::SearchOptions options;            ///< its start and replay are filled from the above
 };
 
@@ -44,6 +47,8 @@ class SearchSession {
       std::function<ir::Status(const std::vector<search::Trial*>&)> evaluate = {});
   const lower::ModelSpec& model() const { return model_; }
   const targets::TargetSpec& target() const { return target_; }
+  /// The runtime its predictions are for.
+  const targets::Runtime& runtime() const { return runtime_; }
   const search::Space& space() const { return space_; }
   /// The log header of this search.
   const search::LogHeader& header() const { return header_; }
@@ -51,6 +56,8 @@ class SearchSession {
   const search::SearchOptions& options() const { return options_; }
   /// Trials replayed from the resume log.
   size_t replayed() const { return options_.replay.size(); }
+  /// The resume log's trial `index` (nullptr when it has none).
+  const search::Trial* logged(int64_t index) const;
   /// The resume log's bytes up to its last whole line (a line cut off by a crash comes after).
   size_t resume_complete() const { return resume_complete_; }
 
@@ -61,6 +68,7 @@ class SearchSession {
   search::Space space_;
   search::SearchOptions options_;
   search::LogHeader header_;
+  targets::Runtime runtime_;  ///< options_.lower.runtime points here
   size_t resume_complete_ = 0;
 };
 

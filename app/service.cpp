@@ -32,21 +32,21 @@ constexpr Operation kOperations[] = {
      "program the "
      "validator proved; returns the program (or writes it to output) with its "
      "predicted latency.",
-     R"json({"type":"object","properties":{"model":{"description":"a built-in model name (see info), a model spec file, or an inline spec","type":["string","object"]},"target":{"description":"a built-in target name (see info), a target file, or an inline record","type":["string","object"]},"config":{"description":"a ScheduleConfig object, its JSON text, a config file path, 'auto' (amk's auto-tiling) or null (AMK's default_config)","type":["object","string","null"]},"pos":{"type":"integer","minimum":0},"batch":{"type":"integer","minimum":1},"dtype":{"enum":["F32","BF16","F16"]},"quant":{"enum":[null,"int8","int4"]},"output":{"type":"string","description":"write the program to this file (atomically) instead of returning it"}},"required":["model","target"],"additionalProperties":false})json"},
+     R"json({"type":"object","properties":{"runtime":{"description":"a built-in runtime name (amk runtimes), a runtime file, or an inline profile (default: the target's)","type":["string","object"]},"model":{"description":"a built-in model name (see info), a model spec file, or an inline spec","type":["string","object"]},"target":{"description":"a built-in target name (see info), a target file, or an inline record","type":["string","object"]},"config":{"description":"a ScheduleConfig object, its JSON text, a config file path, 'auto' (amk's auto-tiling) or null (AMK's default_config)","type":["object","string","null"]},"pos":{"type":"integer","minimum":0},"batch":{"type":"integer","minimum":1},"dtype":{"enum":["F32","BF16","F16"]},"quant":{"enum":[null,"int8","int4"]},"output":{"type":"string","description":"write the program to this file (atomically) instead of returning it"}},"required":["model","target"],"additionalProperties":false})json"},
     {"cost",
      "The cost model's predicted latency of a program on a target (its own target by "
      "default).",
-     R"json({"type":"object","properties":{"program":{"type":["object","string"]},"path":{"type":"string"},"text":{"type":"string"},"target":{"type":["string","object"]}},"additionalProperties":false})json"},
+     R"json({"type":"object","properties":{"runtime":{"description":"a built-in runtime name (amk runtimes), a runtime file, or an inline profile (default: the target's)","type":["string","object"]},"program":{"type":["object","string"]},"path":{"type":"string"},"text":{"type":"string"},"target":{"type":["string","object"]}},"additionalProperties":false})json"},
     {"search_eval",
      "Evaluate one ScheduleConfig as a search does: lower, prove and score it (a warm "
      "lowering "
      "and validator are kept per model, target and options).",
-     R"json({"type":"object","properties":{"model":{"type":["string","object"]},"target":{"type":["string","object"]},"config":{"type":["object","string","null"]},"configs":{"type":"array","items":{"type":"object"},"description":"several configs in one request (the result is {trials: [...]})"},"objective":{"enum":["predicted","amk-formula"]},"pos":{"type":"integer","minimum":0},"batch":{"type":"integer","minimum":1},"dtype":{"enum":["F32","BF16","F16"]},"quant":{"enum":[null,"int8","int4"]}},"required":["model","target"],"additionalProperties":false})json"},
+     R"json({"type":"object","properties":{"runtime":{"description":"a built-in runtime name (amk runtimes), a runtime file, or an inline profile (default: the target's)","type":["string","object"]},"model":{"type":["string","object"]},"target":{"type":["string","object"]},"config":{"type":["object","string","null"]},"configs":{"type":"array","items":{"type":"object"},"description":"several configs in one request (the result is {trials: [...]})"},"objective":{"enum":["predicted","amk-formula"]},"pos":{"type":"integer","minimum":0},"batch":{"type":"integer","minimum":1},"dtype":{"enum":["F32","BF16","F16"]},"quant":{"enum":[null,"int8","int4"]}},"required":["model","target"],"additionalProperties":false})json"},
     {"info",
      "Summarise a program (counts, op mix, critical path, verdict, predicted latency); "
      "without a "
      "program, the amk version, operations, built-in models and targets.",
-     R"json({"type":"object","properties":{"program":{"type":["object","string"]},"path":{"type":"string"},"text":{"type":"string"},"target":{"type":["string","object"]},"unsafe":{"type":"boolean","description":"predict even for a rejected program"}},"additionalProperties":false})json"},
+     R"json({"type":"object","properties":{"runtime":{"description":"a built-in runtime name (amk runtimes), a runtime file, or an inline profile (default: the target's)","type":["string","object"]},"program":{"type":["object","string"]},"path":{"type":"string"},"text":{"type":"string"},"target":{"type":["string","object"]},"unsafe":{"type":"boolean","description":"predict even for a rejected program"}},"additionalProperties":false})json"},
     {"diff", "The semantic changes from program a to program b (tasks matched by label).",
      R"json({"type":"object","properties":{"a":{"type":["object","string"]},"b":{"type":["object","string"]}},"required":["a","b"],"additionalProperties":false})json"},
     {"search",
@@ -55,7 +55,7 @@ constexpr Operation kOperations[] = {
      "the start and the best trial (config, predicted latency) and optionally writes "
      "the best "
      "config.",
-     R"json({"type":"object","properties":{"model":{"type":"string"},"target":{"type":"string"},"budget":{"type":"integer","minimum":1,"maximum":100000},"time":{"type":"number","exclusiveMinimum":0,"description":"stop after this many seconds"},"seed":{"type":"integer","minimum":0},"jobs":{"type":"integer","minimum":1,"maximum":256},"algo":{"enum":["descent","amk"]},"min_batch":{"type":"integer","minimum":0,"description":"descent: at least this many new configs per round"},"objective":{"enum":["predicted","amk-formula"]},"start":{"type":["object","string"],"description":"the start ScheduleConfig: an object, its JSON text or a config file path (default: AMK's default_config)"},"output":{"type":"string","description":"write the best config to this file"}},"required":["model","target"],"additionalProperties":false})json"},
+     R"json({"type":"object","properties":{"runtime":{"description":"a built-in runtime name or a runtime file (default: the target's)","type":"string"},"model":{"type":"string"},"target":{"type":"string"},"budget":{"type":"integer","minimum":1,"maximum":100000},"time":{"type":"number","exclusiveMinimum":0,"description":"stop after this many seconds"},"seed":{"type":"integer","minimum":0},"jobs":{"type":"integer","minimum":1,"maximum":256},"algo":{"enum":["descent","amk"]},"min_batch":{"type":"integer","minimum":0,"description":"descent: at least this many new configs per round"},"objective":{"enum":["predicted","amk-formula"]},"start":{"type":["object","string"],"description":"the start ScheduleConfig: an object, its JSON text or a config file path (default: AMK's default_config)"},"output":{"type":"string","description":"write the best config to this file"}},"required":["model","target"],"additionalProperties":false})json"},
 };
 
 ir::Diagnostic bad(std::string_view key, std::string message) {
@@ -220,6 +220,15 @@ ir::Result<targets::TargetSpec> target_arg(Args& a) {
                                        targets::parse_target_spec);
 }
 
+// "runtime": a built-in name, a file or an inline profile; absent: nullopt (the target's).
+ir::Result<std::optional<targets::Runtime>> runtime_arg(Args& a) {
+  if (!a.has("runtime")) return std::optional<targets::Runtime>();
+  ir::Result<targets::Runtime> r = spec_arg<targets::Runtime>(
+      a, "runtime", "a runtime profile", targets::load_runtime, targets::parse_runtime);
+  if (!r) return std::move(r.diagnostics);
+  return std::optional<targets::Runtime>(std::move(*r.value));
+}
+
 // "config": an object, its JSON text, a file path, "auto" (nullopt) or absent/null (AMK's
 // default_config), as `amk lower --config` takes it.
 ir::Result<std::optional<ir::ScheduleConfig>> config_arg(Args& a, std::string_view key) {
@@ -282,6 +291,7 @@ ojson parsed(const std::string& text) {
 struct Warm {
   lower::ModelSpec model;
   targets::TargetSpec target;
+  std::optional<targets::Runtime> runtime;  ///< the request's (else the target's)
   std::unique_ptr<search::Evaluator> evaluator;
 };
 
@@ -313,11 +323,17 @@ ojson cost_json(const targets::CostEstimate& c) {
   j["critical_path_us"] = c.critical_path_us;
   j["total_us"] = c.total_us;
   j["sm_assigned"] = c.sm_assigned;
+  j["runtime"] = c.runtime;
+  j["bytes_in_flight"] = c.bytes_in_flight;
+  j["breakdown"] = {
+      {"launch_us", c.breakdown.launch_us},         {"dispatch_us", c.breakdown.dispatch_us},
+      {"dependency_us", c.breakdown.dependency_us}, {"sync_us", c.breakdown.sync_us},
+      {"memory_us", c.breakdown.memory_us},         {"compute_us", c.breakdown.compute_us}};
   return j;
 }
 
-ProgramInfo program_info(const ir::Program& p, const std::optional<ir::Target>& target,
-                         bool unsafe) {
+ProgramInfo program_info(const ir::Program& p, const std::optional<ir::Target>& target, bool unsafe,
+                         const targets::Runtime* runtime) {
   ProgramInfo in;
   in.graph = ir::Graph::build(p);
   in.critical = ir::critical_path(p, in.graph);
@@ -326,7 +342,9 @@ ProgramInfo program_info(const ir::Program& p, const std::optional<ir::Target>& 
   for (const ir::Diagnostic& d : in.verdict.errors)
     if (std::find(in.rules.begin(), in.rules.end(), d.code) == in.rules.end())
       in.rules.push_back(d.code);
-  if (in.target && (in.verdict.ok || unsafe)) in.cost = targets::estimate(p, *in.target);
+  if (in.target && (in.verdict.ok || unsafe))
+    in.cost =
+        targets::estimate(p, *in.target, runtime ? *runtime : targets::default_runtime(*in.target));
   for (const auto& t : p.tasks) {
     ++in.ops[std::string(ir::name(t.op))];
     in.est_bytes = ir::saturating_add(in.est_bytes, t.est_bytes);
@@ -382,7 +400,9 @@ ojson ProgramInfo::json(const ir::Program& p, std::string_view file) const {
                  {"queue_us", cost->queue_us},
                  {"bandwidth_us", cost->bandwidth_us},
                  {"critical_path_us", cost->critical_path_us},
-                 {"floor_us", cost->floor_us}};
+                 {"floor_us", cost->floor_us},
+                 {"runtime", cost->runtime},
+                 {"breakdown", cost_json(*cost)["breakdown"]}};
   return j;
 }
 
@@ -392,6 +412,7 @@ ojson evaluation_request(const SearchSession& s) {
   j["op"] = "search_eval";
   j["model"] = parsed(lower::write_model(s.model()));
   j["target"] = parsed(targets::write_target_spec(s.target()));
+  j["runtime"] = parsed(targets::write_runtime(s.runtime()));
   j["objective"] = search::name(s.options().objective);
   j["pos"] = o.pos;
   j["batch"] = o.batch;
@@ -433,8 +454,8 @@ struct Service::Impl {
   }
 
   ir::Result<ojson> lower(Args& a) {
-    a.only({"model", "target", "config", "pos", "batch", "dtype", "quant", "output"});
-    const lower::LowerOptions o = lower_options(a);
+    a.only({"model", "target", "config", "pos", "batch", "dtype", "quant", "output", "runtime"});
+    lower::LowerOptions o = lower_options(a);
     const std::string output = a.str("output");
     if (!output.empty()) ir::append(a.errors, a.file("output", output).diagnostics);
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
@@ -444,6 +465,9 @@ struct Service::Impl {
     if (!t) return std::move(t.diagnostics);
     ir::Result<std::optional<ir::ScheduleConfig>> c = config_arg(a, "config");
     if (!c) return std::move(c.diagnostics);
+    ir::Result<std::optional<targets::Runtime>> rt = runtime_arg(a);
+    if (!rt) return std::move(rt.diagnostics);
+    if (*rt) o.runtime = &**rt;
     ir::Result<lower::Compiled> r = lower::compile(*m, *t, *c, o);
     if (!r) return std::move(r.diagnostics);
     ojson j = ojson::object();
@@ -466,42 +490,53 @@ struct Service::Impl {
   }
 
   ir::Result<ojson> cost(Args& a) {
-    a.only({"program", "path", "text", "target"});
+    a.only({"program", "path", "text", "target", "runtime"});
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
     ir::Result<ir::Program> p = the_program(a);
     if (!p) return std::move(p.diagnostics);
+    ir::Result<std::optional<targets::Runtime>> rt = runtime_arg(a);
+    if (!rt) return std::move(rt.diagnostics);
     std::optional<ir::Target> target = p->target;
     if (a.has("target")) {
       ir::Result<targets::TargetSpec> t = target_arg(a);
       if (!t) return std::move(t.diagnostics);
       target = t->record;
+      if (!*rt) *rt = targets::default_runtime(*t);
     }
     if (!target)
       return bad("target", "the program names no target: give 'target' (a built-in name or file)");
     ojson j = ojson::object();
     j["target"] = target->name;
-    j.update(cost_json(targets::estimate(*p, *target)));
+    j.update(
+        cost_json(targets::estimate(*p, *target, *rt ? **rt : targets::default_runtime(*target))));
     return j;
   }
 
   ir::Result<ojson> search_eval(Args& a, const std::atomic<bool>* stop) {
-    a.only({"model", "target", "config", "configs", "objective", "pos", "batch", "dtype", "quant"});
-    const lower::LowerOptions o = lower_options(a);
+    a.only({"model", "target", "config", "configs", "objective", "pos", "batch", "dtype", "quant",
+            "runtime"});
+    lower::LowerOptions o = lower_options(a);
     const std::optional<search::Objective> objective = objective_arg(a);
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
     if (!a.has("model")) return bad("model", "missing 'model'");
     if (!a.has("target")) return bad("target", "missing 'target'");
-    const std::string key = ojson::array({a.at("model"), a.at("target"), o.pos, o.batch,
-                                          ir::name(o.dtype), a.str("quant")})
-                                .dump();
+    const std::string key =
+        ojson::array({a.at("model"), a.at("target"), o.pos, o.batch, ir::name(o.dtype),
+                      a.str("quant"), a.has("runtime") ? a.at("runtime") : ojson()})
+            .dump();
     auto it = warm.find(key);
     if (it == warm.end()) {
       ir::Result<lower::ModelSpec> m = model_arg(a);
       if (!m) return std::move(m.diagnostics);
       ir::Result<targets::TargetSpec> t = target_arg(a);
       if (!t) return std::move(t.diagnostics);
+      ir::Result<std::optional<targets::Runtime>> rt = runtime_arg(a);
+      if (!rt) return std::move(rt.diagnostics);
       if (warm.size() >= 8) warm.clear();  // a worker serving many searches keeps the recent
-      it = warm.emplace(key, Warm{std::move(*m.value), std::move(*t.value), nullptr}).first;
+      it = warm.emplace(key, Warm{std::move(*m.value), std::move(*t.value), std::move(*rt.value),
+                                  nullptr})
+               .first;
+      if (it->second.runtime) o.runtime = &*it->second.runtime;
       it->second.evaluator =
           std::make_unique<search::Evaluator>(it->second.model, it->second.target, o);
     }
@@ -541,7 +576,7 @@ struct Service::Impl {
   }
 
   ir::Result<ojson> info(Args& a) {
-    a.only({"program", "path", "text", "target", "unsafe"});
+    a.only({"program", "path", "text", "target", "unsafe", "runtime"});
     const bool unsafe = a.flag("unsafe");
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
     if (!a.has("program") && !a.has("path") && !a.has("text")) {
@@ -556,16 +591,19 @@ struct Service::Impl {
     }
     ir::Result<ir::Program> p = the_program(a);
     if (!p) return std::move(p.diagnostics);
+    ir::Result<std::optional<targets::Runtime>> rt = runtime_arg(a);
+    if (!rt) return std::move(rt.diagnostics);
     std::optional<ir::Target> target;
     if (a.has("target")) {
       ir::Result<targets::TargetSpec> t = target_arg(a);
       if (!t) return std::move(t.diagnostics);
       target = t->record;
+      if (!*rt) *rt = targets::default_runtime(*t);
     }
     const std::string file = a.has("path")                 ? a.str("path")
                              : a.at("program").is_string() ? a.str("program")
                                                            : std::string("<program>");
-    return program_info(*p, target, unsafe).json(*p, file);
+    return program_info(*p, target, unsafe, *rt ? &**rt : nullptr).json(*p, file);
   }
 
   ir::Result<ojson> diff(Args& a) {
@@ -582,10 +620,11 @@ struct Service::Impl {
 
   ir::Result<ojson> search(Args& a, const std::atomic<bool>* stop) {
     a.only({"model", "target", "budget", "time", "seed", "jobs", "algo", "min_batch", "objective",
-            "start", "output"});
+            "start", "output", "runtime"});
     SearchRequest req;
     req.model = a.str("model");
     req.target = a.str("target");
+    req.runtime = a.str("runtime");
     req.options.budget = a.integer("budget", 200, 1, options.max_budget);
     req.options.deadline_s = a.number("time", 0, options.max_seconds);
     req.options.seed = static_cast<uint64_t>(a.integer("seed", 0, 0, int64_t(1) << 53));
@@ -606,7 +645,7 @@ struct Service::Impl {
     const std::optional<search::Objective> objective = objective_arg(a);
     const std::string output = a.str("output");
     if (!output.empty()) ir::append(a.errors, a.file("output", output).diagnostics);
-    for (const char* k : {"model", "target"})
+    for (const char* k : {"model", "target", "runtime"})
       if (looks_like_path(a.str(k))) ir::append(a.errors, a.file(k, a.str(k)).diagnostics);
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
     if (req.model.empty()) return bad("model", "missing 'model' (a built-in name or a file)");

@@ -52,9 +52,9 @@ struct ProgramInfo {
   /// The `amk info --json` document (`file` as given).
   ojson json(const ir::Program& p, std::string_view file) const;
 };
-/// Summarises `p`; `target` overrides the program's own.
-ProgramInfo program_info(const ir::Program& p, const std::optional<ir::Target>& target,
-                         bool unsafe);
+/// Summarises `p`; `target` overrides the program's own, `runtime` the target's default.
+ProgramInfo program_info(const ir::Program& p, const std::optional<ir::Target>& target, bool unsafe,
+                         const targets::Runtime* runtime = nullptr);
 
 /// The cost model's numbers as JSON (predicted_us, amk_formula_us, floor, bandwidth, ...).
 ojson cost_json(const targets::CostEstimate& c);

@@ -156,16 +156,19 @@ std::string show_config(const ir::ScheduleConfig& c) {
   return out;
 }
 
-std::string show_program(const ir::Program& p, const targets::TargetSpec* predict_on) {
+std::string show_program(const ir::Program& p, const targets::TargetSpec* predict_on,
+                         const targets::Runtime* runtime) {
   std::string out = fmt::format(
       "program: {} tasks, {} buffers, {} counters, {} pages; {:.2f} MB weights; ir {}, abi {}\n",
       p.tasks.size(), p.buffers.size(), p.counters.size(), p.pages ? p.pages->pages.size() : 0,
       static_cast<double>(p.total_weight_bytes()) / 1e6, p.ir_version, p.abi_version);
   if (p.target) out += fmt::format("target: {}\n", p.target->name);
   if (predict_on) {
-    const targets::CostEstimate c = targets::estimate(p, predict_on->record);
-    out += fmt::format("predicted on {}: {:.1f} us (AMK's formula {:.1f} us, floor {:.1f} us)\n",
-                       predict_on->record.name, c.makespan_us, c.amk_makespan_us, c.floor_us);
+    const targets::CostEstimate c = targets::estimate(
+        p, predict_on->record, runtime ? *runtime : targets::default_runtime(*predict_on));
+    out += fmt::format(
+        "predicted on {} ({}): {:.1f} us (AMK's formula {:.1f} us, floor {:.1f} us)\n",
+        predict_on->record.name, c.runtime, c.makespan_us, c.amk_makespan_us, c.floor_us);
   }
   if (p.meta.json().is_object())
     for (const auto& [k, v] : p.meta.json().items())
@@ -310,41 +313,27 @@ std::string program_dot(const ir::Program& p, Fold fold) {
   return os.str();
 }
 
-std::optional<Timeline> predicted_timeline(const ir::Program& p, const targets::TargetSpec& t) {
+std::optional<Timeline> predicted_timeline(const ir::Program& p, const targets::TargetSpec& t,
+                                           const targets::Runtime* runtime) {
+  const targets::Runtime& rt = runtime ? *runtime : targets::default_runtime(t);
   const ir::Graph g = ir::Graph::build(p);
-  const targets::TaskTimes times = targets::predicted_times(p, t.record, g);
+  const targets::TaskTimes times = targets::predicted_times(p, t.record, rt, g);
   if (!times.acyclic) return std::nullopt;
-  const targets::CostEstimate cost = targets::estimate(p, t.record, g);
+  const targets::CostEstimate cost = targets::estimate(p, t.record, rt, g);
   Timeline tl;
-  tl.title = fmt::format("{} on {}: predicted {:.1f} us (cost model)",
+  tl.title = fmt::format("{} on {} run by {}: predicted {:.1f} us (cost model)",
                          p.meta.json().is_object() && p.meta.json().contains("model")
                              ? ir::dump_text(p.meta.json()["model"])
                              : std::string("program"),
-                         t.record.name, cost.makespan_us);
+                         t.record.name, rt.name, cost.makespan_us);
   // Lanes are the workers a task's `sm` indexes; named by kind where the target has one kind (a
   // lowering for a mixed chip indexes one pool, so there they are "worker i").
   const std::string kind = t.workers.size() == 1 ? t.workers[0].kind : std::string("worker");
   for (int64_t i = 0; i < t.num_workers(); ++i) tl.lanes.push_back(fmt::format("{} {}", kind, i));
   if (tl.lanes.empty()) tl.lanes.push_back("SM 0");
-  const bool placed = p.sm_assigned();
-  std::vector<double> lane_free;  // unplaced: the fewest lanes that hold the tasks
-  std::vector<uint32_t> by_start(p.tasks.size());
-  for (uint32_t i = 0; i < by_start.size(); ++i) by_start[i] = i;
-  std::stable_sort(by_start.begin(), by_start.end(),
-                   [&](uint32_t a, uint32_t b) { return times.start_us[a] < times.start_us[b]; });
-  for (uint32_t i : by_start) {
-    int64_t lane = 0;
-    if (placed) {
-      lane = p.tasks[i].sm && *p.tasks[i].sm >= 0 ? *p.tasks[i].sm : 0;  // AMK's loader: SM 0
-    } else {
-      auto it = std::find_if(lane_free.begin(), lane_free.end(),
-                             [&](double f) { return f <= times.start_us[i] + 1e-9; });
-      if (it == lane_free.end()) it = lane_free.insert(lane_free.end(), 0.0);
-      *it = times.finish_us[i];
-      lane = it - lane_free.begin();
-    }
-    while (static_cast<size_t>(lane) >= tl.lanes.size())
-      tl.lanes.push_back(fmt::format("lane {}", tl.lanes.size()));
+  for (uint32_t i = 0; i < p.tasks.size(); ++i) {
+    const uint32_t lane = times.worker[i];
+    while (lane >= tl.lanes.size()) tl.lanes.push_back(fmt::format("lane {}", tl.lanes.size()));
     tl.bars.push_back({i, static_cast<int32_t>(lane), times.start_us[i], times.finish_us[i]});
   }
   tl.critical = times.critical;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/program.h"
+#include "targets/runtime.h"
 #include "targets/target.h"
 #include "vm/observer.h"
 
@@ -18,7 +19,8 @@ namespace amk::app {
 /// latency), then one line per task keyed by label (op, SM, params, inputs -> outputs, waits by
 /// producer labels), buffers, counters, pages, meta and config knobs. Ids never appear, so a
 /// renumbering changes no line.
-std::string show_program(const ir::Program& p, const targets::TargetSpec* predict_on);
+std::string show_program(const ir::Program& p, const targets::TargetSpec* predict_on,
+                         const targets::Runtime* runtime = nullptr);
 /// A ScheduleConfig as one line per knob ("tiling.gemv.N_tile = 64"; list entries one per line).
 std::string show_config(const ir::ScheduleConfig& c);
 
@@ -47,10 +49,11 @@ struct Timeline {
   std::vector<uint32_t> critical;                     ///< tasks drawn as the critical path
   std::vector<std::pair<std::string, double>> marks;  ///< vertical lines: {name, µs}
 };
-/// The cost model's prediction of `p` on `t`: one lane per worker of the target, tasks on their
-/// assigned worker (unplaced programs: packed onto the fewest lanes), the critical path, the
-/// weight-streaming floor and the makespan. nullopt for a cyclic program.
-std::optional<Timeline> predicted_timeline(const ir::Program& p, const targets::TargetSpec& t);
+/// The cost model's prediction of `p` on `t` run by `runtime` (nullptr: the target's): one lane
+/// per worker of the target, each task on the worker the runtime runs it on, the critical path,
+/// the weight-streaming floor and the makespan. nullopt for a cyclic program.
+std::optional<Timeline> predicted_timeline(const ir::Program& p, const targets::TargetSpec& t,
+                                           const targets::Runtime* runtime = nullptr);
 /// A measured run: the recorder's lanes and slices.
 Timeline measured_timeline(const ir::Program& p, const vm::TraceRecorder& r);
 /// Text escaped for XML attributes and content (& < > ").

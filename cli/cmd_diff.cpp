@@ -15,6 +15,7 @@
 #include "app/view.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/lowering.h"
 #include "cli/progress.h"
 #include "ir/diff.h"
 #include "ir/fileio.h"
@@ -166,7 +167,7 @@ int git_diff(const std::vector<std::string>& f) {
 
 int cmd_diff(int argc, char** argv) {
   Args args(
-      "amk diff A B [--json] [--match auto|id|label] [--stat [--target T]]\n"
+      "amk diff A B [--json] [--match auto|id|label] [--stat [--target T] [--runtime R]]\n"
       "       amk diff PATH OLD OLD-HEX OLD-MODE NEW NEW-HEX NEW-MODE   (git's external diff)",
       "Semantic diff of two programs. Tasks are matched by label when labels are unique in\n"
       "both (else by id), buffers by name; waits compare by which producers and threshold,\n"
@@ -183,6 +184,7 @@ int cmd_diff(int argc, char** argv) {
       "stat", "summary: task changes per layer, other entities' counts")(
       "target,t", po::value<std::string>(),
       "--stat: the predicted latency of both programs on this target");
+  add_runtime_option(args);
   args.positional("files", -1);
   if (auto rc = args.parse(argc, argv)) return *rc;
   const auto files =
@@ -193,10 +195,12 @@ int cmd_diff(int argc, char** argv) {
     return kUnreadable;
   }
   const bool json = args.has("json");
-  if (args.has("target") && !args.has("stat")) {
-    std::cerr << "amk diff: --target goes with --stat\n";
+  if ((args.has("target") || args.has("runtime")) && !args.has("stat")) {
+    std::cerr << "amk diff: --target and --runtime go with --stat\n";
     return kUnreadable;
   }
+  auto runtime = resolve_runtime_option(args);
+  if (!runtime) return fail(runtime.diagnostics, "amk diff", json);
   std::optional<targets::TargetSpec> target;
   if (args.has("target")) {
     ir::Result<targets::TargetSpec> t = targets::load_target(args.get<std::string>("target"));
@@ -224,9 +228,11 @@ int cmd_diff(int argc, char** argv) {
   progress.clear();
   if (args.has("stat")) {
     std::optional<std::pair<double, double>> us;
-    if (target)
-      us = {targets::estimate(*a, target->record).makespan_us,
-            targets::estimate(*b, target->record).makespan_us};
+    if (target) {
+      const targets::Runtime& rt = *runtime ? **runtime : targets::default_runtime(*target);
+      us = {targets::estimate(*a, target->record, rt).makespan_us,
+            targets::estimate(*b, target->record, rt).makespan_us};
+    }
     std::cout << (json ? stat_json(d, *a, *b, target ? target->record.name : "", us)
                        : stat_text(d, *a, *b, target ? target->record.name : "", us));
   } else {

@@ -17,6 +17,7 @@
 #include "app/merge.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/lowering.h"
 #include "ir/fileio.h"
 #include "ir/json_io.h"
 #include "ir/pyjson.h"
@@ -170,7 +171,7 @@ int cmd_git_setup(int argc, char** argv) {
 }
 
 int cmd_log(int argc, char** argv) {
-  Args args("amk log FILE [--target T] [--model M] [-n N] [--json] [--svg OUT.svg]",
+  Args args("amk log FILE [--target T] [--runtime R] [--model M] [-n N] [--json] [--svg OUT.svg]",
             "The git history of a schedule: for each commit that touched FILE (newest first,\n"
             "renames followed) its date and subject, the revision's task count, the validator's\n"
             "verdict (every revision is proven: a schedule that was unsafe at some commit shows\n"
@@ -184,6 +185,7 @@ int cmd_log(int argc, char** argv) {
       "max-count,n", po::value<int>()->default_value(20), "newest revisions to read")(
       "json", "print one JSON document")("svg", po::value<std::string>(),
                                          "draw predicted latency over the commits");
+  add_runtime_option(args);
   args.positional("file", 1);
   args.range("max-count", 1, 100000);
   if (auto rc = args.parse(argc, argv)) return *rc;
@@ -194,6 +196,8 @@ int cmd_log(int argc, char** argv) {
   const bool json = args.has("json");
   std::optional<targets::TargetSpec> target;
   std::optional<lower::ModelSpec> model;
+  auto runtime = resolve_runtime_option(args);
+  if (!runtime) return fail(runtime.diagnostics, "amk log", json);
   if (args.has("target")) {
     auto t = targets::load_target(args.get<std::string>("target"));
     if (!t) return fail(t.diagnostics, "amk log", json);
@@ -209,6 +213,7 @@ int cmd_log(int argc, char** argv) {
   o.max_count = args.get<int>("max-count");
   o.target = target ? &*target : nullptr;
   o.model = model ? &*model : nullptr;
+  o.runtime = runtime->get();
   const auto file = args.get<std::string>("file");
   ir::Result<std::vector<app::Revision>> revs = app::history(file, o);
   if (!revs) return fail(revs.diagnostics, "amk log", json);

@@ -8,6 +8,7 @@
 #include "app/service.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/lowering.h"
 #include "cli/progress.h"
 #include "ir/digraph.h"
 #include "ir/graph.h"
@@ -29,17 +30,19 @@ std::string mb(int64_t bytes) {
 
 int cmd_info(int argc, char** argv) {
   Args args(
-      "amk info FILE [--target T] [--json] [--unsafe]",
+      "amk info FILE [--target T] [--runtime R] [--json] [--unsafe]",
       "Summarises a program: counts, producer->consumer edges, weight megabytes, opcode mix,\n"
       "pages, config and the critical path (longest dependency chain). The cost model's\n"
       "prediction is printed next to the weight-streaming floor for the program's target, or\n"
-      "for --target T (a built-in name or a target .json). The program is validated first: a\n"
+      "for --target T (a built-in name or a target .json), run by the target's runtime or by\n"
+      "--runtime R (amk runtimes). The program is validated first: a\n"
       "rejected one is marked REJECTED (JSON: valid false and the rule codes) and gets no\n"
       "prediction unless --unsafe is given, so a loop ranking by info never picks an unsafe\n"
       "schedule. Exit 0 valid, 1 rejected, 2 unreadable.");
   args.add()("file", po::value<std::string>()->required(), "program JSON file")(
       "target,t", po::value<std::string>(), "predict for this target")(
       "json", "print one JSON document")("unsafe", "predict even for a rejected program");
+  add_runtime_option(args);
   args.positional("file", 1);
   if (auto rc = args.parse(argc, argv)) return *rc;
   const auto file = args.get<std::string>("file");
@@ -55,12 +58,16 @@ int cmd_info(int argc, char** argv) {
   progress.step(fmt::format("validating {} tasks", prog->tasks.size()));
   const ir::Program& p = *prog;
   std::optional<ir::Target> override_target;
+  auto runtime = resolve_runtime_option(args);
+  if (!runtime) return fail(runtime.diagnostics, "amk info");
+  const targets::Runtime* rt = runtime->get();
   if (args.has("target")) {
     auto t = targets::load_target(args.get<std::string>("target"));
     if (!t) return fail(t.diagnostics, "amk info");
     override_target = t->record;
+    if (!rt) rt = &targets::default_runtime(*t);
   }
-  const app::ProgramInfo in = app::program_info(p, override_target, args.has("unsafe"));
+  const app::ProgramInfo in = app::program_info(p, override_target, args.has("unsafe"), rt);
   progress.clear();
   const validate::Result& verdict = in.verdict;
   const ir::Graph& g = in.graph;
@@ -113,10 +120,14 @@ int cmd_info(int argc, char** argv) {
   }
   if (cost)
     std::cout << fmt::format(
-        "  cost on {}: predicted {:.1f} us (SM queues {:.1f}, shared HBM {:.1f}); AMK's formula "
-        "{:.1f} us; weight-streaming floor {:.1f} us\n",
-        tgt->name, cost->makespan_us, cost->queue_us, cost->bandwidth_us, cost->amk_makespan_us,
-        cost->floor_us);
+        "  cost on {} run by {}: predicted {:.1f} us (schedule {:.1f}, shared HBM {:.1f}); AMK's "
+        "formula {:.1f} us; weight-streaming floor {:.1f} us\n"
+        "  along the critical path: launch {:.1f}, dispatch {:.1f}, dependencies {:.1f}, sync "
+        "{:.1f}, weights {:.1f}, compute {:.1f} us; {:.0f} bytes in flight per worker\n",
+        tgt->name, cost->runtime, cost->makespan_us, cost->queue_us, cost->bandwidth_us,
+        cost->amk_makespan_us, cost->floor_us, cost->breakdown.launch_us,
+        cost->breakdown.dispatch_us, cost->breakdown.dependency_us, cost->breakdown.sync_us,
+        cost->breakdown.memory_us, cost->breakdown.compute_us, cost->bytes_in_flight);
   else if (tgt && !verdict.ok)
     std::cout << "  cost: no prediction for a rejected program (--unsafe to force one)\n";
   return verdict.ok ? kOk : kRejected;

@@ -15,7 +15,9 @@ namespace amk::cli {
 int cmd_lower(int argc, char** argv) {
   Args args(
       "amk lower MODEL [--target T] [--config C.json|auto] [--pos P] [--batch B] [--dtype D]\n"
-      "                [--quant int8|int4] [--group G] [--amk-compat] [--log] [--json] -o OUT.json",
+      "                [--quant int8|int4] [--group G] [--amk-compat] [--runtime R] [--log] "
+      "[--json]\n"
+      "                -o OUT.json",
       "Lowers one decode step of MODEL (a built-in name from `amk models`, a model spec or a\n"
       "Hugging Face config.json) for target T under a ScheduleConfig: tile -> fuse ->\n"
       "dependencies (TensorMap) -> assign workers -> allocate pages -> emit. The program is\n"
@@ -28,6 +30,7 @@ int cmd_lower(int argc, char** argv) {
       "output,o", po::value<std::string>(), "program file to write ('-' = stdout)")(
       "json", "print the summary (or the errors) as one JSON document on stdout");
   add_lowering_options(args);
+  add_runtime_option(args);
   args.positional("model", 1);
   args.range("pos", 0, 1 << 24);
   if (auto rc = args.parse(argc, argv)) return *rc;
@@ -73,6 +76,7 @@ int cmd_lower(int argc, char** argv) {
     j["counters"] = p.counters.size();
     j["weight_MB"] = weight_mb;
     j["lower_ms"] = c->lower_s * 1e3;
+    j["runtime"] = c->cost.runtime;
     j["predicted_us"] = c->cost.makespan_us;
     j["floor_us"] = c->cost.floor_us;
     std::cout << ir::dump_text(j, 2) << "\n";
@@ -80,9 +84,10 @@ int cmd_lower(int argc, char** argv) {
   }
   std::cerr << fmt::format(
       "lowered {} for {} at pos {}: {} tasks, {} buffers, {} counters, {:.1f} MB weights, "
-      "lowering {:.2f} ms; predicted {:.1f} us (floor {:.1f} us)\n",
+      "lowering {:.2f} ms; predicted {:.1f} us on {} (floor {:.1f} us)\n",
       la->model.name, la->target.record.name, la->opt.pos, p.tasks.size(), p.buffers.size(),
-      p.counters.size(), weight_mb, c->lower_s * 1e3, c->cost.makespan_us, c->cost.floor_us);
+      p.counters.size(), weight_mb, c->lower_s * 1e3, c->cost.makespan_us, c->cost.runtime,
+      c->cost.floor_us);
   return kOk;
 }
 

@@ -40,7 +40,8 @@ struct LogFile {
 
 int cmd_search(int argc, char** argv) {
   Args args(
-      "amk search MODEL [--target T] [--budget N | --time SECONDS] [--seed S] [--jobs J]\n"
+      "amk search MODEL [--target T] [--runtime R] [--budget N | --time SECONDS] [--seed S]\n"
+      "           [--jobs J]\n"
       "           [--algo descent|amk] [--min-batch N] [--space F] [--start C]\n"
       "           [--objective predicted|amk-formula] [--log trials.jsonl]\n"
       "           [--resume trials.jsonl] [--tsv results.tsv] [-o best-config.json]\n"
@@ -89,6 +90,7 @@ int cmd_search(int argc, char** argv) {
       "pos", po::value<int64_t>()->default_value(0), "decode position (kv_len = pos + 1)")(
       "json", "print one JSON document");
   add_target_option(args);
+  add_runtime_option(args);
   add_lower_options(args);
   args.positional("model", 1);
   args.range("budget", 1, search::kMaxBudget);
@@ -110,6 +112,7 @@ int cmd_search(int argc, char** argv) {
   req.target = args.get<std::string>("target");
   if (args.has("space")) req.space = args.get<std::string>("space");
   if (args.has("resume")) req.resume = args.get<std::string>("resume");
+  if (args.has("runtime")) req.runtime = args.get<std::string>("runtime");
   if (args.has("start")) {
     auto c = lower::resolve_config(args.get<std::string>("start"), "--start");
     if (!c) return fail(c.diagnostics, "amk search");
@@ -186,7 +189,10 @@ int cmd_search(int argc, char** argv) {
   double best = INFINITY;
   bool log_ok = true;
   auto on_trial = [&](const search::Trial& t) {
-    const bool replayed = static_cast<size_t>(t.index) < s.replayed();
+    // A trial the log already has at its index is not written again (a later line for an index
+    // replaces an earlier one: a search extended past where its budget changed AMK's policy).
+    const search::Trial* was = s.logged(t.index);
+    const bool replayed = was && was->key == t.key && was->duplicate_of == t.duplicate_of;
     if (!(same_log && replayed)) log_ok = log.write(search::trial_json(t)) && log_ok;
     if (t.duplicate_of < 0) ++done;
     if (t.valid && t.duplicate_of < 0) ++valid;

@@ -7,6 +7,7 @@
 #include "app/view.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/lowering.h"
 #include "ir/fileio.h"
 #include "ir/json_io.h"
 #include "ir/pyjson.h"
@@ -91,7 +92,7 @@ int cmd_show(int argc, char** argv) {
 
 int cmd_plot(int argc, char** argv) {
   Args args(
-      "amk plot PROGRAM [--target T] -o OUT.svg",
+      "amk plot PROGRAM [--target T] [--runtime R] -o OUT.svg",
       "Draws the cost model's predicted timeline of a program as an SVG: one lane per worker\n"
       "of the target (SM, AIC/AIV core, tile), each task a bar on its worker coloured by op\n"
       "(hover for label and times), the critical path outlined in red, the weight-streaming\n"
@@ -101,8 +102,11 @@ int cmd_plot(int argc, char** argv) {
   args.add()("file", po::value<std::string>(), "program JSON")(
       "target,t", po::value<std::string>(), "predict on this target (default: the program's)")(
       "output,o", po::value<std::string>(), "SVG file to write ('-': stdout)");
+  add_runtime_option(args);
   args.positional("file", 1);
   if (auto rc = args.parse(argc, argv)) return *rc;
+  auto runtime = resolve_runtime_option(args);
+  if (!runtime) return fail(runtime.diagnostics, "amk plot");
   if (!args.has("file") || !args.has("output")) {
     std::cerr << "amk plot: give a PROGRAM and -o OUT.svg\n";
     return kUnreadable;
@@ -122,7 +126,7 @@ int cmd_plot(int argc, char** argv) {
     std::cerr << fmt::format("amk plot: {} names no built-in target; give --target\n", file);
     return kUnreadable;
   }
-  const std::optional<app::Timeline> tl = app::predicted_timeline(*p, *target);
+  const std::optional<app::Timeline> tl = app::predicted_timeline(*p, *target, runtime->get());
   if (!tl) {
     std::cerr << fmt::format(
         "amk plot: {}: the dependencies form a cycle; nothing to draw "

@@ -42,6 +42,10 @@ int cmd_serve(int argc, char** argv);
 int cmd_mcp(int argc, char** argv);
 /// amk targets: the built-in targets, or one target's record.
 int cmd_targets(int argc, char** argv);
+/// amk runtimes: the built-in runtime profiles, or one profile.
+int cmd_runtimes(int argc, char** argv);
+/// amk calibrate: fit a runtime profile to measured latencies.
+int cmd_calibrate(int argc, char** argv);
 /// amk models: the built-in model specs, or one spec.
 int cmd_models(int argc, char** argv);
 

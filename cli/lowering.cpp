@@ -15,6 +15,19 @@ void add_target_option(Args& args) {
              "target name (amk targets) or target .json to lower for, prove and run on");
 }
 
+void add_runtime_option(Args& args) {
+  args.add()("runtime", po::value<std::string>(),
+             "runtime name (amk runtimes) or runtime .json: the executor predictions are for "
+             "(default: the target's)");
+}
+
+ir::Result<std::shared_ptr<const targets::Runtime>> resolve_runtime_option(const Args& args) {
+  if (!args.has("runtime")) return std::shared_ptr<const targets::Runtime>();
+  ir::Result<targets::Runtime> r = targets::load_runtime(args.get<std::string>("runtime"));
+  if (!r) return std::move(r.diagnostics);
+  return std::make_shared<const targets::Runtime>(std::move(*r.value));
+}
+
 bool target_given(const Args& args) {
   return args.has("target") && !args.vm()["target"].defaulted();
 }
@@ -71,6 +84,10 @@ ir::Result<LoweringArgs> resolve_lowering(const Args& args, lower::ModelSpec mod
   if (!lo) return std::move(lo.diagnostics);
   r.opt = std::move(*lo.value);
   r.opt.amk_compat = args.has("amk-compat");
+  ir::Result<std::shared_ptr<const targets::Runtime>> rt = resolve_runtime_option(args);
+  if (!rt) return std::move(rt.diagnostics);
+  r.runtime = std::move(*rt.value);
+  r.opt.runtime = r.runtime.get();
   if (r.config && args.has("config")) {  // options that would silently do less than it says
     auto note = [&](std::string msg) {
       ir::Diagnostic n = ir::warning("config.note", std::move(msg));

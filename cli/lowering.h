@@ -1,6 +1,7 @@
 // Options shared by the commands that lower a model (lower, generate, gen-weights, search).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -8,6 +9,7 @@
 #include "ir/result.h"
 #include "lower/lower.h"
 #include "lower/model.h"
+#include "targets/runtime.h"
 #include "targets/target.h"
 
 namespace amk::cli {
@@ -19,7 +21,13 @@ struct LoweringArgs {
   std::optional<ir::ScheduleConfig> config;
   std::string config_origin;  ///< the config file (or "--config") that config diagnostics name
   lower::LowerOptions opt;
+  std::shared_ptr<const targets::Runtime> runtime;  ///< --runtime (opt.runtime points at it)
 };
+
+/// Declares --runtime NAME|FILE: the executor predictions are for (default: the target's).
+void add_runtime_option(Args& args);
+/// The --runtime given, or nullptr without one (the target's default runtime applies).
+ir::Result<std::shared_ptr<const targets::Runtime>> resolve_runtime_option(const Args& args);
 
 /// Declares --target (default h100): what a model is lowered for and a program proven and run on.
 void add_target_option(Args& args);

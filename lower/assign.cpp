@@ -1,13 +1,15 @@
 #include "lower/assign.h"
 
 #include <algorithm>
-#include <bit>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "ir/digraph.h"
+#include "ir/free_times.h"
 #include "targets/cost.h"
 
 namespace amk::lower {
@@ -20,8 +22,25 @@ namespace {
 struct Dag {
   std::vector<int64_t> group;     // task -> its counter group (index of Plan::group_notes)
   std::vector<uint32_t> off, in;  // CSR: the producer groups of each task (not its own)
-  std::vector<double> time;       // the cost model's per-SM task time
+  std::vector<double> time;       // the runtime's time of a task by itself
   size_t groups = 0;
+  double cross = 0;  // a dependency across workers arrives this much later (the runtime's)
+  double lag = 0;    // a task that waits on one starts this much after it
+  // The runtime model's walk of the plan (its groups as counters), which scores placements.
+  targets::WalkInput walk;
+  std::optional<targets::Machine> machine;
+  // The makespan the runtime model predicts for the tasks on `sm` emitted in `order` (empty:
+  // task order), as estimate() will for the emitted program.
+  double score(const std::vector<int64_t>& sm, const std::vector<uint32_t>& order) {
+    walk.worker.assign(sm.begin(), sm.end());
+    if (order.empty()) {
+      walk.order.resize(sm.size());
+      std::iota(walk.order.begin(), walk.order.end(), 0u);
+    } else {
+      walk.order = order;
+    }
+    return targets::simulate(walk, *machine, false).makespan;
+  }
 };
 
 Dag build_dag(const Plan& p) {
@@ -32,10 +51,27 @@ Dag build_dag(const Plan& p) {
   d.time.resize(n);
   d.off.assign(1, 0);
   d.off.reserve(n + 1);
+  // Tasks are weighed by the runtime at the config's depth (threads and shared memory scale every
+  // stream alike, so the placement does not read them).
+  ir::ScheduleConfig knobs = ir::ScheduleConfig::defaults();
+  knobs.pipelining_depth = ir::JsonValue(nlohmann::ordered_json(p.knobs.depth));
+  const targets::TaskCoster cost(
+      p.program, p.target->record,
+      p.opt.runtime ? *p.opt.runtime : targets::default_runtime(*p.target), &knobs);
+  d.cross = cost.machine().remote;
+  d.lag = cost.machine().poll_half + cost.machine().wait;
+  d.machine = cost.machine();
+  targets::WalkInput& w = d.walk;
+  w.slots = static_cast<uint32_t>(d.groups);
   for (size_t i = 0; i < n; ++i) {
+    const ir::Task& task = p.tasks[i].task;
     d.group[i] = p.tasks[i].group;
-    d.time[i] =
-        targets::task_time_sm_us(p.program, p.tasks[i].task, p.target->record, p.knobs.depth);
+    d.time[i] = cost(task);
+    const ir::TaskLoad load = ir::task_load(p.program, task);
+    w.bytes.push_back(load.bytes);
+    w.flops.push_back(load.flops);
+    w.streams.push_back(load.bytes > 0 && targets::streams_weights(task));
+    w.out.push_back(static_cast<uint32_t>(d.group[i]));
     const size_t first = d.in.size();
     for (uint32_t dep : p.deps(i)) {
       const auto g = static_cast<uint32_t>(p.tasks[dep].group);
@@ -46,60 +82,56 @@ Dag build_dag(const Plan& p) {
     }
     d.off.push_back(static_cast<uint32_t>(d.in.size()));
   }
+  w.waits = d.in;
+  w.wait_off = d.off;
   return d;
 }
 
-// The SMs' free times, with the earliest-free query of a list schedule in O(log SMs): a min
-// segment tree over the SMs (padded with +inf leaves).
-class FreeTimes {
- public:
-  explicit FreeTimes(size_t sms) : leaves_(std::bit_ceil(std::max<size_t>(sms, 1))) {
-    tree_.assign(2 * leaves_, std::numeric_limits<double>::infinity());
-    for (size_t s = 0; s < sms; ++s) tree_[leaves_ + s] = 0.0;
-    for (size_t i = leaves_ - 1; i >= 1; --i) tree_[i] = std::min(tree_[2 * i], tree_[2 * i + 1]);
-  }
-  double at(size_t s) const { return tree_[leaves_ + s]; }
-  void set(size_t s, double t) {
-    size_t i = leaves_ + s;
-    tree_[i] = t;
-    for (i /= 2; i >= 1; i /= 2) {  // an ancestor whose minimum stays leaves those above as well
-      const double m = std::min(tree_[2 * i], tree_[2 * i + 1]);
-      if (tree_[i] == m) break;
-      tree_[i] = m;
-    }
-  }
-  // The SM where a task ready at `ready` starts first, the lowest index among ties: the first SM
-  // free by `ready`, else the first of the earliest free.
-  size_t earliest(double ready) const {
-    const double bound = tree_[1] <= ready ? ready : tree_[1];
-    size_t i = 1;
-    while (i < leaves_) i = tree_[2 * i] <= bound ? 2 * i : 2 * i + 1;
-    return i - leaves_;
-  }
-
- private:
-  size_t leaves_;
-  std::vector<double>
-      tree_;  // heap order: node i has children 2i, 2i+1; leaves at [leaves_, 2 leaves_)
-};
-
-// Earliest-finish list scheduling of `order` (each SM runs its tasks in this order); `fixed[i]`
-// >= 0 pins task i. Writes each task's SM and returns the makespan, which is the cost model's
-// per-SM queue prediction for the emitted program.
+// Earliest-finish list scheduling of `order` (each SM runs its tasks in this order) as the
+// runtime model walks it: a task waits for its producer groups, each arriving `cross` later on
+// another SM than the one that finished it last. `fixed[i]` >= 0 pins task i. Writes each task's
+// SM and returns the makespan.
 double list_schedule(const Dag& d, const std::vector<uint32_t>& order,
                      const std::vector<int64_t>& fixed, size_t sms, std::vector<int64_t>& sm) {
-  FreeTimes avail(sms);
-  std::vector<double> group_fin(d.groups, 0.0);
+  ir::FreeTimes avail(sms);
+  std::vector<targets::LatestFinish> group_fin(d.groups);
   sm.assign(order.size(), 0);
   double makespan = 0;
+  // When task i could finish on SM s.
+  auto finish_on = [&](uint32_t i, size_t s) {
+    double ready = -std::numeric_limits<double>::infinity();
+    for (uint32_t k = d.off[i]; k < d.off[i + 1]; ++k)
+      ready = std::max(ready, group_fin[d.in[k]].ready_on(static_cast<uint32_t>(s), d.cross));
+    return std::max(avail.at(s), ready + d.lag) + d.time[i];
+  };
   for (uint32_t i : order) {
-    double ready = 0;
-    for (uint32_t k = d.off[i]; k < d.off[i + 1]; ++k) ready = std::max(ready, group_fin[d.in[k]]);
-    const size_t best = fixed[i] >= 0 ? static_cast<size_t>(fixed[i]) : avail.earliest(ready);
-    const double fin = std::max(ready, avail.at(best)) + d.time[i];
+    size_t best;
+    double fin;
+    if (fixed[i] >= 0) {
+      best = static_cast<size_t>(fixed[i]);
+      fin = finish_on(i, best);
+    } else {  // the first SM free when every producer's signal arrives, or the latest one's SM
+      double arrive = 0, latest = -1;
+      size_t near = 0;
+      for (uint32_t k = d.off[i]; k < d.off[i + 1]; ++k) {
+        const targets::LatestFinish& g = group_fin[d.in[k]];
+        if (g.t1 == targets::LatestFinish::kNoTask) continue;
+        arrive = std::max(arrive, g.f1 + d.cross + d.lag);
+        if (g.f1 > latest) {
+          latest = g.f1;
+          near = g.w1;
+        }
+      }
+      best = avail.earliest(arrive);
+      fin = finish_on(i, best);
+      if (latest >= 0 && near != best)
+        if (const double f = finish_on(i, near); f < fin) {
+          fin = f;
+          best = near;
+        }
+    }
     avail.set(best, fin);
-    double& gf = group_fin[static_cast<size_t>(d.group[i])];
-    gf = std::max(gf, fin);
+    group_fin[static_cast<size_t>(d.group[i])].add(fin, static_cast<uint32_t>(best), i);
     makespan = std::max(makespan, fin);
     sm[i] = static_cast<int64_t>(best);
   }
@@ -148,7 +180,7 @@ ir::Status assign_workers(Plan& p) {
                        fmt::format("/config/sm_assignment/{}", task));
     fixed[static_cast<size_t>(task)] = sm;
   }
-  const Dag d = build_dag(p);
+  Dag d = build_dag(p);
   std::vector<uint32_t> ids(n);
   std::iota(ids.begin(), ids.end(), 0u);
   std::vector<int64_t> sm, other;
@@ -156,19 +188,21 @@ ir::Status assign_workers(Plan& p) {
   const char* how = "earliest finish in task order";
   std::vector<uint32_t> order;
   if (p.knobs.sm == Knobs::Sm::LoadBalance) {
-    // load_balance keeps the best of three list schedules under the cost model, so it never
-    // predicts worse than round_robin: earliest finish in task order, round robin, and
+    // load_balance keeps the best of three placements by the runtime model's prediction, so it
+    // never predicts worse than round_robin: earliest finish in task order, round robin, and
     // earliest finish in critical-path order (which renumbers the tasks).
+    best = d.score(sm, {});
     std::vector<int64_t> rr(n);
     for (size_t i = 0; i < n; ++i) rr[i] = static_cast<int64_t>(i % sms);
-    if (const double t = list_schedule(d, ids, rr, sms, other); t < best) {
+    if (const double t = d.score(rr, {}); t < best) {
       best = t;
-      sm.swap(other);
+      sm = rr;
       how = "round robin";
     }
     std::vector<uint32_t> ranked = rank_order(d);
     if (!ranked.empty() && ranked != ids) {
-      if (const double t = list_schedule(d, ranked, fixed, sms, other); t < best) {
+      list_schedule(d, ranked, fixed, sms, other);
+      if (const double t = d.score(other, ranked); t < best) {
         best = t;
         sm.swap(other);
         how = "earliest finish in critical-path order";

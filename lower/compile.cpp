@@ -20,7 +20,8 @@ ir::Result<Compiled> compile(const ModelSpec& m, const targets::TargetSpec& t,
     return d;
   }
   Compiled c;
-  c.cost = targets::estimate(*lr, t.record);
+  c.cost =
+      targets::estimate(*lr, t.record, opt.runtime ? *opt.runtime : targets::default_runtime(t));
   c.program = std::move(*lr.value);
   c.verdict = std::move(verdict);
   c.log = std::move(lr.log);

@@ -15,6 +15,7 @@
 #include "ir/tensor_map.h"
 #include "lower/graph.h"
 #include "lower/model.h"
+#include "targets/runtime.h"
 #include "targets/target.h"
 
 namespace amk::lower {
@@ -35,6 +36,9 @@ struct LowerOptions {
   bool amk_compat = false;    ///< AMK's lower() byte for byte: only tiling/n_partitions consumed
   bool reference = false;     ///< one untiled task per graph node, no split/fusion/placement/pages
   bool log = false;           ///< record one line per pass (with its time) in LowerResult::log
+  /// The executor placement weighs tasks for (nullptr: the target's default runtime); it must
+  /// outlive the lowering.
+  const targets::Runtime* runtime = nullptr;
 };
 
 /// ScheduleConfig parsed and checked against the target.

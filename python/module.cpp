@@ -312,11 +312,18 @@ PYBIND11_MODULE(_amk, m) {
   m.def(
       "lower",
       [](const std::string& model, const std::string& target, const py::object& config, int64_t pos,
-         int64_t batch, const std::string& dtype, const py::object& quant) {
+         int64_t batch, const std::string& dtype, const py::object& quant,
+         const py::object& runtime) {
         const lower::ModelSpec ms = take(lower::load_model(model), model);
         const targets::TargetSpec ts = take(targets::load_target(target), target);
         const std::optional<ir::ScheduleConfig> cfg = config_of(config, "config");
         lower::LowerOptions o;
+        std::optional<targets::Runtime> rt;
+        if (!runtime.is_none()) {
+          const std::string r = runtime.cast<std::string>();
+          rt = take(targets::load_runtime(r), r);
+          o.runtime = &*rt;
+        }
         o.pos = pos;
         o.batch = batch;
         o.dtype = take(lower::lower_dtype_named("dtype", dtype), "dtype");
@@ -331,19 +338,29 @@ PYBIND11_MODULE(_amk, m) {
       },
       py::arg("model"), py::arg("target"), py::arg("config") = py::none(), py::arg("pos") = 0,
       py::arg("batch") = 1, py::arg("dtype") = "F32", py::arg("quant") = py::none(),
+      py::arg("runtime") = py::none(),
       "Lowers one decode step of a model for a target under a ScheduleConfig (dict, JSON text, "
       "a file path, 'auto' or None for AMK's default_config); the program is proven before it is "
       "returned.");
   m.def("models", &lower::builtin_model_names, "The built-in model specs.");
   m.def("targets", &targets::builtin_target_names, "The built-in targets.");
+  m.def("runtimes", &targets::builtin_runtime_names, "The built-in runtime profiles.");
   m.def(
       "cost",
-      [](const py::object& program, const std::string& target) {
+      [](const py::object& program, const std::string& target, const py::object& runtime) {
         const ProgramArg p = program_of(program);
         const targets::TargetSpec t = take(targets::load_target(target), target);
-        return to_py(app::cost_json(targets::estimate(*p, t.record)));
+        std::optional<targets::Runtime> rt;
+        if (!runtime.is_none()) {
+          const std::string r = runtime.cast<std::string>();
+          rt = take(targets::load_runtime(r), r);
+        }
+        return to_py(app::cost_json(
+            targets::estimate(*p, t.record, rt ? *rt : targets::default_runtime(t))));
       },
-      py::arg("program"), py::arg("target"), "The cost model's prediction on a target.");
+      py::arg("program"), py::arg("target"), py::arg("runtime") = py::none(),
+      "The cost model's prediction on a target, run by a runtime (a name or file; default: the "
+      "target's).");
   m.def(
       "diff",
       [](const py::object& a, const py::object& b) {
@@ -360,10 +377,12 @@ PYBIND11_MODULE(_amk, m) {
       "search",
       [](const std::string& model, const std::string& target, int64_t budget, uint64_t seed,
          int jobs, const std::string& algo, const std::string& objective, const py::object& start,
-         const py::object& on_trial, const py::object& evaluate_batch, int64_t min_batch) {
+         const py::object& on_trial, const py::object& evaluate_batch, int64_t min_batch,
+         const py::object& runtime) {
         app::SearchRequest req;
         req.model = model;
         req.target = target;
+        if (!runtime.is_none()) req.runtime = runtime.cast<std::string>();
         req.options.budget = budget;
         req.options.seed = seed;
         req.options.jobs = jobs;
@@ -441,6 +460,7 @@ PYBIND11_MODULE(_amk, m) {
       py::arg("jobs") = 1, py::arg("algo") = "descent", py::arg("objective") = "predicted",
       py::arg("start") = py::none(), py::arg("on_trial") = py::none(),
       py::arg("evaluate_batch") = py::none(), py::arg("min_batch") = 0,
+      py::arg("runtime") = py::none(),
       "Searches ScheduleConfigs with the full proof in the loop (the trials and best of `amk "
       "search` with the same arguments). on_trial(trial) sees each trial in order; returning "
       "False stops the search, an exception stops it and propagates. evaluate_batch(request, "

@@ -154,7 +154,8 @@ LogHeader header_of(const lower::ModelSpec& m, const targets::TargetSpec& t, con
           config_key(o.start ? *o.start : lower::default_config()),
           o.seed,
           config_hash(space),
-          o.min_batch};
+          o.min_batch,
+          o.lower.runtime ? o.lower.runtime->name : targets::default_runtime(t).name};
 }
 
 std::string header_json(const LogHeader& h) {
@@ -166,6 +167,7 @@ std::string header_json(const LogHeader& h) {
             {"space", fmt::format("{:016x}", h.space)},
             {"start", json::parse(h.start)}};
   if (h.min_batch > 0) j["min_batch"] = h.min_batch;  // absent: 0, as in logs written before it
+  j["runtime"] = h.runtime;
   return ir::dump_text(json{{"search", j}});
 }
 
@@ -212,7 +214,8 @@ ir::Result<Log> read_log(const std::string& path) {
                              ir::dump_text(h["start"]),
                              h.value("seed", uint64_t{0}),
                              space_hash,
-                             h.value("min_batch", int64_t{0})};
+                             h.value("min_batch", int64_t{0}),
+                             h.value("runtime", "")};
       log.complete = std::min(at, text->size());
       continue;
     }

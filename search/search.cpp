@@ -4,14 +4,11 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <numeric>
 #include <random>
 #include <set>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -20,6 +17,7 @@
 #include "ir/pool.h"
 #include "ir/pyjson.h"
 #include "lower/config.h"
+#include "search/strategy.h"
 #include "targets/cost.h"
 #include "validate/validate.h"
 
@@ -39,247 +37,6 @@ double us_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
 }
 
-// A proposal: a point and why.
-struct Proposal {
-  Point point;
-  Source source;
-};
-
-// The trials so far, with their points and the incumbent.
-struct History {
-  std::vector<Trial> trials;
-  std::vector<Point> points;
-  std::unordered_map<std::string, int64_t> by_key;  // config key -> first trial with it
-  std::set<Point> seen;                             // every point proposed so far
-  int64_t incumbent = -1;                           // best valid trial (earliest among equals)
-  double score(int64_t i) const { return i < 0 ? INFINITY : trials[static_cast<size_t>(i)].score; }
-};
-
-// A point's config key (what tells duplicates apart).
-using KeyOf = std::function<std::string(const Point&)>;
-
-// Counts the proposals whose config is new: not tried before, not earlier in the batch.
-struct Fresh {
-  const History& h;
-  const KeyOf& key_of;
-  std::unordered_set<std::string> keys;
-  size_t n = 0;
-  void add(const Point& p) {
-    std::string k = key_of(p);
-    if (!h.by_key.count(k) && keys.insert(std::move(k)).second) ++n;
-  }
-};
-
-class Strategy {
- public:
-  virtual ~Strategy() = default;
-  // The next batch of proposals (empty: done), given the trials so far and the evaluations left.
-  virtual std::vector<Proposal> next(const History& h, int64_t remaining) = 0;
-};
-
-// Shared moves over a space.
-struct Moves {
-  const Space& space;
-  std::mt19937_64 rng;
-  size_t below(size_t n) { return static_cast<size_t>(rng() % n); }
-  Point random_point() {
-    Point p(space.knobs.size());
-    for (size_t k = 0; k < p.size(); ++k)
-      p[k] = static_cast<uint16_t>(below(space.knobs[k].values.size()));
-    return p;
-  }
-  // Whether some one-knob change of `p` was never proposed.
-  bool has_unseen_neighbour(const History& h, Point p) const {
-    for (size_t k = 0; k < p.size(); ++k) {
-      const uint16_t was = p[k];
-      for (size_t v = 0; v < space.knobs[k].values.size(); ++v) {
-        p[k] = static_cast<uint16_t>(v);
-        if (v != was && !h.seen.count(p)) return true;
-      }
-      p[k] = was;
-    }
-    return false;
-  }
-  // One knob changed to another of its values, chosen uniformly (AMK's mutate_config).
-  Point mutate(Point p) {
-    std::vector<size_t> movable;
-    for (size_t k = 0; k < p.size(); ++k)
-      if (space.knobs[k].values.size() > 1) movable.push_back(k);
-    if (movable.empty()) return p;
-    const size_t k = movable[below(movable.size())];
-    const size_t n = space.knobs[k].values.size();
-    p[k] = static_cast<uint16_t>((p[k] + 1 + below(n - 1)) % n);
-    return p;
-  }
-};
-
-// AMK's search(): after the start, round((budget - 1) x 0.35) random configs, then one-knob
-// mutations of the incumbent, one at a time (the run keeps a trial iff strictly better).
-class AmkStrategy : public Strategy {
- public:
-  AmkStrategy(const Space& s, uint64_t seed, int64_t budget)
-      : mv_{s, std::mt19937_64(seed)},
-        explore_(static_cast<int64_t>(std::llround(static_cast<double>(budget - 1) * 0.35))) {}
-  std::vector<Proposal> next(const History& h, int64_t remaining) override {
-    if (explored_ < explore_) {  // independent of the results: one batch
-      std::vector<Proposal> batch;
-      for (; explored_ < explore_ && static_cast<int64_t>(batch.size()) < remaining; ++explored_)
-        batch.push_back({mv_.random_point(), Source::Random});
-      return batch;
-    }
-    const Point& inc = h.points[static_cast<size_t>(h.incumbent >= 0 ? h.incumbent : 0)];
-    if (!mv_.has_unseen_neighbour(h, inc)) return {};  // nothing a mutation could still find
-    return {{mv_.mutate(inc), Source::Mutate}};
-  }
-
- private:
-  Moves mv_;
-  int64_t explore_, explored_ = 0;
-};
-
-// The default: steepest descent over every one-knob neighbour of the current point (a batch the
-// workers evaluate together); at a local optimum, a diversification batch (crossovers of the
-// best points, perturbations of the incumbent, random points) whose best becomes the new current
-// point, and descent resumes. Knobs that keep the tiling come first in a batch, so the workers'
-// lowerings reuse their tile/fuse/deps work.
-class DescentStrategy : public Strategy {
- public:
-  DescentStrategy(const Space& s, uint64_t seed, int64_t min_batch, KeyOf key_of)
-      : mv_{s, std::mt19937_64(seed)},
-        min_batch_(static_cast<size_t>(std::max<int64_t>(min_batch, 0))),
-        key_of_(std::move(key_of)) {}
-  std::vector<Proposal> next(const History& h, int64_t remaining) override {
-    if (current_ < 0) current_ = 0;  // the start
-    if (!last_.empty()) {            // the results of the previous batch
-      int64_t best = -1;
-      for (int64_t i : last_)
-        if (best < 0 || h.score(i) < h.score(best)) best = i;
-      if (diversifying_ || h.score(best) < h.score(current_))
-        current_ = best;
-      else
-        stuck_ = true;
-      diversifying_ = false;
-      last_.clear();
-    }
-    std::vector<Proposal> batch;
-    if (!stuck_) {
-      neighbours(h, h.points[static_cast<size_t>(current_)], batch);
-      if (!batch.empty() && batch.size() < min_batch_) widen(h, batch);
-    }
-    if (batch.empty()) {  // a local optimum (or every neighbour already seen): diversify
-      batch = diversify(h);
-      diversifying_ = true;
-      stuck_ = false;
-    }
-    if (static_cast<int64_t>(batch.size()) > remaining)
-      batch.resize(static_cast<size_t>(remaining));
-    const int64_t first = static_cast<int64_t>(h.trials.size());
-    for (size_t i = 0; i < batch.size(); ++i) last_.push_back(first + static_cast<int64_t>(i));
-    return batch;
-  }
-
- private:
-  // Appends the unseen one-knob neighbours of `at` that `batch` does not hold yet.
-  void neighbours(const History& h, const Point& at, std::vector<Proposal>& batch) const {
-    std::vector<Proposal> same_tiling, retile;
-    for (size_t k = 0; k < at.size(); ++k) {
-      const Knob& knob = mv_.space.knobs[k];
-      const bool tiling = knob.path.starts_with("tiling.") || knob.path == "fusion_grouping";
-      for (size_t v = 0; v < knob.values.size(); ++v) {
-        if (v == at[k]) continue;
-        Point p = at;
-        p[k] = static_cast<uint16_t>(v);
-        if (seen(h, p) || std::any_of(batch.begin(), batch.end(),
-                                      [&](const Proposal& q) { return q.point == p; }))
-          continue;
-        (tiling ? retile : same_tiling).push_back({std::move(p), Source::Neighbor});
-      }
-    }
-    batch.insert(batch.end(), same_tiling.begin(), same_tiling.end());
-    batch.insert(batch.end(), retile.begin(), retile.end());
-  }
-
-  // A batch of at least min_batch new configs: the neighbours of the next best valid points (by
-  // score, the earliest first among equals) join the current point's until it holds that many
-  // or none is left.
-  void widen(const History& h, std::vector<Proposal>& batch) const {
-    Fresh fresh{h, key_of_, {}, 0};
-    for (const Proposal& q : batch) fresh.add(q.point);
-    std::vector<int64_t> best;
-    for (int64_t i = 0; i < static_cast<int64_t>(h.trials.size()); ++i)
-      if (i != current_ && h.trials[static_cast<size_t>(i)].valid &&
-          h.trials[static_cast<size_t>(i)].duplicate_of < 0)
-        best.push_back(i);
-    std::stable_sort(best.begin(), best.end(),
-                     [&](int64_t a, int64_t b) { return h.score(a) < h.score(b); });
-    for (size_t r = 0; r < best.size() && fresh.n < min_batch_; ++r) {
-      const size_t from = batch.size();
-      neighbours(h, h.points[static_cast<size_t>(best[r])], batch);
-      for (size_t i = from; i < batch.size(); ++i) {
-        fresh.add(batch[i].point);
-        if (fresh.n == min_batch_) {
-          batch.resize(i + 1);
-          break;
-        }
-      }
-    }
-  }
-
-  std::vector<Proposal> diversify(const History& h) {
-    // The best distinct valid points so far.
-    std::vector<int64_t> elite;
-    for (int64_t i = 0; i < static_cast<int64_t>(h.trials.size()); ++i)
-      if (h.trials[static_cast<size_t>(i)].valid &&
-          h.trials[static_cast<size_t>(i)].duplicate_of < 0)
-        elite.push_back(i);
-    std::stable_sort(elite.begin(), elite.end(),
-                     [&](int64_t a, int64_t b) { return h.score(a) < h.score(b); });
-    if (elite.size() > 4) elite.resize(4);
-    std::vector<Proposal> batch;
-    const Point& inc = h.points[static_cast<size_t>(h.incumbent >= 0 ? h.incumbent : 0)];
-    // kDiversify proposals, or with min_batch that many new configs.
-    const size_t want = std::max(kDiversify, min_batch_);
-    Fresh fresh{h, key_of_, {}, 0};
-    for (size_t attempt = 0; attempt < 8 * want && (min_batch_ ? fresh.n : batch.size()) < want;
-         ++attempt) {
-      Proposal p;
-      const auto kind = static_cast<int>(attempt % 4);
-      if (kind < 2 && elite.size() >= 2) {  // uniform crossover of two elites
-        const Point& a = h.points[static_cast<size_t>(elite[mv_.below(elite.size())])];
-        const Point& b = h.points[static_cast<size_t>(elite[mv_.below(elite.size())])];
-        p.point = a;
-        for (size_t k = 0; k < a.size(); ++k)
-          if (mv_.below(2)) p.point[k] = b[k];
-        p.source = Source::Crossover;
-      } else if (kind < 3) {  // two or three knobs of the incumbent changed
-        p.point = mv_.mutate(mv_.mutate(inc));
-        if (mv_.below(2)) p.point = mv_.mutate(p.point);
-        p.source = Source::Perturb;
-      } else {
-        p.point = mv_.random_point();
-        p.source = Source::Random;
-      }
-      if (seen(h, p.point) || std::any_of(batch.begin(), batch.end(),
-                                          [&](const Proposal& q) { return q.point == p.point; }))
-        continue;
-      if (min_batch_) fresh.add(p.point);
-      batch.push_back(std::move(p));
-    }
-    if (batch.empty()) batch.push_back({mv_.random_point(), Source::Random});  // let the run dedup
-    return batch;
-  }
-
-  static bool seen(const History& h, const Point& p) { return h.seen.count(p) > 0; }
-
-  static constexpr size_t kDiversify = 8;
-  Moves mv_;
-  size_t min_batch_;  // 0: the neighbourhood as it comes
-  KeyOf key_of_;
-  int64_t current_ = -1;
-  std::vector<int64_t> last_;
-  bool diversifying_ = false, stuck_ = false;
-};
-
 }  // namespace
 
 std::string_view name(Source s) {
@@ -294,13 +51,15 @@ std::optional<Source> parse_source(std::string_view s) {
 
 struct Evaluator::Impl {
   const targets::TargetSpec& target;
+  const targets::Runtime& runtime;
   lower::Lowerer lowerer;
   validate::Validator validator;
 };
 
 Evaluator::Evaluator(const lower::ModelSpec& m, const targets::TargetSpec& t,
                      const lower::LowerOptions& o)
-    : impl_(std::make_unique<Impl>(Impl{t, lower::Lowerer(m, t, o), {}})) {
+    : impl_(std::make_unique<Impl>(Impl{
+          t, o.runtime ? *o.runtime : targets::default_runtime(t), lower::Lowerer(m, t, o), {}})) {
   impl_->validator.set_threads(1);  // a search runs evaluators in parallel, one per thread
 }
 Evaluator::~Evaluator() = default;
@@ -334,8 +93,8 @@ void Evaluator::evaluate(Trial& t, Objective obj) {
     t.eval_us = t.lower_us + t.validate_us;
     return;
   }
-  const targets::CostEstimate c =
-      targets::estimate(p, impl_->target.record, validator.graph(), validator.queue_graph());
+  const targets::CostEstimate c = targets::estimate(p, impl_->target.record, impl_->runtime,
+                                                    validator.graph(), validator.queue_graph());
   t.cost_us = us_since(t2);
   t.valid = true;
   t.predicted_us = c.makespan_us;
@@ -466,19 +225,19 @@ ir::Result<SearchResult> Search::run() {
       pool.run(workers.size(), [&](size_t, size_t i) { Evaluator gone = std::move(workers[i]); });
     }
   } free_in_parallel{pool, workers};
-  std::unordered_map<int64_t, const Trial*> replay;
   std::unordered_set<std::string> lowered;  // the structures (structure_text) evaluated so far
-  for (const Trial& r : o_.replay) replay[r.index] = &r;
 
-  std::unique_ptr<Strategy> strategy;
-  if (o_.algorithm == Algorithm::Amk)
-    strategy = std::make_unique<AmkStrategy>(space_, o_.seed, o_.budget);
-  else
-    strategy = std::make_unique<DescentStrategy>(
-        space_, o_.seed, o_.min_batch,
-        [&](const Point& p) { return config_key(space_.config(p, base)); });
+  std::unique_ptr<Strategy> strategy =
+      o_.algorithm == Algorithm::Amk
+          ? amk_strategy(space_, o_.seed, o_.budget)
+          : descent_strategy(space_, o_.seed, o_.min_batch,
+                             [&](const Point& p) { return config_key(space_.config(p, base)); });
+  // A log's evaluations by config: a proposal the log evaluated takes its result, whatever its
+  // index there (a search of another budget: AMK's random share depends on it).
+  std::unordered_map<std::string, const Trial*> replay_by_key;
+  for (const Trial& r : o_.replay)
+    if (r.duplicate_of < 0) replay_by_key.emplace(r.key, &r);
 
-  auto stopped = [&] { return o_.stop && o_.stop->load(std::memory_order_relaxed); };
   // Turns proposals into trials (duplicates and replayed ones settled at once), evaluates the
   // rest in parallel, and records them in index order.
   auto run_batch = [&](std::vector<Proposal> batch) -> ir::Status {
@@ -491,22 +250,15 @@ ir::Result<SearchResult> Search::run() {
       t.source = batch[i].source;
       t.config = t.source == Source::Start ? base : space_.config(batch[i].point, base);
       t.key = config_key(t.config);
-      if (auto it = replay.find(t.index); it != replay.end()) {
-        if (it->second->key != t.key)
-          return ir::error("search.replay",
-                           fmt::format("trial {} of the log has another config than this search "
-                                       "proposes: a log of another search (model, target, seed, "
-                                       "algorithm, space or start)",
-                                       t.index));
-        t = *it->second;
-        t.config = trials[i].config;
-        ++res.replayed;
-        continue;
-      }
       if (auto it = h.by_key.find(t.key); it != h.by_key.end()) {
         t.duplicate_of = it->second;
       } else if (auto jt = in_batch.find(t.key); jt != in_batch.end()) {
         t.duplicate_of = trials[jt->second].index;
+      } else if (auto kt = replay_by_key.find(t.key); kt != replay_by_key.end()) {
+        in_batch.emplace(t.key, i);  // evaluated in the log: its result is taken
+        take_results(t, *kt->second);
+        t.eval_us = t.lower_us = t.validate_us = t.cost_us = 0;
+        ++res.replayed;
       } else {
         in_batch.emplace(t.key, i);
         todo.push_back(i);
@@ -540,16 +292,14 @@ ir::Result<SearchResult> Search::run() {
         });
       } else {
         pool.run(units.size(), [&](size_t w, size_t u) {
-          for (size_t k : units[u])
-            if (!stopped()) workers[w].evaluate(trials[todo[k]], o_.objective);
+          for (size_t k : units[u]) workers[w].evaluate(trials[todo[k]], o_.objective);
         });
       }
     }
-    if (stopped()) return ir::error("search.cancelled", "the search was cancelled");
     const auto first = static_cast<int64_t>(h.trials.size());  // trials[i] is trial first + i
     for (size_t i = 0; i < trials.size(); ++i) {
       Trial& t = trials[i];
-      if (t.duplicate_of >= 0 && !replay.count(t.index)) {
+      if (t.duplicate_of >= 0) {
         const Trial& orig = t.duplicate_of < first
                                 ? h.trials[static_cast<size_t>(t.duplicate_of)]
                                 : trials[static_cast<size_t>(t.duplicate_of - first)];
@@ -581,10 +331,21 @@ ir::Result<SearchResult> Search::run() {
     return std::move(st.diagnostics);
   int idle = 0;  // batches that evaluated nothing new (a small space runs out)
   while (!res.stopped && res.evaluations < o_.budget && !out_of_time() && idle < 64) {
-    std::vector<Proposal> batch = strategy->next(h, o_.budget - res.evaluations);
+    std::vector<Proposal> batch = strategy->next(h);
     if (batch.empty()) {
       res.exhausted = true;
       break;
+    }
+    // Where the budget ends inside the batch: after as many new configs as it has left.
+    std::unordered_set<std::string> fresh;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const Proposal& q = batch[i];
+      std::string key = config_key(q.source == Source::Start ? base : space_.config(q.point, base));
+      if (!h.by_key.count(key) && fresh.insert(std::move(key)).second &&
+          static_cast<int64_t>(fresh.size()) == o_.budget - res.evaluations) {
+        batch.resize(i + 1);
+        break;
+      }
     }
     const int64_t before = res.evaluations;
     if (ir::Status st = run_batch(std::move(batch)); !st) return std::move(st.diagnostics);

@@ -96,8 +96,9 @@ struct SearchOptions {
   std::function<bool(const Trial&)> on_trial;
   /// Called with each trial the exploit measured (or tried to: a warning says why not).
   std::function<void(const Trial&)> on_measured;
-  /// Trials of an earlier run of the same search (a --resume log): a proposal whose index is here
-  /// takes its result instead of being evaluated.
+  /// Trials of an earlier run of the same search (a --resume log): a proposal whose config one of
+  /// them evaluated takes its result instead of being evaluated again, so a resumed search, of
+  /// the same budget or a larger one, gives the trials of an uninterrupted one.
   std::vector<Trial> replay;
   /// Evaluates a batch elsewhere (an executor, a cluster) instead of the `jobs` threads: fills
   /// each trial's results from its config as Evaluator::evaluate would; an error stops the search.
@@ -162,7 +163,7 @@ class Search {
          SearchOptions options);
   /// Runs to the budget or the deadline. Fails when the start config is invalid for this model
   /// and target (`search.start`), or when no trial was valid (`search.none-valid`, with the
-  /// trials); a replay that does not match this search is `search.replay`.
+  /// trials). The trials of a budget are a prefix of those of a larger one.
   ir::Result<SearchResult> run();
 
  private:
@@ -183,6 +184,7 @@ struct LogHeader {
   uint64_t seed = 0;
   uint64_t space = 0;  ///< config_hash of the space's knobs and values
   int64_t min_batch = 0;
+  std::string runtime;  ///< the runtime the predictions are for
 };
 /// The header as one JSON line ({"search": {...}}).
 std::string header_json(const LogHeader& h);

@@ -13,125 +13,126 @@ namespace amk::targets {
 
 namespace {
 
+// AMK's task time in two parts: memory (exposed by the pipelining depth) and compute.
 struct Parts {
   double mem_us = 0, compute_us = 0;
-  double hbm_us = 0;     // the bytes at the achievable HBM bandwidth: prefetching hides latency,
-                         // it does not move bytes faster, so the shared-HBM bound has no `exposed`
-  double mem_sm_us = 0;  // at one SM's share: kSmShare x (bandwidth / num_sms), at most all of it
 };
 
-// One SM streams at most this many times its fair share of HBM bandwidth (so a quarter of the
-// SMs saturate HBM); AMK's formula lets every task stream at full bandwidth.
-constexpr double kSmShare = 4.0;
-
-// What task_parts reads of a target and a depth, worked out once for all of a program's tasks.
+// What AMK's formula reads of a target and a depth, worked out once for all of a program's tasks.
 struct Rates {
-  double exposed, bw, tf, sm_bw;
+  double exposed, bw, tf;
   Rates(const ir::Target& tg, int64_t depth)
       : exposed(std::max(0.5, 1.0 / (1.0 + 0.6 * static_cast<double>(depth)))),
         bw(tg.hbm_bandwidth_gbs.as_double()),
-        tf(tg.fp16_tflops.as_double()),
-        sm_bw(std::min(bw, bw * kSmShare / std::max(1.0, tg.num_sms.as_double()))) {}
+        tf(tg.fp16_tflops.as_double()) {}
 };
 
 Parts task_parts(const ir::Program& p, const ir::Task& t, const Rates& r) {
   const ir::TaskLoad load = ir::task_load(p, t);
   const double hbm = r.bw > 0 ? load.bytes / (r.bw * 1e3 * 0.80) : 0.0;
-  return {hbm * r.exposed, r.tf > 0 ? load.flops / (r.tf * 1e6 * 0.70) : 0.0, hbm,
-          r.sm_bw > 0 ? load.bytes / (r.sm_bw * 1e3 * 0.80) * r.exposed : 0.0};
+  return {hbm * r.exposed, r.tf > 0 ? load.flops / (r.tf * 1e6 * 0.70) : 0.0};
 }
 
-double finish(const Parts& q, double mem, const ir::Task& t) {
-  return std::max(mem, q.compute_us) + 1.5 + (t.op == ir::Op::GEMV_TILE ? 0.05 : 0.0);
+double finish(const Parts& q, const ir::Task& t) {
+  return std::max(q.mem_us, q.compute_us) + 1.5 + (t.op == ir::Op::GEMV_TILE ? 0.05 : 0.0);
+}
+
+// AMK's formula: its makespan, critical path and Σ task times into `r`.
+void amk_formula(const ir::Program& p, const ir::Target& tg, const ir::Graph& g,
+                 const ir::ScheduleGraph* queues, CostEstimate& r) {
+  const int64_t depth = p.config ? p.config->depth() : 2;
+  const size_t n = p.tasks.size();
+  std::vector<double> t(n);
+  const Rates rates(tg, depth);
+  for (size_t i = 0; i < n; ++i) {
+    t[i] = finish(task_parts(p, p.tasks[i], rates), p.tasks[i]);
+    r.total_us += t[i];
+  }
+  const ir::ScheduleGraph deps(p, g, ir::QueueEdges::None);
+  if (!deps.acyclic()) {
+    r.cyclic = true;
+    r.amk_makespan_us = r.total_us;
+    return;
+  }
+  const std::span<const double> ct(t);
+  r.critical_path_us = (*ir::longest_lengths<1>(deps, {ct}))[0];
+  if (!r.sm_assigned) {
+    const double sms = std::max(1.0, tg.num_sms.as_double());
+    r.amk_makespan_us = std::max(r.critical_path_us, r.total_us / sms);
+    return;
+  }
+  // SMs assigned: each SM's queue runs in list order, an unassigned task on SM 0 (AMK's loader).
+  std::optional<ir::ScheduleGraph> own;
+  const ir::ScheduleGraph& queued = placed_queues(p, g, queues, own);
+  if (const auto len = ir::longest_lengths<1>(queued, {ct})) {
+    r.amk_makespan_us = (*len)[0];
+  } else {
+    r.cyclic = true;
+    r.amk_makespan_us = r.total_us;
+  }
 }
 
 }  // namespace
 
 double task_time_us(const ir::Program& p, const ir::Task& t, const ir::Target& tg, int64_t depth) {
-  const Parts q = task_parts(p, t, Rates(tg, depth));
-  return finish(q, q.mem_us, t);
+  return finish(task_parts(p, t, Rates(tg, depth)), t);
 }
 
-double task_time_sm_us(const ir::Program& p, const ir::Task& t, const ir::Target& tg,
-                       int64_t depth) {
-  const Parts q = task_parts(p, t, Rates(tg, depth));
-  return finish(q, q.mem_sm_us, t);
+CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const Runtime& rt) {
+  return estimate(p, tg, rt, ir::Graph::build(p));
 }
 
 CostEstimate estimate(const ir::Program& p, const ir::Target& tg) {
-  return estimate(p, tg, ir::Graph::build(p));
+  return estimate(p, tg, default_runtime(tg));
 }
 
-CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const ir::Graph& g,
-                      const ir::ScheduleGraph* queues) {
+CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const Runtime& rt,
+                      const ir::Graph& g, const ir::ScheduleGraph* queues) {
   AMK_ASSERT(g.num_tasks() == p.tasks.size(), "estimate: a graph of another program");
   CostEstimate r;
-  const int64_t depth = p.config ? p.config->depth() : 2;
-  const size_t n = p.tasks.size();
-  std::vector<double> t(n), ts(n);  // AMK's task times; with the per-SM bandwidth share
-  const Rates rates(tg, depth);
-  for (size_t i = 0; i < n; ++i) {
-    const Parts q = task_parts(p, p.tasks[i], rates);
-    t[i] = finish(q, q.mem_us, p.tasks[i]);
-    ts[i] = finish(q, q.mem_sm_us, p.tasks[i]);
-    r.total_us += t[i];
-    r.bandwidth_us += q.hbm_us;
-  }
-  const double w = static_cast<double>(p.total_weight_bytes());
-  r.floor_us = tg.bandwidth_bound_us(w);
+  r.runtime = rt.name;
   r.sm_assigned = p.sm_assigned();
-  const ir::ScheduleGraph deps(p, g, ir::QueueEdges::None);
-  if (!deps.acyclic()) {
+  r.floor_us = tg.bandwidth_bound_us(static_cast<double>(p.total_weight_bytes()));
+  std::optional<ir::ScheduleGraph> own;  // the placed program's queues, built once for both
+  if (r.sm_assigned) queues = &placed_queues(p, g, queues, own);
+  amk_formula(p, tg, g, queues, r);
+  const Machine m(p.config ? &*p.config : nullptr, tg, rt);
+  r.bytes_in_flight = m.in_flight;
+  r.worker_gbs = m.stream * 1e-3;
+  const Walk w = simulate(walk_input(p, g, queues), m, false);
+  r.bandwidth_us = w.bytes / m.hbm;
+  if (!w.acyclic) {  // a deadlock has no schedule: the tasks one after another, as AMK's Σt
     r.cyclic = true;
-    r.makespan_us = r.amk_makespan_us = r.total_us;
-    return r;
-  }
-  const std::span<const double> ct(t), cts(ts);
-  if (!r.sm_assigned) {  // the critical path and the queue bound from one walk
-    const auto len = *ir::longest_lengths<2>(deps, {ct, cts});
-    r.critical_path_us = len[0];
-    const double sms = std::max(1.0, tg.num_sms.as_double());
-    r.amk_makespan_us = std::max(r.critical_path_us, r.total_us / sms);
-    double total_sm = 0;
-    for (double x : ts) total_sm += x;
-    r.queue_us = std::max(len[1], total_sm / sms);
-    r.makespan_us = std::max(r.queue_us, r.bandwidth_us);
-    return r;
-  }
-  r.critical_path_us = (*ir::longest_lengths<1>(deps, {ct}))[0];
-  // SMs assigned: each SM's queue runs in list order, an unassigned task on SM 0 (AMK's loader).
-  // A given graph of the queues as placed is that one when every task is on an SM >= 0.
-  const bool reuse = queues && &queues->graph() == &g &&
-                     (queues->queues() == ir::QueueEdges::Loader ||
-                      (queues->queues() == ir::QueueEdges::Assigned &&
-                       std::all_of(p.tasks.begin(), p.tasks.end(),
-                                   [](const ir::Task& task) { return task.sm && *task.sm >= 0; })));
-  std::optional<ir::ScheduleGraph> own;
-  const ir::ScheduleGraph& queued = reuse ? *queues : own.emplace(p, g, ir::QueueEdges::Loader);
-  if (const auto len = ir::longest_lengths<2>(queued, {ct, cts})) {  // AMK's makespan, the queues
-    r.amk_makespan_us = (*len)[0];
-    r.queue_us = (*len)[1];
+    const TaskCoster cost(p, tg, rt, p.config ? &*p.config : nullptr);
+    for (const ir::Task& t : p.tasks) r.queue_us += cost(t);
   } else {
-    r.cyclic = true;
-    r.amk_makespan_us = r.total_us;
+    r.queue_us = w.makespan;
+    r.breakdown = w.breakdown;
   }
-  r.makespan_us = std::max(r.queue_us, r.bandwidth_us);
+  r.makespan_us = bounded_makespan(r.queue_us, w, m, r.floor_us);
   return r;
 }
 
-TaskTimes predicted_times(const ir::Program& p, const ir::Target& tg, const ir::Graph& g) {
-  const int64_t depth = p.config ? p.config->depth() : 2;
-  std::vector<double> ts(p.tasks.size());
-  for (size_t i = 0; i < p.tasks.size(); ++i) ts[i] = task_time_sm_us(p, p.tasks[i], tg, depth);
-  const ir::ScheduleGraph sg(p, g, p.sm_assigned() ? ir::QueueEdges::Loader : ir::QueueEdges::None);
-  const auto lp = ir::longest_path<double>(sg, ts);
+TaskCoster::TaskCoster(const ir::Program& p, const ir::Target& tg, const Runtime& rt,
+                       const ir::ScheduleConfig* knobs)
+    : p_(p), m_(knobs, tg, rt) {}
+
+double TaskCoster::operator()(const ir::Task& t) const {
+  const ir::TaskLoad l = ir::task_load(p_, t);
+  return m_.dispatch + m_.exec(l.bytes, l.flops, 0.0, m_.workers) + m_.sync;
+}
+
+TaskTimes predicted_times(const ir::Program& p, const ir::Target& tg, const Runtime& rt,
+                          const ir::Graph& g) {
+  const Walk w =
+      simulate(walk_input(p, g, nullptr), Machine(p.config ? &*p.config : nullptr, tg, rt), true);
   TaskTimes r;
-  r.acyclic = lp.acyclic;
-  if (!lp.acyclic) return r;
-  r.finish_us = lp.finish;
-  r.start_us.resize(ts.size());
-  for (size_t i = 0; i < ts.size(); ++i) r.start_us[i] = lp.finish[i] - ts[i];
-  r.critical = lp.path();
+  r.acyclic = w.acyclic;
+  if (!w.acyclic) return r;
+  r.start_us = w.ready;
+  r.finish_us = w.finish;
+  r.worker = w.worker;
+  r.critical = w.path;
   return r;
 }
 

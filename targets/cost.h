@@ -1,13 +1,17 @@
-// AMK's cost model over any program: per-task time from the bytes and flops it moves (one
-// definition: ir::task_load) on a target, the makespan over dependencies and per-SM queues
-// (ir::ScheduleGraph), and the weight-streaming floor.
+// The cost model: a program on hardware (a target record) run by an executor (a runtime profile,
+// runtime.h). amk's prediction walks the schedule as the runtime runs it (simulate.h); AMK's own
+// formula (per-task time from bytes and flops, longest path) is kept beside it, as is the
+// weight-streaming floor no schedule beats.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ir/graph.h"
 #include "ir/program.h"
+#include "targets/runtime.h"
+#include "targets/simulate.h"
 
 namespace amk::ir {
 class ScheduleGraph;
@@ -15,41 +19,65 @@ class ScheduleGraph;
 
 namespace amk::targets {
 
-/// What the cost model predicts for a program on a target.
+/// What the cost model predicts for a program on a target and runtime.
 struct CostEstimate {
-  double makespan_us = 0;       ///< amk's prediction: per-SM bandwidth share, shared HBM
+  double makespan_us = 0;       ///< amk's prediction: the runtime's schedule, never below the
+                                ///< bandwidth bound or the floor
   double amk_makespan_us = 0;   ///< AMK's formula: every SM streams at full bandwidth at once
-  double bandwidth_us = 0;      ///< Σ bytes at 80% of HBM bandwidth: all SMs share one HBM
-  double queue_us = 0;          ///< per-SM queues with each SM's bandwidth share (placement)
-  double critical_path_us = 0;  ///< longest dependency chain (ignoring SM queues)
-  double total_us = 0;          ///< Σ task times
+  double bandwidth_us = 0;      ///< Σ bytes at the bandwidth streaming reaches
+  double queue_us = 0;          ///< the runtime's schedule: launch + the last task's finish
+  double critical_path_us = 0;  ///< AMK's formula: the longest dependency chain
+  double total_us = 0;          ///< AMK's formula: Σ task times
   double floor_us = 0;          ///< total WEIGHT bytes at the target's spec bandwidth
-  bool sm_assigned = false;     ///< makespan used per-SM queues (else max(cp, Σt / num_sms))
-  bool cyclic = false;          ///< dependency cycle: AMK's makespan = Σt
+  double bytes_in_flight = 0;   ///< per worker, from the runtime and the config's knobs
+  double worker_gbs = 0;        ///< one worker's streaming rate alone
+  Breakdown breakdown;          ///< where queue_us goes along its critical path
+  std::string runtime;          ///< the runtime's name
+  bool sm_assigned = false;     ///< the program places its tasks (else the runtime does)
+  bool cyclic = false;          ///< dependency cycle: AMK's makespan = Σt, amk's the bound
 };
 
 /// Predicted microseconds of one task (AMK's formula; `depth` = pipelining depth: the exposed
 /// fraction of weight streaming is max(0.5, 1 / (1 + 0.6 depth))).
 double task_time_us(const ir::Program& p, const ir::Task& t, const ir::Target& tg, int64_t depth);
-/// Like task_time_us, but one SM streams at most 4x its fair share of the HBM bandwidth.
-double task_time_sm_us(const ir::Program& p, const ir::Task& t, const ir::Target& tg,
-                       int64_t depth);
-/// Predicts `p` on `tg`; the depth is the program's ScheduleConfig::depth() (2 without a config).
+
+/// Predicts `p` on `tg` run by `rt`.
+CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const Runtime& rt);
+/// Likewise on the target's default runtime.
 CostEstimate estimate(const ir::Program& p, const ir::Target& tg);
 /// Likewise with the counter graph of `p` already built (a validator's: Validator::graph()), and
 /// optionally its SM-queue graph over `g` (Validator::queue_graph()), used when every task is on
 /// an SM >= 0, where it is the loader's.
-CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const ir::Graph& g,
-                      const ir::ScheduleGraph* queues = nullptr);
+CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const Runtime& rt,
+                      const ir::Graph& g, const ir::ScheduleGraph* queues = nullptr);
 
-/// When each task runs in the prediction (the per-SM bandwidth share; per-SM queues in list order
-/// when the program is placed, else dependencies only) and the path that sets the makespan.
+/// A task's time on one worker by itself under `p`'s config (dispatch, streaming at a fair share
+/// of the bandwidth or computing, signalling): what a list scheduler weighs tasks by.
+class TaskCoster {
+ public:
+  /// For the tasks of `p` on `tg` run by `rt` under the knobs of `knobs` (nullptr: AMK's
+  /// defaults).
+  TaskCoster(const ir::Program& p, const ir::Target& tg, const Runtime& rt,
+             const ir::ScheduleConfig* knobs);
+  /// The time of task `t` of the program, in microseconds.
+  double operator()(const ir::Task& t) const;
+  /// What the runtime makes of the target under the knobs.
+  const Machine& machine() const { return m_; }
+
+ private:
+  const ir::Program& p_;
+  Machine m_;
+};
+
+/// When each task runs in the prediction and the path that sets the makespan.
 struct TaskTimes {
-  std::vector<double> start_us, finish_us;  ///< by task id
-  std::vector<uint32_t> critical;           ///< the longest path, first task to last
+  std::vector<double> start_us, finish_us;  ///< by task id: its execution
+  std::vector<uint32_t> worker;             ///< by task id: the worker the runtime runs it on
+  std::vector<uint32_t> critical;           ///< the critical path, first task to last
   bool acyclic = true;                      ///< false: a cycle; nothing else is filled
 };
-/// The predicted start and finish of every task of `p` on `tg` (`g`: the counter graph of `p`).
-TaskTimes predicted_times(const ir::Program& p, const ir::Target& tg, const ir::Graph& g);
+/// The predicted execution of every task of `p` on `tg` run by `rt` (`g`: its counter graph).
+TaskTimes predicted_times(const ir::Program& p, const ir::Target& tg, const Runtime& rt,
+                          const ir::Graph& g);
 
 }  // namespace amk::targets

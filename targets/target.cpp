@@ -5,12 +5,14 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "ir/diagnostic.h"
 
 #include "ir/fileio.h"
 #include "ir/json_io.h"
+#include "targets/runtime.h"
 
 std::span<const std::pair<std::string_view, std::string_view>> amk_builtin_target_files();
 
@@ -48,8 +50,8 @@ bool read_extension(const json& a, TargetSpec& t, ir::Diagnostic& error) {
     return true;
   };
   for (auto it = a.begin(); it != a.end(); ++it) {
-    static const char* kKnown[] = {"family",  "workers",       "clusters", "cluster",
-                                   "aic_ops", "aicpu_threads", "mesh",     "scratch_bytes"};
+    static const char* kKnown[] = {"family",  "runtime",       "workers", "clusters",     "cluster",
+                                   "aic_ops", "aicpu_threads", "mesh",    "scratch_bytes"};
     if (std::find_if(std::begin(kKnown), std::end(kKnown),
                      [&](const char* k) { return it.key() == k; }) == std::end(kKnown))
       return fail(fmt::format("/{}", ir::pointer_token(it.key())), "unknown field");
@@ -57,6 +59,19 @@ bool read_extension(const json& a, TargetSpec& t, ir::Diagnostic& error) {
   if (!a.contains("family") || !a["family"].is_string())
     return fail("/family", "must be a string (gpu, ascend, tx8, ...)");
   t.family = a["family"].get<std::string>();
+  if (a.contains("runtime")) {
+    if (!a["runtime"].is_string() || !builtin_runtime(a["runtime"].get<std::string>()))
+      return fail("/runtime", fmt::format("must name a built-in runtime ({})",
+                                          fmt::join(builtin_runtime_names(), ", ")));
+    t.runtime = a["runtime"].get<std::string>();
+  } else {  // the first built-in runtime of the target's family
+    for (const std::string& n : builtin_runtime_names())
+      if (builtin_runtime(n)->family == t.family) {
+        t.runtime = n;
+        break;
+      }
+    if (t.runtime.empty()) t.runtime = "amk-cuda";
+  }
   if (!a.contains("workers") || !a["workers"].is_array() || a["workers"].empty())
     return fail("/workers", "must be a non-empty list of {\"kind\", \"count\"}");
   for (size_t i = 0; i < a["workers"].size(); ++i) {
@@ -146,6 +161,7 @@ ir::Result<TargetSpec> parse_target_spec(std::string_view text, std::string_view
 std::string write_target_spec(const TargetSpec& t) {
   json a = json::object();
   a["family"] = t.family;
+  a["runtime"] = t.runtime;
   json w = json::array();
   for (const WorkerKind& k : t.workers) w.push_back({{"kind", k.kind}, {"count", k.count}});
   a["workers"] = w;

@@ -24,6 +24,7 @@ struct WorkerKind {
 struct TargetSpec {
   ir::Target record;                ///< AMK's fields only (the "amk" object is not in here)
   std::string family;               ///< "gpu", "ascend" or "tx8" (descriptive; code never branches)
+  std::string runtime;              ///< the built-in runtime it runs by default (runtimes/*.json)
   std::vector<WorkerKind> workers;  ///< Σ count == record.num_sms
   int64_t clusters = 0;             ///< Ascend: clusters of `cluster_aic` AIC + `cluster_aiv` AIV
   int64_t cluster_aic = 0;          ///< AIC cores per cluster

@@ -7,11 +7,11 @@ import json as _json
 import time as _time
 
 from . import _amk
-from ._amk import LoadError, Program, Result, cost, diff, load, loads, lower, models, targets
-from ._amk import validate
+from ._amk import LoadError, Program, Result, cost, diff, load, loads, lower, models, runtimes
+from ._amk import targets, validate
 
 __all__ = ["LoadError", "Program", "Result", "cost", "diff", "load", "loads", "lower", "models",
-           "targets", "validate", "search", "call"]
+           "runtimes", "targets", "validate", "search", "call"]
 
 # How often a batch whose worker was lost (a killed process, a lost connection) is submitted again
 # before the search gives up.
@@ -154,7 +154,8 @@ def _batches(executor, batch_size, retries=_RETRIES, timeout=None):
 
 
 def search(model, target, budget=200, seed=0, jobs=1, algo="descent", objective="predicted",
-           start=None, on_trial=None, executor=None, batch_size=None, min_batch=0, timeout=None):
+           start=None, on_trial=None, executor=None, batch_size=None, min_batch=0, timeout=None,
+           runtime=None):
     """Searches ScheduleConfigs with the full proof in the loop: the trials and best of
     `amk search` with the same arguments. on_trial(trial) sees each trial in order (False stops
     the search; an exception stops it and propagates).
@@ -174,7 +175,10 @@ def search(model, target, budget=200, seed=0, jobs=1, algo="descent", objective=
     min_batch (descent): at least this many new configs per batch where the space has them (the
     neighbours of the next best points join the current point's); fewer, wider batches keep more
     workers busy and cost an executor fewer round trips (on Dask, give about 100 per worker
-    thread). The trials depend on it."""
+    thread). The trials depend on it.
+
+    runtime: the runtime profile predictions are for (a name from amk.runtimes() or a file;
+    None: the target's)."""
     evaluate_batch = None
     if executor is not None:
         if batch_size is not None and batch_size < 1:
@@ -184,5 +188,5 @@ def search(model, target, budget=200, seed=0, jobs=1, algo="descent", objective=
         evaluate_batch = _batches(executor, batch_size, timeout=timeout)
     return _amk.search(model, target, budget=budget, seed=seed, jobs=jobs, algo=algo,
                        objective=objective, start=start, on_trial=on_trial,
-                       evaluate_batch=evaluate_batch, min_batch=min_batch)
+                       evaluate_batch=evaluate_batch, min_batch=min_batch, runtime=runtime)
 

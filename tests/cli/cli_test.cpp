@@ -144,7 +144,7 @@ TEST(CliLower, TargetsAndModelsListTheBuiltins) {
     EXPECT_NE(t.out.find(n), std::string::npos);
   auto j = run_amk({"targets", "--json"});
   ASSERT_EQ(j.rc, 0);
-  EXPECT_EQ(nlohmann::json::parse(j.out).size(), 11u);
+  EXPECT_EQ(nlohmann::json::parse(j.out).size(), 12u);
   auto m = run_amk({"models"});
   ASSERT_EQ(m.rc, 0);
   EXPECT_NE(m.out.find("llama-3.2-1b"), std::string::npos);
@@ -559,14 +559,14 @@ TEST(CliDiff, StatSummarisesTaskChangesPerLayerAndThePredictedLatency) {
             0);
   auto r = run_amk({"diff", a, b, "--stat", "--target", "h100"});
   EXPECT_EQ(r.rc, 1) << r.err;
-  EXPECT_NE(r.out.find("L0                     13        7        0"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("L1                     13        7        0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("L0                     19        7        0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("L1                     15        7        0"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("48 tasks -> 66 tasks (matched by label)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("predicted on h100: "), std::string::npos) << r.out;
   auto j = nlohmann::json::parse(run_amk({"diff", a, b, "--stat", "--json", "-t", "h100"}).out);
-  ASSERT_EQ(j["layers"].size(), 3u);
+  ASSERT_EQ(j["layers"].size(), 4u);  // the placement moved final_norm too
   EXPECT_EQ(j["layers"][0]["layer"], "L0");
-  EXPECT_EQ(j["layers"][2]["added"], 4);
+  EXPECT_EQ(j["layers"][3]["added"], 4);
   EXPECT_LT(j["predicted_us"]["b"].get<double>(), j["predicted_us"]["a"].get<double>() * 1.5);
   r = run_amk({"diff", a, a, "--stat"});
   EXPECT_EQ(r.rc, 0);
@@ -671,7 +671,7 @@ TEST(CliShow, ALineOrientedViewKeyedByLabelsThatRenumberingLeavesAlone) {
                         "L0.qr | waits L0.rope_q.reshape >= 1\n"),
             std::string::npos)
       << sa.out;
-  EXPECT_NE(sa.out.find("predicted on h100: "), std::string::npos);
+  EXPECT_NE(sa.out.find("predicted on h100 (amk-cuda): "), std::string::npos);
   EXPECT_EQ(lines_with(sb.out, "counter (none): init 0, 0 producers").size(), 1u) << sb.out;
   EXPECT_NE(sa.out.find("config tiling.gemv.N_tile = 64\n"), std::string::npos);
   EXPECT_NE(sa.out.find("config page_allocation = \"graph_color\"\n"), std::string::npos);

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "ir/fileio.h"
 #include "ir/json_io.h"
 #include "support.h"
@@ -275,11 +278,11 @@ TEST(GitLog, EveryRevisionIsProvenAndScoredAndARegressionIsMarked) {
   const fs::path tmp = test::temp_dir();
   const std::string fast = (tmp / "fast.json").string(), slow = (tmp / "slow.json").string();
   ASSERT_EQ(
-      run_amk({"lower", "toy-2L", "-c",
+      run_amk({"lower", "toy-2L", "--target", "a2a3", "-c",
                R"({"tiling":{"gemv":{"N_tile":16}},"sm_assignment":"round_robin"})", "-o", fast})
           .rc,
       0);
-  ASSERT_EQ(run_amk({"lower", "toy-2L", "-o", slow}).rc, 0);
+  ASSERT_EQ(run_amk({"lower", "toy-2L", "--target", "a2a3", "-o", slow}).rc, 0);
   const fs::path dir = repo({{"p.amk.json", test::slurp(fast)}});
   auto commit = [&](const fs::path& from, const std::string& subject) {
     fs::copy_file(from, dir / "p.amk.json", fs::copy_options::overwrite_existing);
@@ -288,7 +291,7 @@ TEST(GitLog, EveryRevisionIsProvenAndScoredAndARegressionIsMarked) {
   ASSERT_EQ(commit(slow, "back to the default tiling"), 0);
   ASSERT_EQ(commit(test::conformance_dir() / "programs/bad_sm_queue_order.json", "hand edit"), 0);
   ASSERT_EQ(sh(dir, "mkdir s && git mv p.amk.json s/q.amk.json && git commit -qm moved").rc, 0);
-  const Sh log = sh(dir, "amk log s/q.amk.json --target h100 --svg h.svg");
+  const Sh log = sh(dir, "amk log s/q.amk.json --target a2a3 --svg h.svg");
   ASSERT_EQ(log.rc, 0) << log.out;
   std::vector<std::string> lines;
   std::istringstream in(log.out);
@@ -296,11 +299,20 @@ TEST(GitLog, EveryRevisionIsProvenAndScoredAndARegressionIsMarked) {
   ASSERT_EQ(lines.size(), 4u) << log.out;
   EXPECT_NE(lines[0].find("REJECTED (sm.queue-order) moved"), std::string::npos) << log.out;
   EXPECT_NE(lines[1].find("REJECTED (sm.queue-order) hand edit"), std::string::npos) << log.out;
-  EXPECT_NE(lines[2].find("48 tasks      45.0 us   +1.7%  VALID      back to the default tiling  "
-                          "<< REGRESSION"),
+  // Each revision is scored by the cost model, as `amk info` scores the program.
+  auto predicted = [](const std::string& file) {
+    const test::RunResult r = run_amk({"info", file, "--target", "a2a3", "--json"});
+    return nlohmann::json::parse(r.out)["cost"]["predicted_us"].get<double>();
+  };
+  const double base_us = predicted(fast), slow_us = predicted(slow);
+  ASSERT_GT(slow_us, base_us * 1.01) << "the default tiling must be the slower revision";
+  EXPECT_NE(lines[2].find(fmt::format("48 tasks {:>9.1f} us {:>+6.1f}%  VALID      back to the "
+                                      "default tiling  << REGRESSION",
+                                      slow_us, 100 * (slow_us / base_us - 1))),
             std::string::npos)
       << log.out;
-  EXPECT_NE(lines[3].find("106 tasks      44.3 us"), std::string::npos) << log.out;
+  EXPECT_NE(lines[3].find(fmt::format("106 tasks {:>9.1f} us", base_us)), std::string::npos)
+      << log.out;
   EXPECT_EQ(lines[3].find("REGRESSION"), std::string::npos);
   const std::string svg = test::slurp(dir / "h.svg");
   size_t points = 0;

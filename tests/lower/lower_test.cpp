@@ -198,43 +198,19 @@ TEST(Passes, GraphColorUsesLessScratchThanLinearOnEveryModel) {
   EXPECT_FALSE(run("toy-1L", "h100", config({{"page_allocation", "none"}})).value->pages);
 }
 
-// The cost model's prediction for `p` with its placement removed: max(critical path, total / SMs),
-// a lower bound no placement can beat.
-targets::CostEstimate unplaced(ir::Program p, const ir::Target& t) {
-  for (ir::Task& task : p.tasks) task.sm.reset();
-  return targets::estimate(p, t);
-}
-
 TEST(Passes, LoadBalanceNeverLosesToRoundRobinOnLlama1B) {
-  // Llama decode is a chain of all-joins whose nodes have equal tiles; load_balance keeps the best
-  // of its list schedules and round robin, so it can never predict worse.
+  // load_balance keeps the best of its list schedules and round robin by the runtime model's
+  // prediction, so it can never predict worse (AMK's formula, which it does not read, may).
   for (const char* tn : {"h100", "t4", "a2a3", "tx8"}) {
     const targets::TargetSpec h = target(tn);
     ir::Program rr = must(run("llama-3.2-1b", tn, config({{"sm_assignment", "round_robin"}})));
     ir::Program lb = must(run("llama-3.2-1b", tn, config({{"sm_assignment", "load_balance"}})));
     const targets::CostEstimate a = targets::estimate(rr, h.record),
                                 b = targets::estimate(lb, h.record);
-    EXPECT_LE(b.amk_makespan_us, a.amk_makespan_us) << tn;
     EXPECT_LE(b.queue_us, a.queue_us) << tn;
     EXPECT_LE(b.makespan_us, a.makespan_us) << tn;
     RecordProperty(std::string(tn) + "_round_robin_us", std::to_string(a.makespan_us));
     RecordProperty(std::string(tn) + "_load_balance_us", std::to_string(b.makespan_us));
-  }
-}
-
-TEST(Passes, OnLlama1BForH100RoundRobinAlreadyReachesTheCostModelsLowerBound) {
-  // Why load_balance cannot beat round_robin there: the tile pass makes at most 64 tiles of a
-  // node, so a stage (at most gate and up side by side) has <= 128 equal tiles and runs in one
-  // round on 132 SMs. Round robin's queues then equal max(critical path, total / SMs) in amk's
-  // model, and AMK's formula equals the critical path, whatever the GEMV tile width.
-  const targets::TargetSpec h = target("h100");
-  for (int n_tile : {16, 64, 128}) {
-    ir::Program rr = must(run(
-        "llama-3.2-1b", "h100",
-        config({{"tiling", {{"gemv", {{"N_tile", n_tile}}}}}, {"sm_assignment", "round_robin"}})));
-    const targets::CostEstimate a = targets::estimate(rr, h.record), bound = unplaced(rr, h.record);
-    EXPECT_NEAR(a.queue_us, bound.queue_us, 1e-6 * bound.queue_us) << n_tile;
-    EXPECT_NEAR(a.amk_makespan_us, a.critical_path_us, 1e-6 * a.critical_path_us) << n_tile;
   }
 }
 
@@ -253,7 +229,6 @@ TEST(Passes, LoadBalanceRenumbersInCriticalPathOrderWhereThatBeatsRoundRobin) {
                               b = targets::estimate(lb, h.record);
   EXPECT_LT(b.queue_us, a.queue_us);
   EXPECT_LT(b.amk_makespan_us, a.amk_makespan_us);
-  EXPECT_GE(b.queue_us, unplaced(lb, h.record).queue_us);
   bool said = false;
   for (const std::string& l : r.log) said = said || l.find("critical-path order") != l.npos;
   EXPECT_TRUE(said) << "the critical-path order did not win";
@@ -308,8 +283,10 @@ TEST(Cost, TheProofsQueueGraphGivesTheEstimateOfTheCostModelsOwn) {
       for (size_t k = 0; k < variants.size(); ++k) {
         v.validate(variants[k]);
         ASSERT_NE(v.queue_graph(), nullptr) << tn << " " << sm << " " << k;
-        const targets::CostEstimate own = targets::estimate(variants[k], h.record, v.graph());
-        EXPECT_TRUE(same(targets::estimate(variants[k], h.record, v.graph(), v.queue_graph()), own))
+        const targets::Runtime& rt = targets::default_runtime(h);
+        const targets::CostEstimate own = targets::estimate(variants[k], h.record, rt, v.graph());
+        EXPECT_TRUE(
+            same(targets::estimate(variants[k], h.record, rt, v.graph(), v.queue_graph()), own))
             << tn << " " << sm << " variant " << k;
       }
     }
@@ -606,29 +583,29 @@ TEST(Lowerer, ConfigsTheTilingTreatsAlikeShareAStructureAndNoOthers) {
 }
 
 TEST(Lowerer, RecallsAPlacementOrPagesOnlyWhereTheKnobsTheyReadAreTheSame) {
-  // small-4L on a2a3 in 16-column tiles: load_balance renumbers the tasks (critical-path order)
-  // and the pipelining depth moves tasks between cores, so a placement or page plan recalled for
-  // the wrong knobs shows in the bytes.
+  // small-4L on l4 in 32-column tiles: at depth 0 load_balance renumbers the tasks (critical-path
+  // order), at depth 2 the runtime's L2 prefetch makes round robin the best of its placements, so
+  // a placement or page plan recalled for the wrong knobs shows in the bytes.
   const ModelSpec m = model("small-4L");
-  const targets::TargetSpec t = target("a2a3");
+  const targets::TargetSpec t = target("l4");
   auto cfg = [](json sm, int64_t depth, const char* pages, int64_t threads = 256) {
-    return config({{"tiling", {{"gemv", {{"N_tile", 16}}}}},
+    return config({{"tiling", {{"gemv", {{"N_tile", 32}}}}},
                    {"sm_assignment", std::move(sm)},
                    {"pipelining_depth", depth},
                    {"page_allocation", pages},
                    {"threads_per_block", threads}});
   };
   const std::vector<ir::ScheduleConfig> walk = {
-      cfg("load_balance", 2, "graph_color"),
-      cfg("load_balance", 2, "linear"),
-      cfg("load_balance", 2, "graph_color", 128),
-      cfg("round_robin", 2, "graph_color"),
       cfg("load_balance", 0, "graph_color"),
-      cfg({{"0", 3}, {"5", 1}}, 2, "graph_color"),
-      cfg({{"0", 3}, {"5", 2}}, 2, "graph_color"),
-      cfg("load_balance", 2, "graph_color"),
       cfg("load_balance", 0, "linear"),
-      cfg(json::object(), 2, "graph_color"),  // explicit, nothing pinned: no load balancing
+      cfg("load_balance", 0, "graph_color", 128),
+      cfg("round_robin", 0, "graph_color"),
+      cfg("load_balance", 2, "graph_color"),
+      cfg({{"0", 3}, {"5", 1}}, 0, "graph_color"),
+      cfg({{"0", 3}, {"5", 2}}, 0, "graph_color"),
+      cfg("load_balance", 0, "graph_color"),
+      cfg("load_balance", 2, "linear"),
+      cfg(json::object(), 0, "graph_color"),  // explicit, nothing pinned: no load balancing
   };
   Lowerer warm(m, t, {});
   std::vector<ir::Program> cold;

@@ -120,16 +120,14 @@ TEST(Search, MinBatchWidensEveryDescentBatchAndTheTrialsStillDependOnNoWorkerCou
       << "without min_batch a neighbourhood is smaller: the test would prove nothing";
   EXPECT_NE(identities(wide), identities(natural));
   EXPECT_LE(wide.trials[static_cast<size_t>(wide.best)].score, wide.trials[0].score);
-  // The same trials on one evaluator, the search's own two threads, or another min_batch's log.
+  // The same trials on one evaluator or the search's own two threads; another min_batch's log
+  // only saves evaluations: the trials are this search's.
   o.jobs = 2;
   EXPECT_EQ(identities(run(m, t, o)), identities(wide));
   SearchOptions other = o;
   other.min_batch = 0;
   for (const Trial& x : wide.trials) other.replay.push_back(x);
-  Space s = must(default_space(m, t, lower::default_config()));
-  auto refused = Search(m, t, s, other).run();
-  ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.diagnostics[0].code, "search.replay");
+  EXPECT_EQ(identities(run(m, t, other)), identities(natural));
 }
 
 TEST(Search, AffinityChunksKeepEachStructureTogetherAndEvenTheCost) {
@@ -362,20 +360,49 @@ TEST(Search, AResumedSearchEqualsAnUninterruptedOne) {
       return true;
     };
     const SearchResult r = run(m, t, resumed);
-    EXPECT_EQ(r.replayed, 37);
+    EXPECT_EQ(r.replayed, std::count_if(logged.begin(), logged.end(),
+                                        [](const Trial& x) { return x.duplicate_of < 0; }));
     EXPECT_EQ(evaluated_again, 0);
     EXPECT_EQ(identities(r), identities(whole)) << name(a);
     EXPECT_EQ(r.best, whole.best);
-    // A log of another search is refused.
+    // A log of another search (amk search refuses it by its header) changes no trial.
     SearchOptions other = o;
     other.seed = 4;
+    SearchResult alone = run(m, t, other);
     other.replay = logged;
-    Space s = must(default_space(m, t, lower::default_config()));
-    auto refused = Search(m, t, s, other).run();
-    if (a == Algorithm::Amk) {  // the first random point differs
-      ASSERT_FALSE(refused);
-      EXPECT_EQ(refused.diagnostics[0].code, "search.replay");
+    EXPECT_EQ(identities(run(m, t, other)), identities(alone)) << name(a);
+  }
+}
+
+TEST(Search, AFinishedSearchExtendedToALargerBudgetEqualsAnUninterruptedOne) {
+  // A batch never depends on the budget, and a log's evaluations are taken by config, so a
+  // search of budget 40 resumed with budget 90 gives the trials of a search of budget 90, also
+  // for AMK's policy, whose random share grows with the budget.
+  const auto m = ts::model("smollm2-135m");
+  const auto t = ts::target("h100");
+  for (Algorithm a : {Algorithm::Descent, Algorithm::Amk}) {
+    const SearchResult small = run(m, t, options(40, 7, a, 2));
+    const SearchResult whole = run(m, t, options(90, 7, a, 2));
+    if (a == Algorithm::Descent) {  // the trials of a budget are a prefix of a larger one's
+      ASSERT_LE(small.trials.size(), whole.trials.size());
+      for (size_t i = 0; i < small.trials.size(); ++i)
+        EXPECT_EQ(identity(small.trials[i]), identity(whole.trials[i])) << i;
     }
+    SearchOptions more = options(90, 7, a, 2);
+    for (const Trial& x : small.trials) more.replay.push_back(must(parse_trial(trial_json(x))));
+    int64_t evaluated = 0;
+    more.on_trial = [&](const Trial& x) {
+      evaluated += x.duplicate_of < 0 && x.eval_us > 0;  // a replayed trial took no time
+      return true;
+    };
+    const SearchResult r = run(m, t, more);
+    EXPECT_EQ(identities(r), identities(whole)) << name(a);
+    EXPECT_EQ(r.best, whole.best) << name(a);
+    EXPECT_EQ(evaluated + r.replayed, whole.evaluations) << name(a);
+    if (a == Algorithm::Descent)  // every logged config is proposed again, and taken
+      EXPECT_EQ(r.replayed, small.evaluations);
+    else  // AMK's policy proposes other random points in a longer search; the start is one
+      EXPECT_GT(r.replayed, 0);
   }
 }
 

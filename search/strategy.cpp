@@ -1,0 +1,235 @@
+#include "search/strategy.h"
+
+#include <algorithm>
+#include <random>
+#include <unordered_set>
+
+namespace amk::search {
+
+namespace {
+
+// Counts the proposals whose config is new: not tried before, not earlier in the batch.
+struct Fresh {
+  const History& h;
+  const KeyOf& key_of;
+  std::unordered_set<std::string> keys;
+  size_t n = 0;
+  void add(const Point& p) {
+    std::string k = key_of(p);
+    if (!h.by_key.count(k) && keys.insert(std::move(k)).second) ++n;
+  }
+};
+
+// Shared moves over a space.
+struct Moves {
+  const Space& space;
+  std::mt19937_64 rng;
+  size_t below(size_t n) { return static_cast<size_t>(rng() % n); }
+  Point random_point() {
+    Point p(space.knobs.size());
+    for (size_t k = 0; k < p.size(); ++k)
+      p[k] = static_cast<uint16_t>(below(space.knobs[k].values.size()));
+    return p;
+  }
+  // Whether some one-knob change of `p` was never proposed.
+  bool has_unseen_neighbour(const History& h, Point p) const {
+    for (size_t k = 0; k < p.size(); ++k) {
+      const uint16_t was = p[k];
+      for (size_t v = 0; v < space.knobs[k].values.size(); ++v) {
+        p[k] = static_cast<uint16_t>(v);
+        if (v != was && !h.seen.count(p)) return true;
+      }
+      p[k] = was;
+    }
+    return false;
+  }
+  // One knob changed to another of its values, chosen uniformly (AMK's mutate_config).
+  Point mutate(Point p) {
+    std::vector<size_t> movable;
+    for (size_t k = 0; k < p.size(); ++k)
+      if (space.knobs[k].values.size() > 1) movable.push_back(k);
+    if (movable.empty()) return p;
+    const size_t k = movable[below(movable.size())];
+    const size_t n = space.knobs[k].values.size();
+    p[k] = static_cast<uint16_t>((p[k] + 1 + below(n - 1)) % n);
+    return p;
+  }
+};
+
+// AMK's search(): after the start, round((budget - 1) x 0.35) random configs, then one-knob
+// mutations of the incumbent, one at a time (the run keeps a trial iff strictly better).
+class AmkStrategy : public Strategy {
+ public:
+  AmkStrategy(const Space& s, uint64_t seed, int64_t budget)
+      : mv_{s, std::mt19937_64(seed)},
+        explore_(static_cast<int64_t>(std::llround(static_cast<double>(budget - 1) * 0.35))) {}
+  std::vector<Proposal> next(const History& h) override {
+    if (explored_ < explore_) {  // independent of the results: one batch
+      std::vector<Proposal> batch;
+      for (; explored_ < explore_; ++explored_)
+        batch.push_back({mv_.random_point(), Source::Random});
+      return batch;
+    }
+    const Point& inc = h.points[static_cast<size_t>(h.incumbent >= 0 ? h.incumbent : 0)];
+    if (!mv_.has_unseen_neighbour(h, inc)) return {};  // nothing a mutation could still find
+    return {{mv_.mutate(inc), Source::Mutate}};
+  }
+
+ private:
+  Moves mv_;
+  int64_t explore_, explored_ = 0;
+};
+
+// The default: steepest descent over every one-knob neighbour of the current point (a batch the
+// workers evaluate together); at a local optimum, a diversification batch (crossovers of the
+// best points, perturbations of the incumbent, random points) whose best becomes the new current
+// point, and descent resumes. Knobs that keep the tiling come first in a batch, so the workers'
+// lowerings reuse their tile/fuse/deps work.
+class DescentStrategy : public Strategy {
+ public:
+  DescentStrategy(const Space& s, uint64_t seed, int64_t min_batch, KeyOf key_of)
+      : mv_{s, std::mt19937_64(seed)},
+        min_batch_(static_cast<size_t>(std::max<int64_t>(min_batch, 0))),
+        key_of_(std::move(key_of)) {}
+  std::vector<Proposal> next(const History& h) override {
+    if (current_ < 0) current_ = 0;  // the start
+    if (!last_.empty()) {            // the results of the previous batch
+      int64_t best = -1;
+      for (int64_t i : last_)
+        if (best < 0 || h.score(i) < h.score(best)) best = i;
+      if (diversifying_ || h.score(best) < h.score(current_))
+        current_ = best;
+      else
+        stuck_ = true;
+      diversifying_ = false;
+      last_.clear();
+    }
+    std::vector<Proposal> batch;
+    if (!stuck_) {
+      neighbours(h, h.points[static_cast<size_t>(current_)], batch);
+      if (!batch.empty() && batch.size() < min_batch_) widen(h, batch);
+    }
+    if (batch.empty()) {  // a local optimum (or every neighbour already seen): diversify
+      batch = diversify(h);
+      diversifying_ = true;
+      stuck_ = false;
+    }
+    const int64_t first = static_cast<int64_t>(h.trials.size());
+    for (size_t i = 0; i < batch.size(); ++i) last_.push_back(first + static_cast<int64_t>(i));
+    return batch;
+  }
+
+ private:
+  // Appends the unseen one-knob neighbours of `at` that `batch` does not hold yet.
+  void neighbours(const History& h, const Point& at, std::vector<Proposal>& batch) const {
+    std::vector<Proposal> same_tiling, retile;
+    for (size_t k = 0; k < at.size(); ++k) {
+      const Knob& knob = mv_.space.knobs[k];
+      const bool tiling = knob.path.starts_with("tiling.") || knob.path == "fusion_grouping";
+      for (size_t v = 0; v < knob.values.size(); ++v) {
+        if (v == at[k]) continue;
+        Point p = at;
+        p[k] = static_cast<uint16_t>(v);
+        if (seen(h, p) || std::any_of(batch.begin(), batch.end(),
+                                      [&](const Proposal& q) { return q.point == p; }))
+          continue;
+        (tiling ? retile : same_tiling).push_back({std::move(p), Source::Neighbor});
+      }
+    }
+    batch.insert(batch.end(), same_tiling.begin(), same_tiling.end());
+    batch.insert(batch.end(), retile.begin(), retile.end());
+  }
+
+  // A batch of at least min_batch new configs: the neighbours of the next best valid points (by
+  // score, the earliest first among equals) join the current point's until it holds that many
+  // or none is left.
+  void widen(const History& h, std::vector<Proposal>& batch) const {
+    Fresh fresh{h, key_of_, {}, 0};
+    for (const Proposal& q : batch) fresh.add(q.point);
+    std::vector<int64_t> best;
+    for (int64_t i = 0; i < static_cast<int64_t>(h.trials.size()); ++i)
+      if (i != current_ && h.trials[static_cast<size_t>(i)].valid &&
+          h.trials[static_cast<size_t>(i)].duplicate_of < 0)
+        best.push_back(i);
+    std::stable_sort(best.begin(), best.end(),
+                     [&](int64_t a, int64_t b) { return h.score(a) < h.score(b); });
+    for (size_t r = 0; r < best.size() && fresh.n < min_batch_; ++r) {
+      const size_t from = batch.size();
+      neighbours(h, h.points[static_cast<size_t>(best[r])], batch);
+      for (size_t i = from; i < batch.size(); ++i) {
+        fresh.add(batch[i].point);
+        if (fresh.n == min_batch_) {
+          batch.resize(i + 1);
+          break;
+        }
+      }
+    }
+  }
+
+  std::vector<Proposal> diversify(const History& h) {
+    // The best distinct valid points so far.
+    std::vector<int64_t> elite;
+    for (int64_t i = 0; i < static_cast<int64_t>(h.trials.size()); ++i)
+      if (h.trials[static_cast<size_t>(i)].valid &&
+          h.trials[static_cast<size_t>(i)].duplicate_of < 0)
+        elite.push_back(i);
+    std::stable_sort(elite.begin(), elite.end(),
+                     [&](int64_t a, int64_t b) { return h.score(a) < h.score(b); });
+    if (elite.size() > 4) elite.resize(4);
+    std::vector<Proposal> batch;
+    const Point& inc = h.points[static_cast<size_t>(h.incumbent >= 0 ? h.incumbent : 0)];
+    // kDiversify proposals, or with min_batch that many new configs.
+    const size_t want = std::max(kDiversify, min_batch_);
+    Fresh fresh{h, key_of_, {}, 0};
+    for (size_t attempt = 0; attempt < 8 * want && (min_batch_ ? fresh.n : batch.size()) < want;
+         ++attempt) {
+      Proposal p;
+      const auto kind = static_cast<int>(attempt % 4);
+      if (kind < 2 && elite.size() >= 2) {  // uniform crossover of two elites
+        const Point& a = h.points[static_cast<size_t>(elite[mv_.below(elite.size())])];
+        const Point& b = h.points[static_cast<size_t>(elite[mv_.below(elite.size())])];
+        p.point = a;
+        for (size_t k = 0; k < a.size(); ++k)
+          if (mv_.below(2)) p.point[k] = b[k];
+        p.source = Source::Crossover;
+      } else if (kind < 3) {  // two or three knobs of the incumbent changed
+        p.point = mv_.mutate(mv_.mutate(inc));
+        if (mv_.below(2)) p.point = mv_.mutate(p.point);
+        p.source = Source::Perturb;
+      } else {
+        p.point = mv_.random_point();
+        p.source = Source::Random;
+      }
+      if (seen(h, p.point) || std::any_of(batch.begin(), batch.end(),
+                                          [&](const Proposal& q) { return q.point == p.point; }))
+        continue;
+      if (min_batch_) fresh.add(p.point);
+      batch.push_back(std::move(p));
+    }
+    if (batch.empty()) batch.push_back({mv_.random_point(), Source::Random});  // let the run dedup
+    return batch;
+  }
+
+  static bool seen(const History& h, const Point& p) { return h.seen.count(p) > 0; }
+
+  static constexpr size_t kDiversify = 8;
+  Moves mv_;
+  size_t min_batch_;  // 0: the neighbourhood as it comes
+  KeyOf key_of_;
+  int64_t current_ = -1;
+  std::vector<int64_t> last_;
+  bool diversifying_ = false, stuck_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> amk_strategy(const Space& s, uint64_t seed, int64_t budget) {
+  return std::make_unique<AmkStrategy>(s, seed, budget);
+}
+
+std::unique_ptr<Strategy> descent_strategy(const Space& s, uint64_t seed, int64_t min_batch,
+                                           KeyOf key_of) {
+  return std::make_unique<DescentStrategy>(s, seed, min_batch, std::move(key_of));
+}
+
+}  // namespace amk::search

@@ -1,0 +1,115 @@
+// The runtime model's schedule: a program's tasks walked in dependency order on the workers that
+// run them, each paying what its runtime profile charges (dispatch, waits, signals across workers,
+// barriers) and streaming its bytes at the rate its bytes in flight and its share of HBM give.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "ir/digraph.h"
+#include "ir/graph.h"
+#include "ir/program.h"
+#include "targets/runtime.h"
+
+namespace amk::targets {
+
+/// What a runtime on a chip delivers under a program's config, in microseconds and bytes per
+/// microsecond: the constants of the walk, worked out once per program.
+struct Machine {
+  enum class Prefetch : uint8_t { None, L2, Shared };
+  double launch = 0, dispatch = 0, wait = 0, remote = 0, poll_half = 0;
+  double barrier = 0, signal = 0, sync = 0;  ///< after a task: barriers, its signal, both
+  double threads = 0;                        ///< per worker, doing the work
+  double in_flight = 0;                      ///< bytes a worker keeps in flight
+  double stream = 0;        ///< bytes/us one worker streams from DRAM alone (Little's law, capped)
+  double hot = 0;           ///< bytes/us one worker reads prefetched data
+  double peak = 0;          ///< bytes/us a worker loads at most
+  double hbm = 0;           ///< bytes/us the chip streams (achievable)
+  double compute = 0;       ///< flops/us of one worker at batch 1
+  double prefetch_cap = 0;  ///< bytes of a task that can be loaded ahead
+  Prefetch prefetch = Prefetch::None;
+  bool dynamic = false;  ///< an unplaced program's tasks go to the earliest free worker
+  int64_t depth = 2;
+  uint32_t workers = 1;
+  /// The machine `rt` makes of `hw` under a config's threads, shared memory and depth (nullptr:
+  /// AMK's defaults, 256 threads, no shared memory asked for, depth 2).
+  Machine(const ir::ScheduleConfig* cfg, const ir::Target& hw, const Runtime& rt);
+  /// A worker's streaming rate while `k` workers stream at once.
+  double rate(double k) const;
+  /// A task's execution once its inputs are ready: max(streaming what was not prefetched,
+  /// computing), with `pre` of its `bytes` loaded ahead.
+  double exec(double bytes, double flops, double pre, double k) const;
+};
+
+/// The producers of one counter so far: the latest finish (its worker and task), and the latest
+/// finish on another worker than that one: what a waiter on any worker sees.
+struct LatestFinish {
+  static constexpr uint32_t kNoTask = UINT32_MAX;
+  double f1 = -std::numeric_limits<double>::infinity(), f2 = f1;
+  uint32_t w1 = 0, t1 = kNoTask, t2 = kNoTask;
+  /// Records a producer finishing at `f` on worker `w` (task `t`).
+  void add(double f, uint32_t w, uint32_t t);
+  /// When a waiter on worker `w` sees them all, a finish on another worker arriving `cross`
+  /// later; `who` gets the producer that decides it. -inf without producers.
+  double ready_on(uint32_t w, double cross, uint32_t* who = nullptr) const;
+};
+
+/// Where the walk's time went along its critical path (sums to Walk::makespan).
+struct Breakdown {
+  double launch_us = 0;      ///< the run's launch
+  double dispatch_us = 0;    ///< handing tasks to workers and setting them up
+  double dependency_us = 0;  ///< publishing outputs and counters, their crossing to the
+                             ///< waiter's worker, polling for them, reading them
+  double sync_us = 0;        ///< block-wide barriers
+  double memory_us = 0;      ///< streaming weights that was not hidden behind compute or waits
+  double compute_us = 0;     ///< computing
+};
+
+/// What the walk reads of a program's tasks, in flat arrays: made from a program (walk_input) or
+/// from a lowering's plan before it has counters (its groups are the counters).
+struct WalkInput {
+  std::vector<double> bytes, flops;          ///< by task (ir::task_load)
+  std::vector<uint8_t> streams;              ///< by task: streams weights a runtime may load ahead
+  std::vector<uint32_t> worker;              ///< by task; empty: the runtime places the tasks
+  std::vector<uint32_t> order;               ///< topological over the waits and each worker's queue
+  std::vector<uint32_t> wait_off{0}, waits;  ///< CSR: the counter slots each task waits on
+  std::vector<uint32_t> out;                 ///< by task: the slot it increments
+  std::vector<std::pair<int64_t, int64_t>> est;  ///< est_bytes, est_flops (AMK's loader's keys)
+  uint32_t slots = 0;                            ///< number of counter slots
+  bool acyclic = true;                           ///< false: no order holds every task
+};
+/// The walk's input of a placed or unplaced program (`g`: its counter graph; `queues` as
+/// estimate() takes it).
+WalkInput walk_input(const ir::Program& p, const ir::Graph& g, const ir::ScheduleGraph* queues);
+
+/// Whether a runtime may load a task's weights ahead: GEMV and GEMM tiles, fused tasks.
+bool streams_weights(const ir::Task& t);
+
+/// The walk of a program on a machine.
+struct Walk {
+  double makespan = 0;                ///< launch + the last task's finish
+  double bytes = 0;                   ///< Σ task bytes
+  std::vector<double> ready, finish;  ///< by task: execution start and end (finish: signalled)
+  std::vector<uint32_t> worker;       ///< by task: the worker that runs it
+  std::vector<uint32_t> path;         ///< the critical path, first task to last
+  Breakdown breakdown;
+  bool acyclic = true;
+};
+
+/// The SM queues of a placed program as AMK's loader runs them (an unassigned task on SM 0):
+/// `queues` when it is that graph over `g` (a validator's), else one built into `own`.
+const ir::ScheduleGraph& placed_queues(const ir::Program& p, const ir::Graph& g,
+                                       const ir::ScheduleGraph* queues,
+                                       std::optional<ir::ScheduleGraph>& own);
+
+/// A prediction from a schedule's makespan: never below the launch and then the bytes `w` moves at
+/// the chip's bandwidth, nor below the weight-streaming floor (`floor_us`; NaN: none).
+double bounded_makespan(double makespan_us, const Walk& w, const Machine& m, double floor_us);
+
+/// Walks the tasks on `m`; `times` fills ready, finish, worker and path (else only makespan,
+/// bytes and the breakdown).
+Walk simulate(const WalkInput& in, const Machine& m, bool times);
+
+}  // namespace amk::targets
