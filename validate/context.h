@@ -82,6 +82,9 @@ struct Context {
   std::span<const uint32_t> writers(int64_t b) const;
   /// Readers and writers of a buffer, in task-list order.
   std::span<const uint32_t> users(int64_t b) const;
+  /// True for a graph read from another runtime's file: its NOP tasks are that runtime's kernels
+  /// (their buffers are footprints, not AMK opcodes' operands) and disjoint writes never race.
+  bool foreign() const { return p.runtime && p.runtime->kind != ir::RuntimeKind::Amk; }
   /// True when `dst` waits directly on the counter `src` increments.
   bool direct(uint32_t src, uint32_t dst) const;
 

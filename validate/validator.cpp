@@ -90,9 +90,12 @@ std::string number_repr(const ir::Number& n) {
 
 namespace {
 
-TileRegion tile_region(const ir::Task& t, const ir::ParamTable& pt) {
+// A GEMV/GEMM tile's output columns (and GEMM rows); for a foreign kernel (a NOP of a graph read
+// from another runtime's file) the rectangle its m_off/M_tile/n_off/N_tile params give.
+TileRegion tile_region(const ir::Task& t, const ir::ParamTable& pt, bool foreign) {
   TileRegion r;
-  if (t.op != ir::Op::GEMV_TILE && t.op != ir::Op::GEMM_TILE) return r;
+  const bool kernel = foreign && t.op == ir::Op::NOP;
+  if (t.op != ir::Op::GEMV_TILE && t.op != ir::Op::GEMM_TILE && !kernel) return r;
   using F = ir::ParamField;
   if (!pt.has_int(F::n_off) || !pt.has_int(F::N_tile)) return r;
   const int64_t n_off = pt.get(F::n_off, 0), n_tile = pt.get(F::N_tile, 0);
@@ -100,7 +103,7 @@ TileRegion tile_region(const ir::Task& t, const ir::ParamTable& pt) {
   r.whole = false;
   r.c0 = n_off;
   r.c1 = n_off + n_tile;
-  if (t.op == ir::Op::GEMM_TILE && pt.has_int(F::m_off) && pt.has_int(F::M_tile)) {
+  if ((t.op == ir::Op::GEMM_TILE || kernel) && pt.has_int(F::m_off) && pt.has_int(F::M_tile)) {
     const int64_t m_off = pt.get(F::m_off, 0), m_tile = pt.get(F::M_tile, 0);
     if (m_off >= 0 && m_tile > 0) {
       r.r0 = m_off;
@@ -208,7 +211,7 @@ Result Validator::validate(const ir::Program& p) {
     Context ck = k == 0 ? c : Context{p, s.graph, s, part_results[k], part_counts[k]};
     for (size_t id = begin; id < end; ++id) {
       const ir::ParamTable pt = ir::ParamTable::of(p.tasks[id]);
-      s.regions[id] = tile_region(p.tasks[id], pt);
+      s.regions[id] = tile_region(p.tasks[id], pt, c.foreign());
       check_task_refs(ck, id, pt);
       check_task_structure(ck, id);
       check_task_shapes(ck, id, pt);
