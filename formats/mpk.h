@@ -65,6 +65,14 @@ inline uint64_t event_index(uint64_t id) {
   return id & 0xffffffffull;
 }
 
+/// Sets a task's metadata union (int16 request_id, uint16 kv_idx, int32 merge_task_offset) and
+/// the two int32 views of its first four bytes (expert_offset, task_offset).
+void set_metadata(Task& t, int16_t request_id, uint16_t kv_idx, int32_t merge_task_offset);
+/// The MPK task type nearest an amk opcode (TASK_IDENTITY when there is none).
+int64_t task_type_of(ir::Op op);
+/// The file text of a graph: nlohmann's dump(2) of it, keys sorted, as MPK writes it.
+std::string write(const Graph& g);
+
 /// Each task's worker under the schedulers' deal of LAUNCH_DEPENDENT_TASKS (-1: not dealt
 /// statically); `workers` >= 1, `schedulers` >= 1.
 std::vector<int64_t> placement(const Graph& g, int64_t workers, int64_t schedulers);

@@ -85,6 +85,12 @@ struct ScopeStats {
 ir::Diagnostics parse_deps(std::string_view text, Deps& d);
 /// Parses scope_stats.jsonl into `s`; a diagnostic's line is the jsonl line.
 ir::Diagnostics parse_scope_stats(std::string_view text, ScopeStats& s);
+/// deps.json's text, as write_deps_json() writes it.
+std::string write_deps(const Deps& d);
+/// scope_stats.jsonl's text, as the scope_stats collector writes it.
+std::string write_scope_stats(const ScopeStats& s);
+/// PTO's tensor_id of an address and version (FNV-1a over their bytes).
+uint64_t tensor_id(uint64_t buffer_addr, int32_t version);
 /// amk's element type for a PTO dtype name, or false.
 bool elem_type(std::string_view dtype, detail::ElemType& out);
 /// Bytes of one element of a PTO dtype name (0 when unknown).

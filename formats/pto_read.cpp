@@ -101,6 +101,7 @@ class Builder {
       p.add_task(std::move(task));
     }
     counters(p);
+    for (size_t i = 0; i < n; ++i) rt.tasks[i].fanin = fanin_[i];
     regions(p, rt);
     scopes(stats, rt);
     joins(p, rt);
@@ -119,6 +120,7 @@ class Builder {
   std::unordered_map<uint64_t, size_t> tensors_;  // tensor_id -> position
   std::vector<std::pair<size_t, size_t>> deps_;   // (pred, succ) positions, deduplicated later
   std::map<std::pair<size_t, int64_t>, size_t> creator_;  // (consumer, arg) -> creating task
+  std::vector<int32_t> fanin_;                            // distinct producers per task
 
   void add(ir::Severity sev, std::string code, std::string msg, std::string ptr, size_t at) {
     ir::Diagnostic d = ir::error(std::move(code), std::move(msg), std::move(ptr));
@@ -203,6 +205,7 @@ class Builder {
   // Producers with the same consumers share a counter; a consumer waits for all of a group.
   void counters(ir::Program& p) {
     const size_t n = d_.tasks.size();
+    fanin_.assign(n, 0);
     std::sort(deps_.begin(), deps_.end());
     deps_.erase(std::unique(deps_.begin(), deps_.end()), deps_.end());
     std::vector<std::vector<uint32_t>> succ(n);
@@ -219,6 +222,8 @@ class Builder {
       p.tasks[i].out_counter = it->second;
       ++size[static_cast<size_t>(it->second)];
     }
+    for (size_t i = 0; i < n; ++i)
+      for (uint32_t s : succ[i]) ++fanin_[s];
     for (size_t i = 0; i < n; ++i)
       for (uint32_t s : succ[i]) {
         ir::Task& c = p.tasks[s];

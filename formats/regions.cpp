@@ -182,6 +182,31 @@ bool flatten(const Box& bbox, const Box& w, std::array<int64_t, 4>& rc) {
 
 }  // namespace
 
+Region region_of(const ir::Program& p, const ir::Task& t, int64_t b, bool output, size_t max_dims) {
+  const ir::Buffer& buf = p.buffers[static_cast<size_t>(b)];
+  Region x;
+  std::vector<int64_t> shape = buf.shape;
+  if (shape.empty()) shape = {1};
+  while (shape.size() > std::max<size_t>(max_dims, 1)) {  // fold leading dims
+    shape[1] *= shape[0];
+    shape.erase(shape.begin());
+  }
+  x.dims = shape;
+  x.strides.assign(shape.size(), 1);
+  for (size_t k = shape.size() - 1; k > 0; --k) x.strides[k - 1] = x.strides[k] * shape[k];
+  const auto n_off = t.int_param("n_off"), n_tile = t.int_param("N_tile");
+  if (output && (t.op == ir::Op::GEMV_TILE || t.op == ir::Op::GEMM_TILE) && n_off && n_tile) {
+    x.dims.back() = *n_tile;
+    x.offset = *n_off;
+    const auto m_off = t.int_param("m_off"), m_tile = t.int_param("M_tile");
+    if (t.op == ir::Op::GEMM_TILE && m_off && m_tile && x.dims.size() >= 2) {
+      x.dims[x.dims.size() - 2] = *m_tile;
+      x.offset += *m_off * x.strides[x.strides.size() - 2];
+    }
+  }
+  return x;
+}
+
 int32_t RegionMap::tensor(std::string name, ElemType type) {
   tensors_.push_back({std::move(name), type, {}});
   return static_cast<int32_t>(tensors_.size() - 1);

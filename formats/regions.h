@@ -26,6 +26,15 @@ struct ElemType {
   int64_t bits = 8;
 };
 
+/// An amk task's access to buffer `b` as a strided region in elements: the whole buffer (row-major,
+/// at most `max_dims` dims, leading ones folded), or a GEMV/GEMM tile's columns (and rows) of its
+/// output.
+struct Region {
+  int64_t offset = 0;
+  std::vector<int64_t> dims, strides;
+};
+Region region_of(const ir::Program& p, const ir::Task& t, int64_t b, bool output, size_t max_dims);
+
 /// Collects the accesses of every task in program order (reads of a task before its writes),
 /// then writes buffers, pages and the tasks' inputs, outputs and tile params.
 class RegionMap {

@@ -98,10 +98,11 @@ ojson task_json(const ForeignTask& t, RuntimeKind kind) {
   j["id"] = t.id;
   j["kind"] = t.kind;
   j["variant"] = t.variant;
-  if (kind != RuntimeKind::Pto) return j;
+  if (kind == RuntimeKind::Mpk) return j;
   j["scope"] = t.scope;
   j["kernels"] = ojson::array({t.kernels[0], t.kernels[1], t.kernels[2]});
   j["heap"] = t.heap;
+  j["fanin"] = t.fanin;
   if (t.early) j["early"] = true;
   if (t.manual) j["manual"] = true;
   return j;
@@ -134,6 +135,7 @@ void read_task(const ojson& o, Fields& f, ForeignTask& t) {
   f.integer(o, "variant", t.variant);
   f.integer(o, "scope", t.scope);
   f.integer(o, "heap", t.heap);
+  f.integer(o, "fanin", t.fanin);
   f.boolean(o, "early", t.early);
   f.boolean(o, "manual", t.manual);
   if (auto it = o.find("kernels"); it != o.end()) {

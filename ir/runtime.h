@@ -75,6 +75,7 @@ struct ForeignTask {
   int32_t scope = -1;   ///< PTO: index into Runtime::scopes
   std::array<int32_t, 3> kernels{-1, -1, -1};  ///< PTO kernel_ids (aic, aiv0, aiv1)
   int64_t heap = 0;     ///< PTO: bytes of the packed output buffer this task allocates
+  int32_t fanin = 0;    ///< PTO: distinct producers it waits on (dependency-pool entries)
   bool early = false;   ///< PTO early_dispatch
   bool manual = false;  ///< PTO: submitted in a MANUAL scope
   bool operator==(const ForeignTask&) const = default;

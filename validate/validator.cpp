@@ -228,6 +228,7 @@ Result Validator::validate(const ir::Program& p) {
   check_placement(c);
   check_pages(c);
   check_outputs(c);
+  check_capacity(c);
   c.finish();
   r.stats.tasks = p.tasks.size();
   r.stats.buffers = p.buffers.size();
