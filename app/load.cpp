@@ -90,8 +90,29 @@ std::optional<Format> detect_format(std::string_view text) {
   return tk == "task_id" || tk == "kernel_ids" || tk == "args" ? Format::Pto : Format::Amk;
 }
 
+namespace {
+
+// A format forced against the file's own top-level keys would read nothing useful (amk's reader
+// skips fields it does not know): refused, naming the format the keys say.
+ir::Status forced_mismatch(const FormatOptions& o, std::string_view text,
+                           const std::string& origin) {
+  const std::optional<Format> seen = o.format ? detect_format(text) : std::nullopt;
+  if (!seen || *seen == *o.format) return {};
+  ir::Diagnostics d{ir::error(
+      "format.mismatch",
+      fmt::format("--format {}, but the file's top-level keys are those of {} (give --format {} "
+                  "or leave it out)",
+                  format_name(*o.format), format_name(*seen), format_name(*seen)),
+      "")};
+  ir::set_file(d, origin);
+  return ir::Status(std::move(d));
+}
+
+}  // namespace
+
 ir::Result<ir::Program> parse_program(std::string_view text, const std::string& origin,
                                       const FormatOptions& o) {
+  if (ir::Status st = forced_mismatch(o, text, origin); !st) return std::move(st.diagnostics);
   const std::optional<Format> f = o.format ? o.format : detect_format(text);
   ir::Result<ir::Program> r;
   if (!f || *f == Format::Amk) {
@@ -147,6 +168,8 @@ ir::Result<ir::Program> load_program(const std::string& path, const FormatOption
     // Detect from the first bytes; amk's own programs keep the reader's mapped-file path.
     ir::Result<ir::FileBytes> bytes = ir::FileBytes::open(path);
     if (!bytes) return std::move(bytes.diagnostics);
+    if (ir::Status st = forced_mismatch(o, bytes->view(), path); !st)
+      return std::move(st.diagnostics);
     const std::optional<Format> f = o.format ? o.format : detect_format(bytes->view());
     if (!f || *f == Format::Amk) {
       ir::Result<ir::Program> r = ir::load_program(path);
