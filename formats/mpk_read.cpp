@@ -1,6 +1,8 @@
 // MPK task_graph.json -> ir::Program (the file as construct_task_graph() reads it back).
 #include <algorithm>
 
+#include <unordered_map>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -388,16 +390,15 @@ class Builder {
 
   void regions(ir::Program& p) {
     detail::RegionMap rm;
-    std::vector<std::pair<std::string, int32_t>> ids;  // base_ptr -> tensor, first seen first
+    std::unordered_map<std::string_view, int32_t> ids;  // base_ptr -> tensor, numbered by first use
     auto tensor_of = [&](const Tensor& x) {
-      for (const auto& [name, id] : ids)
-        if (name == x.base_ptr) return id;
+      if (auto it = ids.find(x.base_ptr); it != ids.end()) return it->second;
       detail::ElemType et;
       (void)mpk::elem_type(x.data_type, et);
-      ids.emplace_back(x.base_ptr, rm.tensor(x.base_ptr, et));
-      return ids.back().second;
+      const int32_t id = rm.tensor(x.base_ptr, et);
+      ids.emplace(x.base_ptr, id);
+      return id;
     };
-    std::vector<std::pair<std::string_view, int32_t>> index;
     for (size_t i = 0; i < g_.tasks.size(); ++i) {
       const Task& t = g_.tasks[i];
       for (bool write : {false, true})
