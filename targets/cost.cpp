@@ -45,6 +45,13 @@ double finish(const Parts& q, double mem, const ir::Task& t) {
   return std::max(mem, q.compute_us) + 1.5 + (t.op == ir::Op::GEMV_TILE ? 0.05 : 0.0);
 }
 
+// The queues a placed program runs under: AMK's loader puts an unassigned task on SM 0; the
+// tasks of another runtime's graph that no worker is dealt (MPK's scheduler-run ones) are in none.
+ir::QueueEdges placed_queues(const ir::Program& p) {
+  return p.runtime && p.runtime->kind != ir::RuntimeKind::Amk ? ir::QueueEdges::Assigned
+                                                              : ir::QueueEdges::Loader;
+}
+
 }  // namespace
 
 double task_time_us(const ir::Program& p, const ir::Task& t, const ir::Target& tg, int64_t depth) {
@@ -99,15 +106,16 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const ir::Grap
     return r;
   }
   r.critical_path_us = (*ir::longest_lengths<1>(deps, {ct}))[0];
-  // SMs assigned: each SM's queue runs in list order, an unassigned task on SM 0 (AMK's loader).
+  // SMs assigned: each SM's queue runs in list order (placed_queues: where unassigned ones go).
   // A given graph of the queues as placed is that one when every task is on an SM >= 0.
+  const ir::QueueEdges placed = placed_queues(p);
   const bool reuse = queues && &queues->graph() == &g &&
-                     (queues->queues() == ir::QueueEdges::Loader ||
+                     (queues->queues() == placed ||
                       (queues->queues() == ir::QueueEdges::Assigned &&
                        std::all_of(p.tasks.begin(), p.tasks.end(),
                                    [](const ir::Task& task) { return task.sm && *task.sm >= 0; })));
   std::optional<ir::ScheduleGraph> own;
-  const ir::ScheduleGraph& queued = reuse ? *queues : own.emplace(p, g, ir::QueueEdges::Loader);
+  const ir::ScheduleGraph& queued = reuse ? *queues : own.emplace(p, g, placed);
   if (const auto len = ir::longest_lengths<2>(queued, {ct, cts})) {  // AMK's makespan, the queues
     r.amk_makespan_us = (*len)[0];
     r.queue_us = (*len)[1];
@@ -123,7 +131,7 @@ TaskTimes predicted_times(const ir::Program& p, const ir::Target& tg, const ir::
   const int64_t depth = p.config ? p.config->depth() : 2;
   std::vector<double> ts(p.tasks.size());
   for (size_t i = 0; i < p.tasks.size(); ++i) ts[i] = task_time_sm_us(p, p.tasks[i], tg, depth);
-  const ir::ScheduleGraph sg(p, g, p.sm_assigned() ? ir::QueueEdges::Loader : ir::QueueEdges::None);
+  const ir::ScheduleGraph sg(p, g, p.sm_assigned() ? placed_queues(p) : ir::QueueEdges::None);
   const auto lp = ir::longest_path<double>(sg, ts);
   TaskTimes r;
   r.acyclic = lp.acyclic;
