@@ -137,16 +137,19 @@ struct Region {
   int64_t r0 = 0, r1 = -1, c0 = 0, c1 = 0;
 };
 
-Region region_of(const ir::Task& t) {
+// A GEMV/GEMM tile's output columns (and GEMM rows); in another runtime's graph, the rectangle
+// a kernel's (NOP's) m_off/M_tile/n_off/N_tile give, as the validator's tile regions have it.
+Region region_of(const ir::Program& p, const ir::Task& t) {
   Region r;
-  if (t.op != ir::Op::GEMV_TILE && t.op != ir::Op::GEMM_TILE) return r;
+  const bool kernel = t.op == ir::Op::NOP && p.runtime && p.runtime->kind != ir::RuntimeKind::Amk;
+  if (t.op != ir::Op::GEMV_TILE && t.op != ir::Op::GEMM_TILE && !kernel) return r;
   auto n_off = t.int_param("n_off"), n_tile = t.int_param("N_tile");
   if (!n_off || !n_tile || *n_off < 0 || *n_tile <= 0) return r;
   r.whole = false;
   r.c0 = *n_off;
   r.c1 = *n_off + *n_tile;
   auto m_off = t.int_param("m_off"), m_tile = t.int_param("M_tile");
-  if (t.op == ir::Op::GEMM_TILE && m_off && m_tile && *m_off >= 0 && *m_tile > 0) {
+  if ((t.op == ir::Op::GEMM_TILE || kernel) && m_off && m_tile && *m_off >= 0 && *m_tile > 0) {
     r.r0 = *m_off;
     r.r1 = *m_off + *m_tile;
   }
@@ -204,7 +207,7 @@ Adversarial simulate_adversarial(const ir::Program& p, const ir::Graph& g,
     for (uint32_t t : ws) group = group && p.tasks[t].out_counter == p.tasks[ws[0]].out_counter;
     if (group) {  // disjoint tiles under one counter may run together
       std::vector<Region> rs;
-      for (uint32_t t : ws) rs.push_back(region_of(p.tasks[t]));
+      for (uint32_t t : ws) rs.push_back(region_of(p, p.tasks[t]));
       for (size_t i = 0; i < rs.size() && group; ++i)
         for (size_t j = i + 1; j < rs.size() && group; ++j) group = !overlaps(rs[i], rs[j]);
     }
@@ -331,9 +334,9 @@ Adversarial simulate_adversarial(const ir::Program& p, const ir::Graph& g,
                              seed, label(t), b, p.buffers[bi].name, label(other))});
         }
         if (enabled_w[bi] > 0 && !tile_group[bi]) {
-          Region mine = region_of(task);
+          Region mine = region_of(p, task);
           for (uint32_t x : wr.of(b))
-            if (enabled[x] && x != t && overlaps(mine, region_of(p.tasks[x]))) {
+            if (enabled[x] && x != t && overlaps(mine, region_of(p, p.tasks[x]))) {
               add_race(
                   {Race::Kind::WriteWhileWriterReady, seed, t, b, x,
                    fmt::format("[seed {}] {} and {} both write buffer #{} ('{}') and are ready "
