@@ -134,6 +134,126 @@ std::vector<int64_t> per_ring(const ir::Runtime& launch, ir::Cap k) {
   return v;
 }
 
+// scope_stats' header: the rings' capacities the export runs with.
+pto::ScopeStats stats_header(const ir::Runtime& launch) {
+  pto::ScopeStats ss;
+  ss.task_window_max = per_ring(launch, ir::Cap::task_window);
+  ss.heap_max = per_ring(launch, ir::Cap::heap);
+  ss.dep_pool_max = per_ring(launch, ir::Cap::dep_pool);
+  ir::Runtime def = launch;
+  def.kind = ir::RuntimeKind::Pto;
+  ss.tensormap_max = def.value(ir::Cap::tensormap).value_or(65536);
+  return ss;
+}
+
+// Every buffer as a tensor at its own address (PTO's tensor_id hashes address and version); the
+// tensor ids by buffer.
+std::vector<uint64_t> write_tensors(const ir::Program& p, pto::Deps& d) {
+  std::vector<uint64_t> id(p.buffers.size());
+  uint64_t next = 0x40000000ull;
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    const ir::Buffer& buf = p.buffers[b];
+    id[b] = pto::tensor_id(next, 0);
+    pto::Tensor t;
+    t.tensor_id = id[b];
+    t.buffer_addr = next;
+    t.dtype = std::string(pto::dtype_name(buf.dtype));
+    t.buffer_numel = static_cast<uint64_t>(std::max<int64_t>(buf.numel(), 1));
+    d.tensors.push_back(std::move(t));
+    next += (static_cast<uint64_t>(std::max<int64_t>(buf.nbytes(), 1)) + 4095) / 4096 * 4096;
+  }
+  return id;
+}
+
+// What the export knows of the program's buffers.
+struct Buffers {
+  std::vector<uint64_t> id;          // tensor_id
+  std::vector<int64_t> producer_of;  // the first writer in submit order (-1: none)
+  std::vector<uint8_t> created;      // a runtime-allocated OUTPUT of its one writer
+};
+
+// A task's arguments: inputs, then outputs (existing tensors, or runtime-allocated OUTPUTs).
+void add_args(const ir::Program& p, const ir::Task& task, const Buffers& bs, pto::Task& x) {
+  int64_t idx = 0;
+  auto arg = [&](int64_t b, const char* type, bool output) {
+    const ir::Buffer& buf = p.buffers[static_cast<size_t>(b)];
+    const detail::Region reg = detail::region_of(p, task, b, output, kMaxTensorDims);
+    pto::Arg a;
+    a.idx = idx++;
+    a.type = type;
+    a.has_tensor = true;
+    a.tensor_id = bs.id[static_cast<size_t>(b)];
+    a.dtype = std::string(pto::dtype_name(buf.dtype));
+    a.shape = reg.dims;
+    a.strides = reg.strides;
+    a.start_offset = static_cast<uint64_t>(reg.offset);
+    x.args.push_back(std::move(a));
+  };
+  for (int64_t b : task.inputs) arg(b, "INPUT", false);
+  for (int64_t b : task.outputs) {
+    if (!bs.created[static_cast<size_t>(b)]) {
+      arg(b, "OUTPUT_EXISTING", true);
+      continue;
+    }
+    pto::Arg a;  // a runtime-allocated output: no tensor until its consumers name it
+    a.idx = idx++;
+    a.type = "OUTPUT";
+    x.args.push_back(std::move(a));
+  }
+}
+
+// The edge from producer q to `task`, on the tensor it reads of q's (explicit when none).
+pto::Edge edge_of(const ir::Program& p, const ir::Task& task, uint32_t q, const Buffers& bs) {
+  pto::Edge e;
+  e.flags = {"wait"};
+  int64_t via = -1;
+  for (size_t i = 0; i < task.inputs.size() && via < 0; ++i)
+    if (bs.producer_of[static_cast<size_t>(task.inputs[i])] == q) via = static_cast<int64_t>(i);
+  if (via < 0) {
+    e.source = "explicit";
+    e.flags = {"wait", "retain"};
+    return e;
+  }
+  const int64_t b = task.inputs[static_cast<size_t>(via)];
+  const bool created = bs.created[static_cast<size_t>(b)];
+  e.source = created ? "creator" : "tensormap";
+  if (created) e.flags = {"wait", "retain"};
+  e.arg = via;
+  e.overlap = "covered";
+  e.has_tensor = true;
+  e.tensor_id = bs.id[static_cast<size_t>(b)];
+  e.consumer_dtype = std::string(pto::dtype_name(p.buffers[static_cast<size_t>(b)].dtype));
+  const detail::Region cr = detail::region_of(p, task, b, false, kMaxTensorDims);
+  const detail::Region pr = detail::region_of(p, p.tasks[q], b, true, kMaxTensorDims);
+  e.consumer_shape = cr.dims;
+  e.consumer_strides = cr.strides;
+  e.consumer_start_offset = static_cast<uint64_t>(cr.offset);
+  e.producer_shape = pr.dims;
+  e.producer_strides = pr.strides;
+  e.producer_start_offset = static_cast<uint64_t>(pr.offset);
+  if (pr.dims != cr.dims || pr.offset != cr.offset) e.overlap = "other";
+  return e;
+}
+
+Buffers buffers_of(const ir::Program& p, const std::vector<uint32_t>& order, bool runtime_outputs,
+                   pto::Deps& d) {
+  Buffers bs;
+  bs.id = write_tensors(p, d);
+  bs.producer_of.assign(p.buffers.size(), -1);
+  std::vector<int32_t> writers(p.buffers.size(), 0);
+  for (uint32_t t : order)
+    for (int64_t b : p.tasks[t].outputs) {
+      ++writers[static_cast<size_t>(b)];
+      if (bs.producer_of[static_cast<size_t>(b)] < 0) bs.producer_of[static_cast<size_t>(b)] = t;
+    }
+  // With runtime_outputs, an activation one task writes comes from that task's ring heap.
+  bs.created.assign(p.buffers.size(), 0);
+  for (size_t b = 0; b < p.buffers.size(); ++b)
+    bs.created[b] =
+        runtime_outputs && writers[b] == 1 && p.buffers[b].kind == ir::BufferKind::ACTIVATION;
+  return bs;
+}
+
 }  // namespace
 
 ir::Result<PtoFiles> export_pto(const ir::Program& p, const PtoExport& o) {
@@ -145,35 +265,11 @@ ir::Result<PtoFiles> export_pto(const ir::Program& p, const PtoExport& o) {
   const int ring = std::min(depth, ir::kPtoRings - 1);
   const int64_t per_scope = o.scope_tasks > 0 ? o.scope_tasks : static_cast<int64_t>(order.size());
   pto::Deps d;
-  pto::ScopeStats ss;
-  ss.task_window_max = per_ring(o.launch, ir::Cap::task_window);
-  ss.heap_max = per_ring(o.launch, ir::Cap::heap);
-  ss.dep_pool_max = per_ring(o.launch, ir::Cap::dep_pool);
-  {
-    ir::Runtime def = o.launch;
-    def.kind = ir::RuntimeKind::Pto;
-    ss.tensormap_max = def.value(ir::Cap::tensormap).value_or(65536);
-  }
-  // Tensors: every buffer at its own address (PTO's tensor_id is a hash of address and version).
-  std::vector<uint64_t> addr(p.buffers.size()), id(p.buffers.size());
-  uint64_t next = 0x40000000ull;
-  for (size_t b = 0; b < p.buffers.size(); ++b) {
-    const ir::Buffer& buf = p.buffers[b];
-    addr[b] = next;
-    id[b] = pto::tensor_id(addr[b], 0);
-    next += (static_cast<uint64_t>(std::max<int64_t>(buf.nbytes(), 1)) + 4095) / 4096 * 4096;
-    pto::Tensor t;
-    t.tensor_id = id[b];
-    t.buffer_addr = addr[b];
-    t.dtype = std::string(pto::dtype_name(buf.dtype));
-    t.buffer_numel = static_cast<uint64_t>(std::max<int64_t>(buf.numel(), 1));
-    d.tensors.push_back(std::move(t));
-  }
+  pto::ScopeStats ss = stats_header(o.launch);
+  const Buffers bs = buffers_of(p, order, o.runtime_outputs, d);
   // Scopes: the root (depth 0, ring 0), then scopes of `per_scope` tasks at `depth`, nested in one
   // scope per level above it.
-  std::array<int64_t, ir::kPtoRings> head{};
-  std::array<int64_t, ir::kPtoRings> heap{};
-  std::array<int64_t, ir::kPtoRings> deps{};
+  std::array<int64_t, ir::kPtoRings> head{}, heap{}, deps{};
   auto sample = [&](std::string site, const char* phase, int dep) {
     pto::ScopeSample s;
     s.site = std::move(site);
@@ -190,18 +286,6 @@ ir::Result<PtoFiles> export_pto(const ir::Program& p, const PtoExport& o) {
   sample("(unknown):0", "begin", 0);
   for (int k = 1; k < depth; ++k) sample(fmt::format("export.cpp:{}", k), "begin", k);
   std::vector<uint64_t> pto_id(p.tasks.size());
-  std::vector<int64_t> producer_of(p.buffers.size(), -1);
-  std::vector<int32_t> writers(p.buffers.size(), 0);
-  for (uint32_t t : order)
-    for (int64_t b : p.tasks[t].outputs) {
-      ++writers[static_cast<size_t>(b)];
-      if (producer_of[static_cast<size_t>(b)] < 0) producer_of[static_cast<size_t>(b)] = t;
-    }
-  // With runtime_outputs, an activation one task writes comes from that task's ring heap.
-  auto created = [&](int64_t b) {
-    return o.runtime_outputs && writers[static_cast<size_t>(b)] == 1 &&
-           p.buffers[static_cast<size_t>(b)].kind == ir::BufferKind::ACTIVATION;
-  };
   const auto outer = static_cast<size_t>(depth > 1 ? std::max<int64_t>(o.outer_tasks, 0) : 0);
   const int outer_ring = std::min(depth - 1, ir::kPtoRings - 1);
   for (size_t k = 0; k < order.size(); ++k) {
@@ -212,82 +296,27 @@ ir::Result<PtoFiles> export_pto(const ir::Program& p, const PtoExport& o) {
     }
     const uint32_t t = order[k];
     const ir::Task& task = p.tasks[t];
-    const int r = inner ? ring : outer_ring;
+    const auto r = static_cast<size_t>(inner ? ring : outer_ring);
     pto::Task x;
-    x.task_id =
-        static_cast<uint64_t>(r) << 32 | static_cast<uint64_t>(head[static_cast<size_t>(r)]++);
+    x.task_id = static_cast<uint64_t>(r) << 32 | static_cast<uint64_t>(head[r]++);
     pto_id[t] = x.task_id;
     const bool cube = task.op == ir::Op::GEMV_TILE || task.op == ir::Op::GEMM_TILE ||
                       task.op == ir::Op::ATTENTION_TILE;
     x.kernel_ids[cube ? 0 : 1] = static_cast<int64_t>(task.op);
     x.block_num = o.block_num;
-    int64_t idx = 0;
-    auto arg = [&](int64_t b, const char* type, bool output) {
-      const ir::Buffer& buf = p.buffers[static_cast<size_t>(b)];
-      const detail::Region reg = detail::region_of(p, task, b, output, kMaxTensorDims);
-      pto::Arg a;
-      a.idx = idx++;
-      a.type = type;
-      a.has_tensor = true;
-      a.tensor_id = id[static_cast<size_t>(b)];
-      a.dtype = std::string(pto::dtype_name(buf.dtype));
-      a.shape = reg.dims;
-      a.strides = reg.strides;
-      a.start_offset = static_cast<uint64_t>(reg.offset);
-      x.args.push_back(std::move(a));
-    };
-    for (int64_t b : task.inputs) arg(b, "INPUT", false);
-    for (int64_t b : task.outputs) {
-      if (!created(b)) {
-        arg(b, "OUTPUT_EXISTING", true);
-        continue;
-      }
-      pto::Arg a;  // a runtime-allocated output: no tensor until its consumers name it
-      a.idx = idx++;
-      a.type = "OUTPUT";
-      x.args.push_back(std::move(a));
-    }
+    add_args(p, task, bs, x);
     for (int64_t b : task.outputs)
-      if (created(b))
-        heap[static_cast<size_t>(r)] +=
-            (p.buffers[static_cast<size_t>(b)].nbytes() + pto::kOutputAlign - 1) /
-            pto::kOutputAlign * pto::kOutputAlign;
+      if (bs.created[static_cast<size_t>(b)])
+        heap[r] += (p.buffers[static_cast<size_t>(b)].nbytes() + pto::kOutputAlign - 1) /
+                   pto::kOutputAlign * pto::kOutputAlign;
     d.tasks.push_back(std::move(x));
-    // Edges: the producers of each counter it waits on, on the tensor it reads of theirs.
     for (uint32_t slot : g.wait_slots(t))
       for (uint32_t q : g.producers(slot)) {
-        pto::Edge e;
+        pto::Edge e = edge_of(p, task, q, bs);
         e.pred = pto_id[q];
         e.succ = d.tasks.back().task_id;
-        e.flags = {"wait"};
-        int64_t via = -1;
-        for (size_t i = 0; i < task.inputs.size() && via < 0; ++i)
-          if (producer_of[static_cast<size_t>(task.inputs[i])] == q) via = static_cast<int64_t>(i);
-        if (via < 0) {
-          e.source = "explicit";
-          e.flags = {"wait", "retain"};
-        } else {
-          const int64_t b = task.inputs[static_cast<size_t>(via)];
-          const ir::Buffer& buf = p.buffers[static_cast<size_t>(b)];
-          e.source = created(b) ? "creator" : "tensormap";
-          if (created(b)) e.flags = {"wait", "retain"};
-          e.arg = via;
-          e.overlap = "covered";
-          e.has_tensor = true;
-          e.tensor_id = id[static_cast<size_t>(task.inputs[static_cast<size_t>(via)])];
-          e.consumer_dtype = std::string(pto::dtype_name(buf.dtype));
-          const detail::Region cr = detail::region_of(p, task, b, false, kMaxTensorDims);
-          const detail::Region pr = detail::region_of(p, p.tasks[q], b, true, kMaxTensorDims);
-          e.consumer_shape = cr.dims;
-          e.consumer_strides = cr.strides;
-          e.consumer_start_offset = static_cast<uint64_t>(cr.offset);
-          e.producer_shape = pr.dims;
-          e.producer_strides = pr.strides;
-          e.producer_start_offset = static_cast<uint64_t>(pr.offset);
-          if (pr.dims != cr.dims || pr.offset != cr.offset) e.overlap = "other";
-        }
         d.edges.push_back(std::move(e));
-        ++deps[static_cast<size_t>(r)];
+        ++deps[r];
       }
   }
   if (order.size() > outer) sample(fmt::format("export.cpp:{}", depth), "end", depth);
