@@ -12,6 +12,43 @@
 
 namespace amk::vm::detail {
 
+namespace {
+
+// The launch shape a run has: workers, scheduler blocks, SMs and the workers resident.
+struct Launch {
+  int64_t workers, ctas, sms, resident;
+};
+
+// The stuck report: the workers never resident (the cause when there are any), then per resident
+// worker its head and what it waits for.
+ir::Diagnostic stuck_report(const ir::Program& p, const Launch& l,
+                            const std::vector<std::deque<uint32_t>>& queue,
+                            const Counters& counters, size_t done, double now) {
+  std::string lines;
+  if (l.resident < l.workers) {
+    size_t k = 0;
+    for (int64_t w = l.resident; w < l.workers; ++w) k += queue[static_cast<size_t>(w)].size();
+    lines += fmt::format(
+        "\n  workers {}..{} never resident: {} worker and {} scheduler block(s) need {} SMs at "
+        "once, the chip has {} (mirage #761); their {} queued task(s) never run",
+        l.resident, l.workers - 1, l.workers, l.ctas, l.workers + l.ctas, l.sms, k);
+  }
+  int shown = 0;
+  for (int64_t w = 0; w < l.resident && shown < 16; ++w) {
+    const auto& q = queue[static_cast<size_t>(w)];
+    if (q.empty()) continue;
+    ++shown;
+    lines += fmt::format("\n  worker {}: head {} {} ({} task(s) queued)", w,
+                         task_name(p, q.front()), counters.why(q.front()), q.size());
+  }
+  return ir::error("vm.deadlock",
+                   fmt::format("MPK graph stuck after {} of {} tasks (t = {} us):{}", done,
+                               p.tasks.size(), now, lines),
+                   ir::task_pointer(0));
+}
+
+}  // namespace
+
 ir::Result<ForeignRun> run_mpk(const ir::Program& p, const ForeignOptions& o) {
   const ir::Runtime& rt = *p.runtime;
   const int64_t workers = std::max<int64_t>(1, rt.value(ir::Cap::workers).value_or(1));
@@ -95,31 +132,7 @@ ir::Result<ForeignRun> run_mpk(const ir::Program& p, const ForeignOptions& o) {
   run.tasks_run = done;
   run.makespan_us = now;
   if (done == n) return run;
-  // The stuck report: the workers never resident (the cause when there are any), then per
-  // resident worker its head and what it waits for.
-  std::string lines;
-  if (resident < workers)
-    lines += fmt::format(
-        "\n  workers {}..{} never resident: {} worker and {} scheduler block(s) "
-        "need {} SMs at once, the chip has {} (mirage #761); their {} queued "
-        "task(s) never run",
-        resident, workers - 1, workers, ctas, workers + ctas, sms, [&] {
-          size_t k = 0;
-          for (int64_t w = resident; w < workers; ++w) k += queue[static_cast<size_t>(w)].size();
-          return k;
-        }());
-  int shown = 0;
-  for (int64_t w = 0; w < resident && shown < 16; ++w) {
-    const auto& q = queue[static_cast<size_t>(w)];
-    if (q.empty()) continue;
-    ++shown;
-    lines += fmt::format("\n  worker {}: head {} {} ({} task(s) queued)", w,
-                         task_name(p, q.front()), counters.why(q.front()), q.size());
-  }
-  return ir::error(
-      "vm.deadlock",
-      fmt::format("MPK graph stuck after {} of {} tasks (t = {} us):{}", done, n, now, lines),
-      ir::task_pointer(queue.empty() ? 0 : 0));
+  return stuck_report(p, Launch{workers, ctas, sms, resident}, queue, counters, done, now);
 }
 
 }  // namespace amk::vm::detail
