@@ -62,10 +62,63 @@ struct Pinned {
   size_t first = 0, last = 0;  // positions in the ring's task list
 };
 
+// The needs of what each scope on ring r pins (by_scope, from ring_needs), with their witness.
+void pinned_needs(const ir::Program& p, int r,
+                  const std::vector<std::pair<int64_t, uint32_t>>& list,
+                  const std::vector<Pinned>& by_scope, std::vector<CapacityNeed>& out) {
+  const ir::Runtime& rt = *p.runtime;
+  const bool pto = rt.kind == ir::RuntimeKind::Pto;
+  const size_t ns = rt.scopes.size();
+  const int64_t inline_cap = rt.value(Cap::fanin_inline, r).value_or(64);
+  for (size_t s = 0; s < ns; ++s) {
+    const Pinned& x = by_scope[s];
+    if (x.tasks == 0) continue;
+    const ir::RuntimeScope& sc = rt.scopes[s];
+    const bool assumed = sc.site == "(derived)";
+    const std::string where = fmt::format(
+        "ring {}: scope '{}' (depth {}) keeps {} task(s) from being reclaimed while it is open, "
+        "{} to {} (its own from the first, and every later one on the ring)",
+        r, sc.site, sc.depth, x.tasks, p.tasks[list[x.first].second].label,
+        p.tasks[list[x.last].second].label);
+    auto need = [&](const Rule& rule, Cap key, int64_t needed, std::string amount, uint32_t at) {
+      CapacityNeed c;
+      c.rule = rule.code;
+      c.key = key;
+      c.ring = r;
+      c.needed = needed;
+      c.capacity = rt.value(key, r);
+      c.warn_only = assumed;
+      c.what = where + "; " + amount;
+      c.pointer = ir::task_pointer(at);
+      out.push_back(std::move(c));
+    };
+    // PTO admits a task while local - last_alive + 1 < window (one slot tells full from empty);
+    // amk's orchestrator while local - last_alive < window.
+    const int64_t window = x.tasks + (pto ? 1 : 0);
+    const int64_t cap_w = rt.value(Cap::task_window, r).value_or(window);
+    const size_t stuck =
+        x.first + static_cast<size_t>(std::clamp<int64_t>(cap_w - (pto ? 1 : 0), 0, x.tasks - 1));
+    need(kTaskWindow, Cap::task_window, window,
+         fmt::format("the task window must hold {} slot(s)", window), list[stuck].second);
+    if (x.heap > 0)
+      need(kHeap, Cap::heap, x.heap + x.heap_max + (pto ? 1 : 0),
+           fmt::format("{} output bytes, plus up to {} left unused where an allocation does not "
+                       "straddle the heap's end",
+                       x.heap, x.heap_max),
+           list[x.last].second);
+    if (x.deps > 0)
+      need(kDepPool, Cap::dep_pool, x.deps, fmt::format("{} dependency entries", x.deps),
+           list[x.last].second);
+    if (x.spill > 0)
+      need(kFaninSpill, Cap::fanin_spill, x.spill,
+           fmt::format("{} fan-in entries past the {} inline slots of a task", x.spill, inline_cap),
+           list[x.last].second);
+  }
+}
+
 void ring_needs(const ir::Program& p, int r, const std::vector<std::pair<int64_t, uint32_t>>& list,
                 std::vector<CapacityNeed>& out) {
   const ir::Runtime& rt = *p.runtime;
-  const bool pto = rt.kind == ir::RuntimeKind::Pto;
   const size_t n = list.size(), ns = rt.scopes.size();
   const int64_t inline_cap = rt.value(Cap::fanin_inline, r).value_or(64);
   // Prefix sums over the ring's tasks and each scope's first owned task.
@@ -117,50 +170,7 @@ void ring_needs(const ir::Program& p, int r, const std::vector<std::pair<int64_t
     x.deps = std::max(x.deps, deps[i + 1] - deps[from]);
     x.spill = std::max(x.spill, spill[i + 1] - spill[from]);
   }
-  for (size_t s = 0; s < ns; ++s) {
-    const Pinned& x = by_scope[s];
-    if (x.tasks == 0) continue;
-    const ir::RuntimeScope& sc = rt.scopes[s];
-    const bool assumed = sc.site == "(derived)";
-    const std::string where = fmt::format(
-        "ring {}: scope '{}' (depth {}) keeps {} task(s) from being reclaimed while it is open, "
-        "{} to {} (its own from the first, and every later one on the ring)",
-        r, sc.site, sc.depth, x.tasks, p.tasks[list[x.first].second].label,
-        p.tasks[list[x.last].second].label);
-    auto need = [&](const Rule& rule, Cap key, int64_t needed, std::string amount, uint32_t at) {
-      CapacityNeed c;
-      c.rule = rule.code;
-      c.key = key;
-      c.ring = r;
-      c.needed = needed;
-      c.capacity = rt.value(key, r);
-      c.warn_only = assumed;
-      c.what = where + "; " + amount;
-      c.pointer = ir::task_pointer(at);
-      out.push_back(std::move(c));
-    };
-    // PTO admits a task while local - last_alive + 1 < window (one slot tells full from empty);
-    // amk's orchestrator while local - last_alive < window.
-    const int64_t window = x.tasks + (pto ? 1 : 0);
-    const int64_t cap_w = rt.value(Cap::task_window, r).value_or(window);
-    const size_t stuck =
-        x.first + static_cast<size_t>(std::clamp<int64_t>(cap_w - (pto ? 1 : 0), 0, x.tasks - 1));
-    need(kTaskWindow, Cap::task_window, window,
-         fmt::format("the task window must hold {} slot(s)", window), list[stuck].second);
-    if (x.heap > 0)
-      need(kHeap, Cap::heap, x.heap + x.heap_max + (pto ? 1 : 0),
-           fmt::format("{} output bytes, plus up to {} left unused where an allocation does not "
-                       "straddle the heap's end",
-                       x.heap, x.heap_max),
-           list[x.last].second);
-    if (x.deps > 0)
-      need(kDepPool, Cap::dep_pool, x.deps, fmt::format("{} dependency entries", x.deps),
-           list[x.last].second);
-    if (x.spill > 0)
-      need(kFaninSpill, Cap::fanin_spill, x.spill,
-           fmt::format("{} fan-in entries past the {} inline slots of a task", x.spill, inline_cap),
-           list[x.last].second);
-  }
+  pinned_needs(p, r, list, by_scope, out);
 }
 
 void scope_needs(const ir::Program& p, std::vector<CapacityNeed>& out) {
