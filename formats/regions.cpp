@@ -180,6 +180,148 @@ bool flatten(const Box& bbox, const Box& w, std::array<int64_t, 4>& rc) {
   return true;
 }
 
+// Which class of writes each access writes or reads (and whether a read sees the tensor's prior
+// contents), in program order.
+struct Flow {
+  Classes cls;
+  std::vector<int32_t> write_cls;
+  std::vector<std::vector<int32_t>> read_cls;
+  std::vector<uint8_t> read_prior;
+};
+
+Flow flow_of(const std::vector<Box>& boxes, const std::vector<uint8_t>& writes) {
+  const size_t n = boxes.size();
+  Flow f;
+  f.write_cls.assign(n, -1);
+  f.read_cls.resize(n);
+  f.read_prior.assign(n, 0);
+  Classes& cls = f.cls;
+  // Live pieces (disjoint) name the class that last wrote them.
+  std::vector<Piece> live, next;
+  for (size_t i = 0; i < n; ++i) {
+    const Box& b = boxes[i];
+    if (writes[i]) {
+      const int32_t c = cls.make();
+      f.write_cls[i] = c;
+      std::vector<Box> rest;
+      next.clear();
+      for (const Piece& pc : live) {
+        rest.clear();
+        subtract(pc.box, b, rest);
+        for (const Box& r : rest) next.push_back({r, pc.cls});
+      }
+      next.push_back({b, c});
+      live.swap(next);
+      continue;
+    }
+    double seen = 0;
+    int32_t merged = -1;
+    for (const Piece& pc : live) {
+      if (!pc.box.overlaps(b)) continue;
+      seen += pc.box.intersect(b).volume();
+      const int32_t root = cls.find(pc.cls);
+      if (!cls.sealed[static_cast<size_t>(root)]) {
+        if (merged < 0) {
+          merged = root;
+        } else {
+          cls.unite(merged, root);
+          merged = cls.find(merged);
+        }
+      }
+      f.read_cls[i].push_back(pc.cls);
+    }
+    for (int32_t c : f.read_cls[i]) cls.sealed[static_cast<size_t>(cls.find(c))] = 1;
+    f.read_prior[i] = seen < b.volume();
+  }
+  return f;
+}
+
+// Each access's task reads the buffers of the classes it reads (and the prior contents), writes
+// its class's buffer, and names the rectangle it writes as m_off/M_tile/n_off/N_tile when that is
+// a tile of the buffer.
+void wire_tasks(ir::Program& p, const std::vector<uint32_t>& task_of, Flow& f, int64_t prior,
+                const std::vector<int64_t>& buf_of, const std::vector<Box>& boxes,
+                const std::vector<Box>& bbox) {
+  Classes& cls = f.cls;
+  const std::vector<int32_t>& write_cls = f.write_cls;
+  const std::vector<std::vector<int32_t>>& read_cls = f.read_cls;
+  const std::vector<uint8_t>& read_prior = f.read_prior;
+  auto add_unique = [](std::vector<int64_t>& v, int64_t b) {
+    if (std::find(v.begin(), v.end(), b) == v.end()) v.push_back(b);
+  };
+  for (size_t i = 0; i < task_of.size(); ++i) {
+    ir::Task& task = p.tasks[task_of[i]];
+    if (write_cls[i] < 0) {
+      if (read_prior[i]) add_unique(task.inputs, prior);
+      for (int32_t c : read_cls[i])
+        add_unique(task.inputs, buf_of[static_cast<size_t>(cls.find(c))]);
+      continue;
+    }
+    const auto r = static_cast<size_t>(cls.find(write_cls[i]));
+    const bool first = task.outputs.empty();
+    const bool again =
+        std::find(task.outputs.begin(), task.outputs.end(), buf_of[r]) != task.outputs.end();
+    add_unique(task.outputs, buf_of[r]);
+    std::array<int64_t, 4> rc{}, whole{};
+    (void)flatten(bbox[r], bbox[r], whole);
+    const bool tile = !again && flatten(bbox[r], boxes[i], rc) && rc != whole &&
+                      rc[1] <= INT32_MAX && rc[3] <= INT32_MAX;
+    const std::array<int64_t, 4> params{rc[0], rc[1] - rc[0], rc[2], rc[3] - rc[2]};
+    static constexpr std::string_view kKeys[] = {"m_off", "M_tile", "n_off", "N_tile"};
+    if (first) {
+      if (!tile) continue;
+      for (size_t k = 0; k < 4; ++k) task.set_param(kKeys[k], ir::ParamValue::of_int(params[k]));
+      continue;
+    }
+    // Every output of a task shares its tile (TileRegion): a task whose outputs' rectangles
+    // differ is modelled writing each whole.
+    bool same = tile;
+    for (size_t k = 0; k < 4 && same; ++k) {
+      const std::optional<int64_t> v = task.int_param(kKeys[k]);
+      same = v && *v == params[k];
+    }
+    if (!same)
+      std::erase_if(task.params, [](const ir::Param& prm) {
+        return std::find(std::begin(kKeys), std::end(kKeys), prm.key) != std::end(kKeys);
+      });
+  }
+}
+
+// Pages: classes whose written footprints overlap share one (write-after-read/-write proofs).
+void share_pages(ir::Program& p, const std::vector<int64_t>& buf_of, const std::vector<Box>& bbox) {
+  std::vector<size_t> roots;
+  for (size_t c = 0; c < buf_of.size(); ++c)
+    if (buf_of[c] >= 0) roots.push_back(c);
+  if (roots.size() < 2) return;
+  std::vector<size_t> comp(roots.size());
+  std::iota(comp.begin(), comp.end(), 0);
+  auto find = [&](size_t x) {
+    while (comp[x] != x) x = comp[x] = comp[comp[x]];
+    return x;
+  };
+  for (size_t a = 0; a < roots.size(); ++a)
+    for (size_t b = a + 1; b < roots.size(); ++b)
+      if (bbox[roots[a]].overlaps(bbox[roots[b]])) comp[find(b)] = find(a);
+  if (!p.pages) p.pages.emplace();
+  std::vector<int64_t> page_of(roots.size(), -1);
+  for (size_t a = 0; a < roots.size(); ++a) {
+    const size_t head = find(a);
+    bool shared = false;
+    for (size_t b = 0; b < roots.size() && !shared; ++b) shared = b != a && find(b) == head;
+    if (!shared) continue;
+    const ir::Buffer& buf = p.buffers[static_cast<size_t>(buf_of[roots[a]])];
+    if (page_of[head] < 0) {
+      page_of[head] = static_cast<int64_t>(p.pages->pages.size());
+      ir::Page pg;
+      pg.space = ir::MemSpace::HBM;
+      p.pages->pages.push_back(pg);
+    }
+    ir::Page& pg = p.pages->pages[static_cast<size_t>(page_of[head])];
+    pg.nbytes = std::max(pg.nbytes, buf.nbytes());
+    p.pages->buffer_to_page.emplace_back(buf_of[roots[a]], page_of[head]);
+  }
+}
+
 }  // namespace
 
 Region region_of(const ir::Program& p, const ir::Task& t, int64_t b, bool output, size_t max_dims) {
@@ -242,47 +384,12 @@ void RegionMap::build_tensor(ir::Program& p, const Tensor& t) {
       const Access& a = accesses_[t.accesses[i]];
       boxes[i] = to_interval(a.offset, a.dims, a.strides);
     }
-  // Program order: live pieces (disjoint) name the class that last wrote them.
-  Classes cls;
-  std::vector<Piece> live, next;
-  std::vector<int32_t> write_cls(t.accesses.size(), -1);
-  std::vector<std::vector<int32_t>> read_cls(t.accesses.size());
-  std::vector<uint8_t> read_prior(t.accesses.size(), 0);
-  for (size_t i = 0; i < t.accesses.size(); ++i) {
-    const Box& b = boxes[i];
-    if (accesses_[t.accesses[i]].write) {
-      const int32_t c = cls.make();
-      write_cls[i] = c;
-      std::vector<Box> rest;
-      next.clear();
-      for (const Piece& pc : live) {
-        rest.clear();
-        subtract(pc.box, b, rest);
-        for (const Box& r : rest) next.push_back({r, pc.cls});
-      }
-      next.push_back({b, c});
-      live.swap(next);
-      continue;
-    }
-    double seen = 0;
-    int32_t merged = -1;
-    for (const Piece& pc : live) {
-      if (!pc.box.overlaps(b)) continue;
-      seen += pc.box.intersect(b).volume();
-      const int32_t root = cls.find(pc.cls);
-      if (!cls.sealed[static_cast<size_t>(root)]) {
-        if (merged < 0) {
-          merged = root;
-        } else {
-          cls.unite(merged, root);
-          merged = cls.find(merged);
-        }
-      }
-      read_cls[i].push_back(pc.cls);
-    }
-    for (int32_t c : read_cls[i]) cls.sealed[static_cast<size_t>(cls.find(c))] = 1;
-    read_prior[i] = seen < b.volume();
-  }
+  std::vector<uint8_t> writes(t.accesses.size());
+  for (size_t i = 0; i < t.accesses.size(); ++i) writes[i] = accesses_[t.accesses[i]].write;
+  Flow f = flow_of(boxes, writes);
+  Classes& cls = f.cls;
+  const std::vector<int32_t>& write_cls = f.write_cls;
+  const std::vector<uint8_t>& read_prior = f.read_prior;
   // Buffers: the tensor's prior contents (when read), then one per class root.
   const ElemType& ty = t.type;
   std::vector<int64_t> buf_of(cls.parent.size(), -1);
@@ -326,78 +433,10 @@ void RegionMap::build_tensor(ir::Program& p, const Tensor& t) {
     ++n_classes;
     buf_of[c] = p.add_buffer(std::move(name), ir::BufferKind::ACTIVATION, ty.dtype, {rc[1], rc[3]});
   }
-  // Inputs, outputs and tiles.
-  auto add_unique = [](std::vector<int64_t>& v, int64_t b) {
-    if (std::find(v.begin(), v.end(), b) == v.end()) v.push_back(b);
-  };
-  for (size_t i = 0; i < t.accesses.size(); ++i) {
-    ir::Task& task = p.tasks[accesses_[t.accesses[i]].task];
-    if (write_cls[i] < 0) {
-      if (read_prior[i]) add_unique(task.inputs, prior);
-      for (int32_t c : read_cls[i])
-        add_unique(task.inputs, buf_of[static_cast<size_t>(cls.find(c))]);
-      continue;
-    }
-    const auto r = static_cast<size_t>(cls.find(write_cls[i]));
-    const bool first = task.outputs.empty();
-    const bool again =
-        std::find(task.outputs.begin(), task.outputs.end(), buf_of[r]) != task.outputs.end();
-    add_unique(task.outputs, buf_of[r]);
-    std::array<int64_t, 4> rc{}, whole{};
-    (void)flatten(bbox[r], bbox[r], whole);
-    const bool tile = !again && flatten(bbox[r], boxes[i], rc) && rc != whole &&
-                      rc[1] <= INT32_MAX && rc[3] <= INT32_MAX;
-    const std::array<int64_t, 4> params{rc[0], rc[1] - rc[0], rc[2], rc[3] - rc[2]};
-    static constexpr std::string_view kKeys[] = {"m_off", "M_tile", "n_off", "N_tile"};
-    if (first) {
-      if (!tile) continue;
-      for (size_t k = 0; k < 4; ++k) task.set_param(kKeys[k], ir::ParamValue::of_int(params[k]));
-      continue;
-    }
-    // Every output of a task shares its tile (TileRegion): a task whose outputs' rectangles
-    // differ is modelled writing each whole.
-    bool same = tile;
-    for (size_t k = 0; k < 4 && same; ++k) {
-      const std::optional<int64_t> v = task.int_param(kKeys[k]);
-      same = v && *v == params[k];
-    }
-    if (!same)
-      std::erase_if(task.params, [](const ir::Param& prm) {
-        return std::find(std::begin(kKeys), std::end(kKeys), prm.key) != std::end(kKeys);
-      });
-  }
-  // Pages: classes whose written footprints overlap share one (write-after-read/-write proofs).
-  std::vector<size_t> roots;
-  for (size_t c = 0; c < cls.parent.size(); ++c)
-    if (buf_of[c] >= 0) roots.push_back(c);
-  if (roots.size() < 2) return;
-  std::vector<size_t> comp(roots.size());
-  std::iota(comp.begin(), comp.end(), 0);
-  auto find = [&](size_t x) {
-    while (comp[x] != x) x = comp[x] = comp[comp[x]];
-    return x;
-  };
-  for (size_t a = 0; a < roots.size(); ++a)
-    for (size_t b = a + 1; b < roots.size(); ++b)
-      if (bbox[roots[a]].overlaps(bbox[roots[b]])) comp[find(b)] = find(a);
-  if (!p.pages) p.pages.emplace();
-  std::vector<int64_t> page_of(roots.size(), -1);
-  for (size_t a = 0; a < roots.size(); ++a) {
-    const size_t head = find(a);
-    bool shared = false;
-    for (size_t b = 0; b < roots.size() && !shared; ++b) shared = b != a && find(b) == head;
-    if (!shared) continue;
-    const ir::Buffer& buf = p.buffers[static_cast<size_t>(buf_of[roots[a]])];
-    if (page_of[head] < 0) {
-      page_of[head] = static_cast<int64_t>(p.pages->pages.size());
-      ir::Page pg;
-      pg.space = ir::MemSpace::HBM;
-      p.pages->pages.push_back(pg);
-    }
-    ir::Page& pg = p.pages->pages[static_cast<size_t>(page_of[head])];
-    pg.nbytes = std::max(pg.nbytes, buf.nbytes());
-    p.pages->buffer_to_page.emplace_back(buf_of[roots[a]], page_of[head]);
-  }
+  std::vector<uint32_t> task_of(t.accesses.size());
+  for (size_t i = 0; i < t.accesses.size(); ++i) task_of[i] = accesses_[t.accesses[i]].task;
+  wire_tasks(p, task_of, f, prior, buf_of, boxes, bbox);
+  share_pages(p, buf_of, bbox);
 }
 
 }  // namespace amk::formats::detail
