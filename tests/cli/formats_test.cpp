@@ -138,6 +138,24 @@ TEST(CliFormats, EveryCommandThatTakesAProgramTakesAForeignGraph) {
   EXPECT_EQ(test::run_amk({"simulate", mpk, "--seeds", "2"}).rc, 0);
 }
 
+TEST(CliFormats, ALoweredModelExportedAsMpkAndPtoIsAcceptedRunsAndIsSizedByItsRing) {
+  const fs::path dir = test::temp_dir();
+  const std::string prog = (dir / "toy.json").string(), mpk = (dir / "task_graph.json").string();
+  ASSERT_EQ(test::run_amk({"lower", "toy-1L", "--target", "h100", "-o", prog}).rc, 0);
+  ASSERT_EQ(test::run_amk({"export", prog, "--format", "mpk", "-o", mpk}).rc, 0);
+  ASSERT_EQ(test::run_amk({"export", prog, "--format", "pto", "-o", (dir / "pto").string()}).rc, 0);
+  const std::string pto = (dir / "pto" / "deps.json").string();
+  for (const std::string& f : {mpk, pto}) {
+    SCOPED_TRACE(f);
+    EXPECT_EQ(test::run_amk({"validate", f}).rc, 0);
+    const test::RunResult r = test::run_amk({"run", f});
+    EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  }
+  // One scope holds all 27 tasks: a ring of 8 slots is rejected, and the run is stuck on it.
+  EXPECT_EQ(test::run_amk({"validate", pto, "--launch", "task_window=8"}).rc, 1);
+  EXPECT_EQ(test::run_amk({"run", pto, "--launch", "task_window=8"}).rc, 3);
+}
+
 TEST(CliFormats, ServeValidatesAForeignGraphWithItsLaunchOverrides) {
   const std::string f = (corpus("pto-277-scope-window-ok") / "deps.json").string();
   const fs::path in = test::temp_dir() / "requests.jsonl";
