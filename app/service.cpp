@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "app/load.h"
 #include "app/search_session.h"
 #include "ir/checked.h"
 #include "ir/diagnostic_json.h"
@@ -25,8 +26,9 @@ constexpr Operation kOperations[] = {
     {"validate",
      "Prove a megakernel program deadlock- and race-free (every rule of AMK's "
      "validator and "
-     "more); errors come with JSON pointers and task ids.",
-     R"json({"type":"object","properties":{"program":{"description":"the program: an AMK IR object, or a path to a program file","type":["object","string"]},"path":{"type":"string","description":"a program file (instead of program)"},"text":{"type":"string","description":"the program's JSON text (instead of program)"}},"additionalProperties":false})json"},
+     "more); errors come with JSON pointers and task ids. Also reads MPK task_graph.json and "
+     "PTO deps.json graphs, with their runtimes' capacity rules.",
+     R"json({"type":"object","properties":{"program":{"description":"the program: an AMK IR object, or a path to a program file","type":["object","string"]},"path":{"type":"string","description":"a program file (instead of program)"},"text":{"type":"string","description":"the program's JSON text (instead of program)"},"target":{"type":"string","description":"MPK/PTO: the chip whose SMs or cores the runtime's defaults assume"},"format":{"enum":["amk","mpk","pto"],"description":"the file's format (default: by its top-level keys): amk's program, MPK's task_graph.json, PTO's deps.json"},"scope_stats":{"type":"string","description":"PTO: the scope_stats.jsonl to read (default: scope_stats/ beside the file)"},"launch":{"type":"array","items":{"type":"string"},"description":"KEY=VALUE runtime capacity or launch-shape overrides (a number, or a comma list per ring)"}},"additionalProperties":false})json"},
     {"lower",
      "Lower one decode step of a model for a target under a ScheduleConfig into a "
      "program the "
@@ -46,7 +48,7 @@ constexpr Operation kOperations[] = {
      "Summarise a program (counts, op mix, critical path, verdict, predicted latency); "
      "without a "
      "program, the amk version, operations, built-in models and targets.",
-     R"json({"type":"object","properties":{"runtime":{"description":"a built-in runtime name (amk runtimes), a runtime file, or an inline profile (default: the target's)","type":["string","object"]},"program":{"type":["object","string"]},"path":{"type":"string"},"text":{"type":"string"},"target":{"type":["string","object"]},"unsafe":{"type":"boolean","description":"predict even for a rejected program"}},"additionalProperties":false})json"},
+     R"json({"type":"object","properties":{"runtime":{"description":"a built-in runtime name (amk runtimes), a runtime file, or an inline profile (default: the target's)","type":["string","object"]},"program":{"type":["object","string"]},"path":{"type":"string"},"text":{"type":"string"},"target":{"type":["string","object"]},"unsafe":{"type":"boolean","description":"predict even for a rejected program"},"format":{"enum":["amk","mpk","pto"],"description":"the file's format (default: by its top-level keys): amk's program, MPK's task_graph.json, PTO's deps.json"},"scope_stats":{"type":"string","description":"PTO: the scope_stats.jsonl to read (default: scope_stats/ beside the file)"},"launch":{"type":"array","items":{"type":"string"},"description":"KEY=VALUE runtime capacity or launch-shape overrides (a number, or a comma list per ring)"}},"additionalProperties":false})json"},
     {"diff", "The semantic changes from program a to program b (tasks matched by label).",
      R"json({"type":"object","properties":{"a":{"type":["object","string"]},"b":{"type":["object","string"]}},"required":["a","b"],"additionalProperties":false})json"},
     {"search",
@@ -135,6 +137,29 @@ struct Args {
     }
     return at(k).get<bool>();
   }
+  // How to read a program of another format: "format", "scope_stats", "launch" (a list of
+  // "KEY=VALUE") and, where the operation takes it, "target".
+  FormatOptions format_options() {
+    FormatOptions o;
+    if (has("format")) {
+      o.format = parse_format(str("format"));
+      if (!o.format)
+        errors.push_back(bad("format", "'format' must be \"amk\", \"mpk\" or \"pto\""));
+    }
+    o.scope_stats = str("scope_stats");
+    if (!o.scope_stats.empty()) ir::append(errors, file("scope_stats", o.scope_stats).diagnostics);
+    if (has("launch")) {
+      const ojson& l = at("launch");
+      bool ok = l.is_array();
+      for (size_t i = 0; ok && i < l.size(); ++i) {
+        ok = l[i].is_string();
+        if (ok) o.launch.push_back(l[i].get<std::string>());
+      }
+      if (!ok) errors.push_back(bad("launch", "'launch' must be a list of \"KEY=VALUE\" strings"));
+    }
+    if (has("target") && at("target").is_string()) o.target = at("target").get<std::string>();
+    return o;
+  }
   // Refuses arguments the operation does not know (a typo must not be ignored).
   void only(std::initializer_list<std::string_view> known) {
     for (const auto& [k, v] : j.items())
@@ -157,16 +182,16 @@ bool looks_like_path(std::string_view s) {
 // A program given inline (an object) or by path (a string) under `key`.
 ir::Result<ir::Program> program_arg(Args& a, std::string_view key) {
   const ojson& v = a.at(key);
+  const FormatOptions fo = a.format_options();
+  if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
   if (v.is_object()) {
-    ir::Result<ir::Program> r = ir::parse_program(v.dump());
+    ir::Result<ir::Program> r = parse_program(v.dump(), "", fo);
     if (!r) return inside(std::move(r.diagnostics), key);
     return r;
   }
   if (v.is_string()) {
     if (ir::Status st = a.file(key, v.get<std::string>()); !st) return std::move(st.diagnostics);
-    ir::Result<ir::Program> r = ir::load_program(v.get<std::string>());
-    if (!r) ir::set_file(r.diagnostics, v.get<std::string>());
-    return r;
+    return load_program(v.get<std::string>(), fo);
   }
   return bad(key, fmt::format("'{}' must be a program object or a file path", key));
 }
@@ -178,9 +203,9 @@ ir::Result<ir::Program> the_program(Args& a) {
     return bad("path", "give one of 'program', 'path' and 'text'");
   if (a.has("text")) {
     if (!a.at("text").is_string()) return bad("text", "'text' must be a program's JSON text");
-    ir::Result<ir::Program> r = ir::parse_program(a.at("text").get<std::string>());
-    if (!r) ir::set_file(r.diagnostics, "/text");
-    return r;
+    const FormatOptions fo = a.format_options();
+    if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
+    return parse_program(a.at("text").get<std::string>(), "/text", fo);
   }
   if (a.has("path")) {
     if (!a.at("path").is_string()) return bad("path", "'path' must be a file path");
@@ -345,6 +370,7 @@ ProgramInfo program_info(const ir::Program& p, const std::optional<ir::Target>& 
   if (in.target && (in.verdict.ok || unsafe))
     in.cost =
         targets::estimate(p, *in.target, runtime ? *runtime : targets::default_runtime(*in.target));
+  in.capacities = validate::smallest_safe_capacities(p);
   for (const auto& t : p.tasks) {
     ++in.ops[std::string(ir::name(t.op))];
     in.est_bytes = ir::saturating_add(in.est_bytes, t.est_bytes);
@@ -386,6 +412,20 @@ ojson ProgramInfo::json(const ir::Program& p, std::string_view file) const {
                                 {"scratch_bytes", p.pages->total_scratch_bytes()}})
                        : ojson();
   j["config"] = p.config ? ojson(true) : ojson(false);
+  if (p.runtime) {
+    ojson caps = ojson::array();
+    for (const validate::CapacityNeed& c : capacities)
+      caps.push_back({{"key", std::string(ir::cap_info(c.key).name)},
+                      {"ring", c.ring >= 0 ? ojson(c.ring) : ojson()},
+                      {"needed", c.needed},
+                      {"capacity", c.capacity ? ojson(*c.capacity) : ojson()},
+                      {"ok", !c.capacity || c.needed <= *c.capacity},
+                      {"rule", std::string(c.rule)},
+                      {"warning_only", c.warn_only},
+                      {"where", c.what}});
+    j["runtime"] = {{"kind", std::string(ir::name(p.runtime->kind))},
+                    {"smallest_safe_capacities", std::move(caps)}};
+  }
   ojson crit = ojson::object();
   crit["tasks"] = critical.tasks;
   crit["est_bytes"] = critical.est_bytes;
@@ -446,7 +486,7 @@ struct Service::Impl {
   std::map<std::string, Warm> warm;  // by the model, target and options of the request
 
   ir::Result<ojson> validate(Args& a) {
-    a.only({"program", "path", "text"});
+    a.only({"program", "path", "text", "format", "scope_stats", "launch", "target"});
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
     ir::Result<ir::Program> p = the_program(a);
     if (!p) return std::move(p.diagnostics);
@@ -576,7 +616,8 @@ struct Service::Impl {
   }
 
   ir::Result<ojson> info(Args& a) {
-    a.only({"program", "path", "text", "target", "unsafe", "runtime"});
+    a.only({"program", "path", "text", "target", "unsafe", "runtime", "format", "scope_stats",
+            "launch"});
     const bool unsafe = a.flag("unsafe");
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
     if (!a.has("program") && !a.has("path") && !a.has("text")) {

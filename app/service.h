@@ -49,6 +49,8 @@ struct ProgramInfo {
   std::optional<targets::CostEstimate> cost;
   std::map<std::string, int64_t> ops, buffer_kinds;
   int64_t est_bytes = 0, est_flops = 0, weights = 0, waits = 0;
+  /// The runtime's smallest safe capacities (validate::smallest_safe_capacities).
+  std::vector<validate::CapacityNeed> capacities;
   /// The `amk info --json` document (`file` as given).
   ojson json(const ir::Program& p, std::string_view file) const;
 };

@@ -131,7 +131,7 @@ int exit_code(const ir::Diagnostics& d) {
   static constexpr std::pair<std::string_view, int> kExit[] = {
       {"vm.rejected", kRejected},   {"lower.rejected", kRejected},    {"merge.", kRejected},
       {"verify.", kRejected},       {"vm.deadlock", kDeadlock},       {"vm.timeout", kDeadlock},
-      {"orch.deadlock", kDeadlock}, {"search.none-valid", kRejected},
+      {"orch.deadlock", kDeadlock}, {"search.none-valid", kRejected}, {"vm.overflow", kDeadlock},
   };
   for (const ir::Diagnostic& x : d) {
     if (x.severity != ir::Severity::Error) continue;
@@ -177,8 +177,38 @@ std::string unreadable_json(const ir::Diagnostics& d, std::string_view file) {
   return out + ",\n  \"unreadable\": true,\n  " + errors_and_warnings(d) + "\n}\n";
 }
 
-std::optional<ir::Program> load(const std::string& path, bool json_errors, bool quiet) {
-  ir::Result<ir::Program> r = ir::load_program(path);
+void add_format_options(Args& args) {
+  args.add()("format", po::value<std::string>(),
+             "the file's format: amk, mpk (task_graph.json) or pto (deps.json); default: by its "
+             "top-level keys")(
+      "launch", po::value<std::vector<std::string>>(),
+      "KEY=VALUE (repeatable): a runtime capacity or launch-shape value, a number or a comma "
+      "list per ring (workers, schedulers, sms, worker_queue, scheduler_queue, task_window, heap, "
+      "dep_pool, tensormap, ready_queue, fanin_inline, fanin_spill, cores_aic, cores_aiv)")(
+      "scope-stats", po::value<std::string>(),
+      "PTO: the scope_stats.jsonl to read (default: scope_stats/ beside deps.json)");
+}
+
+std::optional<app::FormatOptions> format_options(const Args& args) {
+  app::FormatOptions o;
+  if (args.has("format")) {
+    o.format = app::parse_format(args.get<std::string>("format"));
+    if (!o.format) {
+      std::cerr << fmt::format("amk: --format {}: expected amk, mpk or pto\n",
+                               args.get<std::string>("format"));
+      return std::nullopt;
+    }
+  }
+  if (args.has("launch")) o.launch = args.get<std::vector<std::string>>("launch");
+  if (args.has("scope-stats")) o.scope_stats = args.get<std::string>("scope-stats");
+  if (args.vm().count("target") && !args.vm()["target"].empty())
+    o.target = args.get<std::string>("target");
+  return o;
+}
+
+std::optional<ir::Program> load(const std::string& path, bool json_errors, bool quiet,
+                                const app::FormatOptions& o) {
+  ir::Result<ir::Program> r = app::load_program(path, o);
   if (!r) {
     if (json_errors) {
       std::cout << unreadable_json(r.diagnostics, path);

@@ -9,6 +9,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "app/load.h"
 #include "ir/diagnostic.h"
 #include "ir/program.h"
 
@@ -87,9 +88,17 @@ int fail(const ir::Diagnostics& d, std::string_view where, bool json);
 /// The diagnostics of an unreadable file as one JSON document {ok: null, file, unreadable, errors,
 /// warnings}.
 std::string unreadable_json(const ir::Diagnostics& d, std::string_view file);
-/// Loads a program; on failure prints its diagnostics (to stderr, or as JSON to stdout) and
-/// returns nullopt. Warnings are printed either way (stderr) unless `quiet`.
-std::optional<ir::Program> load(const std::string& path, bool json_errors, bool quiet = false);
+/// Declares the options that say how to read a program of another format: --format, --launch,
+/// --scope-stats (--target, where a command has it, also sets the foreign runtimes' chip).
+void add_format_options(Args& args);
+/// The values of add_format_options' options (and --target when the command has it); nullopt
+/// (the error printed) for an unknown --format.
+std::optional<app::FormatOptions> format_options(const Args& args);
+/// Loads a program of any format (app::load_program); on failure prints its diagnostics (to
+/// stderr, or as JSON to stdout) and returns nullopt. Warnings are printed either way (stderr)
+/// unless `quiet`.
+std::optional<ir::Program> load(const std::string& path, bool json_errors, bool quiet = false,
+                                const app::FormatOptions& o = {});
 /// Keeps a program, unfreed, until the process exits: the system takes a process's memory back
 /// at once, where destroying a million-task program frees its millions of blocks one by one.
 void keep_until_exit(ir::Program&& p) noexcept;

@@ -111,8 +111,8 @@ std::optional<int> config_diff(const std::string& a, const std::string& b) {
     if (f == "-" || std::filesystem::file_size(f, ec) > (1u << 20) || ec) return std::nullopt;
   }
   ir::Result<std::string> ta = ir::read_file(a), tb = ir::read_file(b);
-  if (!ta || !tb || ir::looks_like_program(*ta) || ir::looks_like_program(*tb) ||
-      !looks_like_config(*ta) || !looks_like_config(*tb))
+  if (!ta || !tb || app::detect_format(*ta) || app::detect_format(*tb) || !looks_like_config(*ta) ||
+      !looks_like_config(*tb))
     return std::nullopt;
   ir::Result<ir::ScheduleConfig> ca = lower::parse_config(*ta, a), cb = lower::parse_config(*tb, b);
   if (!ca) return fail(ca.diagnostics, a);
@@ -167,7 +167,7 @@ int git_diff(const std::vector<std::string>& f) {
 
 int cmd_diff(int argc, char** argv) {
   Args args(
-      "amk diff A B [--json] [--match auto|id|label] [--stat [--target T] [--runtime R]]\n"
+      "amk diff A B [--json] [--match auto|id|label] [--stat [--target T] [--runtime R]] [--format F]\n"
       "       amk diff PATH OLD OLD-HEX OLD-MODE NEW NEW-HEX NEW-MODE   (git's external diff)",
       "Semantic diff of two programs. Tasks are matched by label when labels are unique in\n"
       "both (else by id), buffers by name; waits compare by which producers and threshold,\n"
@@ -185,8 +185,11 @@ int cmd_diff(int argc, char** argv) {
       "target,t", po::value<std::string>(),
       "--stat: the predicted latency of both programs on this target");
   add_runtime_option(args);
+  add_format_options(args);
   args.positional("files", -1);
   if (auto rc = args.parse(argc, argv)) return *rc;
+  const std::optional<app::FormatOptions> fo = format_options(args);
+  if (!fo) return kUnreadable;
   const auto files =
       args.has("files") ? args.get<std::vector<std::string>>("files") : std::vector<std::string>();
   if (files.size() == 7) return git_diff(files);
@@ -218,10 +221,10 @@ int cmd_diff(int argc, char** argv) {
   if (auto rc = config_diff(files[0], files[1])) return *rc;
   Progress progress("amk diff");
   progress.step("loading " + sized(files[0]));
-  auto a = load(files[0], json);
+  auto a = load(files[0], json, false, *fo);
   if (!a) return kUnreadable;
   progress.step("loading " + sized(files[1]));
-  auto b = load(files[1], json);
+  auto b = load(files[1], json, false, *fo);
   if (!b) return kUnreadable;
   progress.step(fmt::format("comparing {} and {} tasks", a->tasks.size(), b->tasks.size()));
   ir::DiffResult d = ir::diff_programs(*a, *b, match);

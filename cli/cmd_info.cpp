@@ -26,11 +26,22 @@ std::string mb(int64_t bytes) {
   return ir::py_round2(static_cast<double>(bytes) / 1e6);
 }
 
+// A foreign runtime's smallest safe capacities per ring or worker, with what it provides.
+void print_capacities(const ir::Program& p, const std::vector<validate::CapacityNeed>& caps) {
+  std::cout << fmt::format("  runtime {}: smallest safe capacities (needed / provided):\n",
+                           ir::name(p.runtime->kind));
+  for (const validate::CapacityNeed& c : caps)
+    std::cout << fmt::format("    {:<16} {} {:>12} / {:<12} {}{}\n", ir::cap_info(c.key).name,
+                             c.ring >= 0 ? fmt::format("ring {}", c.ring) : std::string(6, ' '),
+                             c.needed, c.capacity ? std::to_string(*c.capacity) : std::string("?"),
+                             c.capacity && c.needed > *c.capacity ? "TOO SMALL: " : "", c.what);
+}
+
 }  // namespace
 
 int cmd_info(int argc, char** argv) {
   Args args(
-      "amk info FILE [--target T] [--runtime R] [--json] [--unsafe]",
+      "amk info FILE [--target T] [--runtime R] [--json] [--unsafe] [--format F] [--launch K=V]",
       "Summarises a program: counts, producer->consumer edges, weight megabytes, opcode mix,\n"
       "pages, config and the critical path (longest dependency chain). The cost model's\n"
       "prediction is printed next to the weight-streaming floor for the program's target, or\n"
@@ -43,13 +54,16 @@ int cmd_info(int argc, char** argv) {
       "target,t", po::value<std::string>(), "predict for this target")(
       "json", "print one JSON document")("unsafe", "predict even for a rejected program");
   add_runtime_option(args);
+  add_format_options(args);
   args.positional("file", 1);
   if (auto rc = args.parse(argc, argv)) return *rc;
   const auto file = args.get<std::string>("file");
   const bool json = args.has("json");
+  const std::optional<app::FormatOptions> fo = format_options(args);
+  if (!fo) return kUnreadable;
   Progress progress("amk info");
   progress.step("loading " + sized(file));
-  auto prog = load(file, json);
+  auto prog = load(file, json, false, *fo);
   if (!prog) return kUnreadable;
   struct Keep {  // on every way out: the program is not freed block by block (keep_until_exit)
     std::optional<ir::Program>& p;
@@ -118,6 +132,7 @@ int cmd_info(int argc, char** argv) {
   } else if (!g.acyclic()) {
     std::cout << "  critical path: none (the graph has a cycle; see amk validate)\n";
   }
+  if (p.runtime) print_capacities(p, in.capacities);
   if (cost)
     std::cout << fmt::format(
         "  cost on {} run by {}: predicted {:.1f} us (schedule {:.1f}, shared HBM {:.1f}); AMK's "

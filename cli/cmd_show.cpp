@@ -18,7 +18,7 @@ namespace amk::cli {
 
 int cmd_show(int argc, char** argv) {
   Args args(
-      "amk show FILE [--target T] [-o OUT]\n"
+      "amk show FILE [--target T] [--format F] [-o OUT]\n"
       "       amk show PROGRAM --dot [--collapse tiles|layers | --layers] [-o OUT.dot]",
       "A stable, line-oriented view of a program or a ScheduleConfig, made for `git diff` (set\n"
       "it up with `amk git-setup`): a header of counts (with --target, the predicted latency),\n"
@@ -34,6 +34,7 @@ int cmd_show(int argc, char** argv) {
       "collapse", po::value<std::string>()->implicit_value("tiles"),
       "--dot: fold tiles (tiles) or whole layers (layers)")("layers", "--dot: --collapse layers")(
       "output,o", po::value<std::string>()->default_value("-"), "write here (default stdout)");
+  add_format_options(args);
   args.positional("file", 1);
   if (auto rc = args.parse(argc, argv)) return *rc;
   if (!args.has("file")) {
@@ -68,9 +69,10 @@ int cmd_show(int argc, char** argv) {
     target = std::move(t.value);
   }
   std::string out;
-  if (ir::looks_like_program(*text)) {
-    ir::Result<ir::Program> p = ir::parse_program(*text);
-    ir::set_file(p.diagnostics, file);
+  const std::optional<app::FormatOptions> fo = format_options(args);
+  if (!fo) return kUnreadable;
+  if (fo->format || app::detect_format(*text)) {
+    ir::Result<ir::Program> p = app::parse_program(*text, file, *fo);
     if (!p) return fail(p.diagnostics, file);
     print_diagnostics(p.diagnostics, file);
     out = dot ? app::program_dot(*p, fold) : app::show_program(*p, target ? &*target : nullptr);
@@ -92,7 +94,7 @@ int cmd_show(int argc, char** argv) {
 
 int cmd_plot(int argc, char** argv) {
   Args args(
-      "amk plot PROGRAM [--target T] [--runtime R] -o OUT.svg",
+      "amk plot PROGRAM [--target T] [--runtime R] [--format F] -o OUT.svg",
       "Draws the cost model's predicted timeline of a program as an SVG: one lane per worker\n"
       "of the target (SM, AIC/AIV core, tile), each task a bar on its worker coloured by op\n"
       "(hover for label and times), the critical path outlined in red, the weight-streaming\n"
@@ -103,6 +105,7 @@ int cmd_plot(int argc, char** argv) {
       "target,t", po::value<std::string>(), "predict on this target (default: the program's)")(
       "output,o", po::value<std::string>(), "SVG file to write ('-': stdout)");
   add_runtime_option(args);
+  add_format_options(args);
   args.positional("file", 1);
   if (auto rc = args.parse(argc, argv)) return *rc;
   auto runtime = resolve_runtime_option(args);
@@ -112,7 +115,9 @@ int cmd_plot(int argc, char** argv) {
     return kUnreadable;
   }
   const auto file = args.get<std::string>("file");
-  auto p = load(file, false);
+  const std::optional<app::FormatOptions> fo = format_options(args);
+  if (!fo) return kUnreadable;
+  auto p = load(file, false, false, *fo);
   if (!p) return kUnreadable;
   std::optional<targets::TargetSpec> target;
   if (args.has("target")) {

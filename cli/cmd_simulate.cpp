@@ -43,7 +43,7 @@ ojson stuck_json(const ir::Program& p, const std::vector<validate::Stuck>& v) {
 
 int cmd_simulate(int argc, char** argv) {
   Args args(
-      "amk simulate FILE [--seeds N] [--first-seed S] [--no-sm-queues] [--json]",
+      "amk simulate FILE [--seeds N] [--first-seed S] [--no-sm-queues] [--json] [--format F]",
       "Dynamic backstops to amk validate. The counter simulation fires tasks as AMK's\n"
       "simulate_counters does (list-order sweeps) and lists stuck tasks with the wait that\n"
       "never holds. The adversarial simulation fires ready tasks in seeded orders and reports\n"
@@ -55,13 +55,16 @@ int cmd_simulate(int argc, char** argv) {
       "first seed (replay one with --seeds 1)")(
       "no-sm-queues", "ignore SM assignments (fire any ready task, as AMK's simulator)")(
       "json", "print one JSON document");
+  add_format_options(args);
   args.positional("file", 1);
   args.range("seeds", 1, 1e6);
   args.range("first-seed", 0, kMaxSeed);
   if (auto rc = args.parse(argc, argv)) return *rc;
   const auto file = args.get<std::string>("file");
   const bool json = args.has("json");
-  auto prog = load(file, json);
+  const std::optional<app::FormatOptions> fo = format_options(args);
+  if (!fo) return kUnreadable;
+  auto prog = load(file, json, false, *fo);
   if (!prog) return kUnreadable;
   const ir::Program& p = *prog;
   ir::Graph g = ir::Graph::build(p);

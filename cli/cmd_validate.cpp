@@ -12,7 +12,8 @@ namespace amk::cli {
 
 int cmd_validate(int argc, char** argv) {
   Args args(
-      "amk validate FILE... [--json] [--brief] [--all] | amk validate --list-rules",
+      "amk validate FILE... [--json] [--brief] [--all] [--format F] [--launch K=V] [--target T]\n"
+      "       amk validate --list-rules",
       "Proves each program deadlock- and race-free: every AMK rule with AMK's verdicts and\n"
       "messages, plus what AMK skips (no task-count cap; counter init, read-only writes, tile\n"
       "bounds and coverage, shapes, page tables). Prints AMK's report shape; each ERROR/warn\n"
@@ -24,7 +25,10 @@ int cmd_validate(int argc, char** argv) {
       "print one JSON document {ok, exit, files: [{file, ok, errors, warnings, stats}...]}, "
       "for one file or many")("brief", "AMK's exact report lines only (every one)")(
       "all", "print every diagnostic (default: at most 3 of one rule, then a count)")(
-      "list-rules", "print every rule and exit");
+      "list-rules", "print every rule and exit")(
+      "target,t", po::value<std::string>(),
+      "MPK/PTO: the chip whose SMs or cores the runtime's defaults assume");
+  add_format_options(args);
   args.positional("file", -1);
   if (auto rc = args.parse(argc, argv)) return *rc;
   if (args.has("list-rules")) {
@@ -36,6 +40,8 @@ int cmd_validate(int argc, char** argv) {
     std::cerr << "amk validate: give at least one FILE (or --list-rules)\n";
     return kUnreadable;
   }
+  const std::optional<app::FormatOptions> fo = format_options(args);
+  if (!fo) return kUnreadable;
   const auto files = args.get<std::vector<std::string>>("file");
   const bool json = args.has("json");
   int rc = kOk;
@@ -48,7 +54,7 @@ int cmd_validate(int argc, char** argv) {
     const std::string nth = files.size() > 1 ? fmt::format("[{}/{}] ", i + 1, files.size()) : "";
     std::string doc;
     progress.step(nth + "loading " + sized(f));
-    ir::Result<ir::Program> lr = ir::load_program(f);
+    ir::Result<ir::Program> lr = app::load_program(f, *fo);
     progress.clear();
     if (!json) print_diagnostics(lr.diagnostics, f);
     if (!lr) {

@@ -9,6 +9,8 @@ std::span<const Command> commands() {
       {"fmt", "rewrite programs in AMK's canonical byte format", cmd_fmt},
       {"info", "counts, edges, weight MB and critical path of a program", cmd_info},
       {"validate", "prove programs deadlock- and race-free (AMK's rules and more)", cmd_validate},
+      {"import", "read an MPK task_graph.json or PTO deps.json as an amk program", cmd_import},
+      {"export", "write a program as an MPK task_graph.json or PTO deps.json", cmd_export},
       {"simulate", "counter simulation and seeded adversarial interleavings", cmd_simulate},
       {"lower", "lower a model + ScheduleConfig into a validated program for a target", cmd_lower},
       {"search", "search ScheduleConfigs with the full proof in the loop", cmd_search},

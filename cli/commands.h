@@ -29,6 +29,10 @@ int cmd_git_setup(int argc, char** argv);
 int cmd_log(int argc, char** argv);
 /// amk plot: the predicted timeline as SVG.
 int cmd_plot(int argc, char** argv);
+/// amk import: another runtime's task graph (MPK, PTO) as an amk program.
+int cmd_import(int argc, char** argv);
+/// amk export: a program as an MPK or PTO task graph file.
+int cmd_export(int argc, char** argv);
 /// amk gen-weights: seeded random weights for a program.
 int cmd_gen_weights(int argc, char** argv);
 

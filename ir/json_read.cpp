@@ -526,7 +526,9 @@ bool looks_like_program(std::string_view text) {
 }
 
 Result<Program> parse_program(std::string_view text) {
-  return Reader(text).run();
+  Result<Program> r = Reader(text).run();
+  lift_runtime(r);
+  return r;
 }
 
 Result<Target> parse_target(std::string_view text) {
@@ -577,7 +579,9 @@ Result<Program> load_program(const std::string& path) {
   try {
     Reader r(bytes->view());
     r.on_consumed([&](size_t from, size_t to) { bytes->release(from, to); });
-    return r.run();
+    Result<Program> p = r.run();
+    lift_runtime(p);
+    return p;
   } catch (const std::bad_alloc&) {
     Diagnostic d = error("io.out-of-memory", fmt::format("out of memory loading '{}' ({} bytes)",
                                                          path, bytes->view().size()));

@@ -281,6 +281,7 @@ std::string write_program(const Program& p) {
     o.key("config") += "null";
   }
   o.extras(p.extra);
+  if (p.runtime) append_json_value(o.key("runtime"), runtime_json(*p.runtime).json(), 1);
   o.close();
   return out;
 }

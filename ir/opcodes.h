@@ -138,10 +138,13 @@ struct TileRegion {
   bool whole = true;
   int64_t r0 = 0, r1 = -1, c0 = 0, c1 = 0;
 };
-/// The region task `op` with params `pt` writes (n_off/N_tile columns, GEMM m_off/M_tile rows).
-inline TileRegion tile_region(Op op, const ParamTable& pt) {
+/// The region task `op` with params `pt` writes (n_off/N_tile columns, GEMM m_off/M_tile rows);
+/// with `foreign`, a NOP (a kernel of another runtime's graph) writes the rectangle its
+/// m_off/M_tile/n_off/N_tile give.
+inline TileRegion tile_region(Op op, const ParamTable& pt, bool foreign = false) {
   TileRegion r;
-  if (op != Op::GEMV_TILE && op != Op::GEMM_TILE) return r;
+  const bool kernel = foreign && op == Op::NOP;
+  if (op != Op::GEMV_TILE && op != Op::GEMM_TILE && !kernel) return r;
   using F = ParamField;
   if (!pt.has_int(F::n_off) || !pt.has_int(F::N_tile)) return r;
   const int64_t n_off = pt.get(F::n_off, 0), n_tile = pt.get(F::N_tile, 0);
@@ -149,7 +152,7 @@ inline TileRegion tile_region(Op op, const ParamTable& pt) {
   r.whole = false;
   r.c0 = n_off;
   r.c1 = n_off + n_tile;
-  if (op == Op::GEMM_TILE && pt.has_int(F::m_off) && pt.has_int(F::M_tile)) {
+  if ((op == Op::GEMM_TILE || kernel) && pt.has_int(F::m_off) && pt.has_int(F::M_tile)) {
     const int64_t m_off = pt.get(F::m_off, 0), m_tile = pt.get(F::M_tile, 0);
     if (m_off >= 0 && m_tile > 0) {
       r.r0 = m_off;

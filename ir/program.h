@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/json_value.h"
+#include "ir/runtime.h"
 #include "ir/types.h"
 
 namespace amk::ir {
@@ -198,7 +199,8 @@ struct Program {
   std::vector<Task> tasks;
   std::optional<PageAllocation> pages;
   std::optional<ScheduleConfig> config;
-  JsonValue extra;  ///< unknown top-level fields
+  JsonValue extra;                 ///< unknown top-level fields
+  std::optional<Runtime> runtime;  ///< the executing runtime ("runtime" field; absent: amk's)
 
   /// Appends a buffer and returns its id.
   int64_t add_buffer(std::string name, BufferKind kind, DType dtype, std::vector<int64_t> shape,

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "app/load.h"
 #include "app/search_session.h"
 #include "app/service.h"
 #include "ir/diagnostic.h"
@@ -285,15 +286,30 @@ PYBIND11_MODULE(_amk, m) {
 
   m.def(
       "load",
-      [](const std::string& path) {
+      [](const std::string& path, const std::optional<std::string>& format,
+         const std::optional<std::string>& scope_stats, const std::vector<std::string>& launch,
+         const std::optional<std::string>& target) {
+        app::FormatOptions o;
+        if (format) {
+          o.format = app::parse_format(*format);
+          if (!o.format) throw py::value_error("format must be 'amk', 'mpk' or 'pto'");
+        }
+        o.scope_stats = scope_stats.value_or("");
+        o.launch = launch;
+        o.target = target.value_or("");
         ir::Result<ir::Program> r;
         {
           py::gil_scoped_release free;
-          r = ir::load_program(path);
+          r = app::load_program(path, o);
         }
         return Program{take(std::move(r), path)};
       },
-      py::arg("path"), "Reads a program file.");
+      py::arg("path"), py::arg("format") = py::none(), py::arg("scope_stats") = py::none(),
+      py::arg("launch") = std::vector<std::string>(), py::arg("target") = py::none(),
+      "Reads a program file: amk's JSON, an MPK task_graph.json or a PTO deps.json (format: "
+      "'amk', 'mpk' or 'pto', default by its top-level keys; scope_stats: PTO's scope_stats.jsonl; "
+      "launch: ['KEY=VALUE', ...] runtime capacity overrides; target: the chip for the runtime's "
+      "defaults).");
   m.def(
       "loads", [](const py::object& text) { return Program{parse_text(text_of(text))}; },
       py::arg("text"), "Parses program JSON text.");

@@ -61,15 +61,20 @@ double LatestFinish::ready_on(uint32_t w, double cross, uint32_t* who) const {
   return c;
 }
 
+// The queues of a placed program: AMK's loader puts an unassigned task on SM 0; the tasks of
+// another runtime's graph that no worker is dealt (MPK's scheduler-run ones) are in none.
 const ir::ScheduleGraph& placed_queues(const ir::Program& p, const ir::Graph& g,
                                        const ir::ScheduleGraph* queues,
                                        std::optional<ir::ScheduleGraph>& own) {
+  const ir::QueueEdges mode = p.runtime && p.runtime->kind != ir::RuntimeKind::Amk
+                                  ? ir::QueueEdges::Assigned
+                                  : ir::QueueEdges::Loader;
   const bool reuse = queues && &queues->graph() == &g &&
-                     (queues->queues() == ir::QueueEdges::Loader ||
+                     (queues->queues() == mode ||
                       (queues->queues() == ir::QueueEdges::Assigned &&
                        std::all_of(p.tasks.begin(), p.tasks.end(),
                                    [](const ir::Task& t) { return t.sm && *t.sm >= 0; })));
-  return reuse ? *queues : own.emplace(p, g, ir::QueueEdges::Loader);
+  return reuse ? *queues : own.emplace(p, g, mode);
 }
 
 Machine::Machine(const ir::ScheduleConfig* c, const ir::Target& hw, const Runtime& rt) {

@@ -79,7 +79,9 @@ void query_write_orders(Hazards& h) {
     auto ws = c.writers(b);
     if (ws.size() < 2 || ir::is_readonly(c.buf(b).kind)) continue;
     const bool one_counter = h.groups(b).size() == 1;
-    if (one_counter) {
+    // AMK exempts disjoint tiles under one counter; a foreign graph's disjoint writes under any
+    // counters touch no common element either.
+    if (one_counter || c.foreign()) {
       regions.clear();
       for (uint32_t w : ws) regions.push_back(c.s.regions[w]);
       if (pairwise_disjoint(regions)) continue;

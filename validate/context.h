@@ -81,6 +81,9 @@ struct Context {
   std::span<const uint32_t> writers(int64_t b) const;
   /// Readers and writers of a buffer, in task-list order.
   std::span<const uint32_t> users(int64_t b) const;
+  /// True for a graph read from another runtime's file: its NOP tasks are that runtime's kernels
+  /// (their buffers are footprints, not AMK opcodes' operands) and disjoint writes never race.
+  bool foreign() const { return p.runtime && p.runtime->kind != ir::RuntimeKind::Amk; }
   /// True when `dst` waits directly on the counter `src` increments.
   bool direct(uint32_t src, uint32_t dst) const;
 
@@ -112,6 +115,7 @@ std::span<const Rule> coverage_rules();   // check_coverage.cpp
 std::span<const Rule> placement_rules();  // check_placement.cpp
 std::span<const Rule> page_rules();       // check_pages.cpp
 std::span<const Rule> output_rules();     // check_placement.cpp (AMK step 8)
+std::span<const Rule> capacity_rules();   // check_capacity.cpp
 
 // The rule passes. Per task, one fused pass runs refs, structure, shapes and waits (so a task's
 // diagnostics of those families come together); then the whole-graph passes in this order.
@@ -127,6 +131,7 @@ void check_hazards(Context& c);        // AMK steps 5, 5a + tile coverage (acycl
 void check_placement(Context& c);      // AMK steps 5b, 6 + negative SMs
 void check_pages(Context& c);          // page table integrity + AMK step 7 (acyclic only)
 void check_outputs(Context& c);        // AMK step 8
+void check_capacity(Context& c);       // the runtime's capacities (Program::runtime, config)
 
 /// "task 3 (label)" as AMK's messages print a task.
 std::string task_ref(const ir::Task& t, size_t id);

@@ -83,7 +83,7 @@ std::span<const Rule> rules() {
   static const std::vector<Rule> kAll = [] {
     std::vector<Rule> all;
     for (auto family : {task_rules, shape_rules, wait_rules, cycle_rules, read_rules, waw_rules,
-                        coverage_rules, placement_rules, page_rules, output_rules})
+                        coverage_rules, placement_rules, page_rules, output_rules, capacity_rules})
       for (const Rule& rule : family()) all.push_back(rule);
     return all;
   }();

@@ -138,8 +138,10 @@ namespace {
 
 using Region = ir::TileRegion;
 
-Region region_of(const ir::Task& t) {
-  return ir::tile_region(t.op, ir::ParamTable::of(t));
+// A tile's region as the validator has it (a foreign graph's kernels included).
+Region region_of(const ir::Program& p, const ir::Task& t) {
+  return ir::tile_region(t.op, ir::ParamTable::of(t),
+                         p.runtime && p.runtime->kind != ir::RuntimeKind::Amk);
 }
 
 // One adversary: the static facts of a program's buffers, then seeded runs that fire ready tasks
@@ -185,7 +187,7 @@ class Adversary {
       for (uint32_t t : ws) group = group && p_.tasks[t].out_counter == p_.tasks[ws[0]].out_counter;
       if (group) {
         std::vector<Region> rs;
-        for (uint32_t t : ws) rs.push_back(region_of(p_.tasks[t]));
+        for (uint32_t t : ws) rs.push_back(region_of(p_, p_.tasks[t]));
         for (size_t i = 0; i < rs.size() && group; ++i)
           for (size_t j = i + 1; j < rs.size() && group; ++j) group = !ir::overlaps(rs[i], rs[j]);
       }
@@ -318,9 +320,9 @@ class Adversary {
                                 seed, label(t), b, p_.buffers[bi].name, label(other))});
       }
       if (enabled_w_[bi] > 0 && !tile_group_[bi]) {
-        const Region mine = region_of(p_.tasks[t]);
+        const Region mine = region_of(p_, p_.tasks[t]);
         for (uint32_t x : wr_.of(b))
-          if (enabled_[x] && x != t && ir::overlaps(mine, region_of(p_.tasks[x]))) {
+          if (enabled_[x] && x != t && ir::overlaps(mine, region_of(p_, p_.tasks[x]))) {
             add_race({Race::Kind::WriteWhileWriterReady, seed, t, b, x,
                       fmt::format("[seed {}] {} and {} both write buffer #{} ('{}') and are "
                                   "ready at the same time",

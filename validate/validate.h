@@ -3,9 +3,11 @@
 
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ir/diagnostic.h"
 #include "ir/graph.h"
@@ -81,6 +83,26 @@ class Validator {
  private:
   std::unique_ptr<Scratch> s_;
 };
+
+/// One capacity a program needs from the runtime that executes it: the smallest safe value for
+/// one ring, worker, scope or launch, with its witness. The capacity.* rules report the needs
+/// above what Program::runtime provides; `amk info` reports the largest per capacity and ring.
+struct CapacityNeed {
+  std::string_view rule;            ///< the rule that checks it ("capacity.task-window")
+  ir::Cap key = ir::Cap::sms;       ///< the capacity
+  int ring = -1;                    ///< the PTO ring, -1 for a capacity not per ring
+  int64_t needed = 0;               ///< the smallest safe value
+  std::optional<int64_t> capacity;  ///< what the runtime provides, when known
+  /// Reported as a warning: a bound that is not proved to hang (scope boundaries derived without
+  /// scope_stats; MPK blocks that cannot be resident but are dealt no task).
+  bool warn_only = false;
+  std::string what;     ///< the witness: scope/ring/worker and the amounts
+  std::string pointer;  ///< the task (or field) it is about
+};
+/// Every need of a program (nothing for a program without a runtime record).
+std::vector<CapacityNeed> capacity_needs(const ir::Program& p);
+/// The largest need per capacity and ring: the capacities to size a runtime with.
+std::vector<CapacityNeed> smallest_safe_capacities(const ir::Program& p);
 
 /// Validates with a thread-local Validator.
 Result validate(const ir::Program& p);

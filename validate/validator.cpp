@@ -87,8 +87,6 @@ std::string number_repr(const ir::Number& n) {
   return n.is_int ? std::to_string(n.i) : ir::py_float(n.f);
 }
 
-namespace {}  // namespace
-
 Validator::Validator() : s_(std::make_unique<Scratch>()) {}
 Validator::~Validator() = default;
 Validator::Validator(Validator&&) noexcept = default;
@@ -143,7 +141,7 @@ Result Validator::validate(const ir::Program& p) {
     Context ck = k == 0 ? c : Context{p, s.graph, s, part_results[k], part_counts[k]};
     for (size_t id = begin; id < end; ++id) {
       const ir::ParamTable pt = ir::ParamTable::of(p.tasks[id]);
-      s.regions[id] = ir::tile_region(p.tasks[id].op, pt);
+      s.regions[id] = ir::tile_region(p.tasks[id].op, pt, c.foreign());
       check_task_refs(ck, id, pt);
       check_task_structure(ck, id);
       check_task_shapes(ck, id, pt);
@@ -160,6 +158,7 @@ Result Validator::validate(const ir::Program& p) {
   check_placement(c);
   check_pages(c);
   check_outputs(c);
+  check_capacity(c);
   c.finish();
   r.stats.tasks = p.tasks.size();
   r.stats.buffers = p.buffers.size();

@@ -177,6 +177,9 @@ struct Orchestrator::State {
   std::vector<int> open;                           // open scope ids, innermost last
   std::vector<std::vector<uint32_t>> scope_tasks;  // by scope id
   std::vector<uint32_t> scope_size;                // tasks per scope id
+  std::vector<ir::RuntimeScope> rec_scopes;        // by scope id: its task range, for record()
+  std::vector<ir::ForeignTask> rec_tasks;          // per task: scope, heap bytes, dependencies
+  int64_t rec_heap = 0;                            // make_tensor() bytes since the last submit
   int next_scope = 0;
   ir::Diagnostic error;  // the first error (sticky); an empty code: none
   OrchestratorStats st;
@@ -600,6 +603,7 @@ ir::Result<int64_t> Orchestrator::make_tensor(std::string name, ir::DType dtype,
   auto place = [&] { return (off = s.heap.place(bytes)) >= 0; };
   if (!s.wait_for_space(lk, true, place)) return s.error;
   const int64_t block = s.heap.take(off, bytes, scope);
+  s.rec_heap += bytes;
   s.st.max_heap_bytes = std::max(s.st.max_heap_bytes, s.heap.used());
   lk.unlock();
   std::memset(s.heap.data(off), 0, static_cast<size_t>(b.nbytes()));
@@ -761,6 +765,14 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
     s.rec_params.append(task.params);
     for (const ir::Access& a : s.acc_r) s.rec_bufs.push_back(a.buffer);
     for (const ir::Access& a : s.acc_w) s.rec_bufs.push_back(a.buffer);
+    ir::ForeignTask ft;  // the ring accounting of the capacity rules (make_tensor() bytes made
+    ft.id = id;          // for this task count as its own)
+    ft.scope = scope;
+    ft.kind = static_cast<int32_t>(core == CoreType::Aic ? ir::PtoShape::Aic : ir::PtoShape::Aiv);
+    ft.variant = 1;
+    ft.heap = std::exchange(s.rec_heap, 0);
+    ft.fanin = static_cast<int32_t>(deps.size());
+    s.rec_tasks.push_back(ft);
   }
   sl.fanin.store(static_cast<int32_t>(deps.size()) + 1, std::memory_order_relaxed);
   // Wiring: each producer still running gets a pool entry on its fanout list (under its lock);
@@ -837,6 +849,14 @@ ir::Status Orchestrator::submit(ir::Op op, CoreType core, const std::vector<Tens
 
 void Orchestrator::scope_begin() {
   State& s = *s_;
+  if (s.opt.record) {
+    ir::RuntimeScope sc;
+    sc.parent = s.open.empty() ? -1 : s.open.back();
+    sc.depth = static_cast<int32_t>(s.open.size());
+    sc.site = fmt::format("scope #{}", s.next_scope);
+    sc.begin = sc.end = static_cast<int64_t>(s.st.tasks);
+    s.rec_scopes.push_back(std::move(sc));
+  }
   s.open.push_back(s.next_scope++);
   s.scope_tasks.emplace_back();
   s.scope_size.push_back(0);
@@ -847,6 +867,7 @@ void Orchestrator::scope_end() {
   if (s.open.empty()) return;
   const int id = s.open.back();
   s.open.pop_back();
+  if (s.opt.record) s.rec_scopes[static_cast<size_t>(id)].end = static_cast<int64_t>(s.st.tasks);
   {
     std::lock_guard lk(s.wm_mu);
     s.heap.unpin(id);
@@ -944,6 +965,19 @@ ir::Result<ir::Program> Orchestrator::record() {
     for (uint32_t q : deps) k.waits.push_back({static_cast<int64_t>(q), 1, {}});
     p.add_task(std::move(k));
   }
+  // The ring sizes it ran under and its scopes: the capacity rules prove the same ring deadlock
+  // statically that the orchestrator's detector finds at run time.
+  ir::Runtime rt;
+  rt.kind = ir::RuntimeKind::Amk;
+  rt.set(ir::Cap::task_window, {s.opt.rings.task_window});
+  rt.set(ir::Cap::heap, {s.opt.rings.heap_bytes});
+  rt.set(ir::Cap::dep_pool, {s.opt.rings.dep_pool});
+  rt.scopes = s.rec_scopes;
+  for (ir::RuntimeScope& sc : rt.scopes)
+    if (s.scope_open(static_cast<int>(&sc - rt.scopes.data())))
+      sc.end = static_cast<int64_t>(s.recorded.size());
+  rt.tasks = s.rec_tasks;
+  p.runtime = std::move(rt);
   return p;
 }
 

@@ -41,6 +41,22 @@ def test_malformed_input_raises_load_error_naming_line_column_and_pointer():
         amk.load("/no/such/file.json")
 
 
+def test_load_reads_mpk_and_pto_graphs_with_their_runtimes_capacities():
+    corpus = ROOT / "tests" / "formats" / "corpus"
+    mpk = ROOT / "tests" / "formats" / "data" / "mpk" / "task_graph.json"
+    assert amk.validate(amk.load(str(mpk))).ok
+    assert amk.validate(amk.load(str(mpk), format="mpk")).ok
+    with pytest.raises(amk.LoadError) as e:
+        amk.load(str(mpk), format="amk")
+    assert "format.mismatch" in str(e.value)
+    with pytest.raises(ValueError):
+        amk.load(str(mpk), format="nope")
+    deps = str(corpus / "pto-277-scope-window-ok" / "deps.json")
+    assert amk.validate(amk.load(deps)).ok
+    bad = amk.validate(amk.load(deps, launch=["task_window=8"]))
+    assert not bad.ok and bad.errors[0]["code"] == "capacity.task-window"
+
+
 def test_validate_reports_verdict_rules_pointers_tasks_and_stats():
     ok = amk.validate(amk.load(str(PROGRAMS / "toy_1L_default.json")))
     assert ok.ok and bool(ok) and ok.errors == []

@@ -29,12 +29,16 @@ def run(kind, code):
 
 def test_every_readme_example_runs():
     found = examples()
-    assert [k for k, _ in found] == ["python", "sh", "sh", "python"]
+    assert [k for k, _ in found] == ["sh", "python", "sh", "sh", "python"]
     for kind, code in found:
         r = run(kind, code)
         assert r.returncode == 0, f"{code}\n{r.stderr}"
         assert r.stdout.strip(), code
-        if kind == "sh":  # the JSONL and MCP sessions: one JSON answer per request with an id
+        if kind == "sh" and "tests/formats/corpus" in code:  # checking MPK and PTO graphs
+            for said in ["capacity.coresidency", "needs sms = 134", "capacity.task-window",
+                         "task_window      ring 1           17 / 16", "[VALID]"]:
+                assert said in r.stdout, r.stdout
+        elif kind == "sh":  # the JSONL and MCP sessions: one JSON answer per request with an id
             answers = [json.loads(line) for line in r.stdout.splitlines()]
             requests = [line for line in code.splitlines() if '"id"' in line]
             assert len(answers) == len(requests) > 0, r.stdout

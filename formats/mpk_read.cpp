@@ -1,0 +1,457 @@
+// MPK task_graph.json -> ir::Program (the file as construct_task_graph() reads it back).
+#include <algorithm>
+
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "formats/formats.h"
+#include "formats/mpk.h"
+#include "ir/json_cursor.h"
+
+namespace amk::formats {
+namespace {
+
+using mpk::Event;
+using mpk::Graph;
+using mpk::Task;
+using mpk::Tensor;
+
+// Required keys seen in one object, by bit.
+struct Seen {
+  uint32_t bits = 0;
+  void set(int b) { bits |= 1u << b; }
+  bool has(int b) const { return (bits >> b & 1u) != 0; }
+};
+
+class Parser {
+ public:
+  Parser(ir::JsonCursor& c, Graph& g) : c_(c), g_(g) {}
+
+  void graph() {
+    const size_t at = c_.offset();
+    if (!c_.begin_object("an MPK task graph")) return;
+    Seen seen;
+    std::string_view key;
+    while (c_.next_key(key)) {
+      if (key == "all_tasks") {
+        seen.set(0);
+        list(g_.tasks, [&](Task& t) { task(t); });
+      } else if (key == "all_events") {
+        seen.set(1);
+        list(g_.events, [&](Event& e) { event(e); });
+      } else if (key == "first_tasks") {
+        if (!c_.null()) c_.int_list(g_.first_tasks, 0, INT32_MAX);
+      } else {
+        unknown(key);
+      }
+    }
+    if (!seen.has(0)) missing("the task graph", "all_tasks", at);
+    if (!seen.has(1)) missing("the task graph", "all_events", at);
+  }
+
+ private:
+  ir::JsonCursor& c_;
+  Graph& g_;
+
+  void missing(std::string_view what, std::string_view key, size_t at) {
+    c_.error_at("json.missing-field",
+                fmt::format("{} is missing the required field '{}'", what, key), c_.pointer(), at);
+  }
+  void unknown(std::string_view key) {
+    c_.warn("mpk.unknown-field",
+            fmt::format("'{}' is not a field MPK reads (ignored)", std::string(key)), c_.offset());
+    c_.skip();
+  }
+  template <class T, class F>
+  void list(std::vector<T>& out, F read) {
+    if (!c_.begin_array("an array")) return;
+    while (c_.next_element()) {
+      out.emplace_back();
+      out.back().at = c_.offset();
+      read(out.back());
+    }
+  }
+  // An int field that construct_task_graph reads with get<int>().
+  void int32(int64_t& out) { (void)c_.integer(out, INT32_MIN, INT32_MAX); }
+
+  void task(Task& t) {
+    const size_t at = c_.offset();
+    if (!c_.begin_object("a task object")) return;
+    Seen seen;
+    std::string_view key;
+    static constexpr std::string_view kRequired[] = {
+        "task_type", "variant_id",        "trigger_event", "dependent_event", "request_id",
+        "kv_idx",    "merge_task_offset", "expert_offset", "task_offset"};
+    while (c_.next_key(key)) {
+      const auto req = std::find(std::begin(kRequired), std::end(kRequired), key);
+      if (req != std::end(kRequired)) seen.set(static_cast<int>(req - std::begin(kRequired)));
+      if (key == "task_type") {
+        int32(t.task_type);
+      } else if (key == "variant_id") {
+        (void)c_.integer(t.variant_id, 0, UINT32_MAX);
+      } else if (key == "trigger_event") {
+        (void)c_.unsigned64(t.trigger_event);
+      } else if (key == "dependent_event") {
+        (void)c_.unsigned64(t.dependent_event);
+      } else if (key == "request_id") {
+        int32(t.request_id);
+      } else if (key == "kv_idx") {
+        int32(t.kv_idx);
+      } else if (key == "merge_task_offset") {
+        int32(t.merge_task_offset);
+      } else if (key == "expert_offset") {
+        int32(t.expert_offset);
+      } else if (key == "task_offset") {
+        int32(t.task_offset);
+      } else if (key == "inputs") {
+        tensors(t.inputs, t.inputs_null, mpk::kMaxInputs, "MAX_INPUTS_PER_TASK");
+      } else if (key == "outputs") {
+        tensors(t.outputs, t.outputs_null, mpk::kMaxOutputs, "MAX_OUTPUTS_PER_TASK");
+      } else {
+        unknown(key);
+      }
+    }
+    for (size_t k = 0; k < std::size(kRequired); ++k)
+      if (!seen.has(static_cast<int>(k))) missing("a task", kRequired[k], at);
+  }
+
+  void tensors(std::vector<Tensor>& out, bool& is_null, int cap, std::string_view cap_name) {
+    if (c_.null()) return;
+    is_null = false;
+    const size_t at = c_.offset();
+    list(out, [&](Tensor& x) { tensor(x); });
+    if (out.size() > static_cast<size_t>(cap))
+      c_.error("mpk.limit",
+               fmt::format("{} tensors, more than the runtime's {}={}", out.size(), cap_name, cap),
+               at);
+  }
+
+  void tensor(Tensor& x) {
+    const size_t at = c_.offset();
+    if (!c_.begin_object("a tensor object")) return;
+    Seen seen;
+    std::string_view key;
+    static constexpr std::string_view kRequired[] = {"base_ptr", "offset", "data_type", "dims",
+                                                     "strides"};
+    while (c_.next_key(key)) {
+      const auto req = std::find(std::begin(kRequired), std::end(kRequired), key);
+      if (req != std::end(kRequired)) seen.set(static_cast<int>(req - std::begin(kRequired)));
+      if (key == "base_ptr") {
+        (void)c_.string(x.base_ptr);
+      } else if (key == "offset") {
+        (void)c_.integer(x.offset, 0, INT64_MAX);
+      } else if (key == "data_type") {
+        int32(x.data_type);
+      } else if (key == "dims") {
+        (void)c_.int_list(x.dims, 0, INT32_MAX);
+      } else if (key == "strides") {
+        (void)c_.int_list(x.strides, INT32_MIN, INT32_MAX);
+      } else {
+        unknown(key);
+      }
+    }
+    for (size_t k = 0; k < std::size(kRequired); ++k)
+      if (!seen.has(static_cast<int>(k))) missing("a tensor", kRequired[k], at);
+    if (x.dims.size() != x.strides.size())
+      c_.error(
+          "mpk.tensor",
+          fmt::format("dims has {} entries but strides has {}", x.dims.size(), x.strides.size()),
+          at);
+    else if (x.dims.size() > static_cast<size_t>(mpk::kMaxDims))
+      c_.error("mpk.limit",
+               fmt::format("{} dims, more than MAX_TENSOR_DIMS={}", x.dims.size(), mpk::kMaxDims),
+               at);
+    detail::ElemType et;
+    if (seen.has(2) && !mpk::elem_type(x.data_type, et))
+      c_.error("mpk.data-type", fmt::format("unknown data_type {}", x.data_type), at);
+  }
+
+  void event(Event& e) {
+    const size_t at = c_.offset();
+    if (!c_.begin_object("an event object")) return;
+    Seen seen;
+    std::string_view key;
+    static constexpr std::string_view kRequired[] = {"event_type", "num_triggers", "first_task_id",
+                                                     "last_task_id"};
+    while (c_.next_key(key)) {
+      const auto req = std::find(std::begin(kRequired), std::end(kRequired), key);
+      if (req != std::end(kRequired)) seen.set(static_cast<int>(req - std::begin(kRequired)));
+      if (key == "event_type") {
+        int32(e.event_type);
+      } else if (key == "num_triggers") {
+        (void)c_.integer(e.num_triggers, 0, INT32_MAX);
+      } else if (key == "first_task_id") {
+        (void)c_.integer(e.first_task_id, 0, INT32_MAX);
+      } else if (key == "last_task_id") {
+        (void)c_.integer(e.last_task_id, 0, INT32_MAX);
+      } else {
+        unknown(key);
+      }
+    }
+    for (size_t k = 0; k < std::size(kRequired); ++k)
+      if (!seen.has(static_cast<int>(k))) missing("an event", kRequired[k], at);
+  }
+};
+
+// Semantic checks and the program, reported against the parsed file's positions.
+class Builder {
+ public:
+  Builder(std::string_view text, const Graph& g, const ReadOptions& opt)
+      : text_(text), g_(g), opt_(opt) {}
+
+  ir::Diagnostics check() {
+    const size_t nt = g_.tasks.size(), ne = g_.events.size();
+    if (nt < 2 || g_.tasks[0].task_type != mpk::kTerminate ||
+        g_.tasks[1].task_type != mpk::kBeginTaskGraph)
+      report("mpk.layout",
+             "MPK's layout starts with task 0 TERMINATE (0) and task 1 BEGIN_TASK_GRAPH (10)",
+             "/all_tasks", nt > 0 ? g_.tasks[0].at : 0);
+    if (ne < 2 || g_.events[0].event_type != mpk::kTermination ||
+        g_.events[ne - 1].event_type != mpk::kEndOfTaskGraph)
+      report("mpk.layout",
+             "MPK's layout has event 0 TERMINATION (911) and the last event END_OF_TASK_GRAPH "
+             "(910), which the schedulers are seeded with",
+             "/all_events", ne > 0 ? g_.events[0].at : 0);
+    for (size_t i = 0; i < ne; ++i) {
+      const Event& e = g_.events[i];
+      if (e.event_type < mpk::kEmpty ||
+          (e.event_type > mpk::kLaunchDependent && e.event_type != mpk::kEndOfTaskGraph &&
+           e.event_type != mpk::kTermination))
+        report("mpk.event-type", fmt::format("unknown event_type {}", e.event_type),
+               fmt::format("/all_events/{}/event_type", i), e.at);
+      if (e.first_task_id > e.last_task_id || e.last_task_id > static_cast<int64_t>(nt))
+        report("mpk.event-range",
+               fmt::format("event {} covers tasks [{}, {}) but the graph has {} tasks", i,
+                           e.first_task_id, e.last_task_id, nt),
+               fmt::format("/all_events/{}", i), e.at);
+    }
+    for (size_t i = 0; i < nt; ++i) {
+      event_ref(i, "trigger_event", g_.tasks[i].trigger_event);
+      event_ref(i, "dependent_event", g_.tasks[i].dependent_event);
+    }
+    for (size_t k = 0; k < g_.first_tasks.size(); ++k)
+      if (g_.first_tasks[k] >= static_cast<int64_t>(nt))
+        report("mpk.task-ref", fmt::format("first task {} does not exist", g_.first_tasks[k]),
+               fmt::format("/first_tasks/{}", k), 0);
+    return std::move(diags_);
+  }
+
+  ir::Program build() {
+    ir::Program p;
+    p.meta.mut()["source_format"] = "mpk";
+    ir::Runtime rt;
+    rt.kind = ir::RuntimeKind::Mpk;
+    rt.caps = opt_.launch.caps;
+    const int64_t sms = rt.given(ir::Cap::sms).value_or(opt_.num_sms > 0 ? opt_.num_sms : 132);
+    const auto [dw, ds] = mpk_default_launch(sms);
+    const int64_t workers = std::max<int64_t>(1, rt.given(ir::Cap::workers).value_or(dw));
+    const int64_t schedulers = std::max<int64_t>(1, rt.given(ir::Cap::schedulers).value_or(ds));
+    rt.set(ir::Cap::sms, {sms});
+    rt.set(ir::Cap::workers, {workers});
+    rt.set(ir::Cap::schedulers, {schedulers});
+    // One counter per event; tasks that trigger no event count on one more.
+    for (size_t i = 0; i < g_.events.size(); ++i) {
+      const Event& e = g_.events[i];
+      p.add_counter(fmt::format("event {} ({})", i, event_name(e.event_type)));
+    }
+    int64_t sink = -1;
+    const std::vector<int64_t> worker = mpk::placement(g_, workers, schedulers);
+    const int64_t end_event = static_cast<int64_t>(g_.events.size()) - 1;
+    for (size_t i = 0; i < g_.tasks.size(); ++i) {
+      const Task& t = g_.tasks[i];
+      ir::Task task;
+      const std::string_view tn = mpk::task_type_name(t.task_type);
+      task.label = fmt::format(
+          "{} v{}", tn.empty() ? fmt::format("task_type {}", t.task_type) : std::string(tn),
+          t.variant_id);
+      if (t.trigger_event == mpk::kEventInvalid) {
+        if (sink < 0) sink = p.add_counter("tasks that trigger no event");
+        task.out_counter = sink;
+      } else {
+        task.out_counter = static_cast<int64_t>(mpk::event_index(t.trigger_event));
+      }
+      auto wait_on = [&](int64_t e) {
+        const int64_t n = g_.events[static_cast<size_t>(e)].num_triggers;
+        if (n <= 0 || e == task.out_counter) return;
+        for (const ir::Wait& w : task.waits)
+          if (w.counter == e) return;
+        ir::Wait w;
+        w.counter = e;
+        w.threshold = n;  // num_triggers x iteration, iteration 1
+        task.waits.push_back(w);
+      };
+      if (t.dependent_event != mpk::kEventInvalid)
+        wait_on(static_cast<int64_t>(mpk::event_index(t.dependent_event)));
+      if (i == 0 && end_event > 0) wait_on(end_event);  // TERMINATE: after the graph's end
+      // A launched task starts once its launch event fired; one that waits on another event
+      // follows it through that event's triggers already.
+      if (launched_by_[i] >= 0 && task.waits.empty()) wait_on(launched_by_[i]);
+      if (worker[i] >= 0) task.sm = worker[i];
+      p.add_task(std::move(task));
+      ir::ForeignTask ft;
+      ft.id = i;
+      ft.kind = static_cast<int32_t>(t.task_type);
+      ft.variant = static_cast<int32_t>(t.variant_id);
+      rt.tasks.push_back(ft);
+    }
+    regions(p);
+    p.runtime = std::move(rt);
+    return p;
+  }
+
+  // Which launch event enqueues each task (-1: none).
+  void launches() {
+    launched_by_.assign(g_.tasks.size(), -1);
+    for (size_t e = 0; e < g_.events.size(); ++e) {
+      const Event& ev = g_.events[e];
+      if (ev.event_type < mpk::kLaunchTasks || ev.event_type > mpk::kLaunchDependent) continue;
+      for (int64_t t = ev.first_task_id; t < ev.last_task_id; ++t)
+        if (launched_by_[static_cast<size_t>(t)] < 0)
+          launched_by_[static_cast<size_t>(t)] = static_cast<int64_t>(e);
+      if (ev.event_type != mpk::kLaunchDependent)
+        warn("mpk.dynamic-placement",
+             fmt::format("event {} launches tasks [{}, {}) on the workers of the scheduler that "
+                         "receives it at run time: their queue order is not proved",
+                         e, ev.first_task_id, ev.last_task_id),
+             fmt::format("/all_events/{}", e), ev.at);
+    }
+  }
+
+  ir::Diagnostics take_warnings() { return std::move(diags_); }
+
+ private:
+  std::string_view text_;
+  const Graph& g_;
+  const ReadOptions& opt_;
+  ir::Diagnostics diags_;
+  std::vector<int64_t> launched_by_;
+
+  static std::string_view event_name(int64_t type) {
+    switch (type) {
+      case mpk::kEmpty:
+        return "EMPTY";
+      case mpk::kLaunchTasks:
+        return "LAUNCH_TASKS";
+      case mpk::kLaunchMassive:
+        return "LAUNCH_MASSIVE_TASKS";
+      case mpk::kLaunchDependent:
+        return "LAUNCH_DEPENDENT_TASKS";
+      case mpk::kEndOfTaskGraph:
+        return "END_OF_TASK_GRAPH";
+      case mpk::kTermination:
+        return "TERMINATION";
+      default:
+        return "unknown";
+    }
+  }
+
+  void add(ir::Severity sev, std::string code, std::string msg, std::string ptr, size_t at) {
+    ir::Diagnostic d = ir::error(std::move(code), std::move(msg), std::move(ptr));
+    d.severity = sev;
+    std::tie(d.line, d.column) = ir::line_column(text_, at);
+    diags_.push_back(std::move(d));
+  }
+  void report(std::string code, std::string msg, std::string ptr, size_t at) {
+    add(ir::Severity::Error, std::move(code), std::move(msg), std::move(ptr), at);
+  }
+  void warn(std::string code, std::string msg, std::string ptr, size_t at) {
+    add(ir::Severity::Warning, std::move(code), std::move(msg), std::move(ptr), at);
+  }
+
+  void event_ref(size_t task, std::string_view field, uint64_t id) {
+    if (id == mpk::kEventInvalid) return;
+    const std::string ptr = fmt::format("/all_tasks/{}/{}", task, field);
+    const size_t at = g_.tasks[task].at;
+    if (id & mpk::kNvshmemTag) {
+      report("mpk.remote-event",
+             fmt::format("{} {:#x} is an NVSHMEM (remote) event: amk checks one GPU's graph", field,
+                         id),
+             ptr, at);
+    } else if ((id >> 32) != (g_.tasks.empty() ? 0 : gpu_of_first())) {
+      report("mpk.event-ref",
+             fmt::format("{} {:#x} names GPU {} but the graph's events belong to GPU {}", field, id,
+                         id >> 32, gpu_of_first()),
+             ptr, at);
+    } else if (mpk::event_index(id) >= g_.events.size()) {
+      report("mpk.event-ref",
+             fmt::format("{} {} does not exist ({} events)", field, mpk::event_index(id),
+                         g_.events.size()),
+             ptr, at);
+    }
+  }
+  uint64_t gpu_of_first() const {
+    for (const Task& t : g_.tasks)
+      for (uint64_t id : {t.trigger_event, t.dependent_event})
+        if (id != mpk::kEventInvalid && !(id & mpk::kNvshmemTag)) return id >> 32;
+    return 0;
+  }
+
+  void regions(ir::Program& p) {
+    detail::RegionMap rm;
+    std::unordered_map<std::string_view, int32_t> ids;  // base_ptr -> tensor, numbered by first use
+    auto tensor_of = [&](const Tensor& x) {
+      if (auto it = ids.find(x.base_ptr); it != ids.end()) return it->second;
+      detail::ElemType et;
+      (void)mpk::elem_type(x.data_type, et);
+      const int32_t id = rm.tensor(x.base_ptr, et);
+      ids.emplace(x.base_ptr, id);
+      return id;
+    };
+    for (size_t i = 0; i < g_.tasks.size(); ++i) {
+      const Task& t = g_.tasks[i];
+      for (bool write : {false, true})
+        for (const Tensor& x : write ? t.outputs : t.inputs) {
+          if (x.base_ptr == "nullptr" || x.base_ptr.empty()) continue;
+          detail::ElemType et;
+          (void)mpk::elem_type(x.data_type, et);
+          rm.access(static_cast<uint32_t>(i), tensor_of(x), write, x.offset * 8 / et.bits, x.dims,
+                    x.strides);
+        }
+    }
+    rm.build(p);
+  }
+};
+
+}  // namespace
+
+std::pair<int64_t, int64_t> mpk_default_launch(int64_t num_sms) {
+  // mirage utils.get_configurations_from_gpu: workers by SM count, 4 x (SMs - workers) schedulers.
+  int64_t w = 20;
+  if (num_sms >= 160) {
+    w = 144;
+  } else if (num_sms >= 132) {
+    w = 128;
+  } else if (num_sms >= 108) {
+    w = 96;
+  } else if (num_sms >= 68) {
+    w = 64;
+  } else if (num_sms >= 40) {
+    w = 30;
+  }
+  return {w, std::max<int64_t>(4, 4 * (num_sms - w))};
+}
+
+ir::Result<ir::Program> read_mpk(std::string_view text, const ReadOptions& opt) {
+  Graph g;
+  ir::JsonCursor c(text);
+  ir::Diagnostics d = c.document("an MPK task graph", [&] { Parser(c, g).graph(); });
+  if (!ir::has_errors(d)) {
+    Builder b(text, g, opt);
+    ir::append(d, b.check());
+    if (!ir::has_errors(d)) {
+      b.launches();
+      ir::Program p = b.build();
+      ir::append(d, b.take_warnings());
+      ir::set_file(d, opt.origin);
+      ir::Result<ir::Program> r(std::move(p));
+      r.diagnostics = std::move(d);
+      return r;
+    }
+  }
+  ir::set_file(d, opt.origin);
+  return d;
+}
+
+}  // namespace amk::formats

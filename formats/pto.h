@@ -1,0 +1,104 @@
+// Internal: PTO's dependency dump (deps.json) and scope statistics (scope_stats.jsonl) as their
+// files hold them: the reader's and the writer's one model (simpler dep_gen_replay.cpp,
+// docs/dfx/dep-gen.md, docs/dfx/scope-stats.md).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "formats/regions.h"
+#include "ir/json_cursor.h"
+
+namespace amk::formats::pto {
+
+struct Arg {
+  int64_t idx = 0;
+  std::string type;  ///< INPUT, OUTPUT, INOUT, OUTPUT_EXISTING
+  bool has_tensor = false;
+  uint64_t tensor_id = 0;
+  std::string dtype;
+  std::vector<int64_t> shape, strides;
+  uint64_t start_offset = 0;
+  size_t at = 0;
+};
+
+struct Task {
+  uint64_t task_id = 0;
+  std::string scope = "auto";
+  bool early_dispatch = false;
+  std::array<int64_t, 3> kernel_ids{-1, -1, -1};
+  int64_t block_num = 1;
+  std::vector<Arg> args;
+  size_t at = 0;
+};
+
+struct Tensor {
+  uint64_t tensor_id = 0, buffer_addr = 0, buffer_numel = 0;
+  int64_t version = 0;
+  std::string dtype;
+  size_t at = 0;
+};
+
+struct Edge {
+  uint64_t pred = 0, succ = 0;
+  int64_t arg = -1;
+  std::string source;
+  std::vector<std::string> flags;
+  std::string overlap;
+  bool has_tensor = false;
+  uint64_t tensor_id = 0;
+  std::string consumer_dtype;
+  std::vector<int64_t> consumer_shape, consumer_strides, producer_shape, producer_strides;
+  uint64_t consumer_start_offset = 0, producer_start_offset = 0;
+  bool has_producer = false;
+  size_t at = 0;
+};
+
+struct Deps {
+  std::vector<Task> tasks;
+  std::vector<Tensor> tensors;
+  std::vector<Edge> edges;
+};
+
+/// One scope_stats.jsonl sample line.
+struct ScopeSample {
+  std::string site, phase;
+  int64_t depth = 0, ring = 0, task_window_start = 0, task_window_end = 0, heap_start = 0,
+          heap_end = 0, dep_pool_start = 0, dep_pool_end = 0, tensormap = 0;
+  int line = 0;
+};
+
+/// scope_stats.jsonl: its metadata line and its samples.
+struct ScopeStats {
+  int64_t version = 6;
+  bool fatal = false;
+  int64_t dropped = 0, total = 0;
+  std::vector<int64_t> task_window_max, heap_max, dep_pool_max;
+  int64_t tensormap_max = 0;
+  bool has_header = false;
+  std::vector<ScopeSample> samples;
+};
+
+/// Parses deps.json into `d`; diagnostics carry pointers and line:column.
+ir::Diagnostics parse_deps(std::string_view text, Deps& d);
+/// Parses scope_stats.jsonl into `s`; a diagnostic's line is the jsonl line.
+ir::Diagnostics parse_scope_stats(std::string_view text, ScopeStats& s);
+/// deps.json's text, as write_deps_json() writes it.
+std::string write_deps(const Deps& d);
+/// scope_stats.jsonl's text, as the scope_stats collector writes it.
+std::string write_scope_stats(const ScopeStats& s);
+/// PTO's tensor_id of an address and version (FNV-1a over their bytes).
+uint64_t tensor_id(uint64_t buffer_addr, int32_t version);
+/// amk's element type for a PTO dtype name, or false.
+bool elem_type(std::string_view dtype, detail::ElemType& out);
+/// Bytes of one element of a PTO dtype name (0 when unknown).
+int64_t elem_bytes(std::string_view dtype);
+/// The PTO dtype name for an amk dtype.
+std::string_view dtype_name(ir::DType d);
+
+/// PTO2_PACKED_OUTPUT_ALIGN: each output in a task's packed buffer starts 1024-byte aligned.
+inline constexpr int64_t kOutputAlign = 1024;
+
+}  // namespace amk::formats::pto

@@ -1,0 +1,413 @@
+// PTO deps.json (+ scope_stats.jsonl) -> ir::Program.
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "formats/formats.h"
+#include "formats/pto.h"
+
+namespace amk::formats {
+namespace {
+
+using pto::Arg;
+using pto::Deps;
+using pto::Edge;
+using pto::ScopeStats;
+
+constexpr uint64_t kNoTask = UINT64_MAX;
+
+class Builder {
+ public:
+  Builder(std::string_view text, const Deps& d, const ReadOptions& opt)
+      : text_(text), d_(d), opt_(opt) {}
+
+  // Task, tensor and edge references; fills the indexes the build uses.
+  ir::Diagnostics check() {
+    std::array<int64_t, ir::kPtoRings> last_local;
+    last_local.fill(-1);
+    for (size_t i = 0; i < d_.tensors.size(); ++i) {
+      const pto::Tensor& t = d_.tensors[i];
+      if (!tensors_.emplace(t.tensor_id, i).second)
+        report("pto.tensor-id", fmt::format("tensor_id {} appears twice", t.tensor_id),
+               fmt::format("/tensors/{}", i), t.at);
+      detail::ElemType et;
+      if (!pto::elem_type(t.dtype, et))
+        report("pto.dtype", fmt::format("unknown dtype \"{}\"", t.dtype),
+               fmt::format("/tensors/{}/dtype", i), t.at);
+    }
+    for (size_t i = 0; i < d_.tasks.size(); ++i) {
+      const pto::Task& t = d_.tasks[i];
+      const std::string ptr = fmt::format("/tasks/{}/task_id", i);
+      const uint64_t ring = t.task_id >> 32;
+      const auto local = static_cast<int64_t>(t.task_id & 0xffffffffull);
+      if (ring >= static_cast<uint64_t>(ir::kPtoRings)) {
+        report("pto.task-id",
+               fmt::format("task_id {} is on ring {}: PTO has rings 0..{}", t.task_id, ring,
+                           ir::kPtoRings - 1),
+               ptr, t.at);
+        continue;
+      }
+      if (!index_.emplace(t.task_id, i).second) {
+        report("pto.task-id", fmt::format("task_id {} appears twice", t.task_id), ptr, t.at);
+        continue;
+      }
+      if (local <= last_local[ring])
+        report("pto.task-order",
+               fmt::format("task ({}, {}) comes after ({}, {}) in the dump: a ring's tasks are "
+                           "listed in submission order",
+                           ring, local, ring, last_local[ring]),
+               ptr, t.at);
+      last_local[ring] = std::max(last_local[ring], local);
+      for (size_t k = 0; k < t.args.size(); ++k) {
+        const Arg& a = t.args[k];
+        const std::string aptr = fmt::format("/tasks/{}/args/{}", i, k);
+        if (a.type != "INPUT" && a.type != "OUTPUT" && a.type != "INOUT" &&
+            a.type != "OUTPUT_EXISTING")
+          report("pto.arg-type", fmt::format("unknown argument type \"{}\"", a.type), aptr, a.at);
+        if (a.has_tensor) arg_ref(a, aptr);
+      }
+    }
+    for (size_t i = 0; i < d_.edges.size(); ++i) edge_ref(i);
+    return std::move(diags_);
+  }
+
+  ir::Program build(const ScopeStats* stats) {
+    ir::Program p;
+    p.meta.mut()["source_format"] = "pto";
+    ir::Runtime rt;
+    rt.kind = ir::RuntimeKind::Pto;
+    if (stats) capacities(*stats, rt);
+    if (opt_.cores_aic > 0) rt.set(ir::Cap::cores_aic, {opt_.cores_aic});
+    if (opt_.cores_aiv > 0) rt.set(ir::Cap::cores_aiv, {opt_.cores_aiv});
+    for (const ir::CapInfo& c : ir::cap_table())
+      if (!opt_.launch.caps[static_cast<size_t>(c.key)].empty())
+        rt.caps[static_cast<size_t>(c.key)] = opt_.launch.caps[static_cast<size_t>(c.key)];
+    const size_t n = d_.tasks.size();
+    for (size_t i = 0; i < n; ++i) {
+      const pto::Task& t = d_.tasks[i];
+      ir::ForeignTask ft;
+      ft.id = t.task_id;
+      ft.kind = static_cast<int32_t>(shape_of(t));
+      ft.variant = static_cast<int32_t>(t.block_num);
+      for (size_t k = 0; k < 3; ++k) ft.kernels[k] = static_cast<int32_t>(t.kernel_ids[k]);
+      ft.early = t.early_dispatch;
+      ft.manual = t.scope == "manual";
+      rt.tasks.push_back(ft);
+      ir::Task task;
+      task.label = label(t);
+      p.add_task(std::move(task));
+    }
+    counters(p);
+    for (size_t i = 0; i < n; ++i) rt.tasks[i].fanin = fanin_[i];
+    regions(p, rt);
+    scopes(stats, rt);
+    joins(p, rt);
+    p.runtime = std::move(rt);
+    return p;
+  }
+
+  ir::Diagnostics take() { return std::move(diags_); }
+
+ private:
+  std::string_view text_;
+  const Deps& d_;
+  const ReadOptions& opt_;
+  ir::Diagnostics diags_;
+  std::unordered_map<uint64_t, size_t> index_;    // task_id -> position
+  std::unordered_map<uint64_t, size_t> tensors_;  // tensor_id -> position
+  std::vector<std::pair<size_t, size_t>> deps_;   // (pred, succ) positions, deduplicated later
+  std::map<std::pair<size_t, int64_t>, size_t> creator_;  // (consumer, arg) -> creating task
+  std::vector<int32_t> fanin_;                            // distinct producers per task
+
+  void add(ir::Severity sev, std::string code, std::string msg, std::string ptr, size_t at) {
+    ir::Diagnostic d = ir::error(std::move(code), std::move(msg), std::move(ptr));
+    d.severity = sev;
+    std::tie(d.line, d.column) = ir::line_column(text_, at);
+    diags_.push_back(std::move(d));
+  }
+  void report(std::string code, std::string msg, std::string ptr, size_t at) {
+    add(ir::Severity::Error, std::move(code), std::move(msg), std::move(ptr), at);
+  }
+
+  void arg_ref(const Arg& a, const std::string& ptr) {
+    if (tensors_.find(a.tensor_id) == tensors_.end())
+      report("pto.tensor-ref",
+             fmt::format("argument names tensor {} which tensors[] lacks", a.tensor_id),
+             ptr + "/tensor_id", a.at);
+    detail::ElemType et;
+    if (!pto::elem_type(a.dtype, et))
+      report("pto.dtype", fmt::format("unknown dtype \"{}\"", a.dtype), ptr + "/dtype", a.at);
+    if (a.shape.size() != a.strides.size())
+      report(
+          "pto.arg-shape",
+          fmt::format("shape has {} entries but strides has {}", a.shape.size(), a.strides.size()),
+          ptr, a.at);
+  }
+
+  void edge_ref(size_t i) {
+    const Edge& e = d_.edges[i];
+    const std::string ptr = fmt::format("/edges/{}", i);
+    auto p = index_.find(e.pred), s = index_.find(e.succ);
+    if (p == index_.end() || s == index_.end()) {
+      report("pto.edge-ref",
+             fmt::format("edge {} -> {} names a task the dump does not list", e.pred, e.succ),
+             ptr + (p == index_.end() ? "/pred" : "/succ"), e.at);
+      return;
+    }
+    if (p->second >= s->second) {
+      report("pto.edge-order",
+             fmt::format("edge {} -> {} runs against submission order: a task waits only on "
+                         "tasks submitted before it",
+                         e.pred, e.succ),
+             ptr, e.at);
+      return;
+    }
+    if (e.has_tensor && tensors_.find(e.tensor_id) == tensors_.end())
+      report("pto.tensor-ref",
+             fmt::format("edge names tensor {} which tensors[] lacks", e.tensor_id),
+             ptr + "/tensor_id", e.at);
+    deps_.emplace_back(p->second, s->second);
+    if (e.source == "creator") creator_.emplace(std::make_pair(s->second, e.arg), p->second);
+  }
+
+  static ir::PtoShape shape_of(const pto::Task& t) {
+    const bool aic = t.kernel_ids[0] >= 0, aiv = t.kernel_ids[1] >= 0 || t.kernel_ids[2] >= 0;
+    if (aic && aiv) return ir::PtoShape::Mix;
+    if (aic) return ir::PtoShape::Aic;
+    if (aiv) return ir::PtoShape::Aiv;
+    return ir::PtoShape::Alloc;
+  }
+
+  static std::string label(const pto::Task& t) {
+    std::string s = fmt::format("r{}.{}", t.task_id >> 32, t.task_id & 0xffffffffull);
+    const auto& k = t.kernel_ids;
+    if (k[0] >= 0) s += fmt::format(" aic:{}", k[0]);
+    if (k[1] >= 0 || k[2] >= 0) {
+      s += " aiv:";
+      s += k[1] >= 0 ? std::to_string(k[1]) : "-";
+      if (k[2] >= 0) s += fmt::format(",{}", k[2]);
+    }
+    if (k[0] < 0 && k[1] < 0 && k[2] < 0) s += " alloc";
+    if (t.block_num > 1) s += fmt::format(" x{}", t.block_num);
+    return s;
+  }
+
+  void capacities(const ScopeStats& s, ir::Runtime& rt) {
+    if (!s.task_window_max.empty()) rt.set(ir::Cap::task_window, s.task_window_max);
+    if (!s.heap_max.empty()) rt.set(ir::Cap::heap, s.heap_max);
+    if (!s.dep_pool_max.empty()) rt.set(ir::Cap::dep_pool, s.dep_pool_max);
+    if (s.tensormap_max > 0) rt.set(ir::Cap::tensormap, {s.tensormap_max});
+  }
+
+  // Producers with the same consumers share a counter; a consumer waits for all of a group.
+  void counters(ir::Program& p) {
+    const size_t n = d_.tasks.size();
+    fanin_.assign(n, 0);
+    std::sort(deps_.begin(), deps_.end());
+    deps_.erase(std::unique(deps_.begin(), deps_.end()), deps_.end());
+    std::vector<std::vector<uint32_t>> succ(n);
+    for (const auto& [a, b] : deps_) succ[a].push_back(static_cast<uint32_t>(b));
+    std::map<std::vector<uint32_t>, int64_t> group;
+    std::vector<int64_t> size;
+    for (size_t i = 0; i < n; ++i) {
+      auto [it, fresh] = group.try_emplace(succ[i], static_cast<int64_t>(p.counters.size()));
+      if (fresh) {
+        p.add_counter(succ[i].empty() ? "tasks nobody waits on"
+                                      : fmt::format("producers of task {}", succ[i][0]));
+        size.push_back(0);
+      }
+      p.tasks[i].out_counter = it->second;
+      ++size[static_cast<size_t>(it->second)];
+    }
+    for (size_t i = 0; i < n; ++i)
+      for (uint32_t s : succ[i]) ++fanin_[s];
+    for (size_t i = 0; i < n; ++i)
+      for (uint32_t s : succ[i]) {
+        ir::Task& c = p.tasks[s];
+        const int64_t ctr = p.tasks[i].out_counter;
+        if (std::any_of(c.waits.begin(), c.waits.end(),
+                        [&](const ir::Wait& w) { return w.counter == ctr; }))
+          continue;
+        ir::Wait w;
+        w.counter = ctr;
+        w.threshold = size[static_cast<size_t>(ctr)];
+        c.waits.push_back(w);
+      }
+  }
+
+  // Tensor regions: external tensors by buffer address; a runtime-allocated output by its
+  // creator (heap addresses are reused once reclaimed, which the ring orders, not the graph).
+  void regions(ir::Program& p, ir::Runtime& rt) {
+    detail::RegionMap rm;
+    std::map<std::pair<uint64_t, size_t>, int32_t> mem;  // (address, creator or npos) -> tensor
+    auto memory = [&](uint64_t tensor_id, size_t creator) {
+      const pto::Tensor& t = d_.tensors[tensors_.at(tensor_id)];
+      auto [it, fresh] = mem.try_emplace({t.buffer_addr, creator}, 0);
+      if (fresh) {
+        detail::ElemType et;
+        (void)pto::elem_type(t.dtype, et);
+        std::string name = fmt::format("t{:x}", t.buffer_addr);
+        if (creator != SIZE_MAX)
+          name += fmt::format("@r{}.{}", d_.tasks[creator].task_id >> 32,
+                              d_.tasks[creator].task_id & 0xffffffffull);
+        it->second = rm.tensor(std::move(name), et);
+      }
+      return it->second;
+    };
+    // Each creator's outputs: the tensors its consumers read through creator edges.
+    std::vector<std::vector<uint64_t>> created(d_.tasks.size());
+    for (const Edge& e : d_.edges) {
+      if (e.source != "creator" || !e.has_tensor) continue;
+      auto p_it = index_.find(e.pred);
+      if (p_it == index_.end()) continue;
+      auto& v = created[p_it->second];
+      if (std::find(v.begin(), v.end(), e.tensor_id) == v.end()) v.push_back(e.tensor_id);
+    }
+    for (size_t i = 0; i < d_.tasks.size(); ++i) {
+      const pto::Task& t = d_.tasks[i];
+      auto creator_of = [&](int64_t arg) {
+        auto it = creator_.find({i, arg});
+        return it == creator_.end() ? SIZE_MAX : it->second;
+      };
+      auto touch = [&](const Arg& a, bool write) {
+        const int32_t m = memory(a.tensor_id, creator_of(a.idx));
+        rm.access(static_cast<uint32_t>(i), m, write, static_cast<int64_t>(a.start_offset), a.shape,
+                  a.strides);
+      };
+      for (const Arg& a : t.args)
+        if (a.has_tensor && (a.type == "INPUT" || a.type == "INOUT")) touch(a, false);
+      for (const Arg& a : t.args)
+        if (a.has_tensor && (a.type == "OUTPUT_EXISTING" || a.type == "INOUT")) touch(a, true);
+      // Runtime-allocated outputs: written whole; their bytes come from the task's ring heap.
+      std::vector<uint64_t> addrs;
+      int64_t heap = 0;
+      for (uint64_t id : created[i]) {
+        const pto::Tensor& x = d_.tensors[tensors_.at(id)];
+        const int32_t m = memory(id, i);
+        const auto numel = static_cast<int64_t>(x.buffer_numel);
+        rm.access(static_cast<uint32_t>(i), m, true, 0, {numel}, {1});
+        if (std::find(addrs.begin(), addrs.end(), x.buffer_addr) != addrs.end()) continue;
+        addrs.push_back(x.buffer_addr);
+        const int64_t bytes = numel * pto::elem_bytes(x.dtype);
+        heap += (bytes + pto::kOutputAlign - 1) / pto::kOutputAlign * pto::kOutputAlign;
+      }
+      rt.tasks[i].heap = heap;
+    }
+    rm.build(p);
+  }
+
+  // Scopes from scope_stats' begin/end samples; without them, one derived scope per ring.
+  void scopes(const ScopeStats* stats, ir::Runtime& rt) {
+    if (stats && !stats->samples.empty()) {
+      std::vector<int32_t> open;
+      for (const pto::ScopeSample& s : stats->samples) {
+        if (s.phase == "begin") {
+          ir::RuntimeScope sc;
+          sc.parent = open.empty() ? -1 : open.back();
+          sc.depth = static_cast<int32_t>(s.depth);
+          sc.ring = static_cast<int32_t>(std::min<int64_t>(s.ring, ir::kPtoRings - 1));
+          sc.site = s.site;
+          sc.begin = sc.end = s.task_window_end;
+          open.push_back(static_cast<int32_t>(rt.scopes.size()));
+          rt.scopes.push_back(std::move(sc));
+        } else if (!open.empty()) {
+          rt.scopes[static_cast<size_t>(open.back())].end = s.task_window_end;
+          open.pop_back();
+        }
+      }
+    } else {
+      std::array<int64_t, ir::kPtoRings> hi{};
+      for (const ir::ForeignTask& t : rt.tasks)
+        hi[t.id >> 32] =
+            std::max<int64_t>(hi[t.id >> 32], static_cast<int64_t>(t.id & 0xffffffffull) + 1);
+      int32_t parent = -1;
+      for (int r = 0; r < ir::kPtoRings; ++r) {
+        if (hi[static_cast<size_t>(r)] == 0 && r > 0) continue;
+        ir::RuntimeScope sc;
+        sc.parent = parent;
+        sc.depth = r;
+        sc.ring = r;
+        sc.site = "(derived)";
+        sc.end = hi[static_cast<size_t>(r)];
+        parent = static_cast<int32_t>(rt.scopes.size());
+        rt.scopes.push_back(std::move(sc));
+      }
+    }
+    // Each task's scope: the innermost one on its ring whose range holds it. A ring's scopes
+    // nest or follow each other, so of those begun at or before the task the latest that still
+    // holds it is the innermost.
+    std::array<std::vector<int32_t>, ir::kPtoRings> by_ring;
+    for (size_t s = 0; s < rt.scopes.size(); ++s)
+      by_ring[static_cast<size_t>(rt.scopes[s].ring)].push_back(static_cast<int32_t>(s));
+    for (ir::ForeignTask& t : rt.tasks) {
+      const auto& list = by_ring[static_cast<size_t>(t.id >> 32)];
+      const auto local = static_cast<int64_t>(t.id & 0xffffffffull);
+      auto it = std::upper_bound(list.begin(), list.end(), local, [&](int64_t l, int32_t s) {
+        return l < rt.scopes[static_cast<size_t>(s)].begin;
+      });
+      while (it != list.begin()) {
+        --it;
+        const ir::RuntimeScope& sc = rt.scopes[static_cast<size_t>(*it)];
+        if (local < sc.end) {
+          t.scope = *it;
+          break;
+        }
+      }
+    }
+  }
+
+  // amk's ABI holds 8 waits a task: a consumer of more producer groups waits on join tasks.
+  void joins(ir::Program& p, ir::Runtime& rt) {
+    const size_t n = p.tasks.size();
+    for (size_t i = 0; i < n; ++i) {
+      while (p.tasks[i].waits.size() > static_cast<size_t>(ir::kMaxWaits)) {
+        ir::Task j;
+        j.label = fmt::format("join for {}", p.tasks[i].label);
+        auto& w = p.tasks[i].waits;
+        j.waits.assign(w.end() - ir::kMaxWaits, w.end());
+        w.erase(w.end() - ir::kMaxWaits, w.end());
+        j.out_counter = p.add_counter(fmt::format("join for task {}", i));
+        ir::Wait jw;
+        jw.counter = j.out_counter;
+        jw.threshold = 1;
+        w.push_back(jw);
+        p.add_task(std::move(j));
+        ir::ForeignTask ft;
+        ft.id = kNoTask;
+        ft.kind = static_cast<int32_t>(ir::PtoShape::Alloc);
+        rt.tasks.push_back(ft);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+ir::Result<ir::Program> read_pto(std::string_view deps, const ReadOptions& opt) {
+  Deps d;
+  ir::Diagnostics diags = pto::parse_deps(deps, d);
+  ir::set_file(diags, opt.origin);
+  ScopeStats stats;
+  bool have_stats = false;
+  if (opt.scope_stats) {
+    ir::Diagnostics sd = pto::parse_scope_stats(*opt.scope_stats, stats);
+    ir::set_file(sd, opt.scope_stats_origin);
+    have_stats = !ir::has_errors(sd);
+    ir::append(diags, std::move(sd));
+  }
+  if (ir::has_errors(diags)) return diags;
+  Builder b(deps, d, opt);
+  ir::Diagnostics sem = b.check();
+  ir::set_file(sem, opt.origin);
+  ir::append(diags, std::move(sem));
+  if (ir::has_errors(diags)) return diags;
+  ir::Program p = b.build(have_stats ? &stats : nullptr);
+  ir::Result<ir::Program> r(std::move(p));
+  r.diagnostics = std::move(diags);
+  return r;
+}
+
+}  // namespace amk::formats

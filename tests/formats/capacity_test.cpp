@@ -1,0 +1,185 @@
+// The capacity rules on graphs of the shapes that hung in users' hands (simpler #277, #1610,
+// #264, #729, #448; MPK #761, #464), each beside a sibling that fits, written as the runtimes
+// write them by amk's exporters and read back.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "formats/formats.h"
+#include "formats/shapes.h"
+#include "ir/json_io.h"
+#include "support.h"
+#include "validate/validate.h"
+
+namespace amk {
+namespace {
+
+using test::chain;
+using test::fan;
+using test::mpk_example;
+using test::scopes;
+using test::via_pto;
+
+std::vector<std::string> codes(const validate::Result& r) {
+  std::vector<std::string> out;
+  for (const auto& d : r.errors) out.push_back(d.code);
+  for (const auto& d : r.warnings) out.push_back(d.code);
+  return out;
+}
+
+TEST(CapacityRules, TheSeedsSixteenSlotRingHolds208TasksInScopesOfFifteenButNotSixteen) {
+  // pto2-runtime-design §4.4: window 16, 208 tasks; a scope pins its tasks until scope_end.
+  const ir::Program p = chain(208);
+  validate::Result ok = validate::validate(via_pto(p, scopes(1, 15, {"task_window=16"})));
+  EXPECT_TRUE(ok.ok) << ok.report();
+  validate::Result bad = validate::validate(via_pto(p, scopes(1, 16, {"task_window=16"})));
+  ASSERT_EQ(codes(bad), std::vector<std::string>(13, "capacity.task-window")) << bad.report();
+  const ir::Diagnostic& d = bad.errors[0];
+  EXPECT_NE(d.message.find("ring 1: scope 'export.cpp:1' (depth 1) keeps 16 task(s) from being "
+                           "reclaimed while it is open"),
+            std::string::npos)
+      << d.message;
+  EXPECT_NE(d.message.find("needs task_window = 17, the runtime provides 16"), std::string::npos);
+  EXPECT_EQ(d.pointer, "/tasks/15");  // the task that is never admitted
+}
+
+TEST(CapacityRules, NestedScopesOnRingThreePinTogether) {
+  // simpler #1610: depth 4 and its enclosing depth 3 share ring 3. The depth-3 scope's own first
+  // 8 tasks stay pinned while its inner scopes run, so the watermark cannot pass them and every
+  // later task on the ring holds its slot: 40 at once, though each inner scope alone fits.
+  const ir::Program p = chain(40);
+  validate::Result nested =
+      validate::validate(via_pto(p, scopes(4, 8, {"task_window=16"}, /*outer_tasks=*/8)));
+  EXPECT_EQ(codes(nested), std::vector<std::string>{"capacity.task-window"}) << nested.report();
+  EXPECT_NE(nested.errors[0].message.find(
+                "ring 3: scope 'export.cpp:3' (depth 3) keeps 40 task(s) from being reclaimed"),
+            std::string::npos)
+      << nested.errors[0].message;
+  // One level up the outer scope is on ring 2: the rings reclaim apart.
+  validate::Result apart =
+      validate::validate(via_pto(p, scopes(3, 8, {"task_window=16"}, /*outer_tasks=*/8)));
+  EXPECT_TRUE(apart.ok) << apart.report();
+  // Without tasks of its own, the outer scope pins nothing.
+  EXPECT_TRUE(validate::validate(via_pto(p, scopes(4, 8, {"task_window=16"}))).ok);
+}
+
+TEST(CapacityRules, HeapCountsTheOutputsAScopePinsAndTheWrapItCannotStraddle) {
+  // 8 outputs of 64 KB in one scope; deps.json knows the 7 that a consumer names (the last
+  // output's size is in no edge).
+  const ir::Program p = chain(8, 64 * 1024);
+  formats::PtoExport o = scopes(1, 0, {"heap=524288"});
+  o.runtime_outputs = true;
+  validate::Result bad = validate::validate(via_pto(p, o));
+  EXPECT_EQ(codes(bad), std::vector<std::string>{"capacity.heap"}) << bad.report();
+  EXPECT_NE(bad.errors[0].message.find("458752 output bytes, plus up to 65536"), std::string::npos);
+  o = scopes(1, 0, {"heap=524289"});
+  o.runtime_outputs = true;
+  EXPECT_TRUE(validate::validate(via_pto(p, o)).ok);
+}
+
+TEST(CapacityRules, DependencyPoolAndFaninSpillCountTheEntriesAScopeKeepsAlive) {
+  // simpler #264: entries alive in the window past the pool; #729: 256 writers feeding
+  // whole-tensor readers fill the spill pool with 192 entries per reader.
+  const ir::Program p = fan(256, 4);
+  validate::Result pool = validate::validate(via_pto(p, scopes(1, 0, {"dep_pool=1000"})));
+  EXPECT_EQ(codes(pool), (std::vector<std::string>{"capacity.dep-pool"})) << pool.report();
+  EXPECT_NE(pool.errors[0].message.find("1024 dependency entries"), std::string::npos);
+  validate::Result spill =
+      validate::validate(via_pto(p, scopes(1, 0, {"dep_pool=2048"}), {"fanin_spill=700"}));
+  EXPECT_EQ(codes(spill), std::vector<std::string>{"capacity.fanin-spill"}) << spill.report();
+  EXPECT_NE(spill.errors[0].message.find("768 fan-in entries past the 64 inline slots"),
+            std::string::npos);
+  EXPECT_TRUE(validate::validate(via_pto(p, scopes(1, 0, {"dep_pool=2048"}))).ok);
+}
+
+TEST(CapacityRules, ABlockNumAboveTheCoresOfItsShapeIsAWarning) {
+  // simpler #448: require_sync_start with block_num past the cores never starts; deps.json does
+  // not say which tasks require it, so the rule warns.
+  formats::PtoExport o = scopes(1, 0);
+  o.block_num = 49;
+  const ir::Program p = chain(3);
+  validate::Result r = validate::validate(via_pto(p, o, {"cores_aiv=48"}));
+  EXPECT_TRUE(r.ok);
+  EXPECT_EQ(codes(r), std::vector<std::string>{"capacity.block-num"}) << r.report();
+  o.block_num = 48;
+  EXPECT_TRUE(codes(validate::validate(via_pto(p, o, {"cores_aiv=48"}))).empty());
+}
+
+TEST(CapacityRules, ReadyQueuesBoundWhatTheWindowsKeepAlive) {
+  const ir::Program p = fan(300, 1);
+  validate::Result r = validate::validate(via_pto(p, scopes(1, 0), {"ready_queue=256"}));
+  EXPECT_EQ(codes(r), std::vector<std::string>{"capacity.ready-queue"}) << r.report();
+  EXPECT_TRUE(validate::validate(via_pto(p, scopes(1, 0), {"ready_queue=512"})).ok);
+}
+
+TEST(CapacityRules, MpkWorkersAndSchedulerBlocksMustAllBeResident) {
+  // mirage #761: 130 workers and 16 scheduler warps (4 CTAs) on 132 SMs.
+  validate::Result bad =
+      validate::validate(mpk_example({"sms=132", "workers=130", "schedulers=16"}));
+  EXPECT_EQ(codes(bad), std::vector<std::string>{"capacity.coresidency"}) << bad.report();
+  EXPECT_NE(bad.errors[0].message.find("needs sms = 134, the runtime provides 132"),
+            std::string::npos);
+  EXPECT_TRUE(validate::validate(mpk_example({"sms=132", "workers=128", "schedulers=16"})).ok);
+}
+
+TEST(CapacityRules, AnMpkWorkerQueueHoldsEveryTaskDealtToItInAnIteration) {
+  // mirage #464: one worker is dealt all 466 tasks the example's launch event queues.
+  validate::Result bad =
+      validate::validate(mpk_example({"sms=2", "workers=1", "schedulers=1", "worker_queue=400"}));
+  EXPECT_EQ(codes(bad), std::vector<std::string>{"capacity.worker-queue"}) << bad.report();
+  EXPECT_NE(bad.errors[0].message.find("worker 0 is dealt 466 task(s)"), std::string::npos);
+  EXPECT_TRUE(
+      validate::validate(mpk_example({"sms=2", "workers=1", "schedulers=1", "worker_queue=467"}))
+          .ok);
+}
+
+TEST(CapacityRules, AmksOwnKernelNeedsItsBlockToFitAnSm) {
+  ir::Program p = chain(2);
+  ir::Target t;
+  t.name = "h100";
+  t.sm_arch = ir::Number::of(90);
+  t.num_sms = ir::Number::of(132);
+  t.max_threads_per_sm = ir::Number::of(2048);
+  t.smem_bytes_per_block_optin = ir::Number::of(232448);
+  p.target = t;
+  p.config = ir::ScheduleConfig::defaults();
+  EXPECT_TRUE(validate::validate(p).ok);
+  p.config->smem_bytes_per_block = ir::JsonValue(nlohmann::ordered_json(300000));
+  p.config->threads_per_block = ir::JsonValue(nlohmann::ordered_json(2048));
+  validate::Result r = validate::validate(p);
+  EXPECT_EQ(codes(r), (std::vector<std::string>{"capacity.coresidency", "capacity.coresidency"}))
+      << r.report();
+}
+
+TEST(CapacityRules, SmallestSafeCapacitiesAreWhatEachRingNeeds) {
+  const ir::Program p = via_pto(chain(40), scopes(1, 10));
+  const std::vector<validate::CapacityNeed> caps = validate::smallest_safe_capacities(p);
+  auto find = [&](ir::Cap k, int ring) -> const validate::CapacityNeed* {
+    for (const auto& c : caps)
+      if (c.key == k && c.ring == ring) return &c;
+    return nullptr;
+  };
+  ASSERT_TRUE(find(ir::Cap::task_window, 1));
+  EXPECT_EQ(find(ir::Cap::task_window, 1)->needed, 11);
+  EXPECT_EQ(find(ir::Cap::dep_pool, 1)->needed, 10);  // 10 tasks waiting on one producer each
+  EXPECT_EQ(find(ir::Cap::task_window, 1)->capacity, 16384);
+}
+
+TEST(RoundTrip, ImportedGraphsKeepTheirVerdictThroughAmksJson) {
+  for (const char* cfg : {"ok", "bad"}) {
+    const ir::Program p = via_pto(
+        chain(40), scopes(4, 8, {cfg == std::string("ok") ? "task_window=64" : "task_window=16"}));
+    const ir::Program q = test::must(ir::parse_program(ir::write_program(p)));
+    EXPECT_EQ(codes(validate::validate(p)), codes(validate::validate(q))) << cfg;
+  }
+  formats::ReadOptions o;
+  o.origin = "task_graph.json";
+  const std::string mpk = test::must(formats::export_mpk(chain(30)));
+  const ir::Program m = test::must(formats::read_mpk(mpk, o));
+  EXPECT_TRUE(validate::validate(m).ok) << validate::validate(m).report();
+  EXPECT_EQ(m.tasks.size(), 32u);
+}
+
+}  // namespace
+}  // namespace amk

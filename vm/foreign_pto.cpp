@@ -1,0 +1,363 @@
+// PTO's tensormap_and_ringbuffer runtime (and amk's orchestrator) as timed no-ops: an orchestrator
+// submitting tasks in order into per-ring task windows, heaps and dependency pools, scopes that
+// hold their tasks until they end, reclaim in task order behind the oldest live task, and
+// schedulers dispatching ready tasks to the cores of their shape.
+#include <algorithm>
+#include <array>
+#include <deque>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "ir/graph.h"
+#include "vm/foreign.h"
+#include "vm/foreign_detail.h"
+
+namespace amk::vm::detail {
+namespace {
+
+using ir::Cap;
+
+constexpr uint64_t kJoin = UINT64_MAX;  // a join amk added: no ring, no core
+
+enum class State : uint8_t { Unsubmitted, Pending, Running, Completed };
+
+struct Ring {
+  int64_t window = 0, heap = 0, dep_pool = 0, spill = 0;
+  int64_t next = 0, last_alive = 0;     // ring-local ids: next to submit, oldest not reclaimed
+  int64_t heap_top = 0, heap_tail = 0;  // offsets; the heap is a ring that nothing straddles
+  int64_t heap_used = 0, deps = 0, spills = 0;
+  std::vector<uint32_t> tasks;                     // by ring-local id
+  std::deque<std::pair<int64_t, int64_t>> blocks;  // (offset, size) of live allocations
+};
+
+class Sim {
+ public:
+  Sim(const ir::Program& p, const ForeignOptions& o)
+      : p_(p), rt_(*p.runtime), o_(o), g_(ir::Graph::build(p)), counters_(p) {}
+
+  ir::Result<ForeignRun> run() {
+    setup();
+    const size_t n = p_.tasks.size();
+    double now = 0;
+    while (completed_ < n) {
+      bool moved = true;
+      while (moved) {
+        moved = submit_all();
+        moved = dispatch(now) || moved;
+      }
+      if (ready_overflow_) return *ready_overflow_;
+      double next = std::numeric_limits<double>::infinity();
+      for (const auto& [at, t] : running_) next = std::min(next, at);
+      if (next == std::numeric_limits<double>::infinity()) return stuck(now);
+      now = next;
+      for (size_t k = 0; k < running_.size();) {
+        if (running_[k].first > now) {
+          ++k;
+          continue;
+        }
+        const uint32_t t = running_[k].second;
+        running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(k));
+        free_cores(t);
+        finish(t);
+      }
+    }
+    run_.tasks_run = completed_;
+    run_.makespan_us = now;
+    return run_;
+  }
+
+ private:
+  const ir::Program& p_;
+  const ir::Runtime& rt_;
+  const ForeignOptions& o_;
+  const ir::Graph g_;
+  Counters counters_;
+  ForeignRun run_;
+  bool pto_ = true;
+  std::array<Ring, ir::kPtoRings> rings_;
+  std::vector<State> state_;
+  std::vector<int32_t> ring_of_;     // -1: a join
+  std::vector<int32_t> waiting_on_;  // consumers submitted and not completed, + scope reference
+  std::vector<uint8_t> consumed_;
+  std::vector<std::vector<uint32_t>> scope_tasks_;  // tasks each scope holds
+  std::vector<std::vector<int32_t>> ends_after_;    // by task: scopes that end after its submit
+  std::vector<uint8_t> scope_open_;
+  size_t next_submit_ = 0, completed_ = 0;
+  std::array<int64_t, 3> free_{};  // free cores: AIC, AIV (MIX takes one AIC and two AIV)
+  std::array<int64_t, 3> total_{};
+  std::vector<std::vector<uint32_t>> holds_;  // by consumer: the producers it holds
+  std::vector<std::pair<double, uint32_t>> running_;
+  std::deque<uint32_t> ready_;
+  std::optional<ir::Diagnostics> ready_overflow_;
+  std::string blocked_on_;
+
+  const ir::ForeignTask& ft(uint32_t t) const { return rt_.tasks[t]; }
+
+  void setup() {
+    const size_t n = p_.tasks.size();
+    pto_ = rt_.kind == ir::RuntimeKind::Pto;
+    for (int r = 0; r < ir::kPtoRings; ++r) {
+      Ring& x = rings_[static_cast<size_t>(r)];
+      x.window = rt_.value(Cap::task_window, r).value_or(16384);
+      x.heap = rt_.value(Cap::heap, r).value_or(int64_t{256} << 20);
+      x.dep_pool = rt_.value(Cap::dep_pool, r).value_or(16384);
+      x.spill = rt_.value(Cap::fanin_spill, r).value_or(x.dep_pool);
+    }
+    state_.assign(n, State::Unsubmitted);
+    ring_of_.assign(n, -1);
+    waiting_on_.assign(n, 0);
+    consumed_.assign(n, 0);
+    holds_.assign(n, {});
+    for (uint32_t t = 0; t < n && t < rt_.tasks.size(); ++t) {
+      if (ft(t).id == kJoin) continue;
+      const auto r = static_cast<int32_t>(pto_ ? std::min<uint64_t>(ft(t).id >> 32, 3) : 0);
+      ring_of_[t] = r;
+      rings_[static_cast<size_t>(r)].tasks.push_back(t);
+    }
+    // A scope ends after the last task it or a scope inside it holds is submitted.
+    const size_t ns = rt_.scopes.size();
+    scope_tasks_.assign(ns, {});
+    scope_open_.assign(ns, 1);
+    std::vector<int64_t> last(ns, -1);
+    for (uint32_t t = 0; t < n && t < rt_.tasks.size(); ++t) {
+      const int32_t s = ft(t).scope;
+      if (s < 0 || s >= static_cast<int32_t>(ns)) continue;
+      scope_tasks_[static_cast<size_t>(s)].push_back(t);
+      for (int32_t a = s; a >= 0 && a < static_cast<int32_t>(ns);
+           a = rt_.scopes[static_cast<size_t>(a)].parent)
+        last[static_cast<size_t>(a)] = std::max<int64_t>(last[static_cast<size_t>(a)], t);
+    }
+    ends_after_.assign(n, {});
+    for (size_t s = ns; s-- > 0;) {  // inner scopes (later begins) end first
+      if (last[s] < 0) {
+        scope_open_[s] = 0;
+        continue;
+      }
+      ends_after_[static_cast<size_t>(last[s])].push_back(static_cast<int32_t>(s));
+    }
+    const int64_t cores = o_.default_cores;
+    free_ = {rt_.value(Cap::cores_aic).value_or(cores),
+             rt_.value(Cap::cores_aiv).value_or(2 * cores), 0};
+    total_ = free_;
+  }
+
+  // The orchestrator submits while the rings admit the next task.
+  bool submit_all() {
+    bool moved = false;
+    while (next_submit_ < p_.tasks.size()) {
+      const auto t = static_cast<uint32_t>(next_submit_);
+      if (ring_of_[t] >= 0 && !admit(t)) return moved;
+      wire(t);
+      state_[t] = State::Pending;
+      if (counters_.ready(t)) make_ready(t);
+      ++next_submit_;
+      moved = true;
+      for (int32_t s : ends_after_[t]) end_scope(s);
+    }
+    return moved;
+  }
+
+  bool admit(uint32_t t) {
+    Ring& r = rings_[static_cast<size_t>(ring_of_[t])];
+    const int64_t local = r.next;
+    const int64_t active = local - r.last_alive + (pto_ ? 1 : 0);
+    const int64_t heap = (ft(t).heap + 63) / 64 * 64;
+    const int64_t inl = rt_.value(Cap::fanin_inline, ring_of_[t]).value_or(64);
+    const int64_t spill = std::max<int64_t>(0, ft(t).fanin - inl);
+    int64_t off = -1;
+    if (active >= r.window) {
+      blocked_on_ = "task window";
+    } else if (heap > 0 && (off = place(r, heap)) < 0) {
+      blocked_on_ = "heap";
+    } else if (r.deps + ft(t).fanin > r.dep_pool) {
+      blocked_on_ = "dependency pool";
+    } else if (pto_ && r.spills + spill > r.spill) {
+      blocked_on_ = "fan-in spill pool";
+    } else {
+      if (heap > 0) {
+        r.blocks.emplace_back(off, heap);
+        r.heap_top = off + heap;
+        r.heap_used += heap;
+      } else {
+        r.blocks.emplace_back(r.heap_top, 0);
+      }
+      r.deps += ft(t).fanin;
+      r.spills += spill;
+      ++r.next;
+      return true;
+    }
+    ++run_.blocked;
+    return false;
+  }
+
+  // A submitted task holds its producers until it completes (PTO's fanout count); its scope
+  // holds it until the scope ends.
+  void wire(uint32_t t) {
+    for (uint32_t slot : g_.wait_slots(t))
+      for (uint32_t q : g_.producers(slot))
+        if (q != t && state_[q] != State::Unsubmitted && !consumed_[q]) {
+          ++waiting_on_[q];
+          holds_[t].push_back(q);
+        }
+    if (ring_of_[t] >= 0 && ft(t).scope >= 0 &&
+        static_cast<size_t>(ft(t).scope) < scope_open_.size())
+      ++waiting_on_[t];
+  }
+
+  void make_ready(uint32_t t) {
+    state_[t] = State::Running;  // queued for a core
+    ready_.push_back(t);
+  }
+
+  // Where `size` bytes fit in the ring heap without straddling its end, or -1.
+  static int64_t place(const Ring& r, int64_t size) {
+    if (r.heap_used == 0)
+      return size <= r.heap ? (r.heap_top + size <= r.heap ? r.heap_top : 0) : -1;
+    const int64_t top = r.heap_top, tail = r.heap_tail;
+    if (top >= tail) {
+      if (r.heap - top >= size) return top;
+      return tail > size ? 0 : -1;
+    }
+    return tail - top > size ? top : -1;
+  }
+
+  void end_scope(int32_t s) {
+    scope_open_[static_cast<size_t>(s)] = 0;
+    for (uint32_t t : scope_tasks_[static_cast<size_t>(s)]) release(t);
+  }
+
+  void release(uint32_t t) {
+    if (--waiting_on_[t] == 0 && state_[t] == State::Completed) consume(t);
+  }
+
+  void consume(uint32_t t) {
+    consumed_[t] = 1;
+    const int32_t r = ring_of_[t];
+    if (r < 0) return;
+    // The watermark passes consecutive consumed tasks: their slots, heap and entries come back.
+    Ring& x = rings_[static_cast<size_t>(r)];
+    while (x.last_alive < x.next && consumed_[x.tasks[static_cast<size_t>(x.last_alive)]]) {
+      const uint32_t q = x.tasks[static_cast<size_t>(x.last_alive)];
+      const auto [off, size] = x.blocks.front();
+      x.blocks.pop_front();
+      x.heap_used -= size;
+      x.heap_tail = off + size;
+      if (x.heap_used == 0) x.heap_tail = x.heap_top;
+      x.deps -= ft(q).fanin;
+      const int64_t inl = rt_.value(Cap::fanin_inline, r).value_or(64);
+      x.spills -= std::max<int64_t>(0, ft(q).fanin - inl);
+      ++x.last_alive;
+    }
+  }
+
+  // Ready tasks to free cores of their shape; joins and kernel-less tasks complete at once.
+  bool dispatch(double now) {
+    bool moved = false;
+    const int64_t cap = rt_.value(Cap::ready_queue).value_or(65536);
+    std::array<int64_t, 3> per{};
+    for (uint32_t t : ready_) {
+      const int32_t k = ring_of_[t] < 0 ? 3 : ft(t).kind;
+      if (k >= 0 && k < 3 && ++per[static_cast<size_t>(k)] > cap && !ready_overflow_)
+        ready_overflow_ = ir::Diagnostics{ir::error(
+            "vm.overflow",
+            fmt::format("the {} ready queue overflowed: {} tasks ready at once, it holds {} "
+                        "(PTO's push fails when full)",
+                        k == 0   ? "MIX"
+                        : k == 1 ? "AIC"
+                                 : "AIV",
+                        per[static_cast<size_t>(k)], cap),
+            ir::task_pointer(t))};
+    }
+    for (size_t k = 0; k < ready_.size();) {
+      const uint32_t t = ready_[k];
+      const int32_t shape =
+          ring_of_[t] < 0 ? static_cast<int32_t>(ir::PtoShape::Alloc) : ft(t).kind;
+      if (shape == static_cast<int32_t>(ir::PtoShape::Alloc)) {
+        ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(k));
+        finish(t);
+        moved = true;
+        continue;
+      }
+      const int64_t need_aic = shape == 1 || shape == 0 ? 1 : 0;
+      const int64_t need_aiv = shape == 2 ? 1 : shape == 0 ? 2 : 0;
+      if (free_[0] < need_aic || free_[1] < need_aiv) {
+        ++k;
+        continue;
+      }
+      free_[0] -= need_aic;
+      free_[1] -= need_aiv;
+      // block_num blocks run in waves over the shape's cores.
+      const int64_t cores = std::max<int64_t>(1, shape == 2 ? total_[1] : total_[0]);
+      const int64_t waves = (std::max<int64_t>(1, ft(t).variant) + cores - 1) / cores;
+      running_.emplace_back(now + o_.task_us * static_cast<double>(waves), t);
+      ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(k));
+      moved = true;
+    }
+    return moved;
+  }
+
+  void free_cores(uint32_t t) {
+    const int32_t shape = ft(t).kind;
+    free_[0] += shape == 1 || shape == 0 ? 1 : 0;
+    free_[1] += shape == 2 ? 1 : shape == 0 ? 2 : 0;
+  }
+
+  void finish(uint32_t t) {
+    state_[t] = State::Completed;
+    ++completed_;
+    counters_.complete(t);
+    for (uint32_t w : g_.consumers(t))
+      if (state_[w] == State::Pending && counters_.ready(w)) make_ready(w);
+    std::vector<uint32_t> holds = std::move(holds_[t]);
+    for (uint32_t q : holds) release(q);
+    if (waiting_on_[t] == 0) consume(t);
+  }
+
+  ir::Diagnostics stuck(double now) {
+    std::string why;
+    if (next_submit_ < p_.tasks.size()) {
+      const auto t = static_cast<uint32_t>(next_submit_);
+      const int32_t r = ring_of_[t];
+      const Ring& x = rings_[static_cast<size_t>(r)];
+      why = fmt::format(
+          "the orchestrator cannot submit {} on ring {}: the ring's {} is full "
+          "(task window {} of {} slots held, heap {} of {} bytes, dependency pool {} "
+          "of {} entries)",
+          task_name(p_, t), r, blocked_on_, x.next - x.last_alive, x.window, x.heap_used, x.heap,
+          x.deps, x.dep_pool);
+      if (x.last_alive < x.next) {
+        const uint32_t head = x.tasks[static_cast<size_t>(x.last_alive)];
+        const int32_t s = ft(head).scope;
+        why += fmt::format("; the oldest live task, {}, {}", task_name(p_, head),
+                           state_[head] != State::Completed ? "has not run yet"
+                           : s >= 0 && scope_open_[static_cast<size_t>(s)]
+                               ? fmt::format("is held by scope '{}' (depth {}), still open: its "
+                                             "scope_end comes after tasks the blocked "
+                                             "orchestrator cannot submit",
+                                             rt_.scopes[static_cast<size_t>(s)].site,
+                                             rt_.scopes[static_cast<size_t>(s)].depth)
+                               : "waits for its consumers");
+      }
+    } else {
+      for (uint32_t t = 0; t < p_.tasks.size(); ++t)
+        if (state_[t] == State::Pending) {
+          why = fmt::format("{} {}", task_name(p_, t), counters_.why(t));
+          break;
+        }
+    }
+    return {
+        ir::error("vm.deadlock",
+                  fmt::format("{} graph stuck after {} of {} tasks (t = {} us): {}",
+                              pto_ ? "PTO" : "orchestrated", completed_, p_.tasks.size(), now, why),
+                  ir::task_pointer(std::min<size_t>(next_submit_, p_.tasks.size() - 1)))};
+  }
+};
+
+}  // namespace
+
+ir::Result<ForeignRun> run_rings(const ir::Program& p, const ForeignOptions& o) {
+  return Sim(p, o).run();
+}
+
+}  // namespace amk::vm::detail
