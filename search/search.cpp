@@ -204,169 +204,204 @@ Search::Search(const lower::ModelSpec& m, const targets::TargetSpec& t, Space sp
                SearchOptions options)
     : m_(m), t_(t), space_(std::move(space)), o_(std::move(options)) {}
 
-ir::Result<SearchResult> Search::run() {
-  const auto t0 = Clock::now();
-  SearchResult res;
-  History h;
-  const ir::ScheduleConfig base = o_.start ? *o_.start : lower::default_config();
-  const Point start_point = space_.point_of(base);
-  const int jobs = std::max(1, o_.jobs);
-  std::vector<Evaluator> workers;
-  if (!o_.evaluate)
-    for (int j = 0; j < jobs; ++j) workers.emplace_back(m_, t_, o_.lower);
-  ir::Pool pool(o_.evaluate ? 1 : static_cast<size_t>(jobs));
-  // A warm evaluator holds up to ~60 MB of structures in small blocks: at the end each is freed
-  // on a thread of its own (Llama-3.2-1B, 600 candidates, --jobs 2: 23 ms one after the other,
-  // 15 ms so; medians of 5).
-  struct FreeInParallel {
-    ir::Pool& pool;
-    std::vector<Evaluator>& workers;
-    ~FreeInParallel() {
-      pool.run(workers.size(), [&](size_t, size_t i) { Evaluator gone = std::move(workers[i]); });
-    }
-  } free_in_parallel{pool, workers};
-  std::unordered_set<std::string> lowered;  // the structures (structure_text) evaluated so far
+namespace {
 
-  std::unique_ptr<Strategy> strategy =
-      o_.algorithm == Algorithm::Amk
-          ? amk_strategy(space_, o_.seed, o_.budget)
-          : descent_strategy(space_, o_.seed, o_.min_batch,
-                             [&](const Point& p) { return config_key(space_.config(p, base)); });
-  // A log's evaluations by config: a proposal the log evaluated takes its result, whatever its
-  // index there (a search of another budget: AMK's random share depends on it).
-  std::unordered_map<std::string, const Trial*> replay_by_key;
-  for (const Trial& r : o_.replay)
-    if (r.duplicate_of < 0) replay_by_key.emplace(r.key, &r);
+// One run of a search: the trials so far, the evaluators and their pool, and the steps of a run
+// (propose, settle, evaluate, record; then measure the best and prove the winner again).
+class Run {
+ public:
+  Run(const lower::ModelSpec& m, const targets::TargetSpec& t, Space& space, const SearchOptions& o)
+      : m_(m),
+        t_(t),
+        space_(space),
+        o_(o),
+        base_(o.start ? *o.start : lower::default_config()),
+        pool_(o.evaluate ? 1 : static_cast<size_t>(std::max(1, o.jobs))) {
+    if (!o_.evaluate)
+      for (int j = 0; j < std::max(1, o_.jobs); ++j) workers_.emplace_back(m_, t_, o_.lower);
+    for (const Trial& r : o_.replay)
+      if (r.duplicate_of < 0) replay_by_key_.emplace(r.key, &r);
+  }
+  // A warm evaluator holds up to ~60 MB of structures in small blocks: each is freed on a thread
+  // of its own (Llama-3.2-1B, 600 candidates, --jobs 2: 23 ms one after the other, 15 ms so;
+  // medians of 5).
+  ~Run() {
+    pool_.run(workers_.size(), [&](size_t, size_t i) { Evaluator gone = std::move(workers_[i]); });
+  }
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
+
+  ir::Result<SearchResult> run() {
+    if (ir::Status st = explore(); !st) return std::move(st.diagnostics);
+    if (o_.measure && o_.measure_top_k > 0 && !res_.stopped) measure_best();
+    return finish();
+  }
+
+ private:
+  bool stopped() const { return o_.stop && o_.stop->load(std::memory_order_relaxed); }
+  bool out_of_time() const {
+    return o_.deadline_s > 0 &&
+           std::chrono::duration<double>(Clock::now() - t0_).count() >= o_.deadline_s;
+  }
+  ir::ScheduleConfig config_of(const Proposal& q) const {
+    return q.source == Source::Start ? base_ : space_.config(q.point, base_);
+  }
+
+  // The start, then the strategy's batches until the budget, the deadline, a stop, or a space
+  // with nothing new left.
+  ir::Status explore() {
+    std::unique_ptr<Strategy> strategy =
+        o_.algorithm == Algorithm::Amk
+            ? amk_strategy(space_, o_.seed, o_.budget)
+            : descent_strategy(space_, o_.seed, o_.min_batch,
+                               [&](const Point& p) { return config_key(space_.config(p, base_)); });
+    if (ir::Status st = run_batch({{space_.point_of(base_), Source::Start}}); !st) return st;
+    int idle = 0;  // batches that evaluated nothing new (a small space runs out)
+    while (!res_.stopped && res_.evaluations < o_.budget && !out_of_time() && idle < 64) {
+      std::vector<Proposal> batch = strategy->next(h_);
+      if (batch.empty()) {
+        res_.exhausted = true;
+        break;
+      }
+      cut_at_budget(batch);
+      const int64_t before = res_.evaluations;
+      if (ir::Status st = run_batch(std::move(batch)); !st) return st;
+      idle = res_.evaluations == before ? idle + 1 : 0;
+    }
+    if (idle == 64) res_.exhausted = true;
+    return {};
+  }
+
+  // Where the budget ends inside a batch: after as many new configs as it has left.
+  void cut_at_budget(std::vector<Proposal>& batch) const {
+    std::unordered_set<std::string> fresh;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      std::string key = config_key(config_of(batch[i]));
+      if (!h_.by_key.count(key) && fresh.insert(std::move(key)).second &&
+          static_cast<int64_t>(fresh.size()) == o_.budget - res_.evaluations) {
+        batch.resize(i + 1);
+        return;
+      }
+    }
+  }
 
   // Turns proposals into trials (duplicates and replayed ones settled at once), evaluates the
-  // rest in parallel, and records them in index order.
-  auto run_batch = [&](std::vector<Proposal> batch) -> ir::Status {
+  // rest, and records them in index order.
+  ir::Status run_batch(std::vector<Proposal> batch) {
     std::vector<Trial> trials(batch.size());
+    const std::vector<size_t> todo = settle(batch, trials);
+    if (ir::Status st = evaluate(trials, todo); !st) return st;
+    if (stopped()) return ir::error("search.cancelled", "the search was cancelled");
+    record(batch, trials);
+    return {};
+  }
+
+  // Fills each trial's config and key; returns the ones to evaluate (a duplicate takes its
+  // original's results later, a replayed one its log's now).
+  std::vector<size_t> settle(const std::vector<Proposal>& batch, std::vector<Trial>& trials) {
     std::vector<size_t> todo;
     std::unordered_map<std::string, size_t> in_batch;
     for (size_t i = 0; i < batch.size(); ++i) {
       Trial& t = trials[i];
-      t.index = static_cast<int64_t>(h.trials.size() + i);
+      t.index = static_cast<int64_t>(h_.trials.size() + i);
       t.source = batch[i].source;
-      t.config = t.source == Source::Start ? base : space_.config(batch[i].point, base);
+      t.config = config_of(batch[i]);
       t.key = config_key(t.config);
-      if (auto it = h.by_key.find(t.key); it != h.by_key.end()) {
+      if (auto it = h_.by_key.find(t.key); it != h_.by_key.end()) {
         t.duplicate_of = it->second;
       } else if (auto jt = in_batch.find(t.key); jt != in_batch.end()) {
         t.duplicate_of = trials[jt->second].index;
-      } else if (auto kt = replay_by_key.find(t.key); kt != replay_by_key.end()) {
+      } else if (auto kt = replay_by_key_.find(t.key); kt != replay_by_key_.end()) {
         in_batch.emplace(t.key, i);  // evaluated in the log: its result is taken
         take_results(t, *kt->second);
         t.eval_us = t.lower_us = t.validate_us = t.cost_us = 0;
-        ++res.replayed;
+        ++res_.replayed;
       } else {
         in_batch.emplace(t.key, i);
         todo.push_back(i);
       }
     }
+    return todo;
+  }
+
+  // Evaluates trials[todo]: elsewhere (SearchOptions::evaluate), or on the workers in units of
+  // one structure each, so that a thread lowers a structure for all of its configs.
+  ir::Status evaluate(std::vector<Trial>& trials, const std::vector<size_t>& todo) {
     if (o_.evaluate) {
       std::vector<Trial*> remote;
       for (size_t k : todo) remote.push_back(&trials[k]);
-      if (!remote.empty())
-        if (ir::Status st = o_.evaluate(remote); !st) return st;
-    } else {
-      std::vector<const ir::ScheduleConfig*> configs;
-      for (size_t k : todo) configs.push_back(&trials[k].config);
-      // Units of one structure each, so that a thread lowers a structure for all of them.
-      const std::vector<std::string> texts = structure_texts(configs);
-      std::vector<std::vector<size_t>> units = units_of(texts, workers.size());
-      longest_first(units, texts, lowered);
-      if (h.trials.empty() && units.size() == 1 && workers.size() > 1) {
-        // The start config alone: while the first evaluator evaluates it, each other one
-        // evaluates a copy (dropped), so that all come to the first neighbourhood warm (the
-        // model's graph built, the start's structure kept, their memory mapped) instead of
-        // idling now and starting cold then.
-        pool.run(workers.size(), [&](size_t, size_t e) {
-          if (e == 0) {
-            for (size_t k : units[0]) workers[0].evaluate(trials[todo[k]], o_.objective);
-            return;
-          }
-          Trial warm;
-          warm.config = trials[todo[units[0][0]]].config;
-          workers[e].evaluate(warm, o_.objective);
-        });
-      } else {
-        pool.run(units.size(), [&](size_t w, size_t u) {
-          for (size_t k : units[u]) workers[w].evaluate(trials[todo[k]], o_.objective);
-        });
-      }
+      return remote.empty() ? ir::Status{} : o_.evaluate(remote);
     }
-    const auto first = static_cast<int64_t>(h.trials.size());  // trials[i] is trial first + i
+    std::vector<const ir::ScheduleConfig*> configs;
+    for (size_t k : todo) configs.push_back(&trials[k].config);
+    const std::vector<std::string> texts = structure_texts(configs);
+    std::vector<std::vector<size_t>> units = units_of(texts, workers_.size());
+    longest_first(units, texts, lowered_);
+    if (h_.trials.empty() && units.size() == 1 && workers_.size() > 1) {
+      // The start config alone: while the first evaluator evaluates it, each other one evaluates
+      // a copy (dropped), so that all come to the first neighbourhood warm (the model's graph
+      // built, the start's structure kept, their memory mapped) instead of idling now and
+      // starting cold then.
+      pool_.run(workers_.size(), [&](size_t, size_t e) {
+        if (e == 0) {
+          for (size_t k : units[0]) workers_[0].evaluate(trials[todo[k]], o_.objective);
+          return;
+        }
+        Trial warm;
+        warm.config = trials[todo[units[0][0]]].config;
+        workers_[e].evaluate(warm, o_.objective);
+      });
+      return {};
+    }
+    pool_.run(units.size(), [&](size_t w, size_t u) {
+      for (size_t k : units[u])
+        if (!stopped()) workers_[w].evaluate(trials[todo[k]], o_.objective);
+    });
+    return {};
+  }
+
+  // Appends a batch's trials to the history in index order (a duplicate takes its original's
+  // results), moves the incumbent, and tells on_trial (which may stop the search).
+  void record(const std::vector<Proposal>& batch, std::vector<Trial>& trials) {
+    const auto first = static_cast<int64_t>(h_.trials.size());  // trials[i] is trial first + i
     for (size_t i = 0; i < trials.size(); ++i) {
       Trial& t = trials[i];
       if (t.duplicate_of >= 0) {
         const Trial& orig = t.duplicate_of < first
-                                ? h.trials[static_cast<size_t>(t.duplicate_of)]
+                                ? h_.trials[static_cast<size_t>(t.duplicate_of)]
                                 : trials[static_cast<size_t>(t.duplicate_of - first)];
         take_results(t, orig);
         t.eval_us = t.lower_us = t.validate_us = t.cost_us = 0;
+        ++res_.duplicates;
+      } else {
+        ++res_.evaluations;
+        h_.by_key.emplace(t.key, t.index);
       }
-      if (t.duplicate_of >= 0)
-        ++res.duplicates;
-      else
-        ++res.evaluations;
-      if (t.duplicate_of < 0) h.by_key.emplace(t.key, t.index);
-      h.points.push_back(batch[i].point);
-      h.seen.insert(batch[i].point);
-      if (t.valid && t.duplicate_of < 0 && t.score < h.score(h.incumbent)) h.incumbent = t.index;
-      h.trials.push_back(std::move(t));
-      if (o_.on_trial && !o_.on_trial(h.trials.back())) {
-        res.stopped = true;
-        return {};
-      }
-    }
-    return {};
-  };
-
-  auto out_of_time = [&] {
-    return o_.deadline_s > 0 &&
-           std::chrono::duration<double>(Clock::now() - t0).count() >= o_.deadline_s;
-  };
-  if (ir::Status st = run_batch({{start_point, Source::Start}}); !st)
-    return std::move(st.diagnostics);
-  int idle = 0;  // batches that evaluated nothing new (a small space runs out)
-  while (!res.stopped && res.evaluations < o_.budget && !out_of_time() && idle < 64) {
-    std::vector<Proposal> batch = strategy->next(h);
-    if (batch.empty()) {
-      res.exhausted = true;
-      break;
-    }
-    // Where the budget ends inside the batch: after as many new configs as it has left.
-    std::unordered_set<std::string> fresh;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      const Proposal& q = batch[i];
-      std::string key = config_key(q.source == Source::Start ? base : space_.config(q.point, base));
-      if (!h.by_key.count(key) && fresh.insert(std::move(key)).second &&
-          static_cast<int64_t>(fresh.size()) == o_.budget - res.evaluations) {
-        batch.resize(i + 1);
-        break;
+      h_.points.push_back(batch[i].point);
+      h_.seen.insert(batch[i].point);
+      if (t.valid && t.duplicate_of < 0 && t.score < h_.score(h_.incumbent)) h_.incumbent = t.index;
+      h_.trials.push_back(std::move(t));
+      if (o_.on_trial && !o_.on_trial(h_.trials.back())) {
+        res_.stopped = true;
+        return;
       }
     }
-    const int64_t before = res.evaluations;
-    if (ir::Status st = run_batch(std::move(batch)); !st) return std::move(st.diagnostics);
-    idle = res.evaluations == before ? idle + 1 : 0;
   }
-  if (idle == 64) res.exhausted = true;
 
-  // The exploit: measure the best predicted configs (and the start), rank by measurement.
-  if (o_.measure && o_.measure_top_k > 0 && !res.stopped) {
+  // The exploit: measures the best predicted configs (and the start) and ranks by measurement.
+  void measure_best() {
     std::vector<int64_t> ranked;
-    for (const Trial& t : h.trials)
+    for (const Trial& t : h_.trials)
       if (t.valid && t.duplicate_of < 0) ranked.push_back(t.index);
     std::stable_sort(ranked.begin(), ranked.end(),
-                     [&](int64_t a, int64_t b) { return h.score(a) < h.score(b); });
+                     [&](int64_t a, int64_t b) { return h_.score(a) < h_.score(b); });
     if (ranked.size() > static_cast<size_t>(o_.measure_top_k))
       ranked.resize(static_cast<size_t>(o_.measure_top_k));
-    if (h.trials[0].valid && std::find(ranked.begin(), ranked.end(), 0) == ranked.end())
+    if (h_.trials[0].valid && std::find(ranked.begin(), ranked.end(), 0) == ranked.end())
       ranked.push_back(0);  // the best is never measured worse than the start
     int64_t best_measured = -1;
     for (int64_t i : ranked) {
-      Trial& t = h.trials[static_cast<size_t>(i)];
+      Trial& t = h_.trials[static_cast<size_t>(i)];
       lower::LowerResult lr = lower::lower(m_, t_, t.config, o_.lower);
       if (!lr) continue;
       ir::Result<double> us = o_.measure(*lr.value, t);
@@ -381,38 +416,63 @@ ir::Result<SearchResult> Search::run() {
       }
       t.measured_us = *us;
       t.score = *us;
-      if (best_measured < 0 || t.score < h.score(best_measured)) best_measured = i;
+      if (best_measured < 0 || t.score < h_.score(best_measured)) best_measured = i;
     }
-    if (best_measured >= 0) h.incumbent = best_measured;
+    if (best_measured >= 0) h_.incumbent = best_measured;
     if (o_.on_measured)
-      for (int64_t i : ranked) o_.on_measured(h.trials[static_cast<size_t>(i)]);
+      for (int64_t i : ranked) o_.on_measured(h_.trials[static_cast<size_t>(i)]);
   }
 
-  res.best = h.incumbent;
-  res.valid = std::count_if(h.trials.begin(), h.trials.end(),
-                            [](const Trial& t) { return t.valid && t.duplicate_of < 0; });
-  res.trials = std::move(h.trials);
-  res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (res.best < 0) {
-    ir::Diagnostics d{
-        ir::error("search.none-valid",
-                  fmt::format("no candidate of {} trials lowered and validated for {} on {}",
-                              res.trials.size(), m_.name, t_.record.name))};
-    for (const ir::Diagnostic& x : res.trials.front().diagnostics) {
-      ir::Diagnostic why = x;
-      why.message = "the start config: " + why.message;
-      d.push_back(std::move(why));
+  // The result: the best config, lowered again from nothing and proven again before anyone
+  // writes it; `search.none-valid` when no trial was valid.
+  ir::Result<SearchResult> finish() {
+    SearchResult res = std::move(res_);
+    res.best = h_.incumbent;
+    res.valid = std::count_if(h_.trials.begin(), h_.trials.end(),
+                              [](const Trial& t) { return t.valid && t.duplicate_of < 0; });
+    res.trials = std::move(h_.trials);
+    res.wall_s = std::chrono::duration<double>(Clock::now() - t0_).count();
+    if (res.best < 0) {
+      ir::Diagnostics d{
+          ir::error("search.none-valid",
+                    fmt::format("no candidate of {} trials lowered and validated for {} on {}",
+                                res.trials.size(), m_.name, t_.record.name))};
+      for (const ir::Diagnostic& x : res.trials.front().diagnostics) {
+        ir::Diagnostic why = x;
+        why.message = "the start config: " + why.message;
+        d.push_back(std::move(why));
+      }
+      return d;
     }
-    return d;
+    lower::LowerResult lr =
+        lower::lower(m_, t_, res.trials[static_cast<size_t>(res.best)].config, o_.lower);
+    if (!lr) return std::move(lr.diagnostics);
+    validate::Result v = validate::validate(*lr.value);
+    AMK_ASSERT(v.ok, "the best config lowered again does not validate");
+    res.best_program = std::move(*lr.value);
+    return res;
   }
-  // The best config, lowered again from nothing and proven again before anyone writes it.
-  lower::LowerResult lr =
-      lower::lower(m_, t_, res.trials[static_cast<size_t>(res.best)].config, o_.lower);
-  if (!lr) return std::move(lr.diagnostics);
-  validate::Result v = validate::validate(*lr.value);
-  AMK_ASSERT(v.ok, "the best config lowered again does not validate");
-  res.best_program = std::move(*lr.value);
-  return res;
+
+  const lower::ModelSpec& m_;
+  const targets::TargetSpec& t_;
+  Space& space_;  // point_of() adds the start's values to it
+  const SearchOptions& o_;
+  const Clock::time_point t0_ = Clock::now();
+  const ir::ScheduleConfig base_;
+  SearchResult res_;
+  History h_;
+  ir::Pool pool_;
+  std::vector<Evaluator> workers_;
+  std::unordered_set<std::string> lowered_;  // the structures (structure_text) evaluated so far
+  // A log's evaluations by config: a proposal the log evaluated takes its result, whatever its
+  // index there (a search of another budget: AMK's random share depends on it).
+  std::unordered_map<std::string, const Trial*> replay_by_key_;
+};
+
+}  // namespace
+
+ir::Result<SearchResult> Search::run() {
+  return Run(m_, t_, space_, o_).run();
 }
 
 }  // namespace amk::search
