@@ -7,6 +7,7 @@
 
 #include "app/load.h"
 #include "app/search_session.h"
+#include "app/service_args.h"
 #include "ir/checked.h"
 #include "ir/diagnostic_json.h"
 #include "ir/diff.h"
@@ -22,292 +23,6 @@ namespace amk::app {
 
 namespace {
 
-constexpr Operation kOperations[] = {
-    {"validate",
-     "Prove a megakernel program deadlock- and race-free (every rule of AMK's "
-     "validator and "
-     "more); errors come with JSON pointers and task ids. Also reads MPK task_graph.json and "
-     "PTO deps.json graphs, with their runtimes' capacity rules.",
-     R"json({"type":"object","properties":{"program":{"description":"the program: an AMK IR object, or a path to a program file","type":["object","string"]},"path":{"type":"string","description":"a program file (instead of program)"},"text":{"type":"string","description":"the program's JSON text (instead of program)"},"target":{"type":"string","description":"MPK/PTO: the chip whose SMs or cores the runtime's defaults assume"},"format":{"enum":["amk","mpk","pto"],"description":"the file's format (default: by its top-level keys): amk's program, MPK's task_graph.json, PTO's deps.json"},"scope_stats":{"type":"string","description":"PTO: the scope_stats.jsonl to read (default: scope_stats/ beside the file)"},"launch":{"type":"array","items":{"type":"string"},"description":"KEY=VALUE runtime capacity or launch-shape overrides (a number, or a comma list per ring)"}},"additionalProperties":false})json"},
-    {"lower",
-     "Lower one decode step of a model for a target under a ScheduleConfig into a "
-     "program the "
-     "validator proved; returns the program (or writes it to output) with its "
-     "predicted latency.",
-     R"json({"type":"object","properties":{"runtime":{"description":"a built-in runtime name (amk runtimes), a runtime file, or an inline profile (default: the target's)","type":["string","object"]},"model":{"description":"a built-in model name (see info), a model spec file, or an inline spec","type":["string","object"]},"target":{"description":"a built-in target name (see info), a target file, or an inline record","type":["string","object"]},"config":{"description":"a ScheduleConfig object, its JSON text, a config file path, 'auto' (amk's auto-tiling) or null (AMK's default_config)","type":["object","string","null"]},"pos":{"type":"integer","minimum":0},"batch":{"type":"integer","minimum":1},"dtype":{"enum":["F32","BF16","F16"]},"quant":{"enum":[null,"int8","int4"]},"output":{"type":"string","description":"write the program to this file (atomically) instead of returning it"}},"required":["model","target"],"additionalProperties":false})json"},
-    {"cost",
-     "The cost model's predicted latency of a program on a target (its own target by "
-     "default).",
-     R"json({"type":"object","properties":{"runtime":{"description":"a built-in runtime name (amk runtimes), a runtime file, or an inline profile (default: the target's)","type":["string","object"]},"program":{"type":["object","string"]},"path":{"type":"string"},"text":{"type":"string"},"target":{"type":["string","object"]}},"additionalProperties":false})json"},
-    {"search_eval",
-     "Evaluate one ScheduleConfig as a search does: lower, prove and score it (a warm "
-     "lowering "
-     "and validator are kept per model, target and options).",
-     R"json({"type":"object","properties":{"runtime":{"description":"a built-in runtime name (amk runtimes), a runtime file, or an inline profile (default: the target's)","type":["string","object"]},"model":{"type":["string","object"]},"target":{"type":["string","object"]},"config":{"type":["object","string","null"]},"configs":{"type":"array","items":{"type":"object"},"description":"several configs in one request (the result is {trials: [...]})"},"objective":{"enum":["predicted","amk-formula"]},"pos":{"type":"integer","minimum":0},"batch":{"type":"integer","minimum":1},"dtype":{"enum":["F32","BF16","F16"]},"quant":{"enum":[null,"int8","int4"]}},"required":["model","target"],"additionalProperties":false})json"},
-    {"info",
-     "Summarise a program (counts, op mix, critical path, verdict, predicted latency); "
-     "without a "
-     "program, the amk version, operations, built-in models and targets.",
-     R"json({"type":"object","properties":{"runtime":{"description":"a built-in runtime name (amk runtimes), a runtime file, or an inline profile (default: the target's)","type":["string","object"]},"program":{"type":["object","string"]},"path":{"type":"string"},"text":{"type":"string"},"target":{"type":["string","object"]},"unsafe":{"type":"boolean","description":"predict even for a rejected program"},"format":{"enum":["amk","mpk","pto"],"description":"the file's format (default: by its top-level keys): amk's program, MPK's task_graph.json, PTO's deps.json"},"scope_stats":{"type":"string","description":"PTO: the scope_stats.jsonl to read (default: scope_stats/ beside the file)"},"launch":{"type":"array","items":{"type":"string"},"description":"KEY=VALUE runtime capacity or launch-shape overrides (a number, or a comma list per ring)"}},"additionalProperties":false})json"},
-    {"diff", "The semantic changes from program a to program b (tasks matched by label).",
-     R"json({"type":"object","properties":{"a":{"type":["object","string"]},"b":{"type":["object","string"]}},"required":["a","b"],"additionalProperties":false})json"},
-    {"search",
-     "Search ScheduleConfigs for a model on a target with the full proof in the loop; "
-     "returns "
-     "the start and the best trial (config, predicted latency) and optionally writes "
-     "the best "
-     "config.",
-     R"json({"type":"object","properties":{"runtime":{"description":"a built-in runtime name or a runtime file (default: the target's)","type":"string"},"model":{"type":"string"},"target":{"type":"string"},"budget":{"type":"integer","minimum":1,"maximum":100000},"time":{"type":"number","exclusiveMinimum":0,"description":"stop after this many seconds"},"seed":{"type":"integer","minimum":0},"jobs":{"type":"integer","minimum":1,"maximum":256},"algo":{"enum":["descent","amk"]},"min_batch":{"type":"integer","minimum":0,"description":"descent: at least this many new configs per round"},"objective":{"enum":["predicted","amk-formula"]},"start":{"type":["object","string"],"description":"the start ScheduleConfig: an object, its JSON text or a config file path (default: AMK's default_config)"},"output":{"type":"string","description":"write the best config to this file"}},"required":["model","target"],"additionalProperties":false})json"},
-};
-
-ir::Diagnostic bad(std::string_view key, std::string message) {
-  return ir::error("request.invalid", std::move(message), "/" + ir::pointer_token(key));
-}
-
-// Prefixes the pointers of diagnostics about an inline value with its key; line:column of the
-// re-serialised text would mislead, so they go.
-ir::Diagnostics inside(ir::Diagnostics d, std::string_view key) {
-  for (ir::Diagnostic& x : d) {
-    x.pointer = "/" + ir::pointer_token(key) + x.pointer;
-    x.line = x.column = 0;
-    for (ir::Note& n : x.notes) n.pointer = "/" + ir::pointer_token(key) + n.pointer;
-  }
-  return d;
-}
-
-// Typed access to optional arguments.
-struct Args {
-  const ojson& j;
-  ir::Diagnostics errors;
-  bool files = true;  // ServiceOptions::files
-
-  // A file named by argument `k`: "-" never (standard input is the request stream), any other
-  // only when the worker may touch files.
-  ir::Status file(std::string_view k, std::string_view path) const {
-    if (path == "-")
-      return ir::error("request.stdin",
-                       fmt::format("'{}' is \"-\", standard input, which is the request stream "
-                                   "here: give a file path or the value inline",
-                                   k),
-                       "/" + ir::pointer_token(k));
-    if (files) return {};
-    return ir::error("request.files",
-                     fmt::format("'{}' names a file ({}), and this worker reads and writes none: "
-                                 "give the value inline",
-                                 k, path),
-                     "/" + ir::pointer_token(k));
-  }
-
-  bool has(std::string_view k) const { return j.contains(k) && !j[std::string(k)].is_null(); }
-  const ojson& at(std::string_view k) const { return j[std::string(k)]; }
-  std::string str(std::string_view k, std::string fallback = {}) {
-    if (!has(k)) return fallback;
-    if (!at(k).is_string()) {
-      errors.push_back(bad(k, fmt::format("'{}' must be a string", k)));
-      return fallback;
-    }
-    return at(k).get<std::string>();
-  }
-  int64_t integer(std::string_view k, int64_t fallback, int64_t lo, int64_t hi) {
-    if (!has(k)) return fallback;
-    const ojson& v = at(k);
-    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(hi)) ||
-        v.get<int64_t>() < lo || v.get<int64_t>() > hi) {
-      errors.push_back(bad(k, fmt::format("'{}' must be an integer in [{}, {}]", k, lo, hi)));
-      return fallback;
-    }
-    return v.get<int64_t>();
-  }
-  // A positive number, at most `hi` (0: any).
-  double number(std::string_view k, double fallback, double hi = 0) {
-    if (!has(k)) return fallback;
-    if (!at(k).is_number() || at(k).get<double>() <= 0 || (hi > 0 && at(k).get<double>() > hi)) {
-      errors.push_back(bad(
-          k, hi > 0 ? fmt::format("'{}' must be a positive number, at most {}", k, ir::py_float(hi))
-                    : fmt::format("'{}' must be a positive number", k)));
-      return fallback;
-    }
-    return at(k).get<double>();
-  }
-  bool flag(std::string_view k) {
-    if (!has(k)) return false;
-    if (!at(k).is_boolean()) {
-      errors.push_back(bad(k, fmt::format("'{}' must be true or false", k)));
-      return false;
-    }
-    return at(k).get<bool>();
-  }
-  // How to read a program of another format: "format", "scope_stats", "launch" (a list of
-  // "KEY=VALUE") and, where the operation takes it, "target".
-  FormatOptions format_options() {
-    FormatOptions o;
-    if (has("format")) {
-      o.format = parse_format(str("format"));
-      if (!o.format)
-        errors.push_back(bad("format", "'format' must be \"amk\", \"mpk\" or \"pto\""));
-    }
-    o.scope_stats = str("scope_stats");
-    if (!o.scope_stats.empty()) ir::append(errors, file("scope_stats", o.scope_stats).diagnostics);
-    if (has("launch")) {
-      const ojson& l = at("launch");
-      bool ok = l.is_array();
-      for (size_t i = 0; ok && i < l.size(); ++i) {
-        ok = l[i].is_string();
-        if (ok) o.launch.push_back(l[i].get<std::string>());
-      }
-      if (!ok) errors.push_back(bad("launch", "'launch' must be a list of \"KEY=VALUE\" strings"));
-    }
-    if (has("target") && at("target").is_string()) o.target = at("target").get<std::string>();
-    return o;
-  }
-  // Refuses arguments the operation does not know (a typo must not be ignored).
-  void only(std::initializer_list<std::string_view> known) {
-    for (const auto& [k, v] : j.items())
-      if (k != "op" && k != "id" && std::find(known.begin(), known.end(), k) == known.end())
-        errors.push_back(bad(k, fmt::format("unknown argument '{}' (this operation takes: {})", k,
-                                            fmt::join(known, ", "))));
-  }
-  ir::Status status() {
-    if (errors.empty()) return {};
-    return std::move(errors);
-  }
-};
-
-// Whether a model or target argument names a file rather than a built-in (as
-// ir::read_builtin_or_file decides).
-bool looks_like_path(std::string_view s) {
-  return s == "-" || s.find('/') != std::string_view::npos || s.ends_with(".json");
-}
-
-// A program given inline (an object) or by path (a string) under `key`.
-ir::Result<ir::Program> program_arg(Args& a, std::string_view key) {
-  const ojson& v = a.at(key);
-  const FormatOptions fo = a.format_options();
-  if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
-  if (v.is_object()) {
-    ir::Result<ir::Program> r = parse_program(v.dump(), "", fo);
-    if (!r) return inside(std::move(r.diagnostics), key);
-    return r;
-  }
-  if (v.is_string()) {
-    if (ir::Status st = a.file(key, v.get<std::string>()); !st) return std::move(st.diagnostics);
-    return load_program(v.get<std::string>(), fo);
-  }
-  return bad(key, fmt::format("'{}' must be a program object or a file path", key));
-}
-
-// The program of validate, cost and info: "program" (inline or a path), "path" or "text" (the
-// program's JSON text).
-ir::Result<ir::Program> the_program(Args& a) {
-  if (a.has("program") + a.has("path") + a.has("text") > 1)
-    return bad("path", "give one of 'program', 'path' and 'text'");
-  if (a.has("text")) {
-    if (!a.at("text").is_string()) return bad("text", "'text' must be a program's JSON text");
-    const FormatOptions fo = a.format_options();
-    if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
-    return parse_program(a.at("text").get<std::string>(), "/text", fo);
-  }
-  if (a.has("path")) {
-    if (!a.at("path").is_string()) return bad("path", "'path' must be a file path");
-    return program_arg(a, "path");
-  }
-  if (!a.has("program")) return bad("program", "missing 'program' (or 'path' or 'text')");
-  return program_arg(a, "program");
-}
-
-// A model or target under `key`: a built-in name, a file (refused without files) or an inline
-// object, read by `load` or `parse`.
-template <class T, class Load, class Parse>
-ir::Result<T> spec_arg(Args& a, const char* key, std::string_view what, Load load, Parse parse) {
-  if (!a.has(key))
-    return bad(key, fmt::format("missing '{}' (a built-in name, a file or {})", key, what));
-  const ojson& v = a.at(key);
-  if (v.is_string()) {
-    if (looks_like_path(v.get<std::string>()))
-      if (ir::Status st = a.file(key, v.get<std::string>()); !st) return std::move(st.diagnostics);
-    return load(v.get<std::string>());
-  }
-  if (v.is_object()) {
-    ir::Result<T> r = parse(v.dump(), "/" + std::string(key));
-    if (!r) return inside(std::move(r.diagnostics), key);
-    return r;
-  }
-  return bad(key, fmt::format("'{}' must be a name, a file path or {} object", key, what));
-}
-
-ir::Result<lower::ModelSpec> model_arg(Args& a) {
-  return spec_arg<lower::ModelSpec>(a, "model", "a model spec", lower::load_model,
-                                    lower::parse_model);
-}
-
-ir::Result<targets::TargetSpec> target_arg(Args& a) {
-  return spec_arg<targets::TargetSpec>(a, "target", "a target record", targets::load_target,
-                                       targets::parse_target_spec);
-}
-
-// "runtime": a built-in name, a file or an inline profile; absent: nullopt (the target's).
-ir::Result<std::optional<targets::Runtime>> runtime_arg(Args& a) {
-  if (!a.has("runtime")) return std::optional<targets::Runtime>();
-  ir::Result<targets::Runtime> r = spec_arg<targets::Runtime>(
-      a, "runtime", "a runtime profile", targets::load_runtime, targets::parse_runtime);
-  if (!r) return std::move(r.diagnostics);
-  return std::optional<targets::Runtime>(std::move(*r.value));
-}
-
-// "config": an object, its JSON text, a file path, "auto" (nullopt) or absent/null (AMK's
-// default_config), as `amk lower --config` takes it.
-ir::Result<std::optional<ir::ScheduleConfig>> config_arg(Args& a, std::string_view key) {
-  if (!a.has(key)) return std::optional<ir::ScheduleConfig>(lower::default_config());
-  const ojson& v = a.at(key);
-  if (v.is_string() && v.get<std::string>() == "auto") return std::optional<ir::ScheduleConfig>();
-  ir::Result<ir::ScheduleConfig> c;
-  if (v.is_object()) {
-    c = lower::parse_config(v.dump(), "/" + std::string(key));
-    if (!c) return inside(std::move(c.diagnostics), key);
-  } else if (v.is_string()) {  // its JSON text (errors inside /key) or a file
-    const std::string& arg = v.get_ref<const std::string&>();
-    const bool inline_json = lower::is_inline_json(arg);
-    if (!inline_json)
-      if (ir::Status st = a.file(key, arg); !st) return std::move(st.diagnostics);
-    ir::Result<std::optional<ir::ScheduleConfig>> r =
-        lower::resolve_config(arg, "/" + std::string(key));
-    if (!r) return inline_json ? inside(std::move(r.diagnostics), key) : std::move(r.diagnostics);
-    return std::move(*r.value);
-  } else {
-    return bad(key,
-               fmt::format("'{}' must be a ScheduleConfig object, a file path or 'auto'", key));
-  }
-  return std::optional<ir::ScheduleConfig>(std::move(*c.value));
-}
-
-lower::LowerOptions lower_options(Args& a) {
-  lower::LowerOptions o;
-  o.pos = a.integer("pos", 0, 0, 1 << 24);
-  o.batch = a.integer("batch", 1, 1, lower::kMaxBatch);
-  if (ir::Result<ir::DType> d = lower::lower_dtype_named("dtype", a.str("dtype", "F32")))
-    o.dtype = *d;
-  else
-    a.errors.push_back(bad("dtype", d.diagnostics.front().message));
-  // null (absent) is no quantisation; the schema has no "none".
-  if (const std::string quant = a.str("quant", ""); !quant.empty()) {
-    if (ir::Result<lower::Quant> q = lower::quant_named("quant", quant, /*none_word=*/false))
-      o.quant = *q;
-    else
-      a.errors.push_back(bad("quant", q.diagnostics.front().message));
-  }
-  return o;
-}
-
-std::optional<search::Objective> objective_arg(Args& a) {
-  const std::string s = a.str("objective", "predicted");
-  ir::Result<search::Objective> o = search::objective_named("objective", s);
-  if (!o) {
-    a.errors.push_back(bad("objective", o.diagnostics.front().message));
-    return std::nullopt;
-  }
-  return *o;
-}
-
 ojson parsed(const std::string& text) {
   return ojson::parse(text);
 }
@@ -321,10 +36,6 @@ struct Warm {
 };
 
 }  // namespace
-
-std::span<const Operation> operations() {
-  return kOperations;
-}
 
 ojson operation_schema(const Operation& op, const ServiceOptions& o) {
   ojson j = ojson::parse(op.schema);
@@ -433,16 +144,11 @@ ojson ProgramInfo::json(const ir::Program& p, std::string_view file) const {
   for (uint32_t t : critical.path) path.push_back(t);
   crit["path"] = std::move(path);
   j["critical_path"] = graph.acyclic() ? crit : ojson();
-  if (cost)
-    j["cost"] = {{"target", target->name},
-                 {"predicted_us", cost->makespan_us},
-                 {"amk_predicted_us", cost->amk_makespan_us},
-                 {"queue_us", cost->queue_us},
-                 {"bandwidth_us", cost->bandwidth_us},
-                 {"critical_path_us", cost->critical_path_us},
-                 {"floor_us", cost->floor_us},
-                 {"runtime", cost->runtime},
-                 {"breakdown", cost_json(*cost)["breakdown"]}};
+  if (cost) {  // the cost model's numbers under the names cost_json gives them everywhere
+    ojson c = {{"target", target->name}};
+    c.update(cost_json(*cost));
+    j["cost"] = std::move(c);
+  }
   return j;
 }
 
@@ -481,12 +187,12 @@ ojson error_json(const ir::Diagnostics& d) {
   return e;
 }
 
-struct Service::Impl {
+// What a Service does: its options, its warm evaluators and the operations' handlers.
+struct ServiceWorker {
   ServiceOptions options;
   std::map<std::string, Warm> warm;  // by the model, target and options of the request
 
   ir::Result<ojson> validate(Args& a) {
-    a.only({"program", "path", "text", "format", "scope_stats", "launch", "target"});
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
     ir::Result<ir::Program> p = the_program(a);
     if (!p) return std::move(p.diagnostics);
@@ -494,7 +200,6 @@ struct Service::Impl {
   }
 
   ir::Result<ojson> lower(Args& a) {
-    a.only({"model", "target", "config", "pos", "batch", "dtype", "quant", "output", "runtime"});
     lower::LowerOptions o = lower_options(a);
     const std::string output = a.str("output");
     if (!output.empty()) ir::append(a.errors, a.file("output", output).diagnostics);
@@ -530,7 +235,6 @@ struct Service::Impl {
   }
 
   ir::Result<ojson> cost(Args& a) {
-    a.only({"program", "path", "text", "target", "runtime"});
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
     ir::Result<ir::Program> p = the_program(a);
     if (!p) return std::move(p.diagnostics);
@@ -553,8 +257,6 @@ struct Service::Impl {
   }
 
   ir::Result<ojson> search_eval(Args& a, const std::atomic<bool>* stop) {
-    a.only({"model", "target", "config", "configs", "objective", "pos", "batch", "dtype", "quant",
-            "runtime"});
     lower::LowerOptions o = lower_options(a);
     const std::optional<search::Objective> objective = objective_arg(a);
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
@@ -616,8 +318,6 @@ struct Service::Impl {
   }
 
   ir::Result<ojson> info(Args& a) {
-    a.only({"program", "path", "text", "target", "unsafe", "runtime", "format", "scope_stats",
-            "launch"});
     const bool unsafe = a.flag("unsafe");
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
     if (!a.has("program") && !a.has("path") && !a.has("text")) {
@@ -648,7 +348,6 @@ struct Service::Impl {
   }
 
   ir::Result<ojson> diff(Args& a) {
-    a.only({"a", "b"});
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
     for (const char* k : {"a", "b"})
       if (!a.has(k)) return bad(k, fmt::format("missing '{}' (a program object or a path)", k));
@@ -660,8 +359,6 @@ struct Service::Impl {
   }
 
   ir::Result<ojson> search(Args& a, const std::atomic<bool>* stop) {
-    a.only({"model", "target", "budget", "time", "seed", "jobs", "algo", "min_batch", "objective",
-            "start", "output", "runtime"});
     SearchRequest req;
     req.model = a.str("model");
     req.target = a.str("target");
@@ -721,6 +418,90 @@ struct Service::Impl {
   }
 };
 
+namespace {
+
+// The operations: each one's contract (name, description, JSON Schema of its arguments) and its
+// handler, declared once; call() refuses an argument its schema lacks before the handler runs.
+struct OperationDef {
+  Operation op;
+  ir::Result<ojson> (*run)(ServiceWorker&, Args&, const std::atomic<bool>*);
+};
+
+constexpr OperationDef kOperations[] = {
+    {{"validate",
+      "Prove a megakernel program deadlock- and race-free (every rule of AMK's "
+      "validator and "
+      "more); errors come with JSON pointers and task ids. Also reads MPK task_graph.json and "
+      "PTO deps.json graphs, with their runtimes' capacity rules.",
+      R"json({"type":"object","properties":{"program":{"description":"the program: an AMK IR object, or a path to a program file","type":["object","string"]},"path":{"type":"string","description":"a program file (instead of program)"},"text":{"type":"string","description":"the program's JSON text (instead of program)"},"target":{"type":"string","description":"MPK/PTO: the chip whose SMs or cores the runtime's defaults assume"},"format":{"enum":["amk","mpk","pto"],"description":"the file's format (default: by its top-level keys): amk's program, MPK's task_graph.json, PTO's deps.json"},"scope_stats":{"type":"string","description":"PTO: the scope_stats.jsonl to read (default: scope_stats/ beside the file)"},"launch":{"type":"array","items":{"type":"string"},"description":"KEY=VALUE runtime capacity or launch-shape overrides (a number, or a comma list per ring)"}},"additionalProperties":false})json"},
+     [](ServiceWorker& w, Args& a, const std::atomic<bool>*) { return w.validate(a); }},
+    {{"lower",
+      "Lower one decode step of a model for a target under a ScheduleConfig into a "
+      "program the "
+      "validator proved; returns the program (or writes it to output) with its "
+      "predicted latency.",
+      R"json({"type":"object","properties":{"runtime":{"description":"a built-in runtime name (amk runtimes), a runtime file, or an inline profile (default: the target's)","type":["string","object"]},"model":{"description":"a built-in model name (see info), a model spec file, or an inline spec","type":["string","object"]},"target":{"description":"a built-in target name (see info), a target file, or an inline record","type":["string","object"]},"config":{"description":"a ScheduleConfig object, its JSON text, a config file path, 'auto' (amk's auto-tiling) or null (AMK's default_config)","type":["object","string","null"]},"pos":{"type":"integer","minimum":0},"batch":{"type":"integer","minimum":1},"dtype":{"enum":["F32","BF16","F16"]},"quant":{"enum":[null,"int8","int4"]},"output":{"type":"string","description":"write the program to this file (atomically) instead of returning it"}},"required":["model","target"],"additionalProperties":false})json"},
+     [](ServiceWorker& w, Args& a, const std::atomic<bool>*) { return w.lower(a); }},
+    {{"cost",
+      "The cost model's predicted latency of a program on a target (its own target by "
+      "default).",
+      R"json({"type":"object","properties":{"runtime":{"description":"a built-in runtime name (amk runtimes), a runtime file, or an inline profile (default: the target's)","type":["string","object"]},"program":{"type":["object","string"]},"path":{"type":"string"},"text":{"type":"string"},"target":{"type":["string","object"]}},"additionalProperties":false})json"},
+     [](ServiceWorker& w, Args& a, const std::atomic<bool>*) { return w.cost(a); }},
+    {{"search_eval",
+      "Evaluate one ScheduleConfig as a search does: lower, prove and score it (a warm "
+      "lowering "
+      "and validator are kept per model, target and options).",
+      R"json({"type":"object","properties":{"runtime":{"description":"a built-in runtime name (amk runtimes), a runtime file, or an inline profile (default: the target's)","type":["string","object"]},"model":{"type":["string","object"]},"target":{"type":["string","object"]},"config":{"type":["object","string","null"]},"configs":{"type":"array","items":{"type":"object"},"description":"several configs in one request (the result is {trials: [...]})"},"objective":{"enum":["predicted","amk-formula"]},"pos":{"type":"integer","minimum":0},"batch":{"type":"integer","minimum":1},"dtype":{"enum":["F32","BF16","F16"]},"quant":{"enum":[null,"int8","int4"]}},"required":["model","target"],"additionalProperties":false})json"},
+     [](ServiceWorker& w, Args& a, const std::atomic<bool>* stop) {
+       return w.search_eval(a, stop);
+     }},
+    {{"info",
+      "Summarise a program (counts, op mix, critical path, verdict, predicted latency); "
+      "without a "
+      "program, the amk version, operations, built-in models and targets.",
+      R"json({"type":"object","properties":{"runtime":{"description":"a built-in runtime name (amk runtimes), a runtime file, or an inline profile (default: the target's)","type":["string","object"]},"program":{"type":["object","string"]},"path":{"type":"string"},"text":{"type":"string"},"target":{"type":["string","object"]},"unsafe":{"type":"boolean","description":"predict even for a rejected program"},"format":{"enum":["amk","mpk","pto"],"description":"the file's format (default: by its top-level keys): amk's program, MPK's task_graph.json, PTO's deps.json"},"scope_stats":{"type":"string","description":"PTO: the scope_stats.jsonl to read (default: scope_stats/ beside the file)"},"launch":{"type":"array","items":{"type":"string"},"description":"KEY=VALUE runtime capacity or launch-shape overrides (a number, or a comma list per ring)"}},"additionalProperties":false})json"},
+     [](ServiceWorker& w, Args& a, const std::atomic<bool>*) { return w.info(a); }},
+    {{"diff", "The semantic changes from program a to program b (tasks matched by label).",
+      R"json({"type":"object","properties":{"a":{"type":["object","string"]},"b":{"type":["object","string"]}},"required":["a","b"],"additionalProperties":false})json"},
+     [](ServiceWorker& w, Args& a, const std::atomic<bool>*) { return w.diff(a); }},
+    {{"search",
+      "Search ScheduleConfigs for a model on a target with the full proof in the loop; "
+      "returns "
+      "the start and the best trial (config, predicted latency) and optionally writes "
+      "the best "
+      "config.",
+      R"json({"type":"object","properties":{"runtime":{"description":"a built-in runtime name or a runtime file (default: the target's)","type":"string"},"model":{"type":"string"},"target":{"type":"string"},"budget":{"type":"integer","minimum":1,"maximum":100000},"time":{"type":"number","exclusiveMinimum":0,"description":"stop after this many seconds"},"seed":{"type":"integer","minimum":0},"jobs":{"type":"integer","minimum":1,"maximum":256},"algo":{"enum":["descent","amk"]},"min_batch":{"type":"integer","minimum":0,"description":"descent: at least this many new configs per round"},"objective":{"enum":["predicted","amk-formula"]},"start":{"type":["object","string"],"description":"the start ScheduleConfig: an object, its JSON text or a config file path (default: AMK's default_config)"},"output":{"type":"string","description":"write the best config to this file"}},"required":["model","target"],"additionalProperties":false})json"},
+     [](ServiceWorker& w, Args& a, const std::atomic<bool>* stop) { return w.search(a, stop); }},
+};
+
+// The arguments an operation takes: its schema's properties, in its order ("op" and "id" are
+// the request's own).
+const std::vector<std::string>& arguments_of(const OperationDef& def) {
+  static const auto kArguments = [] {
+    std::vector<std::vector<std::string>> all;
+    for (const OperationDef& d : kOperations) {
+      std::vector<std::string>& names = all.emplace_back();
+      for (const auto& [name, v] : ojson::parse(d.op.schema)["properties"].items())
+        names.push_back(name);
+    }
+    return all;
+  }();
+  return kArguments[static_cast<size_t>(&def - kOperations)];
+}
+
+}  // namespace
+
+std::span<const Operation> operations() {
+  static const auto kContracts = [] {
+    std::vector<Operation> v;
+    for (const OperationDef& d : kOperations) v.push_back(d.op);
+    return v;
+  }();
+  return kContracts;
+}
+
+struct Service::Impl : ServiceWorker {};
+
 Service::Service(ServiceOptions o) : impl_(std::make_unique<Impl>()) {
   impl_->options = o;
 }
@@ -735,19 +516,19 @@ const ServiceOptions& Service::options() const {
 ir::Result<ojson> Service::call(std::string_view op, const ojson& args,
                                 const std::atomic<bool>* stop) {
   if (!args.is_object()) return ir::error("request.invalid", "the arguments must be an object");
+  const OperationDef* def = nullptr;
+  for (const OperationDef& d : kOperations)
+    if (d.op.name == op) def = &d;
+  if (!def) {
+    std::vector<std::string_view> names;
+    for (const OperationDef& d : kOperations) names.push_back(d.op.name);
+    return ir::error("request.op",
+                     fmt::format("unknown op '{}' (use one of: {})", op, fmt::join(names, ", ")),
+                     "/op");
+  }
   Args a{args, {}, impl_->options.files};
-  if (op == "validate") return impl_->validate(a);
-  if (op == "lower") return impl_->lower(a);
-  if (op == "cost") return impl_->cost(a);
-  if (op == "search_eval") return impl_->search_eval(a, stop);
-  if (op == "info") return impl_->info(a);
-  if (op == "diff") return impl_->diff(a);
-  if (op == "search") return impl_->search(a, stop);
-  std::vector<std::string_view> names;
-  for (const Operation& o : operations()) names.push_back(o.name);
-  return ir::error("request.op",
-                   fmt::format("unknown op '{}' (use one of: {})", op, fmt::join(names, ", ")),
-                   "/op");
+  a.only(arguments_of(*def));
+  return def->run(*impl_, a, stop);
 }
 
 ir::Result<ojson> Service::handle(const ojson& request, const std::atomic<bool>* stop) {
