@@ -116,9 +116,10 @@ namespace {
 // A trial as in the log, without its timings and diagnostics.
 nlohmann::ordered_json trial_summary(const search::Trial& t) {
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(search::trial_json(t));
-  for (const char* k :
-       {"duplicate_of", "eval_us", "lower_us", "validate_us", "cost_us", "diagnostics"})
-    j.erase(k);
+  j.erase("duplicate_of");
+  j.erase("diagnostics");
+  for (const search::TrialField& f : search::trial_results())
+    if (f.timing) j.erase(std::string(f.name));
   return j;
 }
 

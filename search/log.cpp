@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <type_traits>
+#include <variant>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -34,19 +36,56 @@ std::string trial_json(const Trial& t) {
   j["source"] = std::string(name(t.source));
   j["config"] = ir::config_json(t.config).json();
   j["duplicate_of"] = t.duplicate_of;
-  j["valid"] = t.valid;
-  j["score"] = number_or_null(t.score);
-  j["predicted_us"] = number_or_null(t.predicted_us);
-  j["amk_formula_us"] = number_or_null(t.amk_formula_us);
-  j["measured_us"] = t.measured_us ? json(*t.measured_us) : json(nullptr);
-  j["tasks"] = t.tasks;
-  j["eval_us"] = t.eval_us;
-  j["lower_us"] = t.lower_us;
-  j["validate_us"] = t.validate_us;
-  j["cost_us"] = t.cost_us;
-  j["diagnostics"] = ir::to_json(t.diagnostics);
+  for (const TrialField& f : trial_results()) {
+    json& v = j[std::string(f.name)];
+    std::visit(
+        [&](auto m) {
+          using T = std::remove_cvref_t<decltype(t.*m)>;
+          if constexpr (std::is_same_v<T, double>)
+            v = number_or_null(t.*m);
+          else if constexpr (std::is_same_v<T, std::optional<double>>)
+            v = t.*m ? json(*(t.*m)) : json(nullptr);
+          else if constexpr (std::is_same_v<T, ir::Diagnostics>)
+            v = ir::to_json(t.*m);
+          else
+            v = t.*m;
+        },
+        f.member);
+  }
   return ir::dump_text(j);
 }
+
+namespace {
+
+// Reads result `f` of a logged trial into `t`: "valid" must be a boolean, a number may be null
+// (absent: the default), a count an integer, diagnostics a list (what is not one is skipped).
+bool read_result(const json& j, const TrialField& f, Trial& t) {
+  const std::string key(f.name);
+  const bool given = j.contains(key) && !j[key].is_null();
+  return std::visit(
+      [&](auto m) {
+        using T = std::remove_cvref_t<decltype(t.*m)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          if (!given || !j[key].is_boolean()) return false;
+          t.*m = j[key].get<bool>();
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          if (given && j[key].is_number_integer()) t.*m = j[key].get<int64_t>();
+        } else if constexpr (std::is_same_v<T, ir::Diagnostics>) {
+          if (given && j[key].is_array())
+            for (const json& d : j[key])
+              if (std::optional<ir::Diagnostic> x = ir::diagnostic_from_json(d))
+                (t.*m).push_back(std::move(*x));
+        } else {  // double, or optional<double> (set only when finite)
+          if (given && !j[key].is_number()) return false;
+          if (given && (std::is_same_v<T, double> || std::isfinite(j[key].get<double>())))
+            t.*m = j[key].get<double>();
+        }
+        return true;
+      },
+      f.member);
+}
+
+}  // namespace
 
 ir::Result<Trial> parse_trial(std::string_view line) {
   ir::Result<ir::JsonValue> doc = ir::parse_json_object(line, "a trial");
@@ -56,12 +95,6 @@ ir::Result<Trial> parse_trial(std::string_view line) {
     return ir::Result<Trial>(ir::error("search.log", std::move(what), "/" + std::string(field)));
   };
   Trial t;
-  auto num = [&](const char* k, double& out) {
-    if (!j.contains(k) || j[k].is_null()) return true;
-    if (!j[k].is_number()) return false;
-    out = j[k].get<double>();
-    return true;
-  };
   if (!j.contains("index") || !j["index"].is_number_integer() || j["index"].get<int64_t>() < 0)
     return bad("index", "must be a non-negative integer");
   t.index = j["index"].get<int64_t>();
@@ -77,22 +110,11 @@ ir::Result<Trial> parse_trial(std::string_view line) {
   t.key = config_key(t.config);
   if (j.contains("duplicate_of") && j["duplicate_of"].is_number_integer())
     t.duplicate_of = j["duplicate_of"].get<int64_t>();
-  if (!j.contains("valid") || !j["valid"].is_boolean())
-    return bad("valid", "must be true or false");
-  t.valid = j["valid"].get<bool>();
-  double measured = NAN;
-  if (!num("score", t.score) || !num("predicted_us", t.predicted_us) ||
-      !num("amk_formula_us", t.amk_formula_us) || !num("measured_us", measured) ||
-      !num("eval_us", t.eval_us) || !num("lower_us", t.lower_us) ||
-      !num("validate_us", t.validate_us) || !num("cost_us", t.cost_us))
-    return bad("score", "scores and times must be numbers or null");
+  for (const TrialField& f : trial_results())
+    if (!read_result(j, f, t))
+      return bad(f.name, f.name == "valid" ? "must be true or false"
+                                           : "scores and times must be numbers or null");
   if (!t.valid || (j.contains("score") && j["score"].is_null())) t.score = INFINITY;
-  if (std::isfinite(measured)) t.measured_us = measured;
-  if (j.contains("tasks") && j["tasks"].is_number_integer()) t.tasks = j["tasks"].get<int64_t>();
-  if (j.contains("diagnostics") && j["diagnostics"].is_array())
-    for (const json& d : j["diagnostics"])
-      if (std::optional<ir::Diagnostic> x = ir::diagnostic_from_json(d))
-        t.diagnostics.push_back(std::move(*x));
   return t;
 }
 

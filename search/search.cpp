@@ -11,6 +11,7 @@
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -186,18 +187,31 @@ void longest_first(std::vector<std::vector<size_t>>& units, std::span<const std:
 
 }  // namespace
 
-void take_results(Trial& to, const Trial& from) {
-  to.valid = from.valid;
-  to.diagnostics = from.diagnostics;
-  to.predicted_us = from.predicted_us;
-  to.amk_formula_us = from.amk_formula_us;
-  to.measured_us = from.measured_us;
-  to.tasks = from.tasks;
-  to.eval_us = from.eval_us;
-  to.lower_us = from.lower_us;
-  to.validate_us = from.validate_us;
-  to.cost_us = from.cost_us;
-  to.score = from.score;
+std::span<const TrialField> trial_results() {
+  static const TrialField kFields[] = {
+      {"valid", &Trial::valid},
+      {"score", &Trial::score},
+      {"predicted_us", &Trial::predicted_us},
+      {"amk_formula_us", &Trial::amk_formula_us},
+      {"measured_us", &Trial::measured_us},
+      {"tasks", &Trial::tasks},
+      {"eval_us", &Trial::eval_us, true},
+      {"lower_us", &Trial::lower_us, true},
+      {"validate_us", &Trial::validate_us, true},
+      {"cost_us", &Trial::cost_us, true},
+      {"diagnostics", &Trial::diagnostics},
+  };
+  return kFields;
+}
+
+void take_results(Trial& to, const Trial& from, bool copied) {
+  for (const TrialField& f : trial_results())
+    std::visit(
+        [&](auto m) {
+          using T = std::remove_reference_t<decltype(to.*m)>;
+          to.*m = copied && f.timing ? T{} : from.*m;
+        },
+        f.member);
 }
 
 Search::Search(const lower::ModelSpec& m, const targets::TargetSpec& t, Space space,
@@ -313,8 +327,7 @@ class Run {
         t.duplicate_of = trials[jt->second].index;
       } else if (auto kt = replay_by_key_.find(t.key); kt != replay_by_key_.end()) {
         in_batch.emplace(t.key, i);  // evaluated in the log: its result is taken
-        take_results(t, *kt->second);
-        t.eval_us = t.lower_us = t.validate_us = t.cost_us = 0;
+        take_results(t, *kt->second, /*copied=*/true);
         ++res_.replayed;
       } else {
         in_batch.emplace(t.key, i);
@@ -370,8 +383,7 @@ class Run {
         const Trial& orig = t.duplicate_of < first
                                 ? h_.trials[static_cast<size_t>(t.duplicate_of)]
                                 : trials[static_cast<size_t>(t.duplicate_of - first)];
-        take_results(t, orig);
-        t.eval_us = t.lower_us = t.validate_us = t.cost_us = 0;
+        take_results(t, orig, /*copied=*/true);
         ++res_.duplicates;
       } else {
         ++res_.evaluations;

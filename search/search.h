@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "ir/diagnostic.h"
@@ -126,9 +127,21 @@ class Evaluator {
   std::unique_ptr<Impl> impl_;
 };
 
-/// Copies an evaluation's results (valid, diagnostics, scores, tasks, timings) from `from` to
-/// `to`, keeping `to`'s index, source, config and key.
-void take_results(Trial& to, const Trial& from);
+/// Where a result of a trial lives.
+using TrialMember = std::variant<bool Trial::*, int64_t Trial::*, double Trial::*,
+                                 std::optional<double> Trial::*, ir::Diagnostics Trial::*>;
+/// One result of a trial (what an evaluation fills), under its key in the log.
+struct TrialField {
+  std::string_view name;
+  TrialMember member;
+  bool timing = false;  ///< a time an evaluation took (0 where a result was copied)
+};
+/// A trial's results in the order the log writes them (after index, source, config and
+/// duplicate_of): the one list the log's writer and reader, take_results and the summaries walk.
+std::span<const TrialField> trial_results();
+/// Copies an evaluation's results (trial_results()) from `from` to `to`, keeping `to`'s index,
+/// source, config and key; with `copied`, `to`'s timings are 0 (it was not evaluated).
+void take_results(Trial& to, const Trial& from, bool copied = false);
 
 /// A config's structure: its tiling and fusion grouping as text. Configs that share it share the
 /// warm lowering's tile, fuse and dependency work (lower::Lowerer).
