@@ -239,12 +239,95 @@ std::vector<std::string> executor_texts(const py::object& out, size_t n) {
   return texts;
 }
 
-}  // namespace
+// amk.search's answer: the trials (as the log writes them), the best and the counts.
+py::dict search_result_py(search::SearchResult res) {
+  py::dict out;
+  py::list trials;
+  for (const search::Trial& t : res.trials) trials.append(to_py(parse_json(search::trial_json(t))));
+  out["trials"] = trials;
+  out["best"] = res.best;
+  out["best_config"] =
+      to_py(parse_json(ir::write_config(res.trials[static_cast<size_t>(res.best)].config)));
+  out["best_predicted_us"] = res.trials[static_cast<size_t>(res.best)].predicted_us;
+  out["best_program"] = Program{std::move(res.best_program)};
+  out["evaluations"] = res.evaluations;
+  out["valid"] = res.valid;
+  out["duplicates"] = res.duplicates;
+  out["stopped"] = res.stopped;
+  return out;
+}
 
-PYBIND11_MODULE(_amk, m) {
-  m.doc() =
-      "amk: megakernel schedules (AMK's IR, the validator, the lowering, the cost model, the "
-      "search)";
+// amk.search: a search session with Python's on_trial hook and executor (evaluate_batch).
+py::dict run_search(const std::string& model, const std::string& target, int64_t budget,
+                    uint64_t seed, int jobs, const std::string& algo, const std::string& objective,
+                    const py::object& start, const py::object& on_trial,
+                    const py::object& evaluate_batch, int64_t min_batch,
+                    const py::object& runtime) {
+  app::SearchRequest req;
+  req.model = model;
+  req.target = target;
+  if (!runtime.is_none()) req.runtime = runtime.cast<std::string>();
+  req.options.budget = budget;
+  req.options.seed = seed;
+  req.options.jobs = jobs;
+  req.options.algorithm = take(search::algorithm_named("algo", algo), "algo");
+  req.options.min_batch = min_batch;
+  req.options.objective = take(search::objective_named("objective", objective), "objective");
+  if (!start.is_none()) {
+    req.start = config_of(start, "start");
+    if (!req.start)
+      raise({ir::error("usage.option", "start needs a ScheduleConfig, not 'auto'")}, "start");
+    req.start_origin = py::isinstance<py::str>(start)
+                           ? lower::config_origin(start.cast<std::string>(), "start")
+                           : "start";
+  }
+  std::unique_ptr<app::SearchSession> session =
+      take(app::SearchSession::create(std::move(req)), "search");
+  std::exception_ptr failure;  // a Python exception from on_trial stops the search
+  std::function<bool(const search::Trial&)> hook;
+  if (!on_trial.is_none())
+    hook = [&](const search::Trial& t) {
+      py::gil_scoped_acquire hold;
+      try {
+        const py::object r = on_trial(to_py(parse_json(search::trial_json(t))));
+        return r.is_none() || r.cast<bool>();
+      } catch (...) {
+        failure = std::current_exception();
+        return false;
+      }
+    };
+  // Batches evaluated by evaluate_batch(request, configs) -> trials (an executor's
+  // workers running amk._amk.evaluate), in place of the jobs threads.
+  std::function<ir::Status(const std::vector<search::Trial*>&)> remote;
+  const std::string request = ir::dump_text(app::evaluation_request(*session));
+  if (!evaluate_batch.is_none())
+    remote = [&](const std::vector<search::Trial*>& batch) -> ir::Status {
+      py::gil_scoped_acquire hold;
+      try {
+        py::list configs;
+        for (const search::Trial* t : batch) configs.append(ir::write_config(t->config));
+        // What comes back is checked (count, type, and each against the config it was
+        // sent for); a result that is not what was asked for is a RuntimeError.
+        ir::Status st = app::take_executor_results(
+            batch, executor_texts(evaluate_batch(request, configs), batch.size()));
+        if (!st) throw std::runtime_error(ir::error_messages(st.diagnostics));
+        return {};
+      } catch (...) {
+        failure = std::current_exception();
+        return ir::error("search.evaluate", "the executor failed");
+      }
+    };
+  ir::Result<search::SearchResult> r;
+  {
+    py::gil_scoped_release free;
+    r = session->run(hook, {}, remote);
+  }
+  if (failure) std::rethrow_exception(failure);
+  return search_result_py(take(std::move(r), "search"));
+}
+
+// The types: LoadError, Program and Result (the verdict).
+void bind_types(py::module_& m) {
   load_error = py::exception<std::runtime_error>(m, "LoadError", PyExc_ValueError);
   m.attr("LoadError").attr("__doc__") =
       "Malformed input: the message names the file, line:column and JSON pointer.";
@@ -283,7 +366,10 @@ PYBIND11_MODULE(_amk, m) {
       .def(
           "report", [](const Verdict& v) { return str(v.r.report()); }, "AMK's report text.")
       .def("__bool__", [](const Verdict& v) { return v.r.ok; });
+}
 
+// Reading and proving programs: load, loads, validate.
+void bind_programs(py::module_& m) {
   m.def(
       "load",
       [](const std::string& path, const std::optional<std::string>& format,
@@ -325,6 +411,10 @@ PYBIND11_MODULE(_amk, m) {
         return v;
       },
       py::arg("program"), "Proves a Program (or program JSON text) deadlock- and race-free.");
+}
+
+// Lowering and predicting: lower, the built-in names, cost and diff.
+void bind_lowering(py::module_& m) {
   m.def(
       "lower",
       [](const std::string& model, const std::string& target, const py::object& config, int64_t pos,
@@ -389,98 +479,19 @@ PYBIND11_MODULE(_amk, m) {
         return to_py(parse_json(json)["changes"]);
       },
       py::arg("a"), py::arg("b"), "The semantic changes from a to b.");
-  m.def(
-      "search",
-      [](const std::string& model, const std::string& target, int64_t budget, uint64_t seed,
-         int jobs, const std::string& algo, const std::string& objective, const py::object& start,
-         const py::object& on_trial, const py::object& evaluate_batch, int64_t min_batch,
-         const py::object& runtime) {
-        app::SearchRequest req;
-        req.model = model;
-        req.target = target;
-        if (!runtime.is_none()) req.runtime = runtime.cast<std::string>();
-        req.options.budget = budget;
-        req.options.seed = seed;
-        req.options.jobs = jobs;
-        req.options.algorithm = take(search::algorithm_named("algo", algo), "algo");
-        req.options.min_batch = min_batch;
-        req.options.objective = take(search::objective_named("objective", objective), "objective");
-        if (!start.is_none()) {
-          req.start = config_of(start, "start");
-          if (!req.start)
-            raise({ir::error("usage.option", "start needs a ScheduleConfig, not 'auto'")}, "start");
-          req.start_origin = py::isinstance<py::str>(start)
-                                 ? lower::config_origin(start.cast<std::string>(), "start")
-                                 : "start";
-        }
-        std::unique_ptr<app::SearchSession> session =
-            take(app::SearchSession::create(std::move(req)), "search");
-        std::exception_ptr failure;  // a Python exception from on_trial stops the search
-        std::function<bool(const search::Trial&)> hook;
-        if (!on_trial.is_none())
-          hook = [&](const search::Trial& t) {
-            py::gil_scoped_acquire hold;
-            try {
-              const py::object r = on_trial(to_py(parse_json(search::trial_json(t))));
-              return r.is_none() || r.cast<bool>();
-            } catch (...) {
-              failure = std::current_exception();
-              return false;
-            }
-          };
-        // Batches evaluated by evaluate_batch(request, configs) -> trials (an executor's
-        // workers running amk._amk.evaluate), in place of the jobs threads.
-        std::function<ir::Status(const std::vector<search::Trial*>&)> remote;
-        const std::string request = ir::dump_text(app::evaluation_request(*session));
-        if (!evaluate_batch.is_none())
-          remote = [&](const std::vector<search::Trial*>& batch) -> ir::Status {
-            py::gil_scoped_acquire hold;
-            try {
-              py::list configs;
-              for (const search::Trial* t : batch) configs.append(ir::write_config(t->config));
-              // What comes back is checked (count, type, and each against the config it was
-              // sent for); a result that is not what was asked for is a RuntimeError.
-              ir::Status st = app::take_executor_results(
-                  batch, executor_texts(evaluate_batch(request, configs), batch.size()));
-              if (!st) throw std::runtime_error(ir::error_messages(st.diagnostics));
-              return {};
-            } catch (...) {
-              failure = std::current_exception();
-              return ir::error("search.evaluate", "the executor failed");
-            }
-          };
-        ir::Result<search::SearchResult> r;
-        {
-          py::gil_scoped_release free;
-          r = session->run(hook, {}, remote);
-        }
-        if (failure) std::rethrow_exception(failure);
-        search::SearchResult res = take(std::move(r), "search");
-        py::dict out;
-        py::list trials;
-        for (const search::Trial& t : res.trials)
-          trials.append(to_py(parse_json(search::trial_json(t))));
-        out["trials"] = trials;
-        out["best"] = res.best;
-        out["best_config"] =
-            to_py(parse_json(ir::write_config(res.trials[static_cast<size_t>(res.best)].config)));
-        out["best_predicted_us"] = res.trials[static_cast<size_t>(res.best)].predicted_us;
-        out["best_program"] = Program{std::move(res.best_program)};
-        out["evaluations"] = res.evaluations;
-        out["valid"] = res.valid;
-        out["duplicates"] = res.duplicates;
-        out["stopped"] = res.stopped;
-        return out;
-      },
-      py::arg("model"), py::arg("target"), py::arg("budget") = 200, py::arg("seed") = 0,
-      py::arg("jobs") = 1, py::arg("algo") = "descent", py::arg("objective") = "predicted",
-      py::arg("start") = py::none(), py::arg("on_trial") = py::none(),
-      py::arg("evaluate_batch") = py::none(), py::arg("min_batch") = 0,
-      py::arg("runtime") = py::none(),
-      "Searches ScheduleConfigs with the full proof in the loop (the trials and best of `amk "
-      "search` with the same arguments). on_trial(trial) sees each trial in order; returning "
-      "False stops the search, an exception stops it and propagates. evaluate_batch(request, "
-      "configs) -> trials evaluates batches elsewhere (see amk.search's executor).");
+}
+
+// The search and the request seam executors and cluster workers run (call, evaluate).
+void bind_seam(py::module_& m) {
+  m.def("search", &run_search, py::arg("model"), py::arg("target"), py::arg("budget") = 200,
+        py::arg("seed") = 0, py::arg("jobs") = 1, py::arg("algo") = "descent",
+        py::arg("objective") = "predicted", py::arg("start") = py::none(),
+        py::arg("on_trial") = py::none(), py::arg("evaluate_batch") = py::none(),
+        py::arg("min_batch") = 0, py::arg("runtime") = py::none(),
+        "Searches ScheduleConfigs with the full proof in the loop (the trials and best of `amk "
+        "search` with the same arguments). on_trial(trial) sees each trial in order; returning "
+        "False stops the search, an exception stops it and propagates. evaluate_batch(request, "
+        "configs) -> trials evaluates batches elsewhere (see amk.search's executor).");
   m.def(
       "call",
       [](const std::string& op, const std::string& args) {
@@ -533,4 +544,16 @@ PYBIND11_MODULE(_amk, m) {
       py::arg("request"), py::arg("configs"),
       "Evaluates ScheduleConfigs (JSON texts) for a search's evaluation request on this thread's "
       "warm worker: one trial (JSON text) per config. What executors and cluster workers run.");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_amk, m) {
+  m.doc() =
+      "amk: megakernel schedules (AMK's IR, the validator, the lowering, the cost model, the "
+      "search)";
+  bind_types(m);
+  bind_programs(m);
+  bind_lowering(m);
+  bind_seam(m);
 }
