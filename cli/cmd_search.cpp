@@ -36,9 +36,8 @@ struct LogFile {
   }
 };
 
-}  // namespace
-
-int cmd_search(int argc, char** argv) {
+// The options of `amk search`, with its help.
+Args search_args() {
   Args args(
       "amk search MODEL [--target T] [--runtime R] [--budget N | --time SECONDS] [--seed S]\n"
       "           [--jobs J]\n"
@@ -101,13 +100,13 @@ int cmd_search(int argc, char** argv) {
   args.range("top-k", 1, 1e4);
   args.range("measure-timeout", 1e-3, 1e6);
   args.range("pos", 0, 1 << 24);
-  if (auto rc = args.parse(argc, argv)) return *rc;
-  if (!args.has("model")) {
-    std::cerr << "amk search: give a MODEL (amk models)\n";
-    return kUnreadable;
-  }
-  const bool json = args.has("json");
-  app::SearchRequest req;
+  return args;
+}
+
+// The search `args` ask for (model, target, space, start, options, --measure); an exit code
+// when they are wrong. --measure writes its programs under `measure_dir`.
+std::optional<int> search_request(const Args& args, app::SearchRequest& req,
+                                  std::filesystem::path& measure_dir) {
   req.model = args.get<std::string>("model");
   req.target = args.get<std::string>("target");
   if (args.has("space")) req.space = args.get<std::string>("space");
@@ -141,7 +140,6 @@ int cmd_search(int argc, char** argv) {
   if (!lo) return fail(lo.diagnostics, "amk search");
   o.lower = std::move(*lo.value);
   o.lower.pos = args.get<int64_t>("pos");
-  std::filesystem::path measure_dir;
   if (args.has("measure")) {
     const auto cmd = args.get<std::string>("measure");
     const double timeout = args.get<double>("measure-timeout");
@@ -157,16 +155,16 @@ int cmd_search(int argc, char** argv) {
       return app::measure_with_command(cmd, path, timeout);
     };
   }
-  auto session = app::SearchSession::create(std::move(req));
-  if (!session) return fail(session.diagnostics, "amk search");
-  print_diagnostics(session.diagnostics, "amk search");
-  app::SearchSession& s = **session;
+  return std::nullopt;
+}
 
+// Opens --log for appending: the header first, or, when it is the --resume log, in place past
+// a line a crash may have cut off. An exit code when it cannot.
+std::optional<int> open_log(const Args& args, app::SearchSession& s, LogFile& log, bool& same_log) {
   std::error_code ec;
-  const bool same_log = args.has("log") && args.has("resume") &&
-                        std::filesystem::equivalent(args.get<std::string>("log"),
-                                                    args.get<std::string>("resume"), ec);
-  LogFile log;
+  same_log = args.has("log") && args.has("resume") &&
+             std::filesystem::equivalent(args.get<std::string>("log"),
+                                         args.get<std::string>("resume"), ec);
   if (args.has("log")) {
     const auto path = args.get<std::string>("log");
     if (same_log) {  // continue the log in place, past a line a crash may have cut off
@@ -183,6 +181,52 @@ int cmd_search(int argc, char** argv) {
     }
     if (!same_log) log.write(search::header_json(s.header()));
   }
+  return std::nullopt;
+}
+
+// The human summary line of a finished search.
+void print_summary(const Args& args, const app::SearchSession& s, const search::SearchResult& res) {
+  const search::Trial& b = res.trials[static_cast<size_t>(res.best)];
+  const search::Trial& start = res.trials.front();
+  const double rate = static_cast<double>(res.evaluations) / std::max(res.wall_s, 1e-9);
+  std::cout << fmt::format(
+      "searched {} for {} ({}): {} trials, {} evaluated, {} valid, {} duplicates{}; best trial {} "
+      "({}) {:.1f} us{} vs start {} us; {:.0f} candidates/s over {} job(s){}\n",
+      s.model().name, s.target().record.name,
+      s.options().min_batch > 0
+          ? fmt::format("{}, min-batch {}", search::name(s.options().algorithm),
+                        s.options().min_batch)
+          : std::string(search::name(s.options().algorithm)),
+      res.trials.size(), res.evaluations, res.valid, res.duplicates,
+      res.replayed ? fmt::format(", {} replayed", res.replayed) : "", b.index,
+      search::name(b.source), b.score, b.measured_us ? " measured" : " predicted",
+      std::isfinite(start.score) ? fmt::format("{:.1f}", start.score) : std::string("invalid"),
+      rate, args.get<int>("jobs"),
+      res.exhausted ? "; stopped early: every config the algorithm could still reach was tried"
+                    : "");
+}
+
+}  // namespace
+
+int cmd_search(int argc, char** argv) {
+  Args args = search_args();
+  if (auto rc = args.parse(argc, argv)) return *rc;
+  if (!args.has("model")) {
+    std::cerr << "amk search: give a MODEL (amk models)\n";
+    return kUnreadable;
+  }
+  const bool json = args.has("json");
+  app::SearchRequest req;
+  std::filesystem::path measure_dir;
+  if (auto rc = search_request(args, req, measure_dir)) return *rc;
+  auto session = app::SearchSession::create(std::move(req));
+  if (!session) return fail(session.diagnostics, "amk search");
+  print_diagnostics(session.diagnostics, "amk search");
+  app::SearchSession& s = **session;
+
+  LogFile log;
+  bool same_log = false;
+  if (auto rc = open_log(args, s, log, same_log)) return *rc;
   const bool bar = !json && isatty(2);
   const auto t0 = std::chrono::steady_clock::now();
   int64_t done = 0, valid = 0;
@@ -222,7 +266,6 @@ int cmd_search(int argc, char** argv) {
   if (!r) return fail(r.diagnostics, "amk search");
   const search::SearchResult& res = *r;
   const search::Trial& b = res.trials[static_cast<size_t>(res.best)];
-  const search::Trial& start = res.trials.front();
   if (args.has("tsv") && !write_output(args.get<std::string>("tsv"), search::results_tsv(res)))
     return kUnreadable;
   if (args.has("output") &&
@@ -231,7 +274,6 @@ int cmd_search(int argc, char** argv) {
   if (args.has("program") &&
       !write_output(args.get<std::string>("program"), ir::write_program(res.best_program)))
     return kUnreadable;
-  const double rate = static_cast<double>(res.evaluations) / std::max(res.wall_s, 1e-9);
   if (json) {
     const ojson j = app::search_summary_json(s, res);
     std::string out;
@@ -239,21 +281,7 @@ int cmd_search(int argc, char** argv) {
     std::cout << out << "\n";
     return kOk;
   }
-  std::cout << fmt::format(
-      "searched {} for {} ({}): {} trials, {} evaluated, {} valid, {} duplicates{}; best trial {} "
-      "({}) {:.1f} us{} vs start {} us; {:.0f} candidates/s over {} job(s){}\n",
-      s.model().name, s.target().record.name,
-      s.options().min_batch > 0
-          ? fmt::format("{}, min-batch {}", search::name(s.options().algorithm),
-                        s.options().min_batch)
-          : std::string(search::name(s.options().algorithm)),
-      res.trials.size(), res.evaluations, res.valid, res.duplicates,
-      res.replayed ? fmt::format(", {} replayed", res.replayed) : "", b.index,
-      search::name(b.source), b.score, b.measured_us ? " measured" : " predicted",
-      std::isfinite(start.score) ? fmt::format("{:.1f}", start.score) : std::string("invalid"),
-      rate, args.get<int>("jobs"),
-      res.exhausted ? "; stopped early: every config the algorithm could still reach was tried"
-                    : "");
+  print_summary(args, s, res);
   return kOk;
 }
 
