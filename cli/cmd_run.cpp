@@ -55,9 +55,8 @@ int run_foreign_graph(const ir::Program& p, const std::string& path, bool json, 
   return kOk;
 }
 
-}  // namespace
-
-int cmd_run(int argc, char** argv) {
+// The options of `amk run`, with its help.
+Args run_args() {
   Args args(
       "amk run PROGRAM [--weights W] [--inputs I | --token-id N[,N...] [--pos P]] [--kv KV]\n"
       "               [-o OUT] [--workers N] [--mode M] [--json]\n"
@@ -109,7 +108,12 @@ int cmd_run(int argc, char** argv) {
   args.range("sms", 0, 1 << 16);
   args.range("pos", 0, 1 << 24);
   args.positional("program", 1);
-  if (auto rc = args.parse(argc, argv)) return *rc;
+  return args;
+}
+
+// The arguments' consistency, and the --token-id list; an exit code when they are wrong.
+std::optional<int> check_run_args(const Args& args,
+                                  std::optional<std::vector<int32_t>>& token_ids) {
   if (!args.has("program")) {
     std::cerr << "amk run: give a PROGRAM\n";
     return kUnreadable;
@@ -127,7 +131,6 @@ int cmd_run(int argc, char** argv) {
     std::cerr << "amk run: --pos goes with --token-id (an --inputs file carries its own pos)\n";
     return kUnreadable;
   }
-  std::optional<std::vector<int32_t>> token_ids;
   if (args.has("token-id")) {
     token_ids = parse_token_ids(args.get<std::string>("token-id"));
     if (!token_ids) {
@@ -138,102 +141,48 @@ int cmd_run(int argc, char** argv) {
       return kUnreadable;
     }
   }
-  const bool json = args.has("json");
-  const auto path = args.get<std::string>("program");
-  const std::optional<app::FormatOptions> fo = format_options(args);
-  if (!fo) return kUnreadable;
-  auto prog = load(path, json, false, *fo);
-  if (!prog) return kUnreadable;
-  if (args.has("inputs-template")) {
-    ir::Result<std::string> t = app::inputs_template(
-        *prog, token_ids ? *token_ids : std::vector<int32_t>(),
-        args.has("pos") ? std::optional(args.get<int64_t>("pos")) : std::nullopt);
-    if (!t) return fail(t.diagnostics, path, json);
-    const auto out = args.get<std::string>("inputs-template");
-    if (!write_output(out, *t)) return kUnreadable;
-    std::cerr << fmt::format("wrote {}: the IO_INPUT tensors of {}\n", out, path);
-    return kOk;
-  }
-  std::optional<targets::TargetSpec> spec;
-  if (args.has("target")) {
-    ir::Result<targets::TargetSpec> t = targets::load_target(args.get<std::string>("target"));
-    if (!t) return fail(t.diagnostics, "amk run", json);
-    spec = std::move(t.value);
-    prog->target = spec->record;  // the validator then proves the program for this target's SMs
-  } else {
-    spec = app::builtin_target_of(*prog);  // its worker topology
-  }
-  if (vm::runs_foreign(*prog))
-    return run_foreign_graph(*prog, path, json, args.has("unsafe-skip-validate"));
-  vm::RunOptions ro;
-  ir::Status st = resolve_run_options(args, spec ? &*spec : nullptr, ro);
-  print_diagnostics(st.diagnostics, "amk run");
-  if (!st) return exit_code(st.diagnostics);
-  vm::LoadOptions lo = app::load_options(ro.workers);
-  lo.num_sms = args.get<int64_t>("sms");
-  lo.skip_validate = args.has("unsafe-skip-validate");
-  lo.honor_pages = !args.has("no-pages");
-  const auto placement = args.get<std::string>("placement");
-  if (placement != "lpt" && placement != "round-robin") {
-    std::cerr << "amk run: --placement must be lpt or round-robin\n";
-    return kUnreadable;
-  }
-  lo.placement = placement == "lpt" ? vm::Placement::Lpt : vm::Placement::RoundRobin;
-  vm::TraceRecorder recorder;
-  if (args.has("trace") || args.has("plot")) ro.observer = &recorder;
+  return std::nullopt;
+}
 
-  auto loaded = vm::Vm::load(std::move(*prog), lo);
-  if (!loaded) return fail(loaded.diagnostics, path, json);
-  vm::Vm* m = loaded->get();
+// What a run reads besides its program: the files must outlive the run (weights are mapped).
+struct RunFiles {
   std::unique_ptr<vm::SafeTensors> weights, inputs, kvfile;
   vm::TensorStore kv;
-  auto open = [&](const char* opt, std::unique_ptr<vm::SafeTensors>& f) {
+};
+
+// Opens --weights, --inputs and --kv and binds them (and --token-id) to the loaded program.
+ir::Status bind_run_inputs(const Args& args, vm::Vm& vm_,
+                           const std::optional<std::vector<int32_t>>& token_ids, RunFiles& f) {
+  vm::Vm* m = &vm_;
+  auto open = [&](const char* opt, std::unique_ptr<vm::SafeTensors>& into) {
     if (!args.has(opt)) return ir::Status();
     auto r = vm::SafeTensors::open(args.get<std::string>(opt));
     if (!r) return ir::Status(std::move(r.diagnostics));
-    f = std::move(*r.value);
+    into = std::move(*r.value);
     return ir::Status();
   };
-  for (auto [opt, file] : {std::pair{"weights", &weights}, {"inputs", &inputs}, {"kv", &kvfile}})
-    if (ir::Status o = open(opt, *file); !o) return fail(o.diagnostics, "amk run", json);
+  for (auto [opt, file] :
+       {std::pair{"weights", &f.weights}, {"inputs", &f.inputs}, {"kv", &f.kvfile}})
+    if (ir::Status o = open(opt, *file); !o) return o;
   ir::Status bound;
-  if (weights) bound = m->bind_weights(*weights);
-  if (bound && inputs) bound = m->set_inputs(*inputs);
+  if (f.weights) bound = m->bind_weights(*f.weights);
+  if (bound && f.inputs) bound = m->set_inputs(*f.inputs);
   if (bound && token_ids) {
     ir::Result<int32_t> pos = app::step_pos(
         m->program(), args.has("pos") ? std::optional(args.get<int64_t>("pos")) : std::nullopt);
     bound = pos ? m->set_decode_inputs(*token_ids, *pos) : ir::Status(pos.diagnostics);
   }
-  if (bound && inputs) bound = app::check_step_inputs(m->program(), *inputs);
-  if (bound && kvfile) bound = app::check_kv_file(m->program(), *kvfile);
-  if (bound && kvfile) bound = vm::Vm::import(*kvfile, kv);
-  if (bound) bound = m->bind_kv(kv);
-  if (!bound) return fail(bound.diagnostics, "amk run", json);
-  vm::RunResult r = m->run(ro);
-  if (args.has("trace") &&
-      !write_output(args.get<std::string>("trace"), vm::chrome_trace(m->program(), recorder)))
-    return kUnreadable;
-  if (args.has("plot") &&
-      !write_output(
-          args.get<std::string>("plot"),
-          app::timeline_svg(m->program(), app::measured_timeline(m->program(), recorder))))
-    return kUnreadable;
-  if (r.status == vm::RunResult::Status::Stuck) {
-    if (json) {
-      ir::Diagnostic d = r.diagnostics.empty() ? ir::error("vm.deadlock", "") : r.diagnostics[0];
-      d.message = vm::stuck_report(m->program(), r);
-      d.file = path;
-      return fail({d}, path, true);
-    }
-    std::cerr << path << ": " << vm::stuck_report(m->program(), r);
-    return kDeadlock;
-  }
-  if (r.status == vm::RunResult::Status::KernelError) return fail(r.diagnostics, path, json);
-  if (args.has("out")) {
-    auto outs = m->outputs();
-    if (ir::Status w = vm::st_write(args.get<std::string>("out"), outs); !w)
-      return fail(w.diagnostics, "amk run", json);
-  }
+  if (bound && f.inputs) bound = app::check_step_inputs(m->program(), *f.inputs);
+  if (bound && f.kvfile) bound = app::check_kv_file(m->program(), *f.kvfile);
+  if (bound && f.kvfile) bound = vm::Vm::import(*f.kvfile, f.kv);
+  if (bound) bound = m->bind_kv(f.kv);
+  return bound;
+}
+
+// The summary of a finished run: one line, or one JSON document.
+int print_run_summary(const Args& args, const std::string& path, bool json, vm::Vm& vm_,
+                      const vm::RunResult& r, const vm::RunOptions& ro) {
+  vm::Vm* m = &vm_;
   const double wall = std::max(r.wall_s, 1e-9);
   std::string where =
       fmt::format("{} SMs ({} worker{})", m->num_sms(), r.workers, r.workers == 1 ? "" : "s");
@@ -268,6 +217,96 @@ int cmd_run(int argc, char** argv) {
       r.tasks_done, where, r.wall_s * 1e3, static_cast<double>(r.tasks_done) / wall, r.bytes / 1e6,
       r.bytes / wall / 1e9);
   return kOk;
+}
+
+// --inputs-template: writes the program's IO_INPUT tensors (the step's inputs filled in).
+int write_inputs_template(const Args& args, const ir::Program& prog,
+                          const std::optional<std::vector<int32_t>>& token_ids,
+                          const std::string& path, bool json) {
+  ir::Result<std::string> t = app::inputs_template(
+      prog, token_ids ? *token_ids : std::vector<int32_t>(),
+      args.has("pos") ? std::optional(args.get<int64_t>("pos")) : std::nullopt);
+  if (!t) return fail(t.diagnostics, path, json);
+  const auto out = args.get<std::string>("inputs-template");
+  if (!write_output(out, *t)) return kUnreadable;
+  std::cerr << fmt::format("wrote {}: the IO_INPUT tensors of {}\n", out, path);
+  return kOk;
+}
+
+}  // namespace
+
+int cmd_run(int argc, char** argv) {
+  Args args = run_args();
+  if (auto rc = args.parse(argc, argv)) return *rc;
+  std::optional<std::vector<int32_t>> token_ids;
+  if (auto rc = check_run_args(args, token_ids)) return *rc;
+  const bool json = args.has("json");
+  const auto path = args.get<std::string>("program");
+  const std::optional<app::FormatOptions> fo = format_options(args);
+  if (!fo) return kUnreadable;
+  auto prog = load(path, json, false, *fo);
+  if (!prog) return kUnreadable;
+  if (args.has("inputs-template")) return write_inputs_template(args, *prog, token_ids, path, json);
+  std::optional<targets::TargetSpec> spec;
+  if (args.has("target")) {
+    ir::Result<targets::TargetSpec> t = targets::load_target(args.get<std::string>("target"));
+    if (!t) return fail(t.diagnostics, "amk run", json);
+    spec = std::move(t.value);
+    prog->target = spec->record;  // the validator then proves the program for this target's SMs
+  } else {
+    spec = app::builtin_target_of(*prog);  // its worker topology
+  }
+  if (vm::runs_foreign(*prog))
+    return run_foreign_graph(*prog, path, json, args.has("unsafe-skip-validate"));
+  vm::RunOptions ro;
+  ir::Status st = resolve_run_options(args, spec ? &*spec : nullptr, ro);
+  print_diagnostics(st.diagnostics, "amk run");
+  if (!st) return exit_code(st.diagnostics);
+  vm::LoadOptions lo = app::load_options(ro.workers);
+  lo.num_sms = args.get<int64_t>("sms");
+  lo.skip_validate = args.has("unsafe-skip-validate");
+  lo.honor_pages = !args.has("no-pages");
+  const auto placement = args.get<std::string>("placement");
+  if (placement != "lpt" && placement != "round-robin") {
+    std::cerr << "amk run: --placement must be lpt or round-robin\n";
+    return kUnreadable;
+  }
+  lo.placement = placement == "lpt" ? vm::Placement::Lpt : vm::Placement::RoundRobin;
+  vm::TraceRecorder recorder;
+  if (args.has("trace") || args.has("plot")) ro.observer = &recorder;
+
+  auto loaded = vm::Vm::load(std::move(*prog), lo);
+  if (!loaded) return fail(loaded.diagnostics, path, json);
+  vm::Vm* m = loaded->get();
+  RunFiles files;
+  ir::Status bound = bind_run_inputs(args, *m, token_ids, files);
+  if (!bound) return fail(bound.diagnostics, "amk run", json);
+  vm::RunResult r = m->run(ro);
+  if (args.has("trace") &&
+      !write_output(args.get<std::string>("trace"), vm::chrome_trace(m->program(), recorder)))
+    return kUnreadable;
+  if (args.has("plot") &&
+      !write_output(
+          args.get<std::string>("plot"),
+          app::timeline_svg(m->program(), app::measured_timeline(m->program(), recorder))))
+    return kUnreadable;
+  if (r.status == vm::RunResult::Status::Stuck) {
+    if (json) {
+      ir::Diagnostic d = r.diagnostics.empty() ? ir::error("vm.deadlock", "") : r.diagnostics[0];
+      d.message = vm::stuck_report(m->program(), r);
+      d.file = path;
+      return fail({d}, path, true);
+    }
+    std::cerr << path << ": " << vm::stuck_report(m->program(), r);
+    return kDeadlock;
+  }
+  if (r.status == vm::RunResult::Status::KernelError) return fail(r.diagnostics, path, json);
+  if (args.has("out")) {
+    auto outs = m->outputs();
+    if (ir::Status w = vm::st_write(args.get<std::string>("out"), outs); !w)
+      return fail(w.diagnostics, "amk run", json);
+  }
+  return print_run_summary(args, path, json, *m, r, ro);
 }
 
 }  // namespace amk::cli
