@@ -8,6 +8,7 @@
 
 #include "formats/formats.h"
 #include "formats/mpk.h"
+#include "formats/sink.h"
 #include "ir/json_cursor.h"
 
 namespace amk::formats {
@@ -196,10 +197,10 @@ class Parser {
 };
 
 // Semantic checks and the program, reported against the parsed file's positions.
-class Builder {
+class Builder : public DiagnosticSink {
  public:
   Builder(std::string_view text, const Graph& g, const ReadOptions& opt)
-      : text_(text), g_(g), opt_(opt) {}
+      : DiagnosticSink(text), g_(g), opt_(opt) {}
 
   ir::Diagnostics check() {
     const size_t nt = g_.tasks.size(), ne = g_.events.size();
@@ -322,10 +323,8 @@ class Builder {
   ir::Diagnostics take_warnings() { return std::move(diags_); }
 
  private:
-  std::string_view text_;
   const Graph& g_;
   const ReadOptions& opt_;
-  ir::Diagnostics diags_;
   std::vector<int64_t> launched_by_;
 
   static std::string_view event_name(int64_t type) {
@@ -345,19 +344,6 @@ class Builder {
       default:
         return "unknown";
     }
-  }
-
-  void add(ir::Severity sev, std::string code, std::string msg, std::string ptr, size_t at) {
-    ir::Diagnostic d = ir::error(std::move(code), std::move(msg), std::move(ptr));
-    d.severity = sev;
-    std::tie(d.line, d.column) = ir::line_column(text_, at);
-    diags_.push_back(std::move(d));
-  }
-  void report(std::string code, std::string msg, std::string ptr, size_t at) {
-    add(ir::Severity::Error, std::move(code), std::move(msg), std::move(ptr), at);
-  }
-  void warn(std::string code, std::string msg, std::string ptr, size_t at) {
-    add(ir::Severity::Warning, std::move(code), std::move(msg), std::move(ptr), at);
   }
 
   void event_ref(size_t task, std::string_view field, uint64_t id) {

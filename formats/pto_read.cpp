@@ -8,6 +8,7 @@
 
 #include "formats/formats.h"
 #include "formats/pto.h"
+#include "formats/sink.h"
 
 namespace amk::formats {
 namespace {
@@ -19,10 +20,10 @@ using pto::ScopeStats;
 
 constexpr uint64_t kNoTask = UINT64_MAX;
 
-class Builder {
+class Builder : public DiagnosticSink {
  public:
   Builder(std::string_view text, const Deps& d, const ReadOptions& opt)
-      : text_(text), d_(d), opt_(opt) {}
+      : DiagnosticSink(text), d_(d), opt_(opt) {}
 
   // Task, tensor and edge references; fills the indexes the build uses.
   ir::Diagnostics check() {
@@ -112,25 +113,13 @@ class Builder {
   ir::Diagnostics take() { return std::move(diags_); }
 
  private:
-  std::string_view text_;
   const Deps& d_;
   const ReadOptions& opt_;
-  ir::Diagnostics diags_;
   std::unordered_map<uint64_t, size_t> index_;    // task_id -> position
   std::unordered_map<uint64_t, size_t> tensors_;  // tensor_id -> position
   std::vector<std::pair<size_t, size_t>> deps_;   // (pred, succ) positions, deduplicated later
   std::map<std::pair<size_t, int64_t>, size_t> creator_;  // (consumer, arg) -> creating task
   std::vector<int32_t> fanin_;                            // distinct producers per task
-
-  void add(ir::Severity sev, std::string code, std::string msg, std::string ptr, size_t at) {
-    ir::Diagnostic d = ir::error(std::move(code), std::move(msg), std::move(ptr));
-    d.severity = sev;
-    std::tie(d.line, d.column) = ir::line_column(text_, at);
-    diags_.push_back(std::move(d));
-  }
-  void report(std::string code, std::string msg, std::string ptr, size_t at) {
-    add(ir::Severity::Error, std::move(code), std::move(msg), std::move(ptr), at);
-  }
 
   void arg_ref(const Arg& a, const std::string& ptr) {
     if (tensors_.find(a.tensor_id) == tensors_.end())

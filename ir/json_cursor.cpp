@@ -77,29 +77,8 @@ struct JsonCursor::Impl {
     }
     return out;
   }
-  void fill_line_columns() {
-    std::vector<size_t> order(diags.size());
-    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-    std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return offsets[a] < offsets[b]; });
-    size_t pos = 0;
-    int line = 1, col = 1;
-    for (size_t k : order) {
-      size_t off = offsets[k];
-      if (off == std::string::npos) continue;
-      off = std::min(off, text.size());
-      for (; pos < off; ++pos) {
-        if (text[pos] == '\n') {
-          ++line;
-          col = 1;
-        } else {
-          ++col;
-        }
-      }
-      diags[k].line = line;
-      diags[k].column = col;
-    }
-  }
+  void fill_line_columns() { ir::fill_line_columns(text, diags, offsets); }
+
   void skip(size_t depth) {
     if (depth > kMaxDepth) lx.fail(fmt::format("nesting deeper than {} levels", kMaxDepth));
     const int c = lx.peek();

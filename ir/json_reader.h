@@ -178,29 +178,7 @@ class JsonReader {
   void warn(std::string code, std::string msg, size_t off) {
     add(Severity::Warning, std::move(code), std::move(msg), off, false);
   }
-  void fill_line_columns() {
-    std::vector<size_t> order(diags_.size());
-    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-    std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return offsets_[a] < offsets_[b]; });
-    size_t pos = 0;
-    int line = 1, col = 1;
-    for (size_t k : order) {
-      size_t off = offsets_[k];
-      if (off == std::string::npos) continue;
-      off = std::min(off, text_.size());
-      for (; pos < off; ++pos) {
-        if (text_[pos] == '\n') {
-          ++line;
-          col = 1;
-        } else {
-          ++col;
-        }
-      }
-      diags_[k].line = line;
-      diags_[k].column = col;
-    }
-  }
+  void fill_line_columns() { ir::fill_line_columns(text_, diags_, offsets_); }
 
   static std::string describe_at(std::string_view text, size_t off) {
     if (off >= text.size()) return "nothing";
@@ -672,6 +650,5 @@ class JsonReader {
   }
   static constexpr size_t kAnyIndex = std::numeric_limits<size_t>::max();
 };
-
 
 }  // namespace amk::ir::detail
