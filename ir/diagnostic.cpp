@@ -66,30 +66,6 @@ void set_file(Diagnostics& d, std::string_view file) {
     if (x.file.empty()) x.file = file;
 }
 
-void fill_line_columns(std::string_view text, Diagnostics& d, const std::vector<size_t>& offsets) {
-  std::vector<size_t> order(d.size());
-  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return offsets[a] < offsets[b]; });
-  size_t pos = 0;
-  int line = 1, col = 1;
-  for (size_t k : order) {
-    size_t off = offsets[k];
-    if (off == std::string::npos) continue;
-    off = std::min(off, text.size());
-    for (; pos < off; ++pos) {
-      if (text[pos] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    d[k].line = line;
-    d[k].column = col;
-  }
-}
-
 std::string format_diagnostic(const Diagnostic& d, std::string_view file) {
   std::string out(d.file.empty() ? file : std::string_view(d.file));
   if (d.line > 0) out += fmt::format(":{}:{}", d.line, d.column);

@@ -50,9 +50,6 @@ std::string error_messages(const Diagnostics& d);
 std::optional<int64_t> pointer_task(std::string_view pointer);
 /// Sets `file` on every diagnostic that does not name one yet.
 void set_file(Diagnostics& d, std::string_view file);
-/// Sets line:column on each of `d` from its byte offset into `text` (offsets[k] for d[k];
-/// std::string::npos: none), in one pass over the text.
-void fill_line_columns(std::string_view text, Diagnostics& d, const std::vector<size_t>& offsets);
 /// "file:line:col: pointer: error[code]: message" plus indented notes, for human output; `file`
 /// is used when the diagnostic names none.
 std::string format_diagnostic(const Diagnostic& d, std::string_view file);

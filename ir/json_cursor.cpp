@@ -380,4 +380,28 @@ std::pair<int, int> line_column(std::string_view text, size_t offset) {
   return {line, col};
 }
 
+void fill_line_columns(std::string_view text, Diagnostics& d, const std::vector<size_t>& offsets) {
+  std::vector<size_t> order(d.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return offsets[a] < offsets[b]; });
+  size_t pos = 0;
+  int line = 1, col = 1;
+  for (size_t k : order) {
+    size_t off = offsets[k];
+    if (off == std::string::npos) continue;
+    off = std::min(off, text.size());
+    for (; pos < off; ++pos) {
+      if (text[pos] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    d[k].line = line;
+    d[k].column = col;
+  }
+}
+
 }  // namespace amk::ir

@@ -79,5 +79,8 @@ class JsonCursor {
 
 /// Line and column (1-based) of byte `offset` in `text`.
 std::pair<int, int> line_column(std::string_view text, size_t offset);
+/// Sets line:column on each of `d` from its byte offset into `text` (offsets[k] for d[k];
+/// std::string::npos: none), in one pass over the text.
+void fill_line_columns(std::string_view text, Diagnostics& d, const std::vector<size_t>& offsets);
 
 }  // namespace amk::ir

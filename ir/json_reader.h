@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/diagnostic.h"
+#include "ir/json_cursor.h"
 #include "ir/json_key_memo.h"
 #include "ir/json_lexer.h"
 #include "ir/json_value.h"
