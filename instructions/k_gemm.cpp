@@ -127,6 +127,22 @@ bool tile_dots(const float* xr, const Tensor& w, int64_t n_off, int64_t n_tile, 
   return true;
 }
 
+// The tile's dots of one row of x, weight row after weight row (the formats and groups the
+// row-block kernels do not take); xe, xo, gsum: reused buffers.
+void row_dots(const float* xr, const Tensor& w, int64_t n_off, int64_t n_tile, int64_t K,
+              const Quant* q, float* acc, std::vector<float>& xe, std::vector<float>& xo,
+              std::vector<float>& gsum) {
+  if (q && q->qdtype == 7) {  // even/odd elements of x, for the packed int4 kernels
+    xe.resize(static_cast<size_t>((K + 1) / 2));
+    xo.assign(static_cast<size_t>((K + 1) / 2), 0.0f);
+    for (int64_t k = 0; k < K; ++k) ((k & 1) ? xo : xe)[static_cast<size_t>(k / 2)] = xr[k];
+  }
+  if (q) group_sums(xr, K, *q, gsum);
+  for (int64_t j = 0; j < n_tile; ++j)
+    acc[j] = q ? dot_quant(xr, xe.data(), xo.data(), gsum.data(), w, n_off + j, K, *q)
+               : dot_any(xr, w, n_off + j, K);
+}
+
 }  // namespace
 
 Status k_gemm(const KernelArgs& a) {
@@ -198,17 +214,8 @@ Status k_gemm(const KernelArgs& a) {
   std::vector<float> xe, xo, gsum;
   for (int64_t m = m0; m < m1; ++m) {
     const float* xr = xf + m * x.last();
-    if (!tile_dots(xr, w, n_off, n_tile, K, quant ? &q : nullptr, acc, a.ws)) {
-      if (quant && qd == 7) {  // even/odd elements of x, for the packed int4 kernels
-        xe.resize(static_cast<size_t>((K + 1) / 2));
-        xo.assign(static_cast<size_t>((K + 1) / 2), 0.0f);
-        for (int64_t k = 0; k < K; ++k) ((k & 1) ? xo : xe)[static_cast<size_t>(k / 2)] = xr[k];
-      }
-      if (quant) group_sums(xr, K, q, gsum);
-      for (int64_t j = 0; j < n_tile; ++j)
-        acc[j] = quant ? dot_quant(xr, xe.data(), xo.data(), gsum.data(), w, n_off + j, K, q)
-                       : dot_any(xr, w, n_off + j, K);
-    }
+    if (!tile_dots(xr, w, n_off, n_tile, K, quant ? &q : nullptr, acc, a.ws))
+      row_dots(xr, w, n_off, n_tile, K, quant ? &q : nullptr, acc, xe, xo, gsum);
     for (int64_t j = 0; j < n_tile; ++j)
       store(out.data, out.dtype, m * n_out + n_off + j, bias ? acc[j] + bias[j] : acc[j]);
   }
