@@ -5,6 +5,11 @@
 // (64 MiB of each in turn: this machine's bandwidth moves by 30% within seconds). The Cached
 // variants run the same tiles on 512 KiB of weights: the kernels' own speed, without memory.
 // AMK_SIMD (avx2, scalar) picks the kernels' path; the baseline always reads on the best one.
+// Measured (Zen 5 VM, one core of two shared, load 3-7; ratio_paired min/median/max of 5):
+//   AVX-512: F32 0.96/1.00/1.02, BF16 0.94/1.00/1.05, Int8 0.91/1.04/1.09, Int4 0.63/0.69/0.79
+//   AVX2:    F32 1.03/1.12/1.18, BF16 1.07/1.11/1.19, Int8 0.79/0.90/0.94, Int4 0.37/0.39/0.41
+//   scalar:  F32 1.03/1.04/1.06, BF16 0.66/0.85/0.85, Int8 0.12/0.12/0.13, Int4 0.05/0.05/0.07
+// Int4 on AVX-512 is bound by its shifts and permutes (in cache: 16-20 GB/s, the stream ~21).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
