@@ -1,12 +1,23 @@
 // Instruction benchmarks on one core. Baseline (same run): simd::sum streaming over 1 GiB, i.e. the
 // core's read bandwidth from memory (the L3 here is 260 MB). GEMV tiles of K=2048, N_tile=256
 // sweep 1 GiB weight matrices tile after tile, as a decode step streams its weights; each reports
-// GB/s of weight bytes and the ratio to the streaming sum.
+// GB/s of weight bytes and ratio_paired, its ratio to the streaming sum run in alternation with it
+// (64 MiB of each in turn: this machine's bandwidth moves by 30% within seconds). The Cached
+// variants run the same tiles on 512 KiB of weights: the kernels' own speed, without memory.
+// AMK_SIMD (avx2, scalar) picks the kernels' path; the baseline always reads on the best one.
+// Measured (Zen 5 VM, one core of two shared, load 3-7; ratio_paired min/median/max of 5):
+//   AVX-512: F32 0.96/1.00/1.02, BF16 0.94/1.00/1.05, Int8 0.91/1.04/1.09, Int4 0.63/0.69/0.79
+//   AVX2:    F32 1.03/1.12/1.18, BF16 1.07/1.11/1.19, Int8 0.79/0.90/0.94, Int4 0.37/0.39/0.41
+//   scalar:  F32 1.03/1.04/1.06, BF16 0.66/0.85/0.85, Int8 0.12/0.12/0.13, Int4 0.05/0.05/0.07
+// Int4 on AVX-512 is bound by its shifts and permutes (in cache: 16-20 GB/s, the stream ~21).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "instructions/kernel.h"
@@ -18,27 +29,32 @@ using amk::inst::Tensor;
 using amk::ir::DType;
 
 constexpr size_t kBytes = size_t{1} << 30;
+constexpr size_t kSlice = size_t{64} << 20;  // of a paired run (it cycles through 2 GiB)
 constexpr int64_t kK = 2048, kTile = 256;
 
-// Console output plus a ratio column: each run's weight_GBs over the baseline's read_GBs.
+// Console output plus a ratio column: each run's weight_GBs (kv_GBs) over the baseline's read_GBs
+// of the same statistic (mean over mean, median over median; the paired runs carry their own).
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     std::vector<Run> copy = runs;
     for (Run& r : copy) {
-      if (r.counters.count("read_GBs")) stream_ = r.counters.at("read_GBs").value;
-      auto it = r.counters.find("weight_GBs");
-      if (it != r.counters.end() && stream_ > 0)
-        r.counters["ratio_vs_stream"] = benchmark::Counter(it->second.value / stream_);
-      it = r.counters.find("kv_GBs");
-      if (it != r.counters.end() && stream_ > 0)
-        r.counters["ratio_vs_stream"] = benchmark::Counter(it->second.value / stream_);
+      const bool paired = r.counters.count("ratio_paired") != 0;
+      if (r.counters.count("read_GBs") && !paired)
+        stream_[r.aggregate_name] = r.counters.at("read_GBs").value;
+      const auto base = stream_.find(r.aggregate_name);
+      if (paired || base == stream_.end() || r.aggregate_name == "stddev" ||
+          r.aggregate_name == "cv")
+        continue;
+      for (const char* c : {"weight_GBs", "kv_GBs"})
+        if (auto it = r.counters.find(c); it != r.counters.end())
+          r.counters["ratio_vs_stream"] = benchmark::Counter(it->second.value / base->second);
     }
     ConsoleReporter::ReportRuns(copy);
   }
 
  private:
-  double stream_ = 0;
+  std::map<std::string, double> stream_;
 };
 
 struct Buffer {
@@ -46,24 +62,47 @@ struct Buffer {
   explicit Buffer(size_t n, uint8_t fill) : p(new uint8_t[n]) { std::memset(p.get(), fill, n); }
 };
 
-void BM_StreamingSumBaseline(benchmark::State& st) {
+Buffer& stream_buffer() {
   static Buffer buf(kBytes, 0);
-  const auto* x = reinterpret_cast<const float*>(buf.p.get());
-  for (auto _ : st)
-    benchmark::DoNotOptimize(amk::inst::simd::sum(x, static_cast<int64_t>(kBytes / 4)));
+  return buf;
+}
+
+// The machine's read bandwidth: simd::sum on the best SIMD path, whichever path AMK_SIMD picked
+// for the kernels (the scalar sum is slower than memory).
+float stream_sum(const float* x, int64_t n) {
+  const std::string path = amk::inst::simd::isa();
+  amk::inst::simd::use_isa("best");
+  const float r = amk::inst::simd::sum(x, n);
+  amk::inst::simd::use_isa(path);
+  return r;
+}
+
+void BM_StreamingSumBaseline(benchmark::State& st) {
+  const auto* x = reinterpret_cast<const float*>(stream_buffer().p.get());
+  for (auto _ : st) benchmark::DoNotOptimize(stream_sum(x, static_cast<int64_t>(kBytes / 4)));
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * kBytes));
   st.counters["read_GBs"] = benchmark::Counter(static_cast<double>(st.iterations() * kBytes) / 1e9,
                                                benchmark::Counter::kIsRate);
 }
 
-void gemv(benchmark::State& st, DType wdt, int64_t qdtype) {
+// This thread's CPU time in seconds.
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// `bytes` of weights; kBytes runs paired with the baseline (see below), less stays in cache.
+void gemv(benchmark::State& st, DType wdt, int64_t qdtype, size_t bytes) {
+  const bool paired = bytes == kBytes;
   const int64_t cols = qdtype == 7 ? kK / 2 : kK;
   const size_t elem = static_cast<size_t>(amk::ir::dtype_nbytes(wdt, 1));
-  const int64_t rows = static_cast<int64_t>(kBytes / (static_cast<size_t>(cols) * elem));
-  static std::map<int, std::unique_ptr<Buffer>> weights;
-  auto& wbuf = weights[static_cast<int>(wdt) * 10 + static_cast<int>(qdtype)];
+  const int64_t rows = static_cast<int64_t>(bytes / (static_cast<size_t>(cols) * elem));
+  const int64_t tile = std::min(kTile, rows);
+  static std::map<std::pair<int, size_t>, std::unique_ptr<Buffer>> weights;
+  auto& wbuf = weights[{static_cast<int>(wdt) * 10 + static_cast<int>(qdtype), bytes}];
   if (!wbuf)
-    wbuf = std::make_unique<Buffer>(kBytes, wdt == DType::F32 || wdt == DType::BF16 ? 0 : 1);
+    wbuf = std::make_unique<Buffer>(bytes, wdt == DType::F32 || wdt == DType::BF16 ? 0 : 1);
   const int64_t groups = kK / 128;
   std::vector<uint16_t> scales(static_cast<size_t>(rows * groups), 0x3C00);  // 1.0 in F16
   std::vector<float> x(kK, 0.5f), out(static_cast<size_t>(rows), 0.0f);
@@ -75,39 +114,64 @@ void gemv(benchmark::State& st, DType wdt, int64_t qdtype) {
   amk::ir::Task t;
   t.op = amk::ir::Op::GEMV_TILE;
   t.params = {{"K", amk::ir::ParamValue::of_int(kK)},
-              {"N_tile", amk::ir::ParamValue::of_int(kTile)},
+              {"N_tile", amk::ir::ParamValue::of_int(tile)},
               {"n_off", amk::ir::ParamValue::of_int(0)}};
   if (qdtype) {
     t.params.push_back({"qdtype", amk::ir::ParamValue::of_int(qdtype)});
     t.params.push_back({"group", amk::ir::ParamValue::of_int(128)});
   }
-  const size_t tile_bytes = static_cast<size_t>(kTile * cols) * elem;
+  const size_t tile_bytes = static_cast<size_t>(tile * cols) * elem;
   int64_t n_off = 0;
-  for (auto _ : st) {
+  auto run_tile = [&] {
     t.params[2].value = amk::ir::ParamValue::of_int(n_off);
     auto s = amk::inst::run_task(t, std::span<const Tensor>(in, qdtype ? 3 : 2),
                                  std::span<const Tensor>(&o, 1), work);
     if (!s.ok()) st.SkipWithError(amk::ir::error_messages(s.diagnostics).c_str());
-    n_off = (n_off + kTile) % (rows - rows % kTile);
+    n_off = (n_off + tile) % (rows - rows % tile);
+  };
+  if (!paired) {
+    for (auto _ : st) run_tile();
+    st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * tile_bytes));
+    st.counters["cached_GBs"] = benchmark::Counter(
+        static_cast<double>(st.iterations() * tile_bytes) / 1e9, benchmark::Counter::kIsRate);
+    return;
   }
-  st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * tile_bytes));
-  st.counters["weight_GBs"] = benchmark::Counter(
-      static_cast<double>(st.iterations() * tile_bytes) / 1e9, benchmark::Counter::kIsRate);
+  // Paired with the baseline: each iteration streams a slice through simd::sum, then GEMV tiles
+  // over as many weight bytes, each timed on this thread's CPU clock, so both see the same
+  // moment of a machine whose bandwidth varies from second to second.
+  const auto* stream = reinterpret_cast<const float*>(stream_buffer().p.get());
+  const size_t per_slice = kSlice / tile_bytes;
+  double stream_s = 0, gemv_s = 0;
+  size_t slice = 0;
+  for (auto _ : st) {
+    double t0 = cpu_seconds();
+    benchmark::DoNotOptimize(
+        stream_sum(stream + slice * (kSlice / 4), static_cast<int64_t>(kSlice / 4)));
+    double t1 = cpu_seconds();
+    for (size_t i = 0; i < per_slice; ++i) run_tile();
+    gemv_s += cpu_seconds() - t1;
+    stream_s += t1 - t0;
+    slice = (slice + 1) % (kBytes / kSlice);
+  }
+  const double n = static_cast<double>(st.iterations());
+  const double read = n * static_cast<double>(kSlice) / stream_s / 1e9;
+  const double weight = n * static_cast<double>(per_slice * tile_bytes) / gemv_s / 1e9;
+  st.counters["read_GBs"] = read;
+  st.counters["weight_GBs"] = weight;
+  st.counters["ratio_paired"] = weight / read;
   st.counters["isa"] = std::strcmp(amk::inst::simd::isa(), "avx512") == 0 ? 512 : 256;
 }
 
-void BM_GemvTile_F32(benchmark::State& st) {
-  gemv(st, DType::F32, 0);
-}
-void BM_GemvTile_BF16(benchmark::State& st) {
-  gemv(st, DType::BF16, 0);
-}
-void BM_GemvTile_Int8(benchmark::State& st) {
-  gemv(st, DType::I8, 6);
-}
-void BM_GemvTile_Int4(benchmark::State& st) {
-  gemv(st, DType::U8, 7);
-}
+// The formats: F32, BF16, Int8 (qdtype 6) and Int4 (qdtype 7), each with F16 scales per 128.
+struct Format {
+  const char* name;
+  DType dtype;
+  int64_t qdtype;
+};
+constexpr Format kFormats[] = {{"F32", DType::F32, 0},
+                               {"BF16", DType::BF16, 0},
+                               {"Int8", DType::I8, 6},
+                               {"Int4", DType::U8, 7}};
 
 void BM_Attention_KvLen4096(benchmark::State& st) {
   const int64_t hd = 64, nkv = 8, nh = 32, seq = 4096;
@@ -146,10 +210,16 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("BM_StreamingSumBaseline", BM_StreamingSumBaseline)
       ->Unit(benchmark::kMillisecond)
       ->MinTime(2);
-  benchmark::RegisterBenchmark("BM_GemvTile_F32", BM_GemvTile_F32)->MinTime(2);
-  benchmark::RegisterBenchmark("BM_GemvTile_BF16", BM_GemvTile_BF16)->MinTime(2);
-  benchmark::RegisterBenchmark("BM_GemvTile_Int8", BM_GemvTile_Int8)->MinTime(2);
-  benchmark::RegisterBenchmark("BM_GemvTile_Int4", BM_GemvTile_Int4)->MinTime(2);
+  for (const Format& f : kFormats)
+    benchmark::RegisterBenchmark((std::string("BM_GemvTile_") + f.name).c_str(),
+                                 [f](benchmark::State& st) { gemv(st, f.dtype, f.qdtype, kBytes); })
+        ->MinTime(2);
+  // The kernels' ceiling: the same tiles over 512 KiB of weights, which stay in the L2 cache.
+  for (const Format& f : kFormats)
+    benchmark::RegisterBenchmark(
+        (std::string("BM_GemvTileCached_") + f.name).c_str(),
+        [f](benchmark::State& st) { gemv(st, f.dtype, f.qdtype, size_t{512} << 10); })
+        ->MinTime(1);
   benchmark::RegisterBenchmark("BM_Attention_KvLen4096", BM_Attention_KvLen4096)
       ->Unit(benchmark::kMicrosecond);
   RatioReporter reporter;

@@ -3,8 +3,10 @@
 // reports ns/task and the ratio TBB/VM; AICore mode's dispatch cost (and its ratio to SM mode) and
 // the orchestration API's submit cost on the same DAGs, and the paged-attention example. (2) A
 // decode step of the Llama-3.2-1B-shaped conformance program with random fp32 and bf16 weights on
-// all cores, against the machine's read bandwidth (streaming sum on every core) measured in the
-// same run; reports GB/s, the ratio and tokens/s.
+// all cores (and Llama-3.2-1B lowered with int8 weights), against the machine's read bandwidth
+// (streaming sum on every core) measured in the same run, and (ratio_paired) against 1 GiB
+// streamed by as many threads as the step has workers just before each step; reports GB/s, the
+// ratios and tokens/s.
 #include <benchmark/benchmark.h>
 
 #include <oneapi/tbb/flow_graph.h>
@@ -26,6 +28,9 @@
 #include "instructions/simd.h"
 #include "ir/graph.h"
 #include "ir/json_io.h"
+#include "lower/config.h"
+#include "lower/lower.h"
+#include "targets/target.h"
 #include "vm/orchestrator.h"
 #include "vm/vm.h"
 #include "vm/weights.h"
@@ -268,15 +273,47 @@ void BM_StreamAllCores(benchmark::State& st) {
                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// 1 GiB read through simd::sum by `threads` threads, each its own part (the paired baseline).
+constexpr size_t kPairedBytes = size_t{1} << 30;
+void stream_read(int threads) {
+  static const std::unique_ptr<float[]> buf = [] {
+    std::unique_ptr<float[]> b(new float[kPairedBytes / 4]);
+    std::memset(b.get(), 0, kPairedBytes);
+    return b;
+  }();
+  const size_t per = kPairedBytes / 4 / static_cast<size_t>(threads);
+  std::vector<std::jthread> th;
+  for (int i = 0; i < threads; ++i)
+    th.emplace_back([&, i] {
+      benchmark::DoNotOptimize(
+          inst::simd::sum(buf.get() + per * static_cast<size_t>(i), static_cast<int64_t>(per)));
+    });
+}
+
+// Llama-3.2-1B lowered with int8 weights (per-128-column F16 scales), AMK's default config.
+ir::Program llama1b_int8() {
+  const auto m = lower::load_model("llama-3.2-1b");
+  const auto t = targets::load_target("h100");
+  lower::LowerOptions o;
+  o.quant = lower::Quant::Int8;
+  auto r = lower::lower(*m.value, *t.value, lower::default_config(), o);
+  return r.value ? std::move(*r.value) : ir::Program{};
+}
+
+// wdt: the conformance program's weights recast; I8: Llama-3.2-1B lowered with int8 weights.
 void BM_DecodeStep(benchmark::State& st, ir::DType wdt, int workers) {
   if (!std::filesystem::exists(conformance())) {
     st.SkipWithError("tests/conformance is absent");
     return;
   }
-  auto lr = ir::load_program(conformance().string());
-  ir::Program p = *lr.value;
-  for (auto& b : p.buffers)
-    if (b.kind == ir::BufferKind::WEIGHT) b.dtype = wdt;
+  ir::Program p;
+  if (wdt == ir::DType::I8) {
+    p = llama1b_int8();
+  } else {
+    p = *ir::load_program(conformance().string()).value;
+    for (auto& b : p.buffers)
+      if (b.kind == ir::BufferKind::WEIGHT) b.dtype = wdt;
+  }
   const std::vector<uint8_t> wimage = vm::random_weights_image(p, 1);
   auto wfile = vm::SafeTensors::parse(wimage, "random");
   auto loaded = vm::Vm::load(p, {});
@@ -293,13 +330,28 @@ void BM_DecodeStep(benchmark::State& st, ir::DType wdt, int workers) {
   }
   vm::RunOptions o;
   o.workers = workers;
-  m->run(o);  // first touch
-  double moved = 0;
+  m->run(o);            // first touch
+  stream_read(workers);  // and the baseline's
+  double moved = 0, stream_s = 0, step_s = 0;
+  using clock = std::chrono::steady_clock;
   for (auto _ : st) {
+    // Paired baseline: 1 GiB streamed by as many threads as the step has workers, just before it
+    // (this machine's bandwidth moves by 30% within seconds).
+    const auto t0 = clock::now();
+    stream_read(workers);
+    const auto t1 = clock::now();
     auto r = m->run(o);
+    step_s += std::chrono::duration<double>(clock::now() - t1).count();
+    stream_s += std::chrono::duration<double>(t1 - t0).count();
     if (!r.ok()) st.SkipWithError(ir::error_messages(r.diagnostics).c_str());
     moved = r.bytes;
   }
+  const double n = static_cast<double>(st.iterations());
+  const double weight_rate = n * static_cast<double>(p.total_weight_bytes()) / step_s / 1e9;
+  const double stream_rate = n * static_cast<double>(kPairedBytes) / stream_s / 1e9;
+  st.counters["paired_read_GBs"] = stream_rate;
+  st.counters["ratio_paired"] = weight_rate / stream_rate;
+  st.counters["moved_ratio_paired"] = n * moved / step_s / 1e9 / stream_rate;
   // weight_GBs: every weight byte per step (the measure; the embedding table is counted
   // although only one row is read); moved_GBs: the bytes the tasks actually read and wrote.
   const double bytes = static_cast<double>(p.total_weight_bytes());
@@ -355,7 +407,8 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("BM_StreamAllCores", BM_StreamAllCores)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
-  for (auto [name, dt] : {std::pair{"f32", ir::DType::F32}, std::pair{"bf16", ir::DType::BF16}})
+  for (auto [name, dt] : {std::pair{"f32", ir::DType::F32}, std::pair{"bf16", ir::DType::BF16},
+                          std::pair{"int8", ir::DType::I8}})
     for (int w : {1, hw})
       benchmark::RegisterBenchmark(
           fmt::format("BM_DecodeStep/llama1B/{}/workers:{}", name, w).c_str(), BM_DecodeStep, dt, w)

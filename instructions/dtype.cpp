@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 
+#include "instructions/simd.h"
+
 namespace amk::inst {
 namespace {
 
@@ -237,6 +239,10 @@ void to_f32(const void* base, ir::DType d, int64_t first, int64_t n, float* out)
   if (d == ir::DType::BF16) {
     const auto* p = static_cast<const uint16_t*>(base) + first;
     for (int64_t k = 0; k < n; ++k) out[k] = bf16_to_f32(p[k]);
+    return;
+  }
+  if (d == ir::DType::F16) {
+    simd::halves_to_f32(static_cast<const uint16_t*>(base) + first, n, out);
     return;
   }
   for (int64_t k = 0; k < n; ++k) out[k] = load(base, d, first + k);

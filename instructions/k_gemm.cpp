@@ -80,6 +80,69 @@ float dot_quant(const float* x, const float* xe, const float* xo, const float* g
   return acc;
 }
 
+// Σ_{k in group g} x[k] per group (the zero-point and int4 offset terms).
+void group_sums(const float* xr, int64_t K, const Quant& q, std::vector<float>& gsum) {
+  gsum.assign(static_cast<size_t>(q.n_groups), 0.0f);
+  for (int64_t g = 0; g < q.n_groups; ++g) {
+    const int64_t k0 = g * q.group, k1 = g + 1 == q.n_groups ? K : std::min(K, k0 + q.group);
+    if (k0 < K) gsum[static_cast<size_t>(g)] = simd::sum(xr + k0, k1 - k0);
+  }
+}
+
+// The tile's dots of one row of x into acc[0, n_tile) by the row-block kernels (simd::gemv_*);
+// false when they have none for the weights' format or the quantisation's groups.
+bool tile_dots(const float* xr, const Tensor& w, int64_t n_off, int64_t n_tile, int64_t K,
+               const Quant* q, float* acc, Workspace& ws) {
+  const int64_t ld = w.shape[1];
+  float* scratch = ws.floats(8, static_cast<size_t>(simd::gemv_scratch(K, q ? q->n_groups : 0)));
+  if (!q) {
+    if (w.dtype == ir::DType::F32) {
+      simd::gemv_f32(xr, static_cast<const float*>(w.data) + n_off * ld, ld, K, n_tile, acc,
+                     scratch);
+      return true;
+    }
+    if (w.dtype == ir::DType::BF16) {
+      simd::gemv_bf16(xr, static_cast<const uint16_t*>(w.data) + n_off * ld, ld, K, n_tile, acc,
+                      scratch);
+      return true;
+    }
+    return false;
+  }
+  if (K != q->n_groups * q->group) return false;
+  const auto* base = static_cast<const uint8_t*>(w.data) + n_off * ld;
+  if (q->qdtype == 7)
+    return simd::gemv_u4(xr, base, ld, q->n_groups, q->group, q->scales, q->zeros, n_tile, acc,
+                         scratch);
+  if (!simd::gemv_i8_scaled(xr, reinterpret_cast<const int8_t*>(base), ld, q->n_groups, q->group,
+                            q->scales, n_tile, acc, scratch))
+    return false;
+  if (q->zeros) {  // - s_g z_g Σ_{k in g} x[k]
+    std::vector<float> gsum;
+    group_sums(xr, K, *q, gsum);
+    for (int64_t j = 0; j < n_tile; ++j)
+      for (int64_t g = 0; g < q->n_groups; ++g)
+        acc[j] -= q->scales[j * q->n_groups + g] * q->zeros[j * q->n_groups + g] *
+                  gsum[static_cast<size_t>(g)];
+  }
+  return true;
+}
+
+// The tile's dots of one row of x, weight row after weight row (the formats and groups the
+// row-block kernels do not take); xe, xo, gsum: reused buffers.
+void row_dots(const float* xr, const Tensor& w, int64_t n_off, int64_t n_tile, int64_t K,
+              const Quant* q, float* acc, std::vector<float>& xe, std::vector<float>& xo,
+              std::vector<float>& gsum) {
+  if (q && q->qdtype == 7) {  // even/odd elements of x, for the packed int4 kernels
+    xe.resize(static_cast<size_t>((K + 1) / 2));
+    xo.assign(static_cast<size_t>((K + 1) / 2), 0.0f);
+    for (int64_t k = 0; k < K; ++k) ((k & 1) ? xo : xe)[static_cast<size_t>(k / 2)] = xr[k];
+  }
+  if (q) group_sums(xr, K, *q, gsum);
+  for (int64_t j = 0; j < n_tile; ++j)
+    acc[j] = q ? dot_quant(xr, xe.data(), xo.data(), gsum.data(), w, n_off + j, K, *q)
+               : dot_any(xr, w, n_off + j, K);
+}
+
 }  // namespace
 
 Status k_gemm(const KernelArgs& a) {
@@ -142,38 +205,19 @@ Status k_gemm(const KernelArgs& a) {
   const bool has_bias = !quant && a.in.size() == 3;
   if (has_bias && a.in[2].numel < n_off + n_tile)
     return kernel_error(fmt::format("{}: bias {} is shorter than the tile", op, describe(a.in[2])));
-  // int4 helpers per row of x: even/odd split of x and per-group sums.
   float* bias = nullptr;  // the tile's slice of the bias, as fp32
   if (has_bias) {
     bias = a.ws.floats(6, static_cast<size_t>(n_tile));
     to_f32(a.in[2].data, a.in[2].dtype, n_off, n_tile, bias);
   }
+  float* acc = a.ws.floats(7, static_cast<size_t>(n_tile));
   std::vector<float> xe, xo, gsum;
   for (int64_t m = m0; m < m1; ++m) {
     const float* xr = xf + m * x.last();
-    if (quant && qd == 7) {  // even/odd elements of x, for the packed int4 kernels
-      xe.resize(static_cast<size_t>((K + 1) / 2));
-      xo.assign(static_cast<size_t>((K + 1) / 2), 0.0f);
-      for (int64_t k = 0; k < K; ++k) ((k & 1) ? xo : xe)[static_cast<size_t>(k / 2)] = xr[k];
-    }
-    if (quant) {
-      gsum.assign(static_cast<size_t>(q.n_groups), 0.0f);
-      for (int64_t g = 0; g < q.n_groups; ++g) {
-        const int64_t k0 = g * q.group, k1 = g + 1 == q.n_groups ? K : std::min(K, k0 + q.group);
-        if (k0 < K) gsum[static_cast<size_t>(g)] = simd::sum(xr + k0, k1 - k0);
-      }
-    }
-    for (int64_t j = 0; j < n_tile; ++j) {
-      const int64_t n = n_off + j;
-      float acc;
-      if (quant) {
-        acc = dot_quant(xr, xe.data(), xo.data(), gsum.data(), w, n, K, q);
-      } else {
-        acc = dot_any(xr, w, n, K);
-      }
-      if (bias) acc += bias[j];
-      store(out.data, out.dtype, m * n_out + n, acc);
-    }
+    if (!tile_dots(xr, w, n_off, n_tile, K, quant ? &q : nullptr, acc, a.ws))
+      row_dots(xr, w, n_off, n_tile, K, quant ? &q : nullptr, acc, xe, xo, gsum);
+    for (int64_t j = 0; j < n_tile; ++j)
+      store(out.data, out.dtype, m * n_out + n_off + j, bias ? acc[j] + bias[j] : acc[j]);
   }
   return {};
 }

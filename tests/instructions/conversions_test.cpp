@@ -9,8 +9,10 @@
 #include <bit>
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "instructions/dtype.h"
+#include "instructions/simd.h"
 
 namespace amk::inst {
 namespace {
@@ -21,6 +23,26 @@ TEST(Conversions, EveryHalfAndBfloatPatternRoundTrips) {
     ASSERT_EQ(f32_to_f16(f16_to_f32(h)), h) << std::hex << b;
     ASSERT_EQ(f32_to_bf16(bf16_to_f32(h)), h) << std::hex << b;
   }
+}
+
+// The bulk conversion (to_f32 of F16 tensors) gives every pattern's bits exactly as the scalar
+// one, NaN payloads included, on every SIMD path, from any starting offset.
+TEST(Conversions, BulkHalfConversionEqualsTheScalarOneBitForBitOnEverySimdPath) {
+  std::vector<uint16_t> all(65536 + 7);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i * 40503u);
+  for (uint32_t b = 0; b < 65536; ++b) all[b] = static_cast<uint16_t>(b);
+  std::vector<float> out(all.size());
+  for (const char* isa : {"scalar", "avx2", "avx512"}) {
+    if (!simd::use_isa(isa)) continue;
+    for (size_t first : {size_t{0}, size_t{3}}) {
+      simd::halves_to_f32(all.data() + first, static_cast<int64_t>(all.size() - first), out.data());
+      for (size_t i = first; i < all.size(); ++i)
+        ASSERT_EQ(std::bit_cast<uint32_t>(out[i - first]),
+                  std::bit_cast<uint32_t>(f16_to_f32(all[i])))
+            << isa << " 0x" << std::hex << all[i];
+    }
+  }
+  simd::use_isa("best");
 }
 
 TEST(Conversions, EveryFp8PatternRoundTripsAndDecodesPerOcp) {

@@ -1,5 +1,6 @@
 // Proves the kernels compute AMK's numerics: every case of conformance/numerics/ops_golden.json
-// on every SIMD path, independent double-precision references for random shapes and dtypes (odd K,
+// on every SIMD path, independent double-precision references for random shapes and dtypes on every
+// SIMD path (odd K, whole quantisation groups of the sizes the row kernels take,
 // N_tile 1, ragged quantisation groups), split-KV equal to whole-window attention, FUSED equal to
 // its unfused steps, and errors as values.
 #include <gtest/gtest.h>
@@ -144,88 +145,110 @@ ir::Task task(ir::Op op, std::vector<std::pair<const char*, int64_t>> ints,
   return t;
 }
 
+// The SIMD paths this CPU has (the scalar one always).
+std::vector<const char*> isas() {
+  std::vector<const char*> out{"scalar"};
+  for (const char* i : {"avx2", "avx512"})
+    if (simd::use_isa(i)) out.push_back(i);
+  simd::use_isa("best");
+  return out;
+}
+
 TEST(GemvReference, FloatWeightsInEveryDtypeMatchDoubleLoops) {
-  Rng r(1);
-  Workspace ws;
-  for (ir::DType wd :
-       {ir::DType::F32, ir::DType::BF16, ir::DType::F16, ir::DType::I8, ir::DType::F8E4M3}) {
-    for (int trial = 0; trial < 12; ++trial) {
-      const int64_t M = 1 + r.below(3), K = 1 + r.below(300), N = 1 + r.below(40);
-      const int64_t n_off = r.below(N), n_tile = 1 + r.below(N - n_off);
-      Owned x(ir::DType::F32, {M, K}), w(wd, {N, K}), b(ir::DType::F32, {N}),
-          out(ir::DType::F32, {M, N});
-      for (int64_t i = 0; i < M * K; ++i) x.set(i, r.uni(-1, 1));
-      for (int64_t i = 0; i < N * K; ++i)
-        w.set(i, wd == ir::DType::I8 ? std::round(r.uni(-100, 100)) : r.uni(-1, 1));
-      for (int64_t i = 0; i < N; ++i) b.set(i, r.uni(-1, 1));
-      const bool bias = trial % 2;
-      ir::Task t = task(M > 1 ? ir::Op::GEMM_TILE : ir::Op::GEMV_TILE,
-                        {{"K", K}, {"N_tile", n_tile}, {"n_off", n_off}, {"M_tile", M}});
-      std::vector<Tensor> in{x.t, w.t};
-      if (bias) in.push_back(b.t);
-      Status s = run_task(t, in, std::span<const Tensor>(&out.t, 1), ws);
-      ASSERT_TRUE(s.ok()) << ir::error_messages(s.diagnostics);
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t n = 0; n < N; ++n) {
-          if (n < n_off || n >= n_off + n_tile) {
-            EXPECT_EQ(out.at(m * N + n), 0.0f) << "outside the tile nothing is written";
-            continue;
+  for (const char* isa : isas()) {
+    SCOPED_TRACE(isa);
+    ASSERT_TRUE(simd::use_isa(isa));
+    Rng r(1);
+    Workspace ws;
+    for (ir::DType wd :
+         {ir::DType::F32, ir::DType::BF16, ir::DType::F16, ir::DType::I8, ir::DType::F8E4M3}) {
+      for (int trial = 0; trial < 12; ++trial) {
+        const int64_t M = 1 + r.below(3), K = 1 + r.below(300), N = 1 + r.below(40);
+        const int64_t n_off = r.below(N), n_tile = 1 + r.below(N - n_off);
+        Owned x(ir::DType::F32, {M, K}), w(wd, {N, K}), b(ir::DType::F32, {N}),
+            out(ir::DType::F32, {M, N});
+        for (int64_t i = 0; i < M * K; ++i) x.set(i, r.uni(-1, 1));
+        for (int64_t i = 0; i < N * K; ++i)
+          w.set(i, wd == ir::DType::I8 ? std::round(r.uni(-100, 100)) : r.uni(-1, 1));
+        for (int64_t i = 0; i < N; ++i) b.set(i, r.uni(-1, 1));
+        const bool bias = trial % 2;
+        ir::Task t = task(M > 1 ? ir::Op::GEMM_TILE : ir::Op::GEMV_TILE,
+                          {{"K", K}, {"N_tile", n_tile}, {"n_off", n_off}, {"M_tile", M}});
+        std::vector<Tensor> in{x.t, w.t};
+        if (bias) in.push_back(b.t);
+        Status s = run_task(t, in, std::span<const Tensor>(&out.t, 1), ws);
+        ASSERT_TRUE(s.ok()) << ir::error_messages(s.diagnostics);
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            if (n < n_off || n >= n_off + n_tile) {
+              EXPECT_EQ(out.at(m * N + n), 0.0f) << "outside the tile nothing is written";
+              continue;
+            }
+            double ref = bias ? b.at(n) : 0, scale = 0;
+            for (int64_t k = 0; k < K; ++k) {
+              ref += static_cast<double>(x.at(m * K + k)) * w.at(n * K + k);
+              scale += std::fabs(x.at(m * K + k) * w.at(n * K + k));
+            }
+            EXPECT_NEAR(out.at(m * N + n), ref, 1e-6 * (scale + 1)) << ir::name(wd) << " K=" << K;
           }
-          double ref = bias ? b.at(n) : 0, scale = 0;
-          for (int64_t k = 0; k < K; ++k) {
-            ref += static_cast<double>(x.at(m * K + k)) * w.at(n * K + k);
-            scale += std::fabs(x.at(m * K + k) * w.at(n * K + k));
-          }
-          EXPECT_NEAR(out.at(m * N + n), ref, 1e-6 * (scale + 1)) << ir::name(wd) << " K=" << K;
-        }
+      }
     }
   }
+  simd::use_isa("best");
 }
 
 TEST(GemvReference, QuantisedInt8AndInt4WithRaggedGroupsAndZerosMatchDoubleLoops) {
-  Rng r(2);
-  Workspace ws;
-  for (int64_t qd : {6, 7}) {
-    for (int trial = 0; trial < 16; ++trial) {
-      const int64_t K = 1 + r.below(200), N = 1 + r.below(24), group = 1 + r.below(40);
-      const int64_t groups = (K + group - 1) / group;
-      const int64_t n_off = r.below(N), n_tile = 1 + r.below(N - n_off);
-      const int64_t wcols = qd == 7 ? (K + 1) / 2 : K;
-      Owned x(ir::DType::F32, {1, K}), w(qd == 7 ? ir::DType::U8 : ir::DType::I8, {N, wcols});
-      Owned sc(ir::DType::F16, {N, groups}), z(ir::DType::F16, {N, groups}),
-          out(ir::DType::F32, {1, N});
-      for (int64_t i = 0; i < K; ++i) x.set(i, r.uni(-1, 1));
-      for (int64_t i = 0; i < N * wcols; ++i)
-        w.set(i,
-              qd == 7 ? static_cast<float>(r.below(256)) : static_cast<float>(r.below(255) - 127));
-      for (int64_t i = 0; i < N * groups; ++i) {
-        sc.set(i, r.uni(0.001f, 0.1f));
-        z.set(i, static_cast<float>(r.below(5) - 2));
-      }
-      const bool zeros = trial % 2;
-      ir::Task t =
-          task(ir::Op::GEMV_TILE,
-               {{"K", K}, {"N_tile", n_tile}, {"n_off", n_off}, {"qdtype", qd}, {"group", group}});
-      std::vector<Tensor> in{x.t, w.t, sc.t};
-      if (zeros) in.push_back(z.t);
-      Status s = run_task(t, in, std::span<const Tensor>(&out.t, 1), ws);
-      ASSERT_TRUE(s.ok()) << ir::error_messages(s.diagnostics);
-      for (int64_t n = n_off; n < n_off + n_tile; ++n) {
-        double ref = 0, scale = 0;
-        for (int64_t k = 0; k < K; ++k) {
-          const auto* wb = static_cast<const uint8_t*>(w.t.data) + n * wcols;
-          double q = qd == 7 ? ((k & 1 ? wb[k / 2] >> 4 : wb[k / 2] & 0xF) - 8.0)
-                             : static_cast<double>(static_cast<int8_t>(wb[k]));
-          const int64_t g = std::min(k / group, groups - 1);
-          const double wv = (q - (zeros ? z.at(n * groups + g) : 0.0)) * sc.at(n * groups + g);
-          ref += x.at(k) * wv;
-          scale += std::fabs(x.at(k) * wv);
+  for (const char* isa : isas()) {
+    SCOPED_TRACE(isa);
+    ASSERT_TRUE(simd::use_isa(isa));
+    Rng r(2);
+    Workspace ws;
+    for (int64_t qd : {6, 7}) {
+      for (int trial = 0; trial < 32; ++trial) {
+        // Half the trials are whole groups of the sizes the row kernels take (32 to 256 columns).
+        const bool whole = trial % 4 >= 2;
+        const int64_t group = whole ? int64_t{32} << r.below(4) : 1 + r.below(40);
+        const int64_t K = whole ? group * (1 + r.below(4)) : 1 + r.below(200), N = 1 + r.below(24);
+        const int64_t groups = (K + group - 1) / group;
+        const int64_t n_off = r.below(N), n_tile = 1 + r.below(N - n_off);
+        const int64_t wcols = qd == 7 ? (K + 1) / 2 : K;
+        Owned x(ir::DType::F32, {1, K}), w(qd == 7 ? ir::DType::U8 : ir::DType::I8, {N, wcols});
+        Owned sc(ir::DType::F16, {N, groups}), z(ir::DType::F16, {N, groups}),
+            out(ir::DType::F32, {1, N});
+        for (int64_t i = 0; i < K; ++i) x.set(i, r.uni(-1, 1));
+        for (int64_t i = 0; i < N * wcols; ++i)
+          w.set(i, qd == 7 ? static_cast<float>(r.below(256))
+                           : static_cast<float>(r.below(255) - 127));
+        for (int64_t i = 0; i < N * groups; ++i) {
+          sc.set(i, r.uni(0.001f, 0.1f));
+          z.set(i, static_cast<float>(r.below(5) - 2));
         }
-        EXPECT_NEAR(out.at(n), ref, 1e-5 * (scale + 1))
-            << "qdtype " << qd << " K=" << K << " group=" << group;
+        const bool zeros = trial % 2;
+        ir::Task t = task(
+            ir::Op::GEMV_TILE,
+            {{"K", K}, {"N_tile", n_tile}, {"n_off", n_off}, {"qdtype", qd}, {"group", group}});
+        std::vector<Tensor> in{x.t, w.t, sc.t};
+        if (zeros) in.push_back(z.t);
+        Status s = run_task(t, in, std::span<const Tensor>(&out.t, 1), ws);
+        ASSERT_TRUE(s.ok()) << ir::error_messages(s.diagnostics);
+        for (int64_t n = n_off; n < n_off + n_tile; ++n) {
+          double ref = 0, scale = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            const auto* wb = static_cast<const uint8_t*>(w.t.data) + n * wcols;
+            double q = qd == 7 ? ((k & 1 ? wb[k / 2] >> 4 : wb[k / 2] & 0xF) - 8.0)
+                               : static_cast<double>(static_cast<int8_t>(wb[k]));
+            const int64_t g = std::min(k / group, groups - 1);
+            const double wv = (q - (zeros ? z.at(n * groups + g) : 0.0)) * sc.at(n * groups + g);
+            ref += x.at(k) * wv;
+            scale += std::fabs(x.at(k) * wv);
+          }
+          EXPECT_NEAR(out.at(n), ref, 1e-5 * (scale + 1))
+              << "qdtype " << qd << " K=" << K << " group=" << group;
+        }
       }
     }
   }
+  simd::use_isa("best");
 }
 
 void naive_attention(const Owned& q, const Owned& k, const Owned& v, int64_t nh, int64_t nkv,
