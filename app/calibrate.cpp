@@ -142,9 +142,9 @@ ir::Result<targets::Measurement> from_record(const json& j, const std::string& f
     o.amk_compat = j["amk_compat"].get<bool>();
   }
   if (j.contains("dtype")) {
-    const auto dt = j["dtype"].is_string() ? lower::parse_lower_dtype(j["dtype"].get<std::string>())
-                                           : std::nullopt;
-    if (!dt) return at(file, line, "/dtype", "must be F32, BF16 or F16");
+    if (!j["dtype"].is_string()) return at(file, line, "/dtype", "must be F32, BF16 or F16");
+    ir::Result<ir::DType> dt = lower::lower_dtype_named("dtype", j["dtype"].get<std::string>());
+    if (!dt) return at(file, line, "/dtype", dt.diagnostics.front().message);
     o.dtype = *dt;
   }
   if (j.contains("program") == j.contains("model"))

@@ -481,8 +481,8 @@ const std::vector<std::string>& arguments_of(const OperationDef& def) {
     std::vector<std::vector<std::string>> all;
     for (const OperationDef& d : kOperations) {
       std::vector<std::string>& names = all.emplace_back();
-      for (const auto& [name, v] : ojson::parse(d.op.schema)["properties"].items())
-        names.push_back(name);
+      const ojson schema = ojson::parse(d.op.schema);
+      for (const auto& [name, v] : schema["properties"].items()) names.push_back(name);
     }
     return all;
   }();

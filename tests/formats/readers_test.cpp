@@ -267,12 +267,14 @@ TEST(RuntimeRecord, SurvivesTheProgramJsonAndLeavesOrdinaryProgramsAlone) {
   EXPECT_EQ(q, p);
   EXPECT_EQ(ir::write_program(q), text);
   // A "runtime" field that is not amk's record stays an unknown field.
-  ir::Program plain = test::must(ir::parse_program("{\"ir_version\": \"0.2.0\", \"runtime\": 3}"));
+  const std::string lists = "\"buffers\": [], \"counters\": [], \"tasks\": []";
+  ir::Program plain =
+      test::must(ir::parse_program("{\"ir_version\": \"0.2.0\", " + lists + ", \"runtime\": 3}"));
   EXPECT_FALSE(plain.runtime);
   EXPECT_TRUE(plain.extra.json().contains("runtime"));
   // A malformed record is an error with its pointer.
-  auto bad = ir::parse_program(
-      "{\"ir_version\": \"0.2.0\", \"runtime\": {\"kind\": \"pto\", \"heap\": -1}}");
+  auto bad = ir::parse_program("{\"ir_version\": \"0.2.0\", " + lists +
+                               ", \"runtime\": {\"kind\": \"pto\", \"heap\": -1}}");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.diagnostics[0].pointer, "/runtime/heap");
 }
