@@ -29,9 +29,8 @@ ir::Status write_kv(const std::string& path, const vm::TensorStore& kv) {
   return vm::st_write(path, outs);
 }
 
-}  // namespace
-
-int cmd_generate(int argc, char** argv) {
+// The options of `amk generate`, with its help.
+Args generate_args() {
   Args args(
       "amk generate MODEL [--target T] [--config C] [--dtype D] [--quant Q] --weights W\n"
       "                   --prompt-ids 1,2,3 --max-tokens N [--verify] [--workers N] [--mode M]\n"
@@ -62,6 +61,96 @@ int cmd_generate(int argc, char** argv) {
   args.positional("program", -1);
   args.range("max-tokens", 1, 1 << 20);
   args.range("tolerance", 0, 1e30);
+  return args;
+}
+
+// What decodes: a MODEL lowered per position (`la` holds its lowering), or the given programs
+// (`program_target`: --target, where they are proven and run). An exit code when it cannot.
+std::optional<int> decode_source(const Args& args, const std::vector<std::string>& files, bool json,
+                                 app::DecodeSource& src, std::optional<LoweringArgs>& la,
+                                 std::optional<targets::TargetSpec>& program_target) {
+  if (files.size() == 1) {  // a MODEL, or a single program
+    ir::Result<app::Subject> subject = app::load_subject(files[0]);
+    if (!subject) return fail(subject.diagnostics, "amk generate", json);
+    print_diagnostics(subject.diagnostics, "amk generate");
+    if (subject->model) {
+      auto r = resolve_lowering(args, std::move(*subject->model));
+      if (!r) return fail(r.diagnostics, "amk generate", json);
+      print_diagnostics(r.diagnostics, "amk generate");
+      la = std::move(r.value);
+      src.model = &la->model;
+      src.target = &la->target;
+      src.config = la->config;
+      src.lower = la->opt;
+    }
+  }
+  if (!src.model) {
+    src.programs = files;
+    if (target_given(args)) {  // as `amk run --target`: each program proven and run there
+      ir::Result<targets::TargetSpec> t = targets::load_target(args.get<std::string>("target"));
+      if (!t) return fail(t.diagnostics, "amk generate", json);
+      program_target = std::move(t.value);
+      src.target = &*program_target;
+    }
+  }
+  return std::nullopt;
+}
+
+// The generated ids and the figures: one JSON document, or the ids on stdout and the figures on
+// stderr; the KV caches to --kv-out.
+int report_generation(const Args& args, bool json, const app::DecodeResult& res,
+                      const std::optional<LoweringArgs>& la, bool verify) {
+  const app::DecodeResult* r = &res;
+  if (json) {  // after the KV file is written: a failure there is the document's error
+    if (args.has("kv-out")) {
+      if (ir::Status w = write_kv(args.get<std::string>("kv-out"), r->kv); !w)
+        return fail(w.diagnostics, "amk generate", true);
+    }
+    nlohmann::ordered_json j;
+    j["ok"] = true;
+    j["generated"] = r->generated;
+    j["steps"] = r->steps;
+    j["wall_s"] = r->wall_s;
+    j["tokens_per_s"] = static_cast<double>(r->generated.size()) / std::max(r->wall_s, 1e-9);
+    j["vm_s"] = r->run_s;
+    if (la) {
+      j["target"] = la->target.record.name;
+      j["lower_ms"] = r->lower_s * 1e3;
+    }
+    if (verify) {
+      j["max_logit_error"] = r->max_error;
+      j["direct_s"] = r->direct_s;
+    }
+    if (args.has("kv-out")) j["kv_out"] = args.get<std::string>("kv-out");
+    std::cout << ir::dump_text(j, 2) << "\n";
+    return kOk;
+  }
+  // The ids alone on stdout (before anything that could still fail); the figures on stderr.
+  std::cout << fmt::format("{}\n", fmt::join(r->generated, ",")) << std::flush;
+  std::cerr << fmt::format(
+      "{} steps, {} new tokens in {:.3f} s: {:.2f} tokens/s ({:.3f} s in the "
+      "VM)\n",
+      r->steps, r->generated.size(), r->wall_s,
+      static_cast<double>(r->generated.size()) / std::max(r->wall_s, 1e-9), r->run_s);
+  if (la)
+    std::cerr << fmt::format("lowered {} positions for {} in {:.2f} ms\n", r->steps,
+                             la->target.record.name, r->lower_s * 1e3);
+  if (verify)
+    std::cerr << fmt::format(
+        "verified {} steps against the direct evaluation: max |logit "
+        "difference| {:.3g} (direct evaluation {:.3f} s)\n",
+        r->steps, r->max_error, r->direct_s);
+  if (args.has("kv-out")) {
+    if (ir::Status w = write_kv(args.get<std::string>("kv-out"), r->kv); !w)
+      return fail(w.diagnostics, "amk generate");
+  }
+  return kOk;
+}
+
+}  // namespace
+
+int cmd_generate(int argc, char** argv) {
+  Args args = generate_args();
   if (auto rc = args.parse(argc, argv)) return *rc;
   if (!args.has("program") || !args.has("prompt-ids")) {
     std::cerr << "amk generate: give a MODEL (or per-position PROGRAMs) and --prompt-ids\n";
@@ -92,31 +181,8 @@ int cmd_generate(int argc, char** argv) {
   o.verify = args.has("verify");
   o.tolerance = args.get<double>("tolerance");
   std::optional<LoweringArgs> la;
-  if (files.size() == 1) {  // a MODEL, or a single program
-    ir::Result<app::Subject> subject = app::load_subject(files[0]);
-    if (!subject) return fail(subject.diagnostics, "amk generate", json);
-    print_diagnostics(subject.diagnostics, "amk generate");
-    if (subject->model) {
-      auto r = resolve_lowering(args, std::move(*subject->model));
-      if (!r) return fail(r.diagnostics, "amk generate", json);
-      print_diagnostics(r.diagnostics, "amk generate");
-      la = std::move(r.value);
-      src.model = &la->model;
-      src.target = &la->target;
-      src.config = la->config;
-      src.lower = la->opt;
-    }
-  }
   std::optional<targets::TargetSpec> program_target;
-  if (!src.model) {
-    src.programs = files;
-    if (target_given(args)) {  // as `amk run --target`: each program proven and run there
-      ir::Result<targets::TargetSpec> t = targets::load_target(args.get<std::string>("target"));
-      if (!t) return fail(t.diagnostics, "amk generate", json);
-      program_target = std::move(t.value);
-      src.target = &*program_target;
-    }
-  }
+  if (auto rc = decode_source(args, files, json, src, la, program_target)) return *rc;
   std::unique_ptr<vm::SafeTensors> weights;
   if (args.has("weights")) {
     auto w = vm::SafeTensors::open(args.get<std::string>("weights"));
@@ -137,50 +203,7 @@ int cmd_generate(int argc, char** argv) {
     if (la) name_config(r.diagnostics, *la);
     return fail(r.diagnostics, "amk generate", json);
   }
-  if (json) {  // after the KV file is written: a failure there is the document's error
-    if (args.has("kv-out")) {
-      if (ir::Status w = write_kv(args.get<std::string>("kv-out"), r->kv); !w)
-        return fail(w.diagnostics, "amk generate", true);
-    }
-    nlohmann::ordered_json j;
-    j["ok"] = true;
-    j["generated"] = r->generated;
-    j["steps"] = r->steps;
-    j["wall_s"] = r->wall_s;
-    j["tokens_per_s"] = static_cast<double>(r->generated.size()) / std::max(r->wall_s, 1e-9);
-    j["vm_s"] = r->run_s;
-    if (la) {
-      j["target"] = la->target.record.name;
-      j["lower_ms"] = r->lower_s * 1e3;
-    }
-    if (o.verify) {
-      j["max_logit_error"] = r->max_error;
-      j["direct_s"] = r->direct_s;
-    }
-    if (args.has("kv-out")) j["kv_out"] = args.get<std::string>("kv-out");
-    std::cout << ir::dump_text(j, 2) << "\n";
-    return kOk;
-  }
-  // The ids alone on stdout (before anything that could still fail); the figures on stderr.
-  std::cout << fmt::format("{}\n", fmt::join(r->generated, ",")) << std::flush;
-  std::cerr << fmt::format(
-      "{} steps, {} new tokens in {:.3f} s: {:.2f} tokens/s ({:.3f} s in the "
-      "VM)\n",
-      r->steps, r->generated.size(), r->wall_s,
-      static_cast<double>(r->generated.size()) / std::max(r->wall_s, 1e-9), r->run_s);
-  if (la)
-    std::cerr << fmt::format("lowered {} positions for {} in {:.2f} ms\n", r->steps,
-                             la->target.record.name, r->lower_s * 1e3);
-  if (o.verify)
-    std::cerr << fmt::format(
-        "verified {} steps against the direct evaluation: max |logit "
-        "difference| {:.3g} (direct evaluation {:.3f} s)\n",
-        r->steps, r->max_error, r->direct_s);
-  if (args.has("kv-out")) {
-    if (ir::Status w = write_kv(args.get<std::string>("kv-out"), r->kv); !w)
-      return fail(w.diagnostics, "amk generate");
-  }
-  return kOk;
+  return report_generation(args, json, *r, la, o.verify);
 }
 
 }  // namespace amk::cli
