@@ -37,6 +37,65 @@ void print_capacities(const ir::Program& p, const std::vector<validate::Capacity
                              c.capacity && c.needed > *c.capacity ? "TOO SMALL: " : "", c.what);
 }
 
+// The human summary of `amk info`.
+void print_info(const ir::Program& p, const app::ProgramInfo& in, const std::string& file) {
+  const validate::Result& verdict = in.verdict;
+  const ir::Graph& g = in.graph;
+  const ir::CriticalPath& cp = in.critical;
+  const std::optional<ir::Target>& tgt = in.target;
+  const std::optional<targets::CostEstimate>& cost = in.cost;
+  const std::vector<std::string>& rules = in.rules;
+  const auto& meta = p.meta.json();
+  auto meta_str = [&](const char* k) {
+    return meta.is_object() && meta.contains(k) ? ir::py_repr(meta[k]) : std::string("-");
+  };
+  if (!verdict.ok)
+    std::cout << fmt::format("REJECTED by the validator: {} error(s) ({}); see amk validate {}\n",
+                             verdict.errors.size(), fmt::join(rules, ", "), file);
+
+  std::cout << fmt::format("{}: IR {}, ABI {}, model {}, gpu {}, target {}\n", file, p.ir_version,
+                           p.abi_version, meta_str("model"), meta_str("gpu"),
+                           p.target ? p.target->name : std::string("none"));
+  std::cout << fmt::format(
+      "  tasks {}, buffers {} ({} weights, {} MB), counters {}, waits {}, edges {}, {}\n",
+      p.tasks.size(), p.buffers.size(), in.weights, mb(p.total_weight_bytes()), p.counters.size(),
+      in.waits, g.edge_count(), g.acyclic() ? "acyclic" : "CYCLIC");
+  std::string opmix;
+  std::vector<std::pair<int64_t, std::string>> sorted;
+  for (const auto& [k, v] : in.ops) sorted.emplace_back(-v, k);
+  std::sort(sorted.begin(), sorted.end());
+  for (const auto& [v, k] : sorted) opmix += fmt::format(" {} {},", k, -v);
+  if (!opmix.empty()) opmix.pop_back();
+  std::cout << "  ops:" << opmix << "\n";
+  std::cout << fmt::format("  est: {} MB moved, {} MFLOP; sm assigned: {}\n", mb(in.est_bytes),
+                           ir::py_round2(static_cast<double>(in.est_flops) / 1e6),
+                           p.sm_assigned() ? "yes" : "no");
+  if (p.pages)
+    std::cout << fmt::format("  pages: {} pages for {} buffers, {} scratch bytes\n",
+                             p.pages->pages.size(), p.pages->buffer_to_page.size(),
+                             p.pages->total_scratch_bytes());
+  if (g.acyclic() && !cp.path.empty()) {
+    std::cout << fmt::format("  critical path: {} tasks, {} MB est, {} -> {}\n", cp.tasks,
+                             mb(cp.est_bytes), p.tasks[cp.path.front()].display(),
+                             p.tasks[cp.path.back()].display());
+  } else if (!g.acyclic()) {
+    std::cout << "  critical path: none (the graph has a cycle; see amk validate)\n";
+  }
+  if (p.runtime) print_capacities(p, in.capacities);
+  if (cost)
+    std::cout << fmt::format(
+        "  cost on {} run by {}: predicted {:.1f} us (schedule {:.1f}, shared HBM {:.1f}); AMK's "
+        "formula {:.1f} us; weight-streaming floor {:.1f} us\n"
+        "  along the critical path: launch {:.1f}, dispatch {:.1f}, dependencies {:.1f}, sync "
+        "{:.1f}, weights {:.1f}, compute {:.1f} us; {:.0f} bytes in flight per worker\n",
+        tgt->name, cost->runtime, cost->makespan_us, cost->queue_us, cost->bandwidth_us,
+        cost->amk_makespan_us, cost->floor_us, cost->breakdown.launch_us,
+        cost->breakdown.dispatch_us, cost->breakdown.dependency_us, cost->breakdown.sync_us,
+        cost->breakdown.memory_us, cost->breakdown.compute_us, cost->bytes_in_flight);
+  else if (tgt && !verdict.ok)
+    std::cout << "  cost: no prediction for a rejected program (--unsafe to force one)\n";
+}
+
 }  // namespace
 
 int cmd_info(int argc, char** argv) {
@@ -84,15 +143,6 @@ int cmd_info(int argc, char** argv) {
   const app::ProgramInfo in = app::program_info(p, override_target, args.has("unsafe"), rt);
   progress.clear();
   const validate::Result& verdict = in.verdict;
-  const ir::Graph& g = in.graph;
-  const ir::CriticalPath& cp = in.critical;
-  const std::optional<ir::Target>& tgt = in.target;
-  const std::optional<targets::CostEstimate>& cost = in.cost;
-  const std::vector<std::string>& rules = in.rules;
-  const auto& meta = p.meta.json();
-  auto meta_str = [&](const char* k) {
-    return meta.is_object() && meta.contains(k) ? ir::py_repr(meta[k]) : std::string("-");
-  };
 
   if (json) {
     std::string out;
@@ -100,51 +150,7 @@ int cmd_info(int argc, char** argv) {
     std::cout << out << "\n";
     return verdict.ok ? kOk : kRejected;
   }
-  if (!verdict.ok)
-    std::cout << fmt::format("REJECTED by the validator: {} error(s) ({}); see amk validate {}\n",
-                             verdict.errors.size(), fmt::join(rules, ", "), file);
-
-  std::cout << fmt::format("{}: IR {}, ABI {}, model {}, gpu {}, target {}\n", file, p.ir_version,
-                           p.abi_version, meta_str("model"), meta_str("gpu"),
-                           p.target ? p.target->name : std::string("none"));
-  std::cout << fmt::format(
-      "  tasks {}, buffers {} ({} weights, {} MB), counters {}, waits {}, edges {}, {}\n",
-      p.tasks.size(), p.buffers.size(), in.weights, mb(p.total_weight_bytes()), p.counters.size(),
-      in.waits, g.edge_count(), g.acyclic() ? "acyclic" : "CYCLIC");
-  std::string opmix;
-  std::vector<std::pair<int64_t, std::string>> sorted;
-  for (const auto& [k, v] : in.ops) sorted.emplace_back(-v, k);
-  std::sort(sorted.begin(), sorted.end());
-  for (const auto& [v, k] : sorted) opmix += fmt::format(" {} {},", k, -v);
-  if (!opmix.empty()) opmix.pop_back();
-  std::cout << "  ops:" << opmix << "\n";
-  std::cout << fmt::format("  est: {} MB moved, {} MFLOP; sm assigned: {}\n", mb(in.est_bytes),
-                           ir::py_round2(static_cast<double>(in.est_flops) / 1e6),
-                           p.sm_assigned() ? "yes" : "no");
-  if (p.pages)
-    std::cout << fmt::format("  pages: {} pages for {} buffers, {} scratch bytes\n",
-                             p.pages->pages.size(), p.pages->buffer_to_page.size(),
-                             p.pages->total_scratch_bytes());
-  if (g.acyclic() && !cp.path.empty()) {
-    std::cout << fmt::format("  critical path: {} tasks, {} MB est, {} -> {}\n", cp.tasks,
-                             mb(cp.est_bytes), p.tasks[cp.path.front()].display(),
-                             p.tasks[cp.path.back()].display());
-  } else if (!g.acyclic()) {
-    std::cout << "  critical path: none (the graph has a cycle; see amk validate)\n";
-  }
-  if (p.runtime) print_capacities(p, in.capacities);
-  if (cost)
-    std::cout << fmt::format(
-        "  cost on {} run by {}: predicted {:.1f} us (schedule {:.1f}, shared HBM {:.1f}); AMK's "
-        "formula {:.1f} us; weight-streaming floor {:.1f} us\n"
-        "  along the critical path: launch {:.1f}, dispatch {:.1f}, dependencies {:.1f}, sync "
-        "{:.1f}, weights {:.1f}, compute {:.1f} us; {:.0f} bytes in flight per worker\n",
-        tgt->name, cost->runtime, cost->makespan_us, cost->queue_us, cost->bandwidth_us,
-        cost->amk_makespan_us, cost->floor_us, cost->breakdown.launch_us,
-        cost->breakdown.dispatch_us, cost->breakdown.dependency_us, cost->breakdown.sync_us,
-        cost->breakdown.memory_us, cost->breakdown.compute_us, cost->bytes_in_flight);
-  else if (tgt && !verdict.ok)
-    std::cout << "  cost: no prediction for a rejected program (--unsafe to force one)\n";
+  print_info(p, in, file);
   return verdict.ok ? kOk : kRejected;
 }
 
