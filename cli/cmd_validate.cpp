@@ -10,6 +10,21 @@
 
 namespace amk::cli {
 
+namespace {
+
+// Appends a file's JSON document to the "files" list, indented one level into it.
+void append_indented(std::string& out, std::string doc, bool last) {
+  while (!doc.empty() && doc.back() == '\n') doc.pop_back();
+  std::string indented = "    ";
+  for (char c : doc) {
+    indented += c;
+    if (c == '\n') indented += "    ";
+  }
+  out += indented + (last ? "\n" : ",\n");
+}
+
+}  // namespace
+
 int cmd_validate(int argc, char** argv) {
   Args args(
       "amk validate FILE... [--json] [--brief] [--all] [--format F] [--launch K=V] [--target T]\n"
@@ -77,15 +92,7 @@ int cmd_validate(int argc, char** argv) {
       }
       if (i + 1 == files.size()) keep_until_exit(std::move(*lr));  // the others' memory is reused
     }
-    if (json) {  // each file's document, indented one level into the list
-      while (!doc.empty() && doc.back() == '\n') doc.pop_back();
-      std::string indented = "    ";
-      for (char c : doc) {
-        indented += c;
-        if (c == '\n') indented += "    ";
-      }
-      out += indented + (i + 1 < files.size() ? ",\n" : "\n");
-    }
+    if (json) append_indented(out, std::move(doc), i + 1 == files.size());
   }
   if (json)
     std::cout << fmt::format("{{\n  \"ok\": {},\n  \"exit\": {},\n  \"files\": [\n{}  ]\n}}\n",
