@@ -170,6 +170,59 @@ int cmd_git_setup(int argc, char** argv) {
   return kOk;
 }
 
+namespace {
+
+// The revisions with their change from the one before: one JSON document, or a line each.
+void print_log(const std::vector<app::Revision>& revs, bool json) {
+  // The change from the revision before (the next older one with a prediction).
+  std::vector<std::optional<double>> change(revs.size());
+  for (size_t i = 0; i < revs.size(); ++i) {
+    if (!revs[i].predicted_us) continue;
+    for (size_t j = i + 1; j < revs.size(); ++j)
+      if (revs[j].predicted_us) {
+        change[i] = 100.0 * (*revs[i].predicted_us / *revs[j].predicted_us - 1.0);
+        break;
+      }
+  }
+  auto regression = [&](size_t i) { return change[i] && *change[i] > 0.5; };
+  if (json) {
+    nlohmann::ordered_json a = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < revs.size(); ++i) {
+      const app::Revision& r = revs[i];
+      nlohmann::ordered_json j;
+      j["commit"] = r.commit;
+      j["date"] = r.date;
+      j["subject"] = r.subject;
+      j["readable"] = r.readable;
+      if (!r.problem.empty()) j["problem"] = r.problem;
+      j["valid"] = r.valid;
+      j["rules"] = r.rules;
+      j["tasks"] = r.tasks;
+      j["predicted_us"] = r.predicted_us ? nlohmann::ordered_json(*r.predicted_us) : nullptr;
+      j["change_percent"] = change[i] ? nlohmann::ordered_json(*change[i]) : nullptr;
+      j["regression"] = regression(i);
+      a.push_back(std::move(j));
+    }
+    std::cout << ir::dump_text(a, 2) << "\n";
+  } else {
+    for (size_t i = 0; i < revs.size(); ++i) {
+      const app::Revision& r = revs[i];
+      std::string verdict = !r.readable ? "NOT SCORED"
+                            : r.valid   ? "VALID"
+                                        : fmt::format("REJECTED ({})", fmt::join(r.rules, ", "));
+      std::string pred =
+          r.predicted_us ? fmt::format("{:8.1f} us", *r.predicted_us) : std::string("       - us");
+      std::string delta = change[i] ? fmt::format(" {:+6.1f}%", *change[i]) : std::string(8, ' ');
+      std::cout << fmt::format("{} {} {:>6} tasks  {}{}  {:<10} {}{}\n", r.commit.substr(0, 10),
+                               r.date, r.tasks, pred, delta, verdict, r.subject,
+                               regression(i) ? "  << REGRESSION" : "");
+      if (!r.readable && !r.problem.empty()) std::cout << "    " << r.problem << "\n";
+    }
+  }
+}
+
+}  // namespace
+
 int cmd_log(int argc, char** argv) {
   Args args("amk log FILE [--target T] [--runtime R] [--model M] [-n N] [--json] [--svg OUT.svg]",
             "The git history of a schedule: for each commit that touched FILE (newest first,\n"
@@ -217,51 +270,7 @@ int cmd_log(int argc, char** argv) {
   const auto file = args.get<std::string>("file");
   ir::Result<std::vector<app::Revision>> revs = app::history(file, o);
   if (!revs) return fail(revs.diagnostics, "amk log", json);
-  // The change from the revision before (the next older one with a prediction).
-  std::vector<std::optional<double>> change(revs->size());
-  for (size_t i = 0; i < revs->size(); ++i) {
-    if (!(*revs)[i].predicted_us) continue;
-    for (size_t j = i + 1; j < revs->size(); ++j)
-      if ((*revs)[j].predicted_us) {
-        change[i] = 100.0 * (*(*revs)[i].predicted_us / *(*revs)[j].predicted_us - 1.0);
-        break;
-      }
-  }
-  auto regression = [&](size_t i) { return change[i] && *change[i] > 0.5; };
-  if (json) {
-    nlohmann::ordered_json a = nlohmann::ordered_json::array();
-    for (size_t i = 0; i < revs->size(); ++i) {
-      const app::Revision& r = (*revs)[i];
-      nlohmann::ordered_json j;
-      j["commit"] = r.commit;
-      j["date"] = r.date;
-      j["subject"] = r.subject;
-      j["readable"] = r.readable;
-      if (!r.problem.empty()) j["problem"] = r.problem;
-      j["valid"] = r.valid;
-      j["rules"] = r.rules;
-      j["tasks"] = r.tasks;
-      j["predicted_us"] = r.predicted_us ? nlohmann::ordered_json(*r.predicted_us) : nullptr;
-      j["change_percent"] = change[i] ? nlohmann::ordered_json(*change[i]) : nullptr;
-      j["regression"] = regression(i);
-      a.push_back(std::move(j));
-    }
-    std::cout << ir::dump_text(a, 2) << "\n";
-  } else {
-    for (size_t i = 0; i < revs->size(); ++i) {
-      const app::Revision& r = (*revs)[i];
-      std::string verdict = !r.readable ? "NOT SCORED"
-                            : r.valid   ? "VALID"
-                                        : fmt::format("REJECTED ({})", fmt::join(r.rules, ", "));
-      std::string pred =
-          r.predicted_us ? fmt::format("{:8.1f} us", *r.predicted_us) : std::string("       - us");
-      std::string delta = change[i] ? fmt::format(" {:+6.1f}%", *change[i]) : std::string(8, ' ');
-      std::cout << fmt::format("{} {} {:>6} tasks  {}{}  {:<10} {}{}\n", r.commit.substr(0, 10),
-                               r.date, r.tasks, pred, delta, verdict, r.subject,
-                               regression(i) ? "  << REGRESSION" : "");
-      if (!r.readable && !r.problem.empty()) std::cout << "    " << r.problem << "\n";
-    }
-  }
+  print_log(*revs, json);
   if (args.has("svg") &&
       !write_output(args.get<std::string>("svg"),
                     app::history_svg(*revs, "predicted latency of " + file + " over commits")))
