@@ -253,6 +253,14 @@ int32_t wire(Orchestrator::State& s, uint32_t id, Slot& sl, std::span<const uint
   return early;
 }
 
+// The slot two submits ahead was last touched by a scheduler and a core (its previous
+// occupant's run and completion): start moving all its lines here now, so that submit does not
+// wait for them (all of them: the first 3 alone left submit waiting on the others).
+void prefetch_slot_ahead(Orchestrator::State& s, uint32_t id) {
+  const auto* next = reinterpret_cast<const std::byte*>(&s.slot(id + 2));
+  for (size_t l = 0; l < sizeof(Slot) / 64; ++l) detail::prefetch_for_write(next + 64 * l);
+}
+
 // Both submit()s: an opcode task (`user` null) or a registered kernel's. Checks the arguments,
 // finds the dependencies, waits for room, fills the slot, records, wires, and stages the task
 // when it is ready at once.
@@ -270,12 +278,7 @@ bool submit_task(Orchestrator::State& s, ir::Op op, const UserKernel* user, Core
                                  what(), name(core))));
     return false;
   }
-  {  // The slot two submits ahead was last touched by a scheduler and a core (its previous
-     // occupant's run and completion): start moving all its lines here now, so that submit does
-     // not wait for them (all of them: the first 3 alone left submit waiting on the others).
-    const auto* next = reinterpret_cast<const std::byte*>(&s.slot(id + 2));
-    for (size_t l = 0; l < sizeof(Slot) / 64; ++l) detail::prefetch_for_write(next + 64 * l);
-  }
+  prefetch_slot_ahead(s, id);
   ArgFacts facts;
   if (!check_args(s, args, what, facts)) return false;
   s.deps_tmp.clear();
