@@ -38,25 +38,23 @@ ir::Result<ir::ScheduleConfig> parse_config(std::string_view text, std::string_v
   return c;
 }
 
-ir::Result<Knobs> parse_knobs(const std::optional<ir::ScheduleConfig>& cfg,
-                              const targets::TargetSpec& t) {
-  Knobs k;
-  if (!cfg) {
-    k.base_width = 32;  // AMK: config None tiles by min(max(16, 32), N)
-    return k;
-  }
-  auto fail = [&](std::string_view ptr, std::string_view what) {
-    return ir::Result<Knobs>(
-        ir::error("config.invalid", std::string(what), fmt::format("/config{}", ptr)));
-  };
+namespace {
+
+// A config.invalid error at /config`ptr`.
+ir::Diagnostic invalid(std::string_view ptr, std::string_view what) {
+  return ir::error("config.invalid", std::string(what), fmt::format("/config{}", ptr));
+}
+
+// tiling: {gemv: {N_tile, base_width}, attention: {n_partitions, kv_block}}.
+ir::Status read_tiling(const ir::ScheduleConfig* cfg, Knobs& k) {
   const json& tiling = cfg->tiling.json();
-  if (!tiling.is_null() && !tiling.is_object()) return fail("/tiling", "must be an object");
+  if (!tiling.is_null() && !tiling.is_object()) return invalid("/tiling", "must be an object");
   if (tiling.is_object()) {
     for (auto it = tiling.begin(); it != tiling.end(); ++it) {
       const std::string& arch = it.key();
       if (arch != "gemv" && arch != "attention")
-        return fail("/tiling/" + arch, "unknown op archetype (known: gemv, attention)");
-      if (!it.value().is_object()) return fail("/tiling/" + arch, "must be an object");
+        return invalid("/tiling/" + arch, "unknown op archetype (known: gemv, attention)");
+      if (!it.value().is_object()) return invalid("/tiling/" + arch, "must be an object");
       for (auto kv = it.value().begin(); kv != it.value().end(); ++kv) {
         const std::string ptr = fmt::format("/tiling/{}/{}", arch, kv.key());
         std::optional<int64_t>* slot = nullptr;
@@ -65,30 +63,41 @@ ir::Result<Knobs> parse_knobs(const std::optional<ir::ScheduleConfig>& cfg,
         if (arch == "attention" && kv.key() == "n_partitions") slot = &k.n_partitions;
         if (arch == "attention" && kv.key() == "kv_block") slot = &k.kv_block;
         if (!slot)
-          return fail(ptr, arch == "gemv"
-                               ? "unknown gemv knob (known: N_tile, base_width)"
-                               : "unknown attention knob (known: n_partitions, kv_block)");
-        if (!positive_int(kv.value())) return fail(ptr, "must be a positive integer");
+          return invalid(ptr, arch == "gemv"
+                                  ? "unknown gemv knob (known: N_tile, base_width)"
+                                  : "unknown attention knob (known: n_partitions, kv_block)");
+        if (!positive_int(kv.value())) return invalid(ptr, "must be a positive integer");
         *slot = kv.value().get<int64_t>();
       }
     }
   }
+  return {};
+}
+
+// fusion_grouping: groups of at least two op names.
+ir::Status read_fusion(const ir::ScheduleConfig* cfg, Knobs& k) {
   const json& fusion = cfg->fusion_grouping.json();
   if (!fusion.is_null()) {
-    if (!fusion.is_array()) return fail("/fusion_grouping", must_be("fusion_grouping"));
+    if (!fusion.is_array()) return invalid("/fusion_grouping", must_be("fusion_grouping"));
     for (size_t g = 0; g < fusion.size(); ++g) {
       const json& grp = fusion[g];
       if (!grp.is_array() || grp.size() < 2)
-        return fail(fmt::format("/fusion_grouping/{}", g), "a group lists at least two op names");
+        return invalid(fmt::format("/fusion_grouping/{}", g),
+                       "a group lists at least two op names");
       std::vector<std::string> names;
       for (size_t i = 0; i < grp.size(); ++i) {
         if (!grp[i].is_string())
-          return fail(fmt::format("/fusion_grouping/{}/{}", g, i), "must be an op name string");
+          return invalid(fmt::format("/fusion_grouping/{}/{}", g, i), "must be an op name string");
         names.push_back(grp[i].get<std::string>());
       }
       k.fusion.push_back(std::move(names));
     }
   }
+  return {};
+}
+
+// sm_assignment: load_balance, round_robin or {task: SM} within the target.
+ir::Status read_sm(const ir::ScheduleConfig* cfg, const targets::TargetSpec& t, Knobs& k) {
   const json& sm = cfg->sm_assignment.json();
   const int64_t sms = t.num_workers();
   if (sm.is_null() || sm == "load_balance") {
@@ -107,20 +116,25 @@ ir::Result<Knobs> parse_knobs(const std::optional<ir::ScheduleConfig>& cfg,
       } catch (const std::exception&) {
         task = -1;
       }
-      if (task < 0) return fail(ptr, "keys must be task ids (non-negative integers)");
+      if (task < 0) return invalid(ptr, "keys must be task ids (non-negative integers)");
       if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
           it.value().get<int64_t>() >= sms)
-        return fail(ptr,
-                    fmt::format("must be an SM index in [0, {}) of target {}", sms, t.record.name));
+        return invalid(
+            ptr, fmt::format("must be an SM index in [0, {}) of target {}", sms, t.record.name));
       k.sm_map.emplace_back(task, it.value().get<int64_t>());
     }
   } else {
-    return fail("/sm_assignment", must_be("sm_assignment"));
+    return invalid("/sm_assignment", must_be("sm_assignment"));
   }
+  return {};
+}
+
+// pipelining_depth and page_allocation.
+ir::Status read_schedule(const ir::ScheduleConfig* cfg, Knobs& k) {
   const json& depth = cfg->pipelining_depth.json();
   if (!depth.is_null()) {
     if (!depth.is_number_integer() || depth.get<int64_t>() < 0 || depth.get<int64_t>() > 16)
-      return fail("/pipelining_depth", must_be("pipelining_depth"));
+      return invalid("/pipelining_depth", must_be("pipelining_depth"));
   }
   k.depth = cfg->depth();
   const json& pages = cfg->page_allocation.json();
@@ -131,17 +145,23 @@ ir::Result<Knobs> parse_knobs(const std::optional<ir::ScheduleConfig>& cfg,
   } else if (pages == "none") {
     k.pages = Knobs::Pages::None;
   } else {
-    return fail("/page_allocation", must_be("page_allocation"));
+    return invalid("/page_allocation", must_be("page_allocation"));
   }
+  return {};
+}
+
+// threads_per_block and smem_bytes_per_block, within what the target allows.
+ir::Status read_block(const ir::ScheduleConfig* cfg, const targets::TargetSpec& t, Knobs& k) {
   const json& tpb = cfg->threads_per_block.json();
   if (!tpb.is_null()) {
     const int64_t max_thr = t.record.max_threads_per_sm.is_int ? t.record.max_threads_per_sm.i : 0;
     if (!tpb.is_number_integer() || tpb.get<int64_t>() < 32 || tpb.get<int64_t>() > 1024 ||
         tpb.get<int64_t>() % 32 != 0)
-      return fail("/threads_per_block", must_be("threads_per_block"));
+      return invalid("/threads_per_block", must_be("threads_per_block"));
     if (max_thr > 1 && tpb.get<int64_t>() > max_thr)
-      return fail("/threads_per_block", fmt::format("{} exceeds target {}'s max_threads_per_sm {}",
-                                                    tpb.get<int64_t>(), t.record.name, max_thr));
+      return invalid("/threads_per_block",
+                     fmt::format("{} exceeds target {}'s max_threads_per_sm {}", tpb.get<int64_t>(),
+                                 t.record.name, max_thr));
     k.threads = tpb.get<int64_t>();
   }
   const json& smem = cfg->smem_bytes_per_block.json();
@@ -150,13 +170,29 @@ ir::Result<Knobs> parse_knobs(const std::optional<ir::ScheduleConfig>& cfg,
                               ? t.record.smem_bytes_per_block_optin.i
                               : static_cast<int64_t>(t.record.smem_bytes_per_block_optin.f);
     if (!smem.is_number_integer() || smem.get<int64_t>() < 0)
-      return fail("/smem_bytes_per_block", must_be("smem_bytes_per_block"));
+      return invalid("/smem_bytes_per_block", must_be("smem_bytes_per_block"));
     if (smem.get<int64_t>() > optin)
-      return fail("/smem_bytes_per_block",
-                  fmt::format("{} exceeds target {}'s smem_bytes_per_block_optin {}",
-                              smem.get<int64_t>(), t.record.name, optin));
+      return invalid("/smem_bytes_per_block",
+                     fmt::format("{} exceeds target {}'s smem_bytes_per_block_optin {}",
+                                 smem.get<int64_t>(), t.record.name, optin));
     k.smem = smem.get<int64_t>();
   }
+  return {};
+}
+
+}  // namespace
+
+ir::Result<Knobs> parse_knobs(const std::optional<ir::ScheduleConfig>& cfg,
+                              const targets::TargetSpec& t) {
+  Knobs k;
+  if (!cfg) {
+    k.base_width = 32;  // AMK: config None tiles by min(max(16, 32), N)
+    return k;
+  }
+  const ir::ScheduleConfig* c = &*cfg;
+  for (ir::Status st : {read_tiling(c, k), read_fusion(c, k), read_sm(c, t, k), read_schedule(c, k),
+                        read_block(c, t, k)})
+    if (!st) return std::move(st.diagnostics);
   return k;
 }
 
