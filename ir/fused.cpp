@@ -35,6 +35,74 @@ ParamValue to_param(const ojson& v) {
   return ParamValue::of_json(JsonValue(v));
 }
 
+// A step's args: {"in": k} (an input of the fused task) or {"s": j} (a scratch an earlier step
+// wrote).
+void read_step_args(const ojson& st, size_t i, int64_t n_inputs, const std::set<int64_t>& produced,
+                    RecipeStep& step, std::vector<std::string>& errors) {
+  if (st.contains("args") && !st["args"].is_null()) {
+    const ojson& args = st["args"];
+    if (!args.is_array()) {
+      errors.push_back(fmt::format("step {}: args must be a list, got {}", i, py_repr(args)));
+    } else {
+      for (const ojson& a : args) {
+        if (!a.is_object() || a.size() != 1) {
+          errors.push_back(fmt::format("step {}: bad arg {}", i, py_repr(a)));
+        } else if (a.contains("in")) {
+          const ojson& k = a["in"];
+          if (!is_int(k) || k.get<int64_t>() < 0 || k.get<int64_t>() >= n_inputs)
+            errors.push_back(fmt::format("step {}: input index {} out of range [0,{})", i,
+                                         py_repr(k), n_inputs));
+          else
+            step.args.push_back({true, k.get<int64_t>()});
+        } else if (a.contains("s")) {
+          const ojson& j = a["s"];
+          if (!is_int(j) || !produced.count(j.get<int64_t>()))
+            errors.push_back(fmt::format("step {}: reads scratch {} not written by an earlier step",
+                                         i, py_repr(j)));
+          else
+            step.args.push_back({false, j.get<int64_t>()});
+        } else {
+          errors.push_back(
+              fmt::format("step {}: arg must be {{'in':k}} or {{'s':j}}, got {}", i, py_repr(a)));
+        }
+      }
+    }
+  }
+}
+
+// A step's out_dtype (the allowlist's, but F64) and out_shape (1..4 positive dims).
+void read_step_layout(const ojson& st, size_t i, RecipeStep& step,
+                      std::vector<std::string>& errors) {
+  if (st.contains("out_dtype") && !st["out_dtype"].is_null()) {
+    const ojson& od = st["out_dtype"];
+    bool known = false;
+    std::optional<DType> dt =
+        od.is_string() ? recipe_dtype(od.get<std::string>(), known) : std::nullopt;
+    if (!known) {
+      errors.push_back(fmt::format(
+          "step {}: out_dtype {} not in the allowlist ['bfloat16', 'float16', 'float32', "
+          "'float64', 'int32', 'int8']",
+          i, py_repr(od)));
+    } else if (!dt) {
+      errors.push_back(fmt::format(
+          "step {}: out_dtype 'float64' is not supported by amk (no F64 storage type)", i));
+    } else {
+      step.out_dtype = dt;
+    }
+  }
+  if (st.contains("out_shape") && !st["out_shape"].is_null()) {
+    const ojson& sh = st["out_shape"];
+    bool ok = sh.is_array();
+    if (ok)
+      for (const ojson& d : sh) ok = ok && is_int(d) && d.get<int64_t>() > 0;
+    if (!ok || sh.size() > 4)
+      errors.push_back(fmt::format(
+          "step {}: out_shape must be a list of 1..4 positive ints, got {}", i, py_repr(sh)));
+    else
+      for (const ojson& d : sh) step.out_shape.push_back(d.get<int64_t>());
+  }
+}
+
 }  // namespace
 
 std::optional<Recipe> parse_recipe(const JsonValue& recipe_value, int64_t n_inputs,
@@ -68,35 +136,7 @@ std::optional<Recipe> parse_recipe(const JsonValue& recipe_value, int64_t n_inpu
       if (step.op == Op::FUSED)
         errors.push_back(fmt::format("step {}: nested FUSED is not allowed", i));
     }
-    if (st.contains("args") && !st["args"].is_null()) {
-      const ojson& args = st["args"];
-      if (!args.is_array()) {
-        errors.push_back(fmt::format("step {}: args must be a list, got {}", i, py_repr(args)));
-      } else {
-        for (const ojson& a : args) {
-          if (!a.is_object() || a.size() != 1) {
-            errors.push_back(fmt::format("step {}: bad arg {}", i, py_repr(a)));
-          } else if (a.contains("in")) {
-            const ojson& k = a["in"];
-            if (!is_int(k) || k.get<int64_t>() < 0 || k.get<int64_t>() >= n_inputs)
-              errors.push_back(fmt::format("step {}: input index {} out of range [0,{})", i,
-                                           py_repr(k), n_inputs));
-            else
-              step.args.push_back({true, k.get<int64_t>()});
-          } else if (a.contains("s")) {
-            const ojson& j = a["s"];
-            if (!is_int(j) || !produced.count(j.get<int64_t>()))
-              errors.push_back(fmt::format(
-                  "step {}: reads scratch {} not written by an earlier step", i, py_repr(j)));
-            else
-              step.args.push_back({false, j.get<int64_t>()});
-          } else {
-            errors.push_back(
-                fmt::format("step {}: arg must be {{'in':k}} or {{'s':j}}, got {}", i, py_repr(a)));
-          }
-        }
-      }
-    }
+    read_step_args(st, i, n_inputs, produced, step, errors);
     const ojson o = st.contains("out") ? st["out"] : ojson();
     if ((o.is_string() && o.get<std::string>() == "final") ||
         (is_int(o) && o.get<int64_t>() == -1)) {
@@ -109,34 +149,7 @@ std::optional<Recipe> parse_recipe(const JsonValue& recipe_value, int64_t n_inpu
       errors.push_back(fmt::format("step {}: out must be 'final' or an int scratch index, got {}",
                                    i, py_repr(o)));
     }
-    if (st.contains("out_dtype") && !st["out_dtype"].is_null()) {
-      const ojson& od = st["out_dtype"];
-      bool known = false;
-      std::optional<DType> dt =
-          od.is_string() ? recipe_dtype(od.get<std::string>(), known) : std::nullopt;
-      if (!known) {
-        errors.push_back(fmt::format(
-            "step {}: out_dtype {} not in the allowlist ['bfloat16', 'float16', 'float32', "
-            "'float64', 'int32', 'int8']",
-            i, py_repr(od)));
-      } else if (!dt) {
-        errors.push_back(fmt::format(
-            "step {}: out_dtype 'float64' is not supported by amk (no F64 storage type)", i));
-      } else {
-        step.out_dtype = dt;
-      }
-    }
-    if (st.contains("out_shape") && !st["out_shape"].is_null()) {
-      const ojson& sh = st["out_shape"];
-      bool ok = sh.is_array();
-      if (ok)
-        for (const ojson& d : sh) ok = ok && is_int(d) && d.get<int64_t>() > 0;
-      if (!ok || sh.size() > 4)
-        errors.push_back(fmt::format(
-            "step {}: out_shape must be a list of 1..4 positive ints, got {}", i, py_repr(sh)));
-      else
-        for (const ojson& d : sh) step.out_shape.push_back(d.get<int64_t>());
-    }
+    read_step_layout(st, i, step, errors);
     if (st.contains("params") && !st["params"].is_null()) {
       if (!st["params"].is_object())
         errors.push_back(fmt::format("step {}: params must be a dict", i));
