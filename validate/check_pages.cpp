@@ -147,10 +147,9 @@ void check_page_map(Context& c) {
   }
 }
 
-// Page reuse: the occupants of a page, in the order they are first written, must each be done
-// (every task touching one) before the next one's first writer. Checked along that chain first;
-// the pages where it fails get AMK's pairwise check and report.
-void check_page_reuse(Context& c) {
+// The occupants of every page as CSR by page id (c.s.page_off, c.s.page_occ: buffer ids), and
+// the pages in AMK's order of first appearance in the map (c.s.page_order).
+void index_page_occupants(Context& c) {
   const ir::PageAllocation& pa = *c.p.pages;
   const auto n_pages = static_cast<int64_t>(pa.pages.size());
   // Occupants per page (CSR by page id), pages in AMK's order of first appearance in the map.
@@ -173,6 +172,27 @@ void check_page_reuse(Context& c) {
       off, bufs, c.s.csr_fill);
   occ.resize(bufs.size());
   for (size_t k = 0; k < bufs.size(); ++k) occ[k] = pa.buffer_to_page[bufs[k]].first;
+}
+
+// A page shared by buffers a and b whose live ranges are not ordered.
+void report_clobber(Context& c, int64_t pg, int64_t a, int64_t b, const char* extra) {
+  c.error(kPageClobber,
+          fmt::format("page {} reused by buffers #{} ('{}') and #{} ('{}') whose live ranges are "
+                      "NOT ordered, clobber RACE (page reuse needs separated ranges){}",
+                      pg, a, c.buf(a).name, b, c.buf(b).name, extra),
+          fmt::format("/pages/buffer_to_page/{}", b),
+          {{"the other occupant", fmt::format("/pages/buffer_to_page/{}", a)},
+           {"every task touching one buffer must happen-before every writer of the other", ""}});
+}
+
+// Page reuse: the occupants of a page, in the order they are first written, must each be done
+// (every task touching one) before the next one's first writer. Checked along that chain first;
+// the pages where it fails get AMK's pairwise check and report.
+void check_page_reuse(Context& c) {
+  index_page_occupants(c);
+  const auto& off = c.s.page_off;
+  const auto& occ = c.s.page_occ;
+  const auto& page_order = c.s.page_order;
   auto occupants = [&](int64_t pg) {
     auto i = static_cast<size_t>(pg);
     return std::span<const int64_t>(occ.data() + off[i], off[i + 1] - off[i]);
@@ -236,20 +256,12 @@ void check_page_reuse(Context& c) {
     }
   }
   reach.solve();
-  auto report = [&](int64_t pg, int64_t a, int64_t b, const char* extra) {
-    c.error(kPageClobber,
-            fmt::format("page {} reused by buffers #{} ('{}') and #{} ('{}') whose live ranges are "
-                        "NOT ordered, clobber RACE (page reuse needs separated ranges){}",
-                        pg, a, c.buf(a).name, b, c.buf(b).name, extra),
-            fmt::format("/pages/buffer_to_page/{}", b),
-            {{"the other occupant", fmt::format("/pages/buffer_to_page/{}", a)},
-             {"every task touching one buffer must happen-before every writer of the other", ""}});
-  };
   for (const Check& ck : checks) {
-    if (!holds(c, ck.ab) && !holds(c, ck.ba)) report(ck.page, ck.a, ck.b, "");
+    if (!holds(c, ck.ab) && !holds(c, ck.ba)) report_clobber(c, ck.page, ck.a, ck.b, "");
   }
   for (const auto& [pg, ab] : fallback)
-    report(pg, ab.first, ab.second, " (a large page: reported for consecutive occupants)");
+    report_clobber(c, pg, ab.first, ab.second,
+                   " (a large page: reported for consecutive occupants)");
 }
 
 }  // namespace
