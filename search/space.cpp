@@ -108,6 +108,55 @@ double Space::size() const {
   return n;
 }
 
+namespace {
+
+// A space error at `pointer`.
+ir::Diagnostic space_error(std::string msg, std::string pointer) {
+  return ir::error("space.invalid", std::move(msg), std::move(pointer));
+}
+
+// Diagnostics about the space file `origin`.
+ir::Diagnostics with_file(ir::Diagnostics d, std::string_view origin) {
+  ir::set_file(d, origin);
+  return d;
+}
+
+// A knob's domain: named presets (fusion_grouping) or a non-empty list of values.
+ir::Status read_domain(const json& dom, const std::string& ptr, Knob& k) {
+  if (k.path == "fusion_grouping") {
+    if (!dom.is_object() || dom.empty())
+      return space_error("must be an object of named presets (lists of op-name groups)", ptr);
+    for (auto p = dom.begin(); p != dom.end(); ++p) {
+      k.values.push_back(ir::JsonValue(p.value()));
+      k.labels.push_back(p.key());
+    }
+    return {};
+  }
+  if (!dom.is_array() || dom.empty()) return space_error("must be a non-empty list of values", ptr);
+  for (const json& v : dom) {
+    k.values.push_back(ir::JsonValue(v));
+    k.labels.push_back(ir::dump_text(v));
+  }
+  return {};
+}
+
+// The bound "bounds" sets on knob `path`: a numeric target field's value (nullopt: none, or a
+// field of 0 or 1).
+ir::Result<std::optional<double>> read_bound(const json& bounds, const std::string& path,
+                                             const targets::TargetSpec& t) {
+  if (!bounds.contains(path)) return std::optional<double>();
+  const json& b = bounds[path];
+  std::optional<double> bound =
+      b.is_string() ? ir::target_number(t.record, b.get<std::string>()) : std::nullopt;
+  if (!bound)
+    return space_error("must name a numeric target field (max_threads_per_sm, ...)",
+                       "/bounds/" + ir::pointer_token(path));
+  if (*bound <= 1) bound.reset();
+  return bound;
+}
+
+}  // namespace
+
 ir::Result<Space> parse_space(std::string_view text, std::string_view origin,
                               const lower::ModelSpec& m, const targets::TargetSpec& t,
                               const ir::ScheduleConfig& base) {
@@ -138,36 +187,17 @@ ir::Result<Space> parse_space(std::string_view text, std::string_view origin,
     Knob k;
     k.path = it.key();
     const json& dom = it.value();
-    if (k.path == "fusion_grouping") {
-      if (!dom.is_object() || dom.empty())
-        return fail("must be an object of named presets (lists of op-name groups)", ptr);
-      for (auto p = dom.begin(); p != dom.end(); ++p) {
-        k.values.push_back(ir::JsonValue(p.value()));
-        k.labels.push_back(p.key());
-      }
-    } else {
-      if (!dom.is_array() || dom.empty()) return fail("must be a non-empty list of values", ptr);
-      for (const json& v : dom) {
-        k.values.push_back(ir::JsonValue(v));
-        k.labels.push_back(ir::dump_text(v));
-      }
-    }
+    if (ir::Status st = read_domain(dom, ptr, k); !st)
+      return with_file(std::move(st.diagnostics), origin);
     // Every value must be one the lowering accepts for this target; values above a bound are
     // dropped (a target field of 0 or 1 sets no bound).
-    std::optional<double> bound;
-    if (bounds.contains(k.path)) {
-      const json& b = bounds[k.path];
-      bound = b.is_string() ? ir::target_number(t.record, b.get<std::string>()) : std::nullopt;
-      if (!bound)
-        return fail("must name a numeric target field (max_threads_per_sm, ...)",
-                    "/bounds/" + ir::pointer_token(k.path));
-      if (*bound <= 1) bound.reset();
-    }
+    ir::Result<std::optional<double>> bound = read_bound(bounds, k.path, t);
+    if (!bound) return with_file(std::move(bound.diagnostics), origin);
     Knob kept{k.path, {}, {}};
     std::string dropped;  // why the first preset dropped was dropped
     for (size_t i = 0; i < k.values.size(); ++i) {
       const json& v = k.values[i].json();
-      if (bound && v.is_number() && v.get<double>() > *bound) continue;
+      if (*bound && v.is_number() && v.get<double>() > **bound) continue;
       ir::ScheduleConfig c = base;
       set(c, k.path, v);
       if (k.path == "fusion_grouping") {
