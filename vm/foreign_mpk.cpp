@@ -47,6 +47,27 @@ ir::Diagnostic stuck_report(const ir::Program& p, const Launch& l,
                    ir::task_pointer(0));
 }
 
+// MPK deals a worker's tasks at the iteration's start: more than its queue holds overflows it.
+ir::Status check_queues(const ir::Runtime& rt, const std::vector<std::deque<uint32_t>>& queue,
+                        int64_t queue_len) {
+  for (size_t w = 0; w < queue.size(); ++w) {
+    // BEGIN_TASK_GRAPH ran before the deal; the rest are all queued at once.
+    const auto& q = queue[w];
+    const auto dealt = static_cast<int64_t>(std::count_if(q.begin(), q.end(), [&](uint32_t t) {
+      return t >= rt.tasks.size() || rt.tasks[t].kind != 10;
+    }));
+    if (dealt >= queue_len)
+      return ir::error(
+          "vm.overflow",
+          fmt::format("worker {}'s queue overflowed: {} task(s) are dealt to it at the iteration's "
+                      "start and its queue holds {} (MPK asserts next + queue > last; without the "
+                      "assert the ring overwrites tasks not yet read: mirage #464)",
+                      w, dealt, queue_len),
+          ir::task_pointer(q.back()));
+  }
+  return {};
+}
+
 }  // namespace
 
 ir::Result<ForeignRun> run_mpk(const ir::Program& p, const ForeignOptions& o) {
@@ -70,21 +91,7 @@ ir::Result<ForeignRun> run_mpk(const ir::Program& p, const ForeignOptions& o) {
       free_tasks.push_back(t);
     }
   }
-  for (int64_t w = 0; w < workers; ++w) {
-    // BEGIN_TASK_GRAPH ran before the deal; the rest are all queued at once.
-    auto& q = queue[static_cast<size_t>(w)];
-    const auto dealt = static_cast<int64_t>(std::count_if(q.begin(), q.end(), [&](uint32_t t) {
-      return t >= rt.tasks.size() || rt.tasks[t].kind != 10;
-    }));
-    if (dealt >= queue_len)
-      return ir::error(
-          "vm.overflow",
-          fmt::format("worker {}'s queue overflowed: {} task(s) are dealt to it at the iteration's "
-                      "start and its queue holds {} (MPK asserts next + queue > last; without the "
-                      "assert the ring overwrites tasks not yet read: mirage #464)",
-                      w, dealt, queue_len),
-          ir::task_pointer(q.back()));
-  }
+  if (ir::Status st = check_queues(rt, queue, queue_len); !st) return std::move(st.diagnostics);
   Counters counters(p);
   ForeignRun run;
   std::vector<double> busy_until(static_cast<size_t>(workers), -1);
