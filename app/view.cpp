@@ -224,20 +224,19 @@ std::string show_program(const ir::Program& p, const targets::TargetSpec* predic
   return out;
 }
 
-std::string program_dot(const ir::Program& p, Fold fold) {
-  using Attrs = std::map<std::string, std::string>;
-  using Graph = boost::subgraph<boost::adjacency_list<
-      boost::vecS, boost::vecS, boost::directedS, boost::property<boost::vertex_attribute_t, Attrs>,
-      boost::property<boost::edge_index_t, int, boost::property<boost::edge_attribute_t, Attrs>>,
-      boost::property<boost::graph_name_t, std::string,
-                      boost::property<boost::graph_graph_attribute_t, Attrs,
-                                      boost::property<boost::graph_vertex_attribute_t, Attrs,
-                                                      boost::property<boost::graph_edge_attribute_t,
-                                                                      Attrs>>>>>>;
-  // The node of each task: itself, its op (tiles folded) or its layer.
-  std::vector<size_t> node_of(p.tasks.size());
-  std::vector<std::string> node_key;
+namespace {
+
+// The nodes of a drawing: each task's node (itself, its op with tiles folded, or its layer), the
+// nodes' keys and their tasks.
+struct DotNodes {
+  std::vector<size_t> node_of;
+  std::vector<std::string> key;
   std::vector<std::vector<uint32_t>> members;
+};
+
+DotNodes dot_nodes(const ir::Program& p, Fold fold) {
+  DotNodes d;
+  d.node_of.resize(p.tasks.size());
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < p.tasks.size(); ++i) {
     const ir::Task& t = p.tasks[i];
@@ -250,14 +249,33 @@ std::string program_dot(const ir::Program& p, Fold fold) {
       const auto tile = tile_of(t.label);
       k = tile ? tile->first : std::string(t.display());
     }
-    auto [it, fresh] = index.emplace(k, node_key.size());
+    auto [it, fresh] = index.emplace(k, d.key.size());
     if (fresh) {
-      node_key.push_back(k);
-      members.emplace_back();
+      d.key.push_back(k);
+      d.members.emplace_back();
     }
-    node_of[i] = it->second;
-    members[it->second].push_back(static_cast<uint32_t>(i));
+    d.node_of[i] = it->second;
+    d.members[it->second].push_back(static_cast<uint32_t>(i));
   }
+  return d;
+}
+
+}  // namespace
+
+std::string program_dot(const ir::Program& p, Fold fold) {
+  using Attrs = std::map<std::string, std::string>;
+  using Graph = boost::subgraph<boost::adjacency_list<
+      boost::vecS, boost::vecS, boost::directedS, boost::property<boost::vertex_attribute_t, Attrs>,
+      boost::property<boost::edge_index_t, int, boost::property<boost::edge_attribute_t, Attrs>>,
+      boost::property<boost::graph_name_t, std::string,
+                      boost::property<boost::graph_graph_attribute_t, Attrs,
+                                      boost::property<boost::graph_vertex_attribute_t, Attrs,
+                                                      boost::property<boost::graph_edge_attribute_t,
+                                                                      Attrs>>>>>>;
+  const DotNodes nodes = dot_nodes(p, fold);
+  const std::vector<size_t>& node_of = nodes.node_of;
+  const std::vector<std::string>& node_key = nodes.key;
+  const std::vector<std::vector<uint32_t>>& members = nodes.members;
   Graph g(node_key.size());
   boost::get_property(g, boost::graph_name) = "amk";
   boost::get_property(g, boost::graph_graph_attribute)["rankdir"] = "TB";
@@ -362,6 +380,28 @@ Timeline measured_timeline(const ir::Program& p, const vm::TraceRecorder& r) {
   return tl;
 }
 
+namespace {
+
+// The timeline's legend: a swatch per op, then the critical path's.
+void svg_legend(std::string& out, const std::vector<ir::Op>& ops,
+                std::map<ir::Op, std::string>& colour, size_t critical, double left, double top) {
+  double lx = left, ly = top;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (i && i % 6 == 0) lx = left, ly += 16;
+    out += fmt::format(
+        "<rect x=\"{:.0f}\" y=\"{:.0f}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
+        "<text x=\"{:.0f}\" y=\"{:.0f}\">{}</text>\n",
+        lx, ly - 9, colour[ops[i]], lx + 14, ly, ir::name(ops[i]));
+    lx += 170;
+  }
+  out += fmt::format(
+      "<rect x=\"{:.0f}\" y=\"{:.0f}\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"#d00000\" "
+      "stroke-width=\"1.5\"/><text x=\"{:.0f}\" y=\"{:.0f}\">critical path ({} tasks)</text>\n",
+      lx, ly - 9, lx + 14, ly, critical);
+}
+
+}  // namespace
+
 std::string timeline_svg(const ir::Program& p, const Timeline& t) {
   constexpr double kLeft = 90, kRight = 20, kTop = 48, kLane = 14, kWidth = 1200;
   double span = 1e-9;
@@ -437,20 +477,7 @@ std::string timeline_svg(const ir::Program& p, const Timeline& t) {
         x_of(us), kTop - 4, axis_y, kTop - 6 - (name.size() % 2) * 10, xml_escape(name), us,
         x_of(us) < kWidth / 2 ? "start" : "end");
   }
-  // Legend: ops and the critical path.
-  double lx = kLeft, ly = axis_y + 34;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (i && i % 6 == 0) lx = kLeft, ly += 16;
-    out += fmt::format(
-        "<rect x=\"{:.0f}\" y=\"{:.0f}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
-        "<text x=\"{:.0f}\" y=\"{:.0f}\">{}</text>\n",
-        lx, ly - 9, colour[ops[i]], lx + 14, ly, ir::name(ops[i]));
-    lx += 170;
-  }
-  out += fmt::format(
-      "<rect x=\"{:.0f}\" y=\"{:.0f}\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"#d00000\" "
-      "stroke-width=\"1.5\"/><text x=\"{:.0f}\" y=\"{:.0f}\">critical path ({} tasks)</text>\n",
-      lx, ly - 9, lx + 14, ly, t.critical.size());
+  svg_legend(out, ops, colour, t.critical.size(), kLeft, axis_y + 34);
   out += "</svg>\n";
   return out;
 }
