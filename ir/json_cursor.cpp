@@ -16,23 +16,10 @@ constexpr size_t kMaxDepth = 256;
 
 struct TooManyErrors {};
 
+// The value at `off`: its kind, or a number's (or a stray token's) own text.
 std::string describe(std::string_view text, size_t off) {
-  if (off >= text.size()) return "nothing";
-  switch (text[off]) {
-    case '{':
-      return "an object";
-    case '[':
-      return "an array";
-    case '"':
-      return "a string";
-    case 't':
-    case 'f':
-      return "a boolean";
-    case 'n':
-      return "null";
-    default:
-      break;
-  }
+  if (const std::string_view kind = json_kind_at(text, off); kind != "a number")
+    return std::string(kind);
   size_t end = off;
   while (end < text.size() && end - off < 40 && std::strchr(",]} \n\r\t", text[end]) == nullptr)
     ++end;
@@ -401,6 +388,25 @@ void fill_line_columns(std::string_view text, Diagnostics& d, const std::vector<
     }
     d[k].line = line;
     d[k].column = col;
+  }
+}
+
+std::string_view json_kind_at(std::string_view text, size_t off) {
+  if (off >= text.size()) return "nothing";
+  switch (text[off]) {
+    case '{':
+      return "an object";
+    case '[':
+      return "an array";
+    case '"':
+      return "a string";
+    case 't':
+    case 'f':
+      return "a boolean";
+    case 'n':
+      return "null";
+    default:
+      return "a number";
   }
 }
 

@@ -78,6 +78,9 @@ class JsonCursor {
 };
 
 /// Line and column (1-based) of byte `offset` in `text`.
+/// What the JSON value starting at byte `off` of `text` is, as messages name it ("an object",
+/// "an array", "a string", "a boolean", "null", "a number"; "nothing" past the end).
+std::string_view json_kind_at(std::string_view text, size_t off);
 std::pair<int, int> line_column(std::string_view text, size_t offset);
 /// Sets line:column on each of `d` from its byte offset into `text` (offsets[k] for d[k];
 /// std::string::npos: none), in one pass over the text.

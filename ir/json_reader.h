@@ -182,23 +182,9 @@ class JsonReader {
   void fill_line_columns() { ir::fill_line_columns(text_, diags_, offsets_); }
 
   static std::string describe_at(std::string_view text, size_t off) {
-    if (off >= text.size()) return "nothing";
-    switch (text[off]) {
-      case '{':
-        return "an object";
-      case '[':
-        return "an array";
-      case '"':
-        return "a string";
-      case 't':
-      case 'f':
-        return "a boolean";
-      case 'n':
-        return "null";
-      default:
-        return "a number";
-    }
+    return std::string(json_kind_at(text, off));
   }
+
   std::string got(size_t off) const {
     std::string d = describe_at(text_, off);
     if (d == "a number" || d == "a boolean") {
