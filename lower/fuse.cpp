@@ -94,9 +94,9 @@ struct Index {
   }
 };
 
-// Plans one FUSED task for `members` (group ids, in order); applied by fuse() in one rebuild.
-std::string fuse_members(Plan& p, Index& ix, const std::vector<int64_t>& members) {
-  std::vector<size_t> idx;  // task index per member
+// The task of each member (group ids, in order) into `idx`; why they cannot fuse, or "".
+std::string member_tasks(const Plan& p, const Index& ix, const std::vector<int64_t>& members,
+                         std::vector<size_t>& idx) {
   for (int64_t g : members) {
     const std::string& name = p.group_names[static_cast<size_t>(g)];
     const uint32_t n = ix.group_size[static_cast<size_t>(g)];
@@ -114,6 +114,34 @@ std::string fuse_members(Plan& p, Index& ix, const std::vector<int64_t>& members
       return fmt::format("cannot fuse {}: list a group's ops in execution order", name);
     idx.push_back(ts[0]);
   }
+  return "";
+}
+
+// Members whose output is read outside the group keep their task (recomputed in the FUSED one);
+// the others are dropped.
+void keep_read_outputs(const Plan& p, Index& ix, const std::vector<size_t>& idx,
+                       const std::vector<int64_t>& produced) {
+  for (size_t k = 0; k + 1 < idx.size(); ++k) {
+    const int64_t b = produced[k];
+    uint32_t inside = 0;  // members reading b
+    for (size_t r : idx) {
+      const auto& in = p.tasks[r].task.inputs;
+      inside += std::find(in.begin(), in.end(), b) != in.end();
+    }
+    const bool outside = ix.readers[static_cast<size_t>(b)] > inside;
+    const ir::Buffer& buf = p.program.buffers[static_cast<size_t>(b)];
+    if (outside || buf.kind != ir::BufferKind::ACTIVATION) {
+      ix.kept.push_back(fmt::format("{} ({})", p.tasks[idx[k]].task.label, buf.name));
+    } else {
+      ix.drop[idx[k]] = 1;
+    }
+  }
+}
+
+// Plans one FUSED task for `members` (group ids, in order); applied by fuse() in one rebuild.
+std::string fuse_members(Plan& p, Index& ix, const std::vector<int64_t>& members) {
+  std::vector<size_t> idx;  // task index per member
+  if (std::string why = member_tasks(p, ix, members, idx); !why.empty()) return why;
   std::vector<int64_t> inputs;    // external inputs of the FUSED task, first use order
   std::vector<int64_t> produced;  // output buffer per member
   json steps = json::array();
@@ -158,22 +186,7 @@ std::string fuse_members(Plan& p, Index& ix, const std::vector<int64_t>& members
   if (inputs.size() > static_cast<size_t>(ir::kMaxInputs))
     return fmt::format("cannot fuse {}: the FUSED task would read {} buffers (ABI max {})", label,
                        inputs.size(), ir::kMaxInputs);
-  // Members whose output is read outside the group keep their task (recomputed in the FUSED one).
-  for (size_t k = 0; k + 1 < idx.size(); ++k) {
-    const int64_t b = produced[k];
-    uint32_t inside = 0;  // members reading b
-    for (size_t r : idx) {
-      const auto& in = p.tasks[r].task.inputs;
-      inside += std::find(in.begin(), in.end(), b) != in.end();
-    }
-    const bool outside = ix.readers[static_cast<size_t>(b)] > inside;
-    const ir::Buffer& buf = p.program.buffers[static_cast<size_t>(b)];
-    if (outside || buf.kind != ir::BufferKind::ACTIVATION) {
-      ix.kept.push_back(fmt::format("{} ({})", p.tasks[idx[k]].task.label, buf.name));
-    } else {
-      ix.drop[idx[k]] = 1;
-    }
-  }
+  keep_read_outputs(p, ix, idx, produced);
   for (size_t i : idx) ix.taken[i] = 1;
   ix.drop[idx.back()] = 1;
   PlanTask f;
