@@ -19,6 +19,33 @@ std::span<const Rule> coverage_rules() {
   return kList;
 }
 
+namespace {
+
+// The fast path: full-height tiles, already sorted and contiguous from column 0 to n_cols.
+bool covers_simply(const std::vector<TileRegion>& regions, int64_t n_rows, int64_t n_cols) {
+  int64_t covered = 0;
+  for (const TileRegion& r : regions) {
+    if (r.r0 != 0 || r.r1 != n_rows || r.c0 > covered) return false;
+    covered = std::max(covered, r.c1);
+  }
+  return covered >= n_cols;
+}
+
+// The first columns [gap0, gap1) of rows [lo, hi) no region (sorted by c0) writes; {-1, -1}: none.
+std::pair<int64_t, int64_t> band_gap(const std::vector<TileRegion>& regions, int64_t lo, int64_t hi,
+                                     int64_t n_cols) {
+  int64_t covered = 0;
+  for (const TileRegion& r : regions) {
+    if (r.r0 > lo || r.r1 < hi) continue;  // does not span this band
+    if (r.c0 > covered) return {covered, r.c0};
+    covered = std::max(covered, r.c1);
+  }
+  if (covered < n_cols) return {covered, n_cols};
+  return {-1, -1};
+}
+
+}  // namespace
+
 void check_tile_coverage(Hazards& h) {
   using Region = TileRegion;
   Context& c = h.c;
@@ -54,18 +81,7 @@ void check_tile_coverage(Hazards& h) {
       regions.push_back(r);
     }
     if (!tiles || regions.empty() || n_cols <= 0) continue;
-    {  // fast path: full-height tiles already sorted and contiguous from 0 to n_cols
-      bool simple = true;
-      int64_t covered = 0;
-      for (const Region& r : regions) {
-        if (r.r0 != 0 || r.r1 != n_rows || r.c0 > covered) {
-          simple = false;
-          break;
-        }
-        covered = std::max(covered, r.c1);
-      }
-      if (simple && covered >= n_cols) continue;
-    }
+    if (covers_simply(regions, n_rows, n_cols)) continue;
     // Row bands between all row boundaries; each band's column union must be [0, n_cols).
     auto& cuts = c.s.cuts;
     cuts.assign({0, n_rows});
@@ -78,21 +94,8 @@ void check_tile_coverage(Hazards& h) {
     std::sort(regions.begin(), regions.end(),
               [](const Region& x, const Region& y) { return x.c0 < y.c0; });
     for (size_t k = 0; k + 1 < cuts.size(); ++k) {
-      int64_t lo = cuts[k], hi = cuts[k + 1];
-      int64_t covered = 0, gap0 = -1, gap1 = -1;
-      for (const Region& r : regions) {
-        if (r.r0 > lo || r.r1 < hi) continue;  // does not span this band
-        if (r.c0 > covered) {
-          gap0 = covered;
-          gap1 = r.c0;
-          break;
-        }
-        covered = std::max(covered, r.c1);
-      }
-      if (gap0 < 0 && covered < n_cols) {
-        gap0 = covered;
-        gap1 = n_cols;
-      }
+      const int64_t lo = cuts[k], hi = cuts[k + 1];
+      const auto [gap0, gap1] = band_gap(regions, lo, hi, n_cols);
       if (gap0 >= 0) {
         std::string who =
             is_read(b) ? fmt::format("task {} reads it", first_reader(b)) : "it is a model output";
