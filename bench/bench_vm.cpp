@@ -330,7 +330,7 @@ void BM_DecodeStep(benchmark::State& st, ir::DType wdt, int workers) {
   }
   vm::RunOptions o;
   o.workers = workers;
-  m->run(o);            // first touch
+  m->run(o);             // first touch
   stream_read(workers);  // and the baseline's
   double moved = 0, stream_s = 0, step_s = 0;
   using clock = std::chrono::steady_clock;

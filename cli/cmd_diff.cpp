@@ -167,7 +167,8 @@ int git_diff(const std::vector<std::string>& f) {
 
 int cmd_diff(int argc, char** argv) {
   Args args(
-      "amk diff A B [--json] [--match auto|id|label] [--stat [--target T] [--runtime R]] [--format F]\n"
+      "amk diff A B [--json] [--match auto|id|label] [--stat [--target T] [--runtime R]]"
+      " [--format F]\n"
       "       amk diff PATH OLD OLD-HEX OLD-MODE NEW NEW-HEX NEW-MODE   (git's external diff)",
       "Semantic diff of two programs. Tasks are matched by label when labels are unique in\n"
       "both (else by id), buffers by name; waits compare by which producers and threshold,\n"

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "cli/cli.h"
 #include "app/heap.h"
+#include "cli/cli.h"
 #include "ir/fileio.h"
 #include "ir/pyjson.h"
 #include "ir/types.h"

@@ -2,12 +2,10 @@
 // scope_stats.jsonl (none: no scope_stats); any input must give a program or diagnostics, never a
 // crash, and an accepted graph must validate and survive amk's JSON.
 #include <cstdint>
-#include <cstdlib>
 #include <string_view>
 
 #include "formats/formats.h"
-#include "ir/json_io.h"
-#include "validate/validate.h"
+#include "fuzz/foreign_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -18,14 +16,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     o.scope_stats = std::string(text.substr(nul + 1));
     text = text.substr(0, nul);
   }
-  amk::ir::Result<amk::ir::Program> r = amk::formats::read_pto(text, o);
-  if (!r) {
-    if (r.diagnostics.empty()) std::abort();
-    return 0;
-  }
-  (void)amk::validate::validate(*r);
-  (void)amk::validate::smallest_safe_capacities(*r);
-  amk::ir::Result<amk::ir::Program> again = amk::ir::parse_program(amk::ir::write_program(*r));
-  if (!again || !(*again == *r)) std::abort();
-  return 0;
+  return check_foreign_read(amk::formats::read_pto(text, o));
 }

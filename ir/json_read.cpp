@@ -15,13 +15,13 @@
 namespace amk::ir {
 namespace {
 
+using detail::is;
 using detail::JsonReader;
 using detail::KeyMemo;
 using detail::Lexer;
 using detail::NumTok;
 using detail::ojson;
 using detail::SyntaxError;
-using detail::is;
 
 // The JSON names of an enum's values, as ir/types.cpp names them: "A, B, C"; with more than
 // `shown` values, the first three and the last two around "...".
@@ -495,7 +495,6 @@ class Reader : public JsonReader {
   static inline const std::string kDTypeChoices = enum_choices<DType>(kDTypeCount);
   static inline const std::string kSpaceChoices = enum_choices<MemSpace>(kMemSpaceCount);
   static inline const std::string kOpChoices = enum_choices<Op>(kOpCount, 6);
-
 
   bool strict_config_ = false;
   KeyMemo task_keys_, wait_keys_, buffer_keys_, counter_keys_;
