@@ -108,6 +108,18 @@ ir::Status forced_mismatch(const FormatOptions& o, std::string_view text,
   return ir::Status(std::move(d));
 }
 
+// A PTO dump's scope_stats/scope_stats.jsonl beside the file at `path`, when none is given and
+// it is there: only a file's own folder is looked in, never a text's.
+FormatOptions with_stats_beside(const FormatOptions& o, const std::string& path) {
+  FormatOptions out = o;
+  if (!out.scope_stats.empty() || path.empty() || path == "-") return out;
+  const auto beside =
+      std::filesystem::path(path).parent_path() / "scope_stats" / "scope_stats.jsonl";
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(beside, ec)) out.scope_stats = beside.string();
+  return out;
+}
+
 }  // namespace
 
 ir::Result<ir::Program> parse_program(std::string_view text, const std::string& origin,
@@ -138,13 +150,7 @@ ir::Result<ir::Program> parse_program(std::string_view text, const std::string& 
     if (*f == Format::Mpk) {
       r = formats::read_mpk(text, ro);
     } else {
-      std::string stats_path = o.scope_stats;
-      if (stats_path.empty() && !origin.empty() && origin != "-") {
-        const auto beside =
-            std::filesystem::path(origin).parent_path() / "scope_stats" / "scope_stats.jsonl";
-        std::error_code ec;
-        if (std::filesystem::is_regular_file(beside, ec)) stats_path = beside.string();
-      }
+      const std::string& stats_path = o.scope_stats;
       if (!stats_path.empty()) {
         ir::Result<std::string> s = ir::read_file(stats_path);
         if (!s) return std::move(s.diagnostics);
@@ -180,13 +186,13 @@ ir::Result<ir::Program> load_program(const std::string& path, const FormatOption
       }
       return r;
     }
-    FormatOptions forced = o;
+    FormatOptions forced = with_stats_beside(o, path);
     forced.format = f;
     return parse_program(bytes->view(), path, forced);
   }
   ir::Result<std::string> text = ir::read_file(path);
   if (!text) return std::move(text.diagnostics);
-  return parse_program(*text, path, o);
+  return parse_program(*text, path, with_stats_beside(o, path));
 }
 
 }  // namespace amk::app

@@ -27,15 +27,15 @@ std::optional<Format> detect_format(std::string_view text);
 /// How to read a program beyond its bytes.
 struct FormatOptions {
   std::optional<Format> format;     ///< forced (`--format`); nullopt: detected
-  std::string scope_stats;          ///< PTO: scope_stats.jsonl ("": scope_stats/ beside the file)
+  std::string scope_stats;          ///< PTO: scope_stats.jsonl (load_program: "" finds it beside the file)
   std::vector<std::string> launch;  ///< `--launch KEY=VALUE` overrides of the runtime record
   std::string target;               ///< chip for the foreign runtimes' defaults ("": theirs)
 };
 
 /// Reads a program file of any format ("-": standard input). Diagnostics name the file.
 ir::Result<ir::Program> load_program(const std::string& path, const FormatOptions& o = {});
-/// Parses a program text of any format; `origin` names it in diagnostics and locates a PTO
-/// dump's scope_stats/ folder (a path, or "" for none).
+/// Parses a program text of any format; `origin` names it in diagnostics only (a PTO dump's
+/// scope_stats is `o.scope_stats`, never looked for beside `origin`).
 ir::Result<ir::Program> parse_program(std::string_view text, const std::string& origin,
                                       const FormatOptions& o = {});
 

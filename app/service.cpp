@@ -384,7 +384,7 @@ struct ServiceWorker {
     const std::string output = a.str("output");
     if (!output.empty()) ir::append(a.errors, a.file("output", output).diagnostics);
     for (const char* k : {"model", "target", "runtime"})
-      if (looks_like_path(a.str(k))) ir::append(a.errors, a.file(k, a.str(k)).diagnostics);
+      if (ir::names_a_file(a.str(k))) ir::append(a.errors, a.file(k, a.str(k)).diagnostics);
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
     if (req.model.empty()) return bad("model", "missing 'model' (a built-in name or a file)");
     if (req.target.empty()) return bad("target", "missing 'target' (a built-in name or a file)");

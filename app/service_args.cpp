@@ -16,7 +16,7 @@ ir::Result<T> spec_arg(Args& a, const char* key, std::string_view what, Load loa
     return bad(key, fmt::format("missing '{}' (a built-in name, a file or {})", key, what));
   const ojson& v = a.at(key);
   if (v.is_string()) {
-    if (looks_like_path(v.get<std::string>()))
+    if (ir::names_a_file(v.get<std::string>()))
       if (ir::Status st = a.file(key, v.get<std::string>()); !st) return std::move(st.diagnostics);
     return load(v.get<std::string>());
   }
@@ -29,12 +29,6 @@ ir::Result<T> spec_arg(Args& a, const char* key, std::string_view what, Load loa
 }
 
 }  // namespace
-
-// Whether a model or target argument names a file rather than a built-in (as
-// ir::read_builtin_or_file decides).
-bool looks_like_path(std::string_view s) {
-  return s == "-" || s.find('/') != std::string_view::npos || s.ends_with(".json");
-}
 
 ir::Diagnostic bad(std::string_view key, std::string message) {
   return ir::error("request.invalid", std::move(message), "/" + ir::pointer_token(key));

@@ -12,6 +12,7 @@
 
 #include "app/load.h"
 #include "app/service.h"
+#include "ir/fileio.h"
 #include "ir/json_io.h"
 #include "ir/pyjson.h"
 #include "lower/lower.h"
@@ -110,7 +111,10 @@ struct Args {
       }
       if (!ok) errors.push_back(bad("launch", "'launch' must be a list of \"KEY=VALUE\" strings"));
     }
-    if (has("target") && at("target").is_string()) o.target = at("target").get<std::string>();
+    if (has("target") && at("target").is_string()) {
+      o.target = at("target").get<std::string>();
+      if (ir::names_a_file(o.target)) ir::append(errors, file("target", o.target).diagnostics);
+    }
     return o;
   }
   // Refuses arguments the operation does not know (a typo must not be ignored).
@@ -126,8 +130,6 @@ struct Args {
   }
 };
 
-/// Whether a model or target argument names a file rather than a built-in.
-bool looks_like_path(std::string_view s);
 /// A program given inline (an object) or by path (a string) under `key`.
 ir::Result<ir::Program> program_arg(Args& a, std::string_view key);
 /// The program of validate, cost and info: "program" (inline or a path), "path" or "text".

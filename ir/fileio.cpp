@@ -460,16 +460,18 @@ Status write_file_atomic(const std::string& path, std::string_view data) {
   return write_via_temp(path, real, data, exists, st);
 }
 
+bool names_a_file(std::string_view name_or_path) {
+  return name_or_path == "-" || name_or_path.find('/') != std::string_view::npos ||
+         name_or_path.ends_with(".json");
+}
+
 Result<std::pair<std::string, std::string>> read_builtin_or_file(
     std::string_view name_or_path, std::span<const BuiltinFile> builtins, std::string_view dir,
     std::string_view what, std::string_view hint) {
   for (const auto& [stem, text] : builtins)
     if (stem == name_or_path)
       return std::pair{std::string(dir) + "/" + std::string(stem) + ".json", std::string(text)};
-  const bool looks_like_path = name_or_path == "-" ||
-                               name_or_path.find('/') != std::string_view::npos ||
-                               name_or_path.ends_with(".json");
-  if (!looks_like_path) {
+  if (!names_a_file(name_or_path)) {
     std::string names;
     for (const std::string& n : builtin_names(builtins)) names += (names.empty() ? "" : ", ") + n;
     return error(fmt::format("{}.unknown", what),

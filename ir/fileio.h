@@ -62,6 +62,9 @@ class FileBytes {
 
 /// A data file shipped inside the binary: {stem, text}.
 using BuiltinFile = std::pair<std::string_view, std::string_view>;
+/// Whether a model, target or runtime argument names a file rather than a built-in: "-", or a
+/// string with a '/' or ending in .json (what read_builtin_or_file reads as a file).
+bool names_a_file(std::string_view name_or_path);
 /// Resolves `name_or_path` against built-in files (by stem; origin "DIR/STEM.json") or, when it
 /// looks like a path (has '/' or ends in .json), reads the file: {origin, text}. An unknown name
 /// is a `WHAT.unknown` error listing the built-ins (`what`: "model", "target").

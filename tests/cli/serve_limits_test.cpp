@@ -14,6 +14,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <thread>
@@ -193,6 +195,47 @@ TEST(ServeLimits, DashIsNeverAFileInAnyRequestWithOrWithoutFiles) {
     ASSERT_TRUE(last);
     EXPECT_EQ((*last)["id"], "after");
     EXPECT_TRUE((*last)["ok"].get<bool>());
+    amk.close_in();
+    EXPECT_EQ(amk.wait()->first, 0);
+  }
+}
+
+// A foreign graph's chip ('target' of validate, info and cost, which picks the runtime's
+// defaults) is a file like any other: never "-", and none at all under --no-files. A PTO text
+// given inline has no folder, so no scope_stats is looked for beside it (a file there is not read).
+TEST(ServeLimits, AForeignProgramsTargetAndScopeStatsAreFilesLikeAnyOther) {
+  const std::string pto = test::slurp(test::source_dir() / "tests/formats/data/pto/deps.json");
+  const std::filesystem::path dir = test::temp_dir() / "foreign-target";
+  std::filesystem::create_directories(dir);
+  const std::string chip = (dir / "chip.json").string();
+  { std::ofstream(chip) << test::slurp(test::source_dir() / "targets/a2a3.json"); }
+  for (const bool files : {true, false}) {
+    std::vector<std::string> args{"serve", "--stdio"};
+    if (!files) args.push_back("--no-files");
+    Child amk(args);
+    const std::vector<std::string> ops = {"validate", "info", "cost"};
+    for (size_t i = 0; i < ops.size(); ++i) {
+      amk.send(json{{"id", i}, {"op", ops[i]}, {"text", pto}, {"target", "-"}}.dump());
+      amk.send(json{{"id", 10 + i}, {"op", ops[i]}, {"text", pto}, {"target", chip}}.dump());
+    }
+    amk.send(info("after").dump());  // not swallowed by a read of standard input
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const std::optional<json> dash = amk.answer(), file = amk.answer();
+      ASSERT_TRUE(dash && file) << ops[i];
+      EXPECT_EQ((*dash)["id"], i);
+      EXPECT_EQ((*dash)["error"]["code"], "request.stdin") << dash->dump();
+      EXPECT_EQ((*dash)["error"]["diagnostics"][0]["pointer"], "/target") << dash->dump();
+      EXPECT_EQ((*file)["id"], 10 + i);
+      if (files) {
+        EXPECT_TRUE((*file)["ok"].get<bool>()) << file->dump();
+      } else {
+        EXPECT_EQ((*file)["error"]["code"], "request.files") << file->dump();
+        EXPECT_EQ((*file)["error"]["diagnostics"][0]["pointer"], "/target") << file->dump();
+      }
+    }
+    const std::optional<json> last = amk.answer();
+    ASSERT_TRUE(last);
+    EXPECT_EQ((*last)["id"], "after");
     amk.close_in();
     EXPECT_EQ(amk.wait()->first, 0);
   }
