@@ -62,7 +62,8 @@ void put_number(std::string& out, const Number& n) {
   }
 }
 
-void put_int_list(std::string& out, const std::vector<int64_t>& v, int level) {
+template <typename T, typename F>
+void put_list(std::string& out, const std::vector<T>& v, int level, F each) {
   if (v.empty()) {
     out += "[]";
     return;
@@ -71,10 +72,14 @@ void put_int_list(std::string& out, const std::vector<int64_t>& v, int level) {
   for (size_t i = 0; i < v.size(); ++i) {
     if (i) out += ',';
     append_indent(out, level + 1);
-    put_int(out, v[i]);
+    each(out, v[i], i, level + 1);
   }
   append_indent(out, level);
   out += ']';
+}
+
+void put_int_list(std::string& out, const std::vector<int64_t>& v, int level) {
+  put_list(out, v, level, [](std::string& o, int64_t x, size_t, int) { put_int(o, x); });
 }
 
 void put_bool(std::string& out, bool b) {
@@ -203,22 +208,6 @@ void put_pages(std::string& out, const PageAllocation& a, int level) {
 
 void put_config(std::string& out, const ScheduleConfig& c, int level) {
   put_record(out, c, config_fields(), level);
-}
-
-template <typename T, typename F>
-void put_list(std::string& out, const std::vector<T>& v, int level, F each) {
-  if (v.empty()) {
-    out += "[]";
-    return;
-  }
-  out += '[';
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) out += ',';
-    append_indent(out, level + 1);
-    each(out, v[i], i, level + 1);
-  }
-  append_indent(out, level);
-  out += ']';
 }
 
 void put_buffer(std::string& out, const Buffer& b, size_t id, int level) {
