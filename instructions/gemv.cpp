@@ -1,12 +1,14 @@
 // GEMV tiles, row after row. The bf16 and int4 kernels read x in the order their weights unpack in
 // (one load of weights feeds two or eight vectors of products, with no widening shuffles), so a
-// tile streams its weights at memory bandwidth. Products and sums
-// stay fp32 (AMK's numerics); only the order of the additions differs from a plain dot.
+// tile streams its weights at memory bandwidth. Products and sums stay fp32 (AMK's numerics); only
+// the order of the additions differs from a plain dot. The fp32, bf16 and int8 rows are the
+// width-generic kernels (simd_kernels.inc); int4 has one algorithm per instruction set here.
 #include <cstring>
 #include <string_view>
 
 #include "instructions/dtype.h"
 #include "instructions/simd.h"
+#include "instructions/simd_wide.h"
 #include "instructions/simd_x86.h"
 
 namespace amk::inst::simd {
@@ -16,6 +18,11 @@ enum class Isa { Scalar, Avx2, Avx512 };
 Isa current() {
   const std::string_view i = isa();
   return i == "avx512" ? Isa::Avx512 : i == "avx2" ? Isa::Avx2 : Isa::Scalar;
+}
+
+// The vector kernels of the set in use (AVX-512 or AVX2).
+const WideKernels& wide(Isa i) {
+  return i == Isa::Avx512 ? avx512_kernels() : avx2_kernels();
 }
 
 // x in the order a block of `block` weights unpacks in: lane i of phase n holds x[8i + n] for
@@ -30,77 +37,9 @@ void permute_blocks(const float* x, int64_t K, int64_t block, int phases, float*
   for (; b < K; ++b) xs[b] = x[b];
 }
 
-// ---- AVX-512 ----------------------------------------------------------------------------------
-// One weight row at a time: a tile's rows are contiguous, so the loads stream in address order
-// (four rows in flight measured 30% slower from memory here), with four independent sums.
+// ---- int4, AVX-512 -----------------------------------------------------------------------------
 AMK_AVX512 inline __m512 sum4(const __m512* a) {
   return _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]));
-}
-
-AMK_AVX512 float f32_row512(const float* x, const float* w, int64_t K) {
-  __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                 _mm512_setzero_ps()};
-  int64_t k = 0;
-  for (; k + 64 <= K; k += 64)
-    for (int c = 0; c < 4; ++c) {
-      prefetch(w + k + 16 * c);
-      a[c] =
-          _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 16 * c), _mm512_loadu_ps(w + k + 16 * c), a[c]);
-    }
-  for (; k < K; k += 16) {
-    const auto m = static_cast<__mmask16>(K - k >= 16 ? 0xFFFFu : (1u << (K - k)) - 1);
-    a[0] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + k), _mm512_maskz_loadu_ps(m, w + k), a[0]);
-  }
-  return _mm512_reduce_add_ps(sum4(a));
-}
-
-// xs: x permuted in blocks of 32 (even elements, then odd); a dword of weights holds an even
-// element in its low half and the next odd one in its high half.
-AMK_AVX512 float bf16_row512(const float* xs, const uint16_t* w, int64_t K) {
-  const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
-  __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                 _mm512_setzero_ps()};
-  int64_t k = 0;
-  for (; k + 64 <= K; k += 64) {
-    prefetch(w + k);
-    prefetch(w + k + 32);
-    for (int c = 0; c < 2; ++c) {
-      const __m512i d = load_once512(w + k + 32 * c);
-      a[2 * c] = _mm512_fmadd_ps(_mm512_loadu_ps(xs + k + 32 * c),
-                                 _mm512_castsi512_ps(_mm512_slli_epi32(d, 16)), a[2 * c]);
-      a[2 * c + 1] = _mm512_fmadd_ps(_mm512_loadu_ps(xs + k + 32 * c + 16),
-                                     _mm512_castsi512_ps(_mm512_and_si512(d, hi)), a[2 * c + 1]);
-    }
-  }
-  for (; k + 32 <= K; k += 32) {
-    const __m512i d = load_once512(w + k);
-    a[0] = _mm512_fmadd_ps(_mm512_loadu_ps(xs + k), _mm512_castsi512_ps(_mm512_slli_epi32(d, 16)),
-                           a[0]);
-    a[1] = _mm512_fmadd_ps(_mm512_loadu_ps(xs + k + 16),
-                           _mm512_castsi512_ps(_mm512_and_si512(d, hi)), a[1]);
-  }
-  float t = _mm512_reduce_add_ps(sum4(a));
-  for (; k < K; ++k) t += xs[k] * bf16_to_f32(w[k]);
-  return t;
-}
-
-// Σ_g s[g] Σ_{k in g} x[k] q[k]; group % 64 == 0.
-AMK_AVX512 float i8_row512(const float* x, const int8_t* w, int64_t ng, int64_t group,
-                           const float* s) {
-  __m512 t0 = _mm512_setzero_ps(), t1 = t0;
-  for (int64_t g = 0; g < ng; ++g) {
-    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                   _mm512_setzero_ps()};
-    for (int64_t k = g * group; k < (g + 1) * group; k += 64) {
-      prefetch(w + k);
-      for (int c = 0; c < 4; ++c)
-        a[c] = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 16 * c), i8x16(w + k + 16 * c), a[c]);
-    }
-    const __m512 sg = _mm512_set1_ps(s[g]);
-    t0 = _mm512_fmadd_ps(_mm512_add_ps(a[0], a[1]), sg, t0);
-    t1 = _mm512_fmadd_ps(_mm512_add_ps(a[2], a[3]), sg, t1);
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(t0, t1));
 }
 
 // Σ_k x[k] ((q[k] - 8 - z[g]) s[g]) for R adjacent rows, each weight dequantised as AMK does by
@@ -139,78 +78,7 @@ AMK_AVX512 void u4_rows512(const float* xs, const uint8_t* w, int64_t ld, int64_
   for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(sum4(a[r]));
 }
 
-// ---- AVX2 -------------------------------------------------------------------------------------
-AMK_AVX2 inline __m256 sum4(const __m256* a) {
-  return _mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3]));
-}
-
-AMK_AVX2 float f32_row256(const float* x, const float* w, int64_t K) {
-  __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                 _mm256_setzero_ps()};
-  int64_t k = 0;
-  for (; k + 32 <= K; k += 32) {
-    prefetch(w + k);
-    prefetch(w + k + 16);
-    for (int c = 0; c < 4; ++c)
-      a[c] = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8 * c), _mm256_loadu_ps(w + k + 8 * c), a[c]);
-  }
-  float t = hsum256(sum4(a));
-  for (; k < K; ++k) t += x[k] * w[k];
-  return t;
-}
-
-// xs: x permuted in blocks of 16 (even elements, then odd).
-AMK_AVX2 float bf16_row256(const float* xs, const uint16_t* w, int64_t K) {
-  const __m256i hi = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
-  __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                 _mm256_setzero_ps()};
-  int64_t k = 0;
-  for (; k + 32 <= K; k += 32) {
-    prefetch(w + k);
-    for (int c = 0; c < 2; ++c) {
-      const __m256i d = load_once256(w + k + 16 * c);
-      a[2 * c] = _mm256_fmadd_ps(_mm256_loadu_ps(xs + k + 16 * c),
-                                 _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)), a[2 * c]);
-      a[2 * c + 1] = _mm256_fmadd_ps(_mm256_loadu_ps(xs + k + 16 * c + 8),
-                                     _mm256_castsi256_ps(_mm256_and_si256(d, hi)), a[2 * c + 1]);
-    }
-  }
-  for (; k + 16 <= K; k += 16) {
-    const __m256i d = load_once256(w + k);
-    a[0] = _mm256_fmadd_ps(_mm256_loadu_ps(xs + k), _mm256_castsi256_ps(_mm256_slli_epi32(d, 16)),
-                           a[0]);
-    a[1] = _mm256_fmadd_ps(_mm256_loadu_ps(xs + k + 8),
-                           _mm256_castsi256_ps(_mm256_and_si256(d, hi)), a[1]);
-  }
-  float t = hsum256(sum4(a));
-  for (; k < K; ++k) t += xs[k] * bf16_to_f32(w[k]);
-  return t;
-}
-
-AMK_AVX2 inline __m256 i8x8(const int8_t* p) {
-  return _mm256_cvtepi32_ps(
-      _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-}
-
-// Σ_g s[g] Σ_{k in g} x[k] q[k]; group % 32 == 0.
-AMK_AVX2 float i8_row256(const float* x, const int8_t* w, int64_t ng, int64_t group,
-                         const float* s) {
-  __m256 t0 = _mm256_setzero_ps(), t1 = t0;
-  for (int64_t g = 0; g < ng; ++g) {
-    __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                   _mm256_setzero_ps()};
-    for (int64_t k = g * group; k < (g + 1) * group; k += 32) {
-      if (k % 64 == 0) prefetch(w + k);
-      for (int c = 0; c < 4; ++c)
-        a[c] = _mm256_fmadd_ps(_mm256_loadu_ps(x + k + 8 * c), i8x8(w + k + 8 * c), a[c]);
-    }
-    const __m256 sg = _mm256_set1_ps(s[g]);
-    t0 = _mm256_fmadd_ps(_mm256_add_ps(a[0], a[1]), sg, t0);
-    t1 = _mm256_fmadd_ps(_mm256_add_ps(a[2], a[3]), sg, t1);
-  }
-  return hsum256(_mm256_add_ps(t0, t1));
-}
-
+// ---- int4, AVX2 --------------------------------------------------------------------------------
 // Σ_g s[g] (Σ_{k in g} x[k] nibble[k] - (8 + z[g]) gsum[g]); xs: x permuted in blocks of 64
 // (eight nibble phases of eight lanes); group % 64 == 0.
 AMK_AVX2 float u4_row256(const float* xs, const float* gsum, const uint8_t* w, int64_t ng,
@@ -276,38 +144,31 @@ const float* aligned_x(const float* x, int64_t K, float* scratch) {
 
 void gemv_f32(const float* x, const float* w, int64_t ld, int64_t K, int64_t rows, float* out,
               float* scratch) {
-  const Isa i = current();
-  if (i == Isa::Scalar) {
-    for (int64_t r = 0; r < rows; ++r) out[r] = dot_f32(x, w + r * ld, K);
-    return;
-  }
+  // One weight row at a time: a tile's rows are contiguous, so the loads stream in address
+  // order (four rows in flight measured 30% slower from memory here).
   const float* xa = aligned_x(x, K, scratch);
-  for (int64_t r = 0; r < rows; ++r)
-    out[r] = i == Isa::Avx512 ? f32_row512(xa, w + r * ld, K) : f32_row256(xa, w + r * ld, K);
+  const WideKernels& k = kernels_in_use();
+  for (int64_t r = 0; r < rows; ++r) out[r] = k.dot_f32(xa, w + r * ld, K);
 }
 
 void gemv_bf16(const float* x, const uint16_t* w, int64_t ld, int64_t K, int64_t rows, float* out,
                float* scratch) {
-  const Isa i = current();
-  if (i == Isa::Scalar) {
-    for (int64_t r = 0; r < rows; ++r) out[r] = dot_bf16(x, w + r * ld, K);
-    return;
-  }
+  const WideKernels& k = kernels_in_use();
   float* xs = aligned(scratch);
-  permute_blocks(x, K, i == Isa::Avx512 ? 32 : 16, 2, xs);
-  for (int64_t r = 0; r < rows; ++r)
-    out[r] = i == Isa::Avx512 ? bf16_row512(xs, w + r * ld, K) : bf16_row256(xs, w + r * ld, K);
+  permute_blocks(x, K, 2 * k.lanes, 2, xs);
+  for (int64_t r = 0; r < rows; ++r) out[r] = k.bf16_row(xs, w + r * ld, K);
 }
 
 bool gemv_i8_scaled(const float* x, const int8_t* w, int64_t ld, int64_t n_groups, int64_t group,
                     const float* s, int64_t rows, float* out, float* scratch) {
   const Isa i = current();
-  const bool wide = i == Isa::Avx512 && group % 64 == 0;
-  if (!wide && (i == Isa::Scalar || group % 32 != 0)) return false;
+  if (i == Isa::Scalar) return false;
+  // AVX2's kernel takes groups of 32, where AVX-512's needs 64.
+  const WideKernels& k = group % (4 * wide(i).lanes) == 0 ? wide(i) : avx2_kernels();
+  if (group % (4 * k.lanes) != 0) return false;
   const float* xa = aligned_x(x, n_groups * group, scratch);
   for (int64_t r = 0; r < rows; ++r)
-    out[r] = wide ? i8_row512(xa, w + r * ld, n_groups, group, s + r * n_groups)
-                  : i8_row256(xa, w + r * ld, n_groups, group, s + r * n_groups);
+    out[r] = k.i8_scaled(xa, w + r * ld, n_groups, group, s + r * n_groups);
   return true;
 }
 

@@ -1,4 +1,4 @@
-// Internal: x86 helpers shared by the SIMD kernels (simd.cpp, gemv.cpp).
+// Internal: x86 helpers shared by the SIMD kernels (simd_wide.cpp, gemv.cpp).
 #pragma once
 
 // GCC 12 warns about the placeholder operands inside its own AVX-512 intrinsics when they are
@@ -42,12 +42,6 @@ AMK_AVX2 inline __m256i load_once256(const void* p) {
   __m256i d = _mm256_loadu_si256(static_cast<const __m256i*>(p));
   asm("" : "+x"(d));
   return d;
-}
-
-// 16 int8 weights as fp32, sign-extended straight from memory (no extract on the shuffle port).
-AMK_AVX512 inline __m512 i8x16(const int8_t* p) {
-  return _mm512_cvtepi32_ps(
-      _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
 
 }  // namespace amk::inst::simd

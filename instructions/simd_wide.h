@@ -1,0 +1,35 @@
+// Internal: the vector kernels of simd.h, written once (simd_kernels.inc) and compiled for each
+// instruction set amk dispatches to (simd_wide.cpp); simd.cpp and gemv.cpp pick a set's table.
+#pragma once
+
+#include <cstdint>
+
+namespace amk::inst::simd {
+
+/// One instruction set's vector kernels; each computes what simd.h says of its namesake.
+struct WideKernels {
+  int lanes;  ///< fp32 lanes of one vector (8 or 16)
+  float (*dot_f32)(const float*, const float*, int64_t);
+  float (*dot_bf16)(const float*, const uint16_t*, int64_t);
+  float (*dot_f16)(const float*, const uint16_t*, int64_t);
+  float (*dot_i8)(const float*, const int8_t*, int64_t);
+  float (*dot_u4)(const float*, const float*, const uint8_t*, int64_t);
+  float (*sum)(const float*, int64_t);
+  /// dot_i8_scaled for a group that is a multiple of 4 x lanes.
+  float (*i8_scaled)(const float*, const int8_t*, int64_t, int64_t, const float*);
+  /// dot_u4_scaled for group bytes that are a multiple of lanes.
+  float (*u4_scaled)(const float*, const float*, const uint8_t*, int64_t, int64_t, const float*);
+  void (*halves_to_f32)(const uint16_t*, int64_t, float*);
+  /// A bf16 GEMV row against x permuted in blocks of 2 x lanes (even elements, then odd).
+  float (*bf16_row)(const float*, const uint16_t*, int64_t);
+};
+
+/// The kernels of the set in use (simd.cpp's dispatch): a vector set's, or the scalar ones (one
+/// lane, no i8_scaled or u4_scaled; bf16_row takes x as it is).
+const WideKernels& kernels_in_use();
+/// The AVX2 + FMA + F16C kernels.
+const WideKernels& avx2_kernels();
+/// The AVX-512 (F, BW) kernels.
+const WideKernels& avx512_kernels();
+
+}  // namespace amk::inst::simd
