@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <type_traits>
+#include <variant>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -52,28 +54,13 @@ std::optional<uint64_t> as_u64(const ojson& v) {
   return std::nullopt;
 }
 
-// One pass over a JSON object that reports wrong types with their pointer.
+// Reports a record's fields of the wrong type with their pointer.
 class Fields {
  public:
   Fields(Diagnostics& d, std::string base) : d_(d), base_(std::move(base)) {}
   void bad(std::string_view key, std::string_view expected) {
     d_.push_back(error("runtime.field", fmt::format("runtime field '{}' must be {}", key, expected),
                        base_ + "/" + pointer_token(key)));
-  }
-  template <class T>
-  void integer(const ojson& o, std::string_view key, T& out) {
-    auto it = o.find(std::string(key));
-    if (it == o.end()) return;
-    auto v = as_int(*it);
-    if (!v || *v < std::numeric_limits<T>::min() || *v > std::numeric_limits<T>::max())
-      return bad(key, "an integer");
-    out = static_cast<T>(*v);
-  }
-  void boolean(const ojson& o, std::string_view key, bool& out) {
-    auto it = o.find(std::string(key));
-    if (it == o.end()) return;
-    if (!it->is_boolean()) return bad(key, "a boolean");
-    out = it->get<bool>();
   }
   std::string base() const { return base_; }
 
@@ -82,71 +69,112 @@ class Fields {
   std::string base_;
 };
 
-ojson scope_json(const RuntimeScope& s) {
+// A field of a record the runtime carries (RuntimeScope, ForeignTask): its key and its member,
+// in the order the record is written. MPK's tasks carry only their identity (not pto_only); a
+// flag is written only when set.
+template <class R>
+struct RecordField {
+  std::string_view key;
+  std::variant<int32_t R::*, int64_t R::*, uint64_t R::*, bool R::*, std::string R::*,
+               std::array<int32_t, 3> R::*>
+      member;
+  bool pto_only = false;
+};
+
+constexpr RecordField<RuntimeScope> kScopeFields[] = {
+    {"parent", &RuntimeScope::parent}, {"depth", &RuntimeScope::depth},
+    {"ring", &RuntimeScope::ring},     {"site", &RuntimeScope::site},
+    {"begin", &RuntimeScope::begin},   {"end", &RuntimeScope::end},
+};
+
+constexpr RecordField<ForeignTask> kTaskFields[] = {
+    {"id", &ForeignTask::id},
+    {"kind", &ForeignTask::kind},
+    {"variant", &ForeignTask::variant},
+    {"scope", &ForeignTask::scope, true},
+    {"kernels", &ForeignTask::kernels, true},
+    {"heap", &ForeignTask::heap, true},
+    {"fanin", &ForeignTask::fanin, true},
+    {"early", &ForeignTask::early, true},
+    {"manual", &ForeignTask::manual, true},
+};
+
+template <class R, size_t N>
+ojson record_json(const R& r, const RecordField<R> (&fields)[N], bool pto) {
   ojson j = ojson::object();
-  j["parent"] = s.parent;
-  j["depth"] = s.depth;
-  j["ring"] = s.ring;
-  j["site"] = s.site;
-  j["begin"] = s.begin;
-  j["end"] = s.end;
+  for (const RecordField<R>& f : fields) {
+    if (f.pto_only && !pto) continue;
+    std::visit(
+        [&](auto m) {
+          const auto& v = r.*m;
+          if constexpr (std::is_same_v<std::decay_t<decltype(v)>, bool>) {
+            if (v) j[std::string(f.key)] = true;
+          } else {
+            j[std::string(f.key)] = v;
+          }
+        },
+        f.member);
+  }
   return j;
 }
 
-ojson task_json(const ForeignTask& t, RuntimeKind kind) {
-  ojson j = ojson::object();
-  j["id"] = t.id;
-  j["kind"] = t.kind;
-  j["variant"] = t.variant;
-  if (kind == RuntimeKind::Mpk) return j;
-  j["scope"] = t.scope;
-  j["kernels"] = ojson::array({t.kernels[0], t.kernels[1], t.kernels[2]});
-  j["heap"] = t.heap;
-  j["fanin"] = t.fanin;
-  if (t.early) j["early"] = true;
-  if (t.manual) j["manual"] = true;
-  return j;
+// Reads one field's value into `out`, reporting a wrong type at its key.
+void read_value(const ojson& v, std::string_view key, Fields& f, uint64_t& out) {
+  if (auto x = as_u64(v)) {
+    out = *x;
+  } else {
+    f.bad(key, "an unsigned integer");
+  }
+}
+void read_value(const ojson& v, std::string_view key, Fields& f, std::string& out) {
+  if (v.is_string()) {
+    out = v.get<std::string>();
+  } else {
+    f.bad(key, "a string");
+  }
+}
+void read_value(const ojson& v, std::string_view key, Fields& f, std::array<int32_t, 3>& out) {
+  bool ok = v.is_array() && v.size() == 3;
+  for (size_t k = 0; ok && k < 3; ++k) {
+    auto x = as_int(v[k]);
+    ok = x && *x >= INT32_MIN && *x <= INT32_MAX;
+    if (ok) out[k] = static_cast<int32_t>(*x);
+  }
+  if (!ok) f.bad(key, "a list of three integers");
+}
+void read_value(const ojson& v, std::string_view key, Fields& f, bool& out) {
+  if (v.is_boolean()) {
+    out = v.get<bool>();
+  } else {
+    f.bad(key, "a boolean");
+  }
+}
+template <class T>
+requires std::is_integral_v<T>
+void read_value(const ojson& v, std::string_view key, Fields& f, T& out) {
+  auto x = as_int(v);
+  if (x && *x >= std::numeric_limits<T>::min() && *x <= std::numeric_limits<T>::max()) {
+    out = static_cast<T>(*x);
+  } else {
+    f.bad(key, "an integer");
+  }
+}
+
+template <class R, size_t N>
+void read_record(const ojson& o, Fields& f, R& r, const RecordField<R> (&fields)[N]) {
+  for (const RecordField<R>& field : fields) {
+    auto it = o.find(std::string(field.key));
+    if (it == o.end()) continue;
+    std::visit([&](auto m) { read_value(*it, field.key, f, r.*m); }, field.member);
+  }
 }
 
 void read_scope(const ojson& o, Fields& f, RuntimeScope& s) {
-  f.integer(o, "parent", s.parent);
-  f.integer(o, "depth", s.depth);
-  f.integer(o, "ring", s.ring);
-  f.integer(o, "begin", s.begin);
-  f.integer(o, "end", s.end);
-  if (auto it = o.find("site"); it != o.end()) {
-    if (it->is_string()) {
-      s.site = it->get<std::string>();
-    } else {
-      f.bad("site", "a string");
-    }
-  }
+  read_record(o, f, s, kScopeFields);
 }
 
 void read_task(const ojson& o, Fields& f, ForeignTask& t) {
-  if (auto it = o.find("id"); it != o.end()) {
-    if (auto v = as_u64(*it)) {
-      t.id = *v;
-    } else {
-      f.bad("id", "an unsigned integer");
-    }
-  }
-  f.integer(o, "kind", t.kind);
-  f.integer(o, "variant", t.variant);
-  f.integer(o, "scope", t.scope);
-  f.integer(o, "heap", t.heap);
-  f.integer(o, "fanin", t.fanin);
-  f.boolean(o, "early", t.early);
-  f.boolean(o, "manual", t.manual);
-  if (auto it = o.find("kernels"); it != o.end()) {
-    bool ok = it->is_array() && it->size() == 3;
-    for (size_t k = 0; ok && k < 3; ++k) {
-      auto v = as_int((*it)[k]);
-      ok = v && *v >= INT32_MIN && *v <= INT32_MAX;
-      if (ok) t.kernels[k] = static_cast<int32_t>(*v);
-    }
-    if (!ok) f.bad("kernels", "a list of three integers");
-  }
+  read_record(o, f, t, kTaskFields);
 }
 
 // A list of records under `key`, each read by `read`.
@@ -263,12 +291,13 @@ JsonValue runtime_json(const Runtime& r) {
   }
   if (!r.scopes.empty()) {
     ojson s = ojson::array();
-    for (const RuntimeScope& x : r.scopes) s.push_back(scope_json(x));
+    for (const RuntimeScope& x : r.scopes) s.push_back(record_json(x, kScopeFields, true));
     j["scopes"] = std::move(s);
   }
   if (!r.tasks.empty()) {
     ojson t = ojson::array();
-    for (const ForeignTask& x : r.tasks) t.push_back(task_json(x, r.kind));
+    for (const ForeignTask& x : r.tasks)
+      t.push_back(record_json(x, kTaskFields, r.kind != RuntimeKind::Mpk));
     j["tasks"] = std::move(t);
   }
   if (r.extra.json().is_object())
