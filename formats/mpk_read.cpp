@@ -1,6 +1,6 @@
 // MPK task_graph.json -> ir::Program (the file as construct_task_graph() reads it back).
 #include <algorithm>
-
+#include <iterator>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -19,180 +19,177 @@ using mpk::Graph;
 using mpk::Task;
 using mpk::Tensor;
 
-// Required keys seen in one object, by bit.
-struct Seen {
-  uint32_t bits = 0;
-  void set(int b) { bits |= 1u << b; }
-  bool has(int b) const { return (bits >> b & 1u) != 0; }
-};
-
-class Parser {
+// The file as construct_task_graph() reads it back: each key's value with the type and range it
+// reads it with, an unknown key a warning.
+class Parser : public ir::JsonCursor {
  public:
-  Parser(ir::JsonCursor& c, Graph& g) : c_(c), g_(g) {}
+  using JsonCursor::JsonCursor;
 
-  void graph() {
-    const size_t at = c_.offset();
-    if (!c_.begin_object("an MPK task graph")) return;
-    Seen seen;
-    std::string_view key;
-    while (c_.next_key(key)) {
-      if (key == "all_tasks") {
-        seen.set(0);
-        list(g_.tasks, [&](Task& t) { task(t); });
-      } else if (key == "all_events") {
-        seen.set(1);
-        list(g_.events, [&](Event& e) { event(e); });
-      } else if (key == "first_tasks") {
-        if (!c_.null()) c_.int_list(g_.first_tasks, 0, INT32_MAX);
-      } else {
-        unknown(key);
-      }
-    }
-    if (!seen.has(0)) missing("the task graph", "all_tasks", at);
-    if (!seen.has(1)) missing("the task graph", "all_events", at);
+  void graph(Graph& g) {
+    static constexpr Field kFields[] = {{"all_tasks"}, {"all_events"}, {"first_tasks", false}};
+    auto unknown = [&](std::string_view key) { this->unknown(key); };
+    record(
+        "an MPK task graph", "the task graph", nullptr, kFields,
+        [&](size_t k) {
+          if (k == 0) {
+            if (!is_array()) return;
+            std::vector<Task> tasks;
+            records<Parser>(
+                tasks, "all_tasks", [](Parser& p, Task& t) { p.task(t); },
+                [&](Task& t) { task(t); });
+            append(g.tasks, std::move(tasks));
+          } else if (k == 1) {
+            list(g.events, [&](Event& e) { event(e); });
+          } else if (!null()) {
+            int_list(g.first_tasks, 0, INT32_MAX);
+          }
+        },
+        unknown);
+  }
+
+  void task(Task& t) {
+    t.at = offset();
+    // The required fields first, in the order their absence is reported.
+    static constexpr Field kFields[] = {{"task_type"},         {"variant_id"},    {"trigger_event"},
+                                        {"dependent_event"},   {"request_id"},    {"kv_idx"},
+                                        {"merge_task_offset"}, {"expert_offset"}, {"task_offset"},
+                                        {"inputs", false},     {"outputs", false}};
+    auto unknown = [&](std::string_view key) { this->unknown(key); };
+    record(
+        "a task object", "a task", &task_keys_, kFields,
+        [&](size_t k) {
+          switch (k) {
+            case 0:
+              return int32(t.task_type);
+            case 1:
+              return (void)integer(t.variant_id, 0, UINT32_MAX);
+            case 2:
+              return (void)unsigned64(t.trigger_event);
+            case 3:
+              return (void)unsigned64(t.dependent_event);
+            case 4:
+              return int32(t.request_id);
+            case 5:
+              return int32(t.kv_idx);
+            case 6:
+              return int32(t.merge_task_offset);
+            case 7:
+              return int32(t.expert_offset);
+            case 8:
+              return int32(t.task_offset);
+            case 9:
+              return tensors(t.inputs, t.inputs_null, mpk::kMaxInputs, "MAX_INPUTS_PER_TASK");
+            default:
+              return tensors(t.outputs, t.outputs_null, mpk::kMaxOutputs, "MAX_OUTPUTS_PER_TASK");
+          }
+        },
+        unknown);
   }
 
  private:
-  ir::JsonCursor& c_;
-  Graph& g_;
+  ir::detail::KeyMemo task_keys_, tensor_keys_, event_keys_;
+  std::vector<Tensor> scratch_;
 
-  void missing(std::string_view what, std::string_view key, size_t at) {
-    c_.error_at("json.missing-field",
-                fmt::format("{} is missing the required field '{}'", what, key), c_.pointer(), at);
-  }
   void unknown(std::string_view key) {
-    c_.warn("mpk.unknown-field",
-            fmt::format("'{}' is not a field MPK reads (ignored)", std::string(key)), c_.offset());
-    c_.skip();
+    warn("mpk.unknown-field",
+         fmt::format("'{}' is not a field MPK reads (ignored)", std::string(key)), offset());
+    skip();
+  }
+  bool is_array() {
+    if (lx_.peek() == '[') return true;
+    type_error("an array");
+    return false;
+  }
+  // A list's elements after those of the same key earlier in the object.
+  template <class T>
+  static void append(std::vector<T>& out, std::vector<T>&& more) {
+    if (out.empty()) {
+      out = std::move(more);
+    } else {
+      out.insert(out.end(), std::make_move_iterator(more.begin()),
+                 std::make_move_iterator(more.end()));
+    }
   }
   template <class T, class F>
   void list(std::vector<T>& out, F read) {
-    if (!c_.begin_array("an array")) return;
-    while (c_.next_element()) {
+    array("an array", [&] {
       out.emplace_back();
-      out.back().at = c_.offset();
+      out.back().at = offset();
       read(out.back());
-    }
+    });
   }
   // An int field that construct_task_graph reads with get<int>().
-  void int32(int64_t& out) { (void)c_.integer(out, INT32_MIN, INT32_MAX); }
-
-  void task(Task& t) {
-    const size_t at = c_.offset();
-    if (!c_.begin_object("a task object")) return;
-    Seen seen;
-    std::string_view key;
-    static constexpr std::string_view kRequired[] = {
-        "task_type", "variant_id",        "trigger_event", "dependent_event", "request_id",
-        "kv_idx",    "merge_task_offset", "expert_offset", "task_offset"};
-    while (c_.next_key(key)) {
-      const auto req = std::find(std::begin(kRequired), std::end(kRequired), key);
-      if (req != std::end(kRequired)) seen.set(static_cast<int>(req - std::begin(kRequired)));
-      if (key == "task_type") {
-        int32(t.task_type);
-      } else if (key == "variant_id") {
-        (void)c_.integer(t.variant_id, 0, UINT32_MAX);
-      } else if (key == "trigger_event") {
-        (void)c_.unsigned64(t.trigger_event);
-      } else if (key == "dependent_event") {
-        (void)c_.unsigned64(t.dependent_event);
-      } else if (key == "request_id") {
-        int32(t.request_id);
-      } else if (key == "kv_idx") {
-        int32(t.kv_idx);
-      } else if (key == "merge_task_offset") {
-        int32(t.merge_task_offset);
-      } else if (key == "expert_offset") {
-        int32(t.expert_offset);
-      } else if (key == "task_offset") {
-        int32(t.task_offset);
-      } else if (key == "inputs") {
-        tensors(t.inputs, t.inputs_null, mpk::kMaxInputs, "MAX_INPUTS_PER_TASK");
-      } else if (key == "outputs") {
-        tensors(t.outputs, t.outputs_null, mpk::kMaxOutputs, "MAX_OUTPUTS_PER_TASK");
-      } else {
-        unknown(key);
-      }
-    }
-    for (size_t k = 0; k < std::size(kRequired); ++k)
-      if (!seen.has(static_cast<int>(k))) missing("a task", kRequired[k], at);
-  }
+  void int32(int64_t& out) { (void)integer(out, INT32_MIN, INT32_MAX); }
 
   void tensors(std::vector<Tensor>& out, bool& is_null, int cap, std::string_view cap_name) {
-    if (c_.null()) return;
+    if (null()) return;
     is_null = false;
-    const size_t at = c_.offset();
-    list(out, [&](Tensor& x) { tensor(x); });
+    const size_t at = offset();
+    scratch_.clear();  // the elements, then moved to one allocation of their size
+    list(scratch_, [&](Tensor& x) { tensor(x); });
+    out.reserve(out.size() + scratch_.size());
+    std::move(scratch_.begin(), scratch_.end(), std::back_inserter(out));
     if (out.size() > static_cast<size_t>(cap))
-      c_.error("mpk.limit",
-               fmt::format("{} tensors, more than the runtime's {}={}", out.size(), cap_name, cap),
-               at);
+      error("mpk.limit",
+            fmt::format("{} tensors, more than the runtime's {}={}", out.size(), cap_name, cap),
+            at);
   }
 
   void tensor(Tensor& x) {
-    const size_t at = c_.offset();
-    if (!c_.begin_object("a tensor object")) return;
-    Seen seen;
-    std::string_view key;
-    static constexpr std::string_view kRequired[] = {"base_ptr", "offset", "data_type", "dims",
-                                                     "strides"};
-    while (c_.next_key(key)) {
-      const auto req = std::find(std::begin(kRequired), std::end(kRequired), key);
-      if (req != std::end(kRequired)) seen.set(static_cast<int>(req - std::begin(kRequired)));
-      if (key == "base_ptr") {
-        (void)c_.string(x.base_ptr);
-      } else if (key == "offset") {
-        (void)c_.integer(x.offset, 0, INT64_MAX);
-      } else if (key == "data_type") {
-        int32(x.data_type);
-      } else if (key == "dims") {
-        (void)c_.int_list(x.dims, 0, INT32_MAX);
-      } else if (key == "strides") {
-        (void)c_.int_list(x.strides, INT32_MIN, INT32_MAX);
-      } else {
-        unknown(key);
-      }
-    }
-    for (size_t k = 0; k < std::size(kRequired); ++k)
-      if (!seen.has(static_cast<int>(k))) missing("a tensor", kRequired[k], at);
-    if (x.dims.size() != x.strides.size())
-      c_.error(
-          "mpk.tensor",
-          fmt::format("dims has {} entries but strides has {}", x.dims.size(), x.strides.size()),
-          at);
-    else if (x.dims.size() > static_cast<size_t>(mpk::kMaxDims))
-      c_.error("mpk.limit",
-               fmt::format("{} dims, more than MAX_TENSOR_DIMS={}", x.dims.size(), mpk::kMaxDims),
-               at);
+    const size_t at = offset();
+    static constexpr Field kFields[] = {
+        {"base_ptr"}, {"offset"}, {"data_type"}, {"dims"}, {"strides"}};
+    auto unknown = [&](std::string_view key) { this->unknown(key); };
+    const std::optional<uint64_t> seen = record(
+        "a tensor object", "a tensor", &tensor_keys_, kFields,
+        [&](size_t k) {
+          switch (k) {
+            case 0:
+              return (void)string(x.base_ptr);
+            case 1:
+              return (void)integer(x.offset, 0, INT64_MAX);
+            case 2:
+              return int32(x.data_type);
+            case 3:
+              x.dims.n = 0;
+              return (void)int_list_to(0, INT32_MAX, [&](int64_t v) { x.dims.push(v); });
+            default:
+              x.strides.n = 0;
+              return (void)int_list_to(INT32_MIN, INT32_MAX, [&](int64_t v) { x.strides.push(v); });
+          }
+        },
+        unknown);
+    if (!seen) return;
+    if (x.dims.n != x.strides.n)
+      error("mpk.tensor",
+            fmt::format("dims has {} entries but strides has {}", x.dims.n, x.strides.n), at);
+    else if (x.dims.n > static_cast<size_t>(mpk::kMaxDims))
+      error("mpk.limit",
+            fmt::format("{} dims, more than MAX_TENSOR_DIMS={}", x.dims.n, mpk::kMaxDims), at);
     detail::ElemType et;
-    if (seen.has(2) && !mpk::elem_type(x.data_type, et))
-      c_.error("mpk.data-type", fmt::format("unknown data_type {}", x.data_type), at);
+    if ((*seen >> 2 & 1u) && !mpk::elem_type(x.data_type, et))
+      error("mpk.data-type", fmt::format("unknown data_type {}", x.data_type), at);
   }
 
   void event(Event& e) {
-    const size_t at = c_.offset();
-    if (!c_.begin_object("an event object")) return;
-    Seen seen;
-    std::string_view key;
-    static constexpr std::string_view kRequired[] = {"event_type", "num_triggers", "first_task_id",
-                                                     "last_task_id"};
-    while (c_.next_key(key)) {
-      const auto req = std::find(std::begin(kRequired), std::end(kRequired), key);
-      if (req != std::end(kRequired)) seen.set(static_cast<int>(req - std::begin(kRequired)));
-      if (key == "event_type") {
-        int32(e.event_type);
-      } else if (key == "num_triggers") {
-        (void)c_.integer(e.num_triggers, 0, INT32_MAX);
-      } else if (key == "first_task_id") {
-        (void)c_.integer(e.first_task_id, 0, INT32_MAX);
-      } else if (key == "last_task_id") {
-        (void)c_.integer(e.last_task_id, 0, INT32_MAX);
-      } else {
-        unknown(key);
-      }
-    }
-    for (size_t k = 0; k < std::size(kRequired); ++k)
-      if (!seen.has(static_cast<int>(k))) missing("an event", kRequired[k], at);
+    static constexpr Field kFields[] = {
+        {"event_type"}, {"num_triggers"}, {"first_task_id"}, {"last_task_id"}};
+    auto unknown = [&](std::string_view key) { this->unknown(key); };
+    record(
+        "an event object", "an event", &event_keys_, kFields,
+        [&](size_t k) {
+          switch (k) {
+            case 0:
+              return int32(e.event_type);
+            case 1:
+              return (void)integer(e.num_triggers, 0, INT32_MAX);
+            case 2:
+              return (void)integer(e.first_task_id, 0, INT32_MAX);
+            default:
+              return (void)integer(e.last_task_id, 0, INT32_MAX);
+          }
+        },
+        unknown);
   }
 };
 
@@ -392,8 +389,8 @@ class Builder : public DiagnosticSink {
           if (x.base_ptr == "nullptr" || x.base_ptr.empty()) continue;
           detail::ElemType et;
           (void)mpk::elem_type(x.data_type, et);
-          rm.access(static_cast<uint32_t>(i), tensor_of(x), write, x.offset * 8 / et.bits, x.dims,
-                    x.strides);
+          rm.access(static_cast<uint32_t>(i), tensor_of(x), write, x.offset * 8 / et.bits,
+                    x.dims.values(), x.strides.values());
         }
     }
     rm.build(p);
@@ -421,8 +418,8 @@ std::pair<int64_t, int64_t> mpk_default_launch(int64_t num_sms) {
 
 ir::Result<ir::Program> read_mpk(std::string_view text, const ReadOptions& opt) {
   Graph g;
-  ir::JsonCursor c(text);
-  ir::Diagnostics d = c.document("an MPK task graph", [&] { Parser(c, g).graph(); });
+  Parser parser(text);
+  ir::Diagnostics d = parser.document("an MPK task graph", [&] { parser.graph(g); });
   if (!ir::has_errors(d)) {
     Builder b(text, g, opt);
     ir::append(d, b.check());

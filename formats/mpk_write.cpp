@@ -20,8 +20,8 @@ nlohmann::json tensor_json(const Tensor& x) {
   j["base_ptr"] = x.base_ptr;
   j["offset"] = x.offset;
   j["data_type"] = x.data_type;
-  j["dims"] = x.dims;
-  j["strides"] = x.strides;
+  j["dims"] = std::vector<int64_t>(x.dims.values().begin(), x.dims.values().end());
+  j["strides"] = std::vector<int64_t>(x.strides.values().begin(), x.strides.values().end());
   return j;
 }
 
@@ -110,8 +110,10 @@ mpk::Tensor describe(const ir::Program& p, const ir::Task& t, int64_t b, bool ou
   mpk::Tensor x;
   x.base_ptr = buf.name;
   x.data_type = mpk::data_type_code(buf.dtype);
-  x.dims = r.dims;
-  x.strides = r.strides;
+  for (size_t k = 0; k < r.dims.size(); ++k) {
+    x.dims.push(r.dims[k]);
+    x.strides.push(r.strides[k]);
+  }
   x.offset = r.offset * ir::dtype_bits(buf.dtype) / 8;
   return x;
 }

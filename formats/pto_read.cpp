@@ -277,7 +277,8 @@ class Builder : public DiagnosticSink {
         const pto::Tensor& x = d_.tensors[tensors_.at(id)];
         const int32_t m = memory(id, i);
         const auto numel = static_cast<int64_t>(x.buffer_numel);
-        rm.access(static_cast<uint32_t>(i), m, true, 0, {numel}, {1});
+        const int64_t whole[] = {numel, 1};  // its dims, then its strides
+        rm.access(static_cast<uint32_t>(i), m, true, 0, {whole, 1}, {whole + 1, 1});
         if (std::find(addrs.begin(), addrs.end(), x.buffer_addr) != addrs.end()) continue;
         addrs.push_back(x.buffer_addr);
         const int64_t bytes = numel * pto::elem_bytes(x.dtype);

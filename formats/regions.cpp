@@ -70,12 +70,14 @@ void subtract(Box a, const Box& b, std::vector<Box>& out) {
 
 // The reference layout of a tensor: the distinct strides its accesses use (descending, ending in
 // 1, each a multiple of the next), or empty when the accesses do not fit one row-major layout.
-std::vector<int64_t> reference_strides(const std::vector<const std::vector<int64_t>*>& dims,
-                                       const std::vector<const std::vector<int64_t>*>& strides) {
+// `each(f)` calls f(dims, strides) for every access.
+template <class Each>
+std::vector<int64_t> reference_strides(Each each) {
   std::vector<int64_t> r{1};
-  for (size_t a = 0; a < dims.size(); ++a)
-    for (size_t k = 0; k < dims[a]->size(); ++k)
-      if ((*dims[a])[k] > 1) r.push_back((*strides[a])[k]);
+  each([&](std::span<const int64_t> dims, std::span<const int64_t> strides) {
+    for (size_t k = 0; k < dims.size(); ++k)
+      if (dims[k] > 1) r.push_back(strides[k]);
+  });
   std::sort(r.begin(), r.end(), std::greater<>());
   r.erase(std::unique(r.begin(), r.end()), r.end());
   if (r.size() > static_cast<size_t>(kMaxDims) || r.back() != 1) return {};
@@ -85,8 +87,8 @@ std::vector<int64_t> reference_strides(const std::vector<const std::vector<int64
 }
 
 // An access as a box of the reference layout `r`, or false when it does not fit it.
-bool to_box(const std::vector<int64_t>& r, int64_t offset, const std::vector<int64_t>& dims,
-            const std::vector<int64_t>& strides, Box& b) {
+bool to_box(const std::vector<int64_t>& r, int64_t offset, std::span<const int64_t> dims,
+            std::span<const int64_t> strides, Box& b) {
   b.n = static_cast<int>(r.size());
   int64_t o = offset;
   if (o < 0) return false;
@@ -110,8 +112,7 @@ bool to_box(const std::vector<int64_t>& r, int64_t offset, const std::vector<int
 }
 
 // An access as the interval of elements it may touch (the flat layout).
-Box to_interval(int64_t offset, const std::vector<int64_t>& dims,
-                const std::vector<int64_t>& strides) {
+Box to_interval(int64_t offset, std::span<const int64_t> dims, std::span<const int64_t> strides) {
   Box b;
   b.n = 1;
   int64_t lo = offset, hi = offset;
@@ -355,9 +356,12 @@ int32_t RegionMap::tensor(std::string name, ElemType type) {
 }
 
 void RegionMap::access(uint32_t task, int32_t tensor, bool write, int64_t offset,
-                       const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
+                       std::span<const int64_t> dims, std::span<const int64_t> strides) {
   tensors_[static_cast<size_t>(tensor)].accesses.push_back(static_cast<uint32_t>(accesses_.size()));
-  accesses_.push_back({task, tensor, write, offset, dims, strides});
+  accesses_.push_back(
+      {task, tensor, write, static_cast<uint32_t>(dims.size()), extents_.size(), offset});
+  extents_.insert(extents_.end(), dims.begin(), dims.end());
+  extents_.insert(extents_.end(), strides.begin(), strides.end());
 }
 
 void RegionMap::build(ir::Program& p) {
@@ -367,22 +371,19 @@ void RegionMap::build(ir::Program& p) {
 void RegionMap::build_tensor(ir::Program& p, const Tensor& t) {
   if (t.accesses.empty()) return;
   // Boxes of every access in one layout.
-  std::vector<const std::vector<int64_t>*> dims, strides;
-  for (uint32_t a : t.accesses) {
-    dims.push_back(&accesses_[a].dims);
-    strides.push_back(&accesses_[a].strides);
-  }
-  const std::vector<int64_t> ref = reference_strides(dims, strides);
+  const std::vector<int64_t> ref = reference_strides([&](auto f) {
+    for (uint32_t a : t.accesses) f(dims(accesses_[a]), strides(accesses_[a]));
+  });
   std::vector<Box> boxes(t.accesses.size());
   bool boxed = !ref.empty();
   for (size_t i = 0; boxed && i < t.accesses.size(); ++i) {
     const Access& a = accesses_[t.accesses[i]];
-    boxed = to_box(ref, a.offset, a.dims, a.strides, boxes[i]);
+    boxed = to_box(ref, a.offset, dims(a), strides(a), boxes[i]);
   }
   if (!boxed)
     for (size_t i = 0; i < t.accesses.size(); ++i) {
       const Access& a = accesses_[t.accesses[i]];
-      boxes[i] = to_interval(a.offset, a.dims, a.strides);
+      boxes[i] = to_interval(a.offset, dims(a), strides(a));
     }
   std::vector<uint8_t> writes(t.accesses.size());
   for (size_t i = 0; i < t.accesses.size(); ++i) writes[i] = accesses_[t.accesses[i]].write;

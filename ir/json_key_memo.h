@@ -29,6 +29,9 @@ struct KeyMemo {
   };
   static constexpr size_t kMaxMembers = 32;
   std::vector<Lead> leads;  // by member position; an empty one was not learned
+  // A record reader's field at each member position last time, plus one (0: none): a field of a
+  // schema that the next object most likely has there too (JsonCursor::record).
+  std::array<uint8_t, kMaxMembers> field_at{};
 
   const Lead* learned(size_t member) const {
     return member < leads.size() && leads[member].size != 0 ? &leads[member] : nullptr;

@@ -23,9 +23,9 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/diagnostic.h"
-#include "ir/json_cursor.h"
 #include "ir/json_key_memo.h"
 #include "ir/json_lexer.h"
+#include "ir/json_text.h"
 #include "ir/json_value.h"
 #include "ir/pyjson.h"
 #include "ir/result.h"
@@ -431,9 +431,13 @@ class JsonReader {
     return ok;
   }
 
+  // What read_object's `field` returns for a member it read itself and keeps no count of.
+  static constexpr int kRead = -2;
+
   // Iterates an object. `field(key)` reads a known key's value and returns its index (0..63), or
   // returns -1 for an unknown key, which is kept in `extra` verbatim (in order; a duplicate keeps
-  // its first position and the last value, as a Python dict does).
+  // its first position and the last value, as a Python dict does), or kRead for a member it
+  // read (or skipped) itself, whatever the key.
   // With `memo`, the keys of the objects of one kind are found by comparing bytes (see KeyMemo).
   template <typename F>
   bool read_object(std::string_view what, JsonValue* extra, KeyMemo* memo, F field) {
@@ -468,7 +472,7 @@ class JsonReader {
           warn("json.duplicate-key", fmt::format("duplicate key '{}' (the last one wins)", k),
                koff);
         seen |= uint64_t{1} << f;
-      } else {
+      } else if (f == -1) {
         std::string ks(k);  // the key view may be overwritten while the value is read
         pop();
         push(ks);
@@ -605,11 +609,15 @@ class JsonReader {
 
   // A top-level array of records (tasks, buffers, counters) read by several threads: see
   // ir/json_read_parallel.h, which defines these.
+  // With `with_ids`, each record's id must equal its position (check_id); without, records have
+  // none.
   template <class R, typename T, typename Read>
-  bool read_in_parallel(std::vector<T>& out, std::string_view key, Read read_one);
-  size_t guess_array_end(size_t open, std::string_view gap, size_t small) const;
+  bool read_in_parallel(std::vector<T>& out, std::string_view key, Read read_one, bool with_ids);
+  size_t guess_array_end(size_t open, std::string_view gap, std::string_view sep,
+                         size_t small) const;
   template <class R, typename T, typename Read, typename Each>
-  void read_records(std::vector<T>& out, std::string_view key, Read read_one, Each each);
+  void read_records(std::vector<T>& out, std::string_view key, Read read_one, Each each,
+                    bool with_ids = true);
 
   Lexer lx_;
   std::string_view text_;
