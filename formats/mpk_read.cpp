@@ -225,6 +225,7 @@ class Builder : public DiagnosticSink {
                            e.first_task_id, e.last_task_id, nt),
                fmt::format("/all_events/{}", i), e.at);
     }
+    gpu_ = gpu_of_first();
     for (size_t i = 0; i < nt; ++i) {
       event_ref(i, "trigger_event", g_.tasks[i].trigger_event);
       event_ref(i, "dependent_event", g_.tasks[i].dependent_event);
@@ -233,7 +234,7 @@ class Builder : public DiagnosticSink {
       if (g_.first_tasks[k] >= static_cast<int64_t>(nt))
         report("mpk.task-ref", fmt::format("first task {} does not exist", g_.first_tasks[k]),
                fmt::format("/first_tasks/{}", k), 0);
-    return std::move(diags_);
+    return take();
   }
 
   ir::Program build() {
@@ -252,7 +253,10 @@ class Builder : public DiagnosticSink {
     // One counter per event; tasks that trigger no event count on one more.
     for (size_t i = 0; i < g_.events.size(); ++i) {
       const Event& e = g_.events[i];
-      p.add_counter(fmt::format("event {} ({})", i, event_name(e.event_type)));
+      std::string note = "event " + std::to_string(i) + " (";
+      note += event_name(e.event_type);
+      note += ')';
+      p.add_counter(std::move(note));
     }
     int64_t sink = -1;
     const std::vector<int64_t> worker = mpk::placement(g_, workers, schedulers);
@@ -261,9 +265,9 @@ class Builder : public DiagnosticSink {
       const Task& t = g_.tasks[i];
       ir::Task task;
       const std::string_view tn = mpk::task_type_name(t.task_type);
-      task.label = fmt::format(
-          "{} v{}", tn.empty() ? fmt::format("task_type {}", t.task_type) : std::string(tn),
-          t.variant_id);
+      task.label = tn.empty() ? "task_type " + std::to_string(t.task_type) : std::string(tn);
+      task.label += " v";
+      task.label += std::to_string(t.variant_id);
       if (t.trigger_event == mpk::kEventInvalid) {
         if (sink < 0) sink = p.add_counter("tasks that trigger no event");
         task.out_counter = sink;
@@ -317,12 +321,11 @@ class Builder : public DiagnosticSink {
     }
   }
 
-  ir::Diagnostics take_warnings() { return std::move(diags_); }
-
  private:
   const Graph& g_;
   const ReadOptions& opt_;
   std::vector<int64_t> launched_by_;
+  uint64_t gpu_ = 0;  // the GPU of the graph's first local event id
 
   static std::string_view event_name(int64_t type) {
     switch (type) {
@@ -345,23 +348,23 @@ class Builder : public DiagnosticSink {
 
   void event_ref(size_t task, std::string_view field, uint64_t id) {
     if (id == mpk::kEventInvalid) return;
-    const std::string ptr = fmt::format("/all_tasks/{}/{}", task, field);
+    auto ptr = [&] { return fmt::format("/all_tasks/{}/{}", task, field); };
     const size_t at = g_.tasks[task].at;
     if (id & mpk::kNvshmemTag) {
       report("mpk.remote-event",
              fmt::format("{} {:#x} is an NVSHMEM (remote) event: amk checks one GPU's graph", field,
                          id),
-             ptr, at);
-    } else if ((id >> 32) != (g_.tasks.empty() ? 0 : gpu_of_first())) {
+             ptr(), at);
+    } else if ((id >> 32) != gpu_) {
       report("mpk.event-ref",
              fmt::format("{} {:#x} names GPU {} but the graph's events belong to GPU {}", field, id,
-                         id >> 32, gpu_of_first()),
-             ptr, at);
+                         id >> 32, gpu_),
+             ptr(), at);
     } else if (mpk::event_index(id) >= g_.events.size()) {
       report("mpk.event-ref",
              fmt::format("{} {} does not exist ({} events)", field, mpk::event_index(id),
                          g_.events.size()),
-             ptr, at);
+             ptr(), at);
     }
   }
   uint64_t gpu_of_first() const {
@@ -426,7 +429,7 @@ ir::Result<ir::Program> read_mpk(std::string_view text, const ReadOptions& opt) 
     if (!ir::has_errors(d)) {
       b.launches();
       ir::Program p = b.build();
-      ir::append(d, b.take_warnings());
+      ir::append(d, b.take());
       ir::set_file(d, opt.origin);
       ir::Result<ir::Program> r(std::move(p));
       r.diagnostics = std::move(d);

@@ -105,6 +105,8 @@ class Parser : public ir::JsonCursor {
 
  private:
   ir::detail::KeyMemo task_keys_, arg_keys_, tensor_keys_, edge_keys_;
+  std::vector<Arg> args_;         // the task's, while it is read
+  std::vector<int64_t> extents_;  // its args' shapes and strides, while it is read
 
   // A record of `fields` (what: "a task"), an unknown key a warning; nullopt when not an object.
   template <size_t N, class Read>
@@ -143,12 +145,18 @@ class Parser : public ir::JsonCursor {
     }
   }
 
+  // An argument of a task whose shapes and strides go to extents_.
   void arg(Arg& a) {
     a.at = offset();
     static constexpr Field kFields[] = {
         {"idx"},           {"type"},         {"tensor_id", false},
         {"dtype", false},  {"shape", false}, {"start_offset", false},
         {"strides", false}};
+    auto extent = [&](Extent& e) {
+      e.at = extents_.size();
+      (void)int_list_to(0, UINT32_MAX, [&](int64_t v) { extents_.push_back(v); });
+      e.n = extents_.size() - e.at;
+    };
     object("an argument", &arg_keys_, kFields, [&](size_t k) {
       switch (k) {
         case 0:
@@ -161,17 +169,21 @@ class Parser : public ir::JsonCursor {
         case 3:
           return (void)string(a.dtype);
         case 4:
-          return (void)int_list(a.shape, 0, UINT32_MAX);
+          return extent(a.shape);
         case 5:
           return (void)decimal_string(a.start_offset);
         default:
-          return (void)int_list(a.strides, 0, UINT32_MAX);
+          return extent(a.strides);
       }
     });
   }
 
+  // A task; its args and their extents are gathered in args_ and extents_, then kept in one
+  // allocation each.
   void task(Task& t) {
     t.at = offset();
+    args_.clear();
+    extents_.clear();
     static constexpr Field kFields[] = {
         {"task_id"},           {"scope", false},     {"early_dispatch", false},
         {"kernel_ids", false}, {"block_num", false}, {"args"}};
@@ -188,9 +200,11 @@ class Parser : public ir::JsonCursor {
         case 4:
           return (void)integer(t.block_num, 0, INT32_MAX);
         default:
-          return list(t.args, [&](Arg& a) { arg(a); });
+          return list(args_, [&](Arg& a) { arg(a); });
       }
     });
+    t.args.assign(std::make_move_iterator(args_.begin()), std::make_move_iterator(args_.end()));
+    t.extents.assign(extents_.begin(), extents_.end());
   }
 
   void kernel_ids(Task& t) {
@@ -227,9 +241,13 @@ class Parser : public ir::JsonCursor {
     });
   }
 
+  // An edge as the reader needs it: pred, succ, arg, source and tensor_id kept; the other fields
+  // (flags, overlap, the consumer's and producer's regions) checked, not kept.
   void edge(Edge& e) {
     e.at = offset();
-    auto u32s = [&](std::vector<int64_t>& v) { (void)int_list(v, 0, UINT32_MAX); };
+    std::string_view word;
+    uint64_t offset_at = 0;
+    auto u32s = [&] { (void)int_list_to(0, UINT32_MAX, [](int64_t) {}); };
     static constexpr Field kFields[] = {{"pred"},
                                         {"succ"},
                                         {"arg", false},
@@ -255,35 +273,22 @@ class Parser : public ir::JsonCursor {
         case 3:
           return (void)string(e.source);
         case 4:
-          return flags(e);
+          return (void)array("an array of strings", [&] { (void)text(word); });
         case 5:
-          return (void)string(e.overlap);
+        case 7:
+          return (void)text(word);
         case 6:
           e.has_tensor = decimal_string(e.tensor_id);
           return;
-        case 7:
-          return (void)string(e.consumer_dtype);
-        case 8:
-          return u32s(e.consumer_shape);
         case 9:
-          return (void)decimal_string(e.consumer_start_offset);
-        case 10:
-          return u32s(e.consumer_strides);
+        case 12:
+          return (void)decimal_string(offset_at);
         case 11:
           e.has_producer = true;
-          return u32s(e.producer_shape);
-        case 12:
-          return (void)decimal_string(e.producer_start_offset);
+          return u32s();
         default:
-          return u32s(e.producer_strides);
+          return u32s();
       }
-    });
-  }
-
-  void flags(Edge& e) {
-    array("an array of strings", [&] {
-      std::string f;
-      if (string(f)) e.flags.push_back(std::move(f));
     });
   }
 };

@@ -4,6 +4,7 @@
 #include <array>
 #include <limits>
 #include <numeric>
+#include <span>
 
 namespace amk::formats::detail {
 namespace {
@@ -182,42 +183,51 @@ bool flatten(const Box& bbox, const Box& w, std::array<int64_t, 4>& rc) {
 }
 
 // Which class of writes each access writes or reads (and whether a read sees the tensor's prior
-// contents), in program order.
+// contents), in program order; its vectors keep their capacity from tensor to tensor.
 struct Flow {
   Classes cls;
-  std::vector<int32_t> write_cls;
-  std::vector<std::vector<int32_t>> read_cls;
+  std::vector<int32_t> write_cls;  // each access's class, -1 for a read
+  std::vector<uint32_t> read_end;  // where each access's classes read end in read_cls
+  std::vector<int32_t> read_cls;   // the classes each read reads, access after access
   std::vector<uint8_t> read_prior;
+  std::vector<Piece> live, next;  // disjoint pieces, each naming the class that last wrote it
+  std::vector<Box> rest;
+  std::span<const int32_t> reads(size_t i) const {
+    const uint32_t from = i == 0 ? 0 : read_end[i - 1];
+    return {read_cls.data() + from, read_end[i] - from};
+  }
 };
 
-Flow flow_of(const std::vector<Box>& boxes, const std::vector<uint8_t>& writes) {
+void flow_of(const std::vector<Box>& boxes, const std::vector<uint8_t>& writes, Flow& f) {
   const size_t n = boxes.size();
-  Flow f;
+  f.cls.parent.clear();
+  f.cls.sealed.clear();
   f.write_cls.assign(n, -1);
-  f.read_cls.resize(n);
+  f.read_end.assign(n, 0);
+  f.read_cls.clear();
   f.read_prior.assign(n, 0);
+  f.live.clear();
   Classes& cls = f.cls;
-  // Live pieces (disjoint) name the class that last wrote them.
-  std::vector<Piece> live, next;
   for (size_t i = 0; i < n; ++i) {
     const Box& b = boxes[i];
     if (writes[i]) {
       const int32_t c = cls.make();
       f.write_cls[i] = c;
-      std::vector<Box> rest;
-      next.clear();
-      for (const Piece& pc : live) {
-        rest.clear();
-        subtract(pc.box, b, rest);
-        for (const Box& r : rest) next.push_back({r, pc.cls});
+      f.next.clear();
+      for (const Piece& pc : f.live) {
+        f.rest.clear();
+        subtract(pc.box, b, f.rest);
+        for (const Box& r : f.rest) f.next.push_back({r, pc.cls});
       }
-      next.push_back({b, c});
-      live.swap(next);
+      f.next.push_back({b, c});
+      f.live.swap(f.next);
+      f.read_end[i] = static_cast<uint32_t>(f.read_cls.size());
       continue;
     }
     double seen = 0;
     int32_t merged = -1;
-    for (const Piece& pc : live) {
+    const size_t from = f.read_cls.size();
+    for (const Piece& pc : f.live) {
       if (!pc.box.overlaps(b)) continue;
       seen += pc.box.intersect(b).volume();
       const int32_t root = cls.find(pc.cls);
@@ -229,12 +239,13 @@ Flow flow_of(const std::vector<Box>& boxes, const std::vector<uint8_t>& writes) 
           merged = cls.find(merged);
         }
       }
-      f.read_cls[i].push_back(pc.cls);
+      f.read_cls.push_back(pc.cls);
     }
-    for (int32_t c : f.read_cls[i]) cls.sealed[static_cast<size_t>(cls.find(c))] = 1;
+    f.read_end[i] = static_cast<uint32_t>(f.read_cls.size());
+    for (size_t k = from; k < f.read_cls.size(); ++k)
+      cls.sealed[static_cast<size_t>(cls.find(f.read_cls[k]))] = 1;
     f.read_prior[i] = seen < b.volume();
   }
-  return f;
 }
 
 // Each access's task reads the buffers of the classes it reads (and the prior contents), writes
@@ -245,7 +256,6 @@ void wire_tasks(ir::Program& p, const std::vector<uint32_t>& task_of, Flow& f, i
                 const std::vector<Box>& bbox) {
   Classes& cls = f.cls;
   const std::vector<int32_t>& write_cls = f.write_cls;
-  const std::vector<std::vector<int32_t>>& read_cls = f.read_cls;
   const std::vector<uint8_t>& read_prior = f.read_prior;
   auto add_unique = [](std::vector<int64_t>& v, int64_t b) {
     if (std::find(v.begin(), v.end(), b) == v.end()) v.push_back(b);
@@ -254,7 +264,7 @@ void wire_tasks(ir::Program& p, const std::vector<uint32_t>& task_of, Flow& f, i
     ir::Task& task = p.tasks[task_of[i]];
     if (write_cls[i] < 0) {
       if (read_prior[i]) add_unique(task.inputs, prior);
-      for (int32_t c : read_cls[i])
+      for (int32_t c : f.reads(i))
         add_unique(task.inputs, buf_of[static_cast<size_t>(cls.find(c))]);
       continue;
     }
@@ -271,6 +281,7 @@ void wire_tasks(ir::Program& p, const std::vector<uint32_t>& task_of, Flow& f, i
     static constexpr std::string_view kKeys[] = {"m_off", "M_tile", "n_off", "N_tile"};
     if (first) {
       if (!tile) continue;
+      task.params.reserve(task.params.size() + 4);
       for (size_t k = 0; k < 4; ++k) task.set_param(kKeys[k], ir::ParamValue::of_int(params[k]));
       continue;
     }
@@ -364,17 +375,28 @@ void RegionMap::access(uint32_t task, int32_t tensor, bool write, int64_t offset
   extents_.insert(extents_.end(), strides.begin(), strides.end());
 }
 
+// One tensor's working vectors, kept from tensor to tensor.
+struct RegionMap::Scratch {
+  std::vector<Box> boxes, bbox;
+  std::vector<uint8_t> writes, has_box;
+  std::vector<int64_t> buf_of;
+  std::vector<uint32_t> task_of;
+  Flow flow;
+};
+
 void RegionMap::build(ir::Program& p) {
-  for (const Tensor& t : tensors_) build_tensor(p, t);
+  Scratch s;
+  for (const Tensor& t : tensors_) build_tensor(p, t, s);
 }
 
-void RegionMap::build_tensor(ir::Program& p, const Tensor& t) {
+void RegionMap::build_tensor(ir::Program& p, const Tensor& t, Scratch& s) {
   if (t.accesses.empty()) return;
   // Boxes of every access in one layout.
   const std::vector<int64_t> ref = reference_strides([&](auto f) {
     for (uint32_t a : t.accesses) f(dims(accesses_[a]), strides(accesses_[a]));
   });
-  std::vector<Box> boxes(t.accesses.size());
+  std::vector<Box>& boxes = s.boxes;
+  boxes.resize(t.accesses.size());
   bool boxed = !ref.empty();
   for (size_t i = 0; boxed && i < t.accesses.size(); ++i) {
     const Access& a = accesses_[t.accesses[i]];
@@ -385,17 +407,22 @@ void RegionMap::build_tensor(ir::Program& p, const Tensor& t) {
       const Access& a = accesses_[t.accesses[i]];
       boxes[i] = to_interval(a.offset, dims(a), strides(a));
     }
-  std::vector<uint8_t> writes(t.accesses.size());
+  std::vector<uint8_t>& writes = s.writes;
+  writes.resize(t.accesses.size());
   for (size_t i = 0; i < t.accesses.size(); ++i) writes[i] = accesses_[t.accesses[i]].write;
-  Flow f = flow_of(boxes, writes);
+  Flow& f = s.flow;
+  flow_of(boxes, writes, f);
   Classes& cls = f.cls;
   const std::vector<int32_t>& write_cls = f.write_cls;
   const std::vector<uint8_t>& read_prior = f.read_prior;
   // Buffers: the tensor's prior contents (when read), then one per class root.
   const ElemType& ty = t.type;
-  std::vector<int64_t> buf_of(cls.parent.size(), -1);
-  std::vector<Box> bbox(cls.parent.size());
-  std::vector<uint8_t> has_box(cls.parent.size(), 0);
+  std::vector<int64_t>& buf_of = s.buf_of;
+  std::vector<Box>& bbox = s.bbox;
+  std::vector<uint8_t>& has_box = s.has_box;
+  buf_of.assign(cls.parent.size(), -1);
+  bbox.resize(cls.parent.size());
+  has_box.assign(cls.parent.size(), 0);
   for (size_t i = 0; i < t.accesses.size(); ++i) {
     if (write_cls[i] < 0) continue;
     const auto r = static_cast<size_t>(cls.find(write_cls[i]));
@@ -434,7 +461,8 @@ void RegionMap::build_tensor(ir::Program& p, const Tensor& t) {
     ++n_classes;
     buf_of[c] = p.add_buffer(std::move(name), ir::BufferKind::ACTIVATION, ty.dtype, {rc[1], rc[3]});
   }
-  std::vector<uint32_t> task_of(t.accesses.size());
+  std::vector<uint32_t>& task_of = s.task_of;
+  task_of.resize(t.accesses.size());
   for (size_t i = 0; i < t.accesses.size(); ++i) task_of[i] = accesses_[t.accesses[i]].task;
   wire_tasks(p, task_of, f, prior, buf_of, boxes, bbox);
   share_pages(p, buf_of, bbox);

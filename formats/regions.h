@@ -72,7 +72,8 @@ class RegionMap {
   std::span<const int64_t> strides(const Access& a) const {
     return {extents_.data() + a.extents + a.rank, a.rank};
   }
-  void build_tensor(ir::Program& p, const Tensor& t);
+  struct Scratch;
+  void build_tensor(ir::Program& p, const Tensor& t, Scratch& s);
 };
 
 }  // namespace amk::formats::detail

@@ -1,6 +1,5 @@
 #include "ir/json_cursor.h"
 
-#include <charconv>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -144,8 +143,7 @@ bool JsonCursor::decimal_string(uint64_t& out) {
     return false;
   }
   const std::string_view s = lx_.string_view_(value_scratch_);
-  auto r = std::from_chars(s.data(), s.data() + s.size(), out);
-  if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) {
+  if (!detail::Lexer::decimal_u64(s, out)) {
     error("json.type",
           fmt::format("expected a decimal string of an integer in [0, 2^64), got \"{}\"",
                       s.substr(0, 40)),

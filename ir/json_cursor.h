@@ -65,8 +65,8 @@ class JsonCursor : public detail::JsonReader {
   /// `unknown(key)` reads or skips the value of any other key; each required field that is
   /// absent is an error, "`record` is missing the required field 'KEY'", at the object. Returns
   /// the fields seen, by bit (fields[k]: bit k; at most 64), or nullopt (reported, skipped) when
-  /// the value is not an object (`what`). With a `memo`, a key is first compared with the field
-  /// found at its position in the object before, so records of one layout find each key at once.
+  /// the value is not an object (`what`). With a `memo` (one per record kind, and so per
+  /// `fields`), a key whose bytes the memo knows is not compared again.
   template <size_t N, class Read, class Unknown>
   std::optional<uint64_t> record(std::string_view what, std::string_view record,
                                  detail::KeyMemo* memo, const Field (&fields)[N], Read read,
@@ -74,16 +74,15 @@ class JsonCursor : public detail::JsonReader {
     static_assert(N < 64);
     const size_t at = offset();
     uint64_t seen = 0;
-    size_t member = 0;
     const bool is_object = object(what, memo, [&](std::string_view key) {
-      const bool hinted = memo && member < detail::KeyMemo::kMaxMembers;
-      size_t k = hinted ? size_t{memo->field_at[member]} - 1 : N;
-      if (k >= N || fields[k].key != key) {
-        k = 0;
+      detail::KeyMemo::Lead* lead = key_lead_;
+      size_t k = 0;
+      if (lead && lead->field != 0) {
+        k = lead->field - 1u;
+      } else {
         while (k < N && fields[k].key != key) ++k;
-        if (hinted) memo->field_at[member] = static_cast<uint8_t>(k + 1);
+        if (lead) lead->field = static_cast<uint8_t>(k + 1);
       }
-      ++member;
       if (k == N) return unknown(key);
       seen |= uint64_t{1} << k;
       read(k);
@@ -140,6 +139,15 @@ class JsonCursor : public detail::JsonReader {
       return false;
     }
     lx_.read_string(out);
+    return true;
+  }
+  /// A string, as a view that the next read may end.
+  bool text(std::string_view& out) {
+    if (lx_.peek() != '"') {
+      type_error("a string");
+      return false;
+    }
+    out = lx_.string_view_(value_scratch_);
     return true;
   }
   /// A boolean.

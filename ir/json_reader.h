@@ -130,22 +130,23 @@ class JsonReader {
     bool owned;
   };
   static constexpr size_t kMaxPath = kMaxDepth + 16;
-  void push(std::string_view key) {
-    if (depth_ == kMaxPath) lx_.fail("nesting too deep");
-    bool in_text =
+  [[gnu::always_inline]] void push(std::string_view key) {
+    const bool in_text =
         key.data() >= text_.data() && key.data() + key.size() <= text_.data() + text_.size();
-    if (in_text) {
-      path_[depth_++] = {key.data(), key.size(), false};
-    } else {
-      owned_.emplace_back(key);
-      path_[depth_++] = {owned_.back().data(), key.size(), true};
-    }
+    if (depth_ == kMaxPath || !in_text) return push_owned(key);
+    path_[depth_++] = {key.data(), key.size(), false};
   }
-  void push(size_t index) {
+  // push() of a key outside the text (a copy is kept), or past the deepest path (a syntax error).
+  [[gnu::noinline]] void push_owned(std::string_view key) {
+    if (depth_ == kMaxPath) lx_.fail("nesting too deep");
+    owned_.emplace_back(key);
+    path_[depth_++] = {owned_.back().data(), key.size(), true};
+  }
+  [[gnu::always_inline]] void push(size_t index) {
     if (depth_ == kMaxPath) lx_.fail("nesting too deep");
     path_[depth_++] = {nullptr, index, false};
   }
-  void pop() {
+  [[gnu::always_inline]] void pop() {
     if (path_[--depth_].owned) owned_.pop_back();
   }
   std::string pointer() const {
@@ -452,17 +453,18 @@ class JsonReader {
     uint64_t seen = 0;
     for (size_t member = 0;; ++member) {
       size_t koff = 0;  // the key's opening quote
-      const KeyMemo::Lead* lead = memo ? memo->learned(member) : nullptr;
+      KeyMemo::Lead* lead = memo ? memo->learned(member) : nullptr;
       if (lead && lx_.literal64(lead->bytes.data(), lead->size)) {
         koff = lx_.offset() - lead->size + lead->key_at - 1;
-        key = text_.substr(koff + 1, lead->key_size);
+        key = std::string_view(text_.data() + koff + 1, lead->key_size);
         first = false;
       } else {
         const size_t lead_at = lx_.offset();
         if (!lx_.next_key(key, key_scratch_, first)) break;
         koff = lx_.key_offset();
-        if (memo) memo->learn(member, text_, lead_at, key, lx_);
+        lead = memo ? memo->learn(member, text_, lead_at, key, lx_) : nullptr;
       }
+      key_lead_ = lead;
       std::string_view k = key;
       key_off_ = koff;
       push(k);
@@ -622,6 +624,8 @@ class JsonReader {
   Lexer lx_;
   std::string_view text_;
   size_t key_off_ = 0;  // the offset of the key read_object is handling
+  // The memo's lead of that key (its bytes are the lead's), or nullptr when it has none.
+  KeyMemo::Lead* key_lead_ = nullptr;
   std::array<Seg, kMaxPath> path_{};
   size_t depth_ = 0;
   std::deque<std::string> owned_;
