@@ -28,23 +28,26 @@ enum EventType : int {
 };
 enum TaskType : int { kTerminate = 0, kBeginTaskGraph = 10 };
 
-/// A tensor's dims or strides: how many the file lists, and the first kMaxDims of them (a tensor
-/// of more is refused).
+/// A tensor's dims or strides (MPK's ints): how many the file lists, and the first kMaxDims of
+/// them (a tensor of more is refused).
 struct Extents {
-  std::array<int64_t, kMaxDims> v{};
-  size_t n = 0;
-  void push(int64_t x) {
+  std::array<int32_t, kMaxDims> v{};
+  uint32_t n = 0;
+  void push(int32_t x) {
     if (n < v.size()) v[n] = x;
     ++n;
   }
   /// The values kept.
-  std::span<const int64_t> values() const { return {v.data(), std::min(n, v.size())}; }
+  std::span<const int32_t> values() const { return {v.data(), std::min<size_t>(n, v.size())}; }
 };
 
 struct Tensor {
-  std::string base_ptr;
-  int64_t offset = 0;  ///< bytes
-  int64_t data_type = 0;
+  /// The name: in a read file, its bytes between the quotes (JSON escapes and all when `escaped`:
+  /// ir::JsonCursor::unescape decodes them); in a written one, the buffer's name.
+  std::string_view base_ptr;
+  bool escaped = false;
+  int32_t data_type = 0;
+  int64_t offset = 0;     ///< bytes
   Extents dims, strides;  ///< elements
   size_t at = 0;          ///< byte offset in the file
 };

@@ -1,5 +1,7 @@
 // MPK task_graph.json -> ir::Program (the file as construct_task_graph() reads it back).
 #include <algorithm>
+#include <array>
+#include <deque>
 #include <iterator>
 #include <unordered_map>
 
@@ -135,6 +137,11 @@ class Parser : public ir::JsonCursor {
             at);
   }
 
+  void extents(mpk::Extents& e, int64_t lo) {
+    e.n = 0;
+    (void)int_list_to(lo, INT32_MAX, [&](int64_t v) { e.push(static_cast<int32_t>(v)); });
+  }
+
   void tensor(Tensor& x) {
     const size_t at = offset();
     static constexpr Field kFields[] = {
@@ -145,17 +152,18 @@ class Parser : public ir::JsonCursor {
         [&](size_t k) {
           switch (k) {
             case 0:
-              return (void)string(x.base_ptr);
+              return (void)raw_string(x.base_ptr, x.escaped);
             case 1:
               return (void)integer(x.offset, 0, INT64_MAX);
-            case 2:
-              return int32(x.data_type);
+            case 2: {
+              int64_t v = 0;
+              if (integer(v, INT32_MIN, INT32_MAX)) x.data_type = static_cast<int32_t>(v);
+              return;
+            }
             case 3:
-              x.dims.n = 0;
-              return (void)int_list_to(0, INT32_MAX, [&](int64_t v) { x.dims.push(v); });
+              return extents(x.dims, 0);
             default:
-              x.strides.n = 0;
-              return (void)int_list_to(INT32_MIN, INT32_MAX, [&](int64_t v) { x.strides.push(v); });
+              return extents(x.strides, INT32_MIN);
           }
         },
         unknown);
@@ -196,7 +204,7 @@ class Parser : public ir::JsonCursor {
 // Semantic checks and the program, reported against the parsed file's positions.
 class Builder : public DiagnosticSink {
  public:
-  Builder(std::string_view text, const Graph& g, const ReadOptions& opt)
+  Builder(std::string_view text, Graph& g, const ReadOptions& opt)
       : DiagnosticSink(text), g_(g), opt_(opt) {}
 
   ir::Diagnostics check() {
@@ -250,6 +258,9 @@ class Builder : public DiagnosticSink {
     rt.set(ir::Cap::sms, {sms});
     rt.set(ir::Cap::workers, {workers});
     rt.set(ir::Cap::schedulers, {schedulers});
+    p.tasks.reserve(g_.tasks.size());
+    p.counters.reserve(g_.events.size() + 1);
+    rt.tasks.reserve(g_.tasks.size());
     // One counter per event; tasks that trigger no event count on one more.
     for (size_t i = 0; i < g_.events.size(); ++i) {
       const Event& e = g_.events[i];
@@ -322,7 +333,7 @@ class Builder : public DiagnosticSink {
   }
 
  private:
-  const Graph& g_;
+  Graph& g_;  // its tensors are let go once regions() took them
   const ReadOptions& opt_;
   std::vector<int64_t> launched_by_;
   uint64_t gpu_ = 0;  // the GPU of the graph's first local event id
@@ -374,27 +385,46 @@ class Builder : public DiagnosticSink {
     return 0;
   }
 
+  // Tensor regions as buffers. The graph's tensors are let go once their accesses are taken, so
+  // that the buffers and the tasks' lists reuse their memory.
   void regions(ir::Program& p) {
     detail::RegionMap rm;
     std::unordered_map<std::string_view, int32_t> ids;  // base_ptr -> tensor, numbered by first use
-    auto tensor_of = [&](const Tensor& x) {
-      if (auto it = ids.find(x.base_ptr); it != ids.end()) return it->second;
+    std::deque<std::string> unescaped;                  // the names written with JSON escapes
+    auto tensor_of = [&](std::string_view name, const Tensor& x) {
+      if (auto it = ids.find(name); it != ids.end()) return it->second;
       detail::ElemType et;
       (void)mpk::elem_type(x.data_type, et);
-      const int32_t id = rm.tensor(x.base_ptr, et);
-      ids.emplace(x.base_ptr, id);
+      const int32_t id = rm.tensor(std::string(name), et);
+      ids.emplace(name, id);
       return id;
     };
+    size_t n = 0, extents = 0;
+    for (const Task& t : g_.tasks)
+      for (const auto* list : {&t.inputs, &t.outputs}) {
+        n += list->size();
+        for (const Tensor& x : *list) extents += 2 * x.dims.values().size();
+      }
+    rm.reserve(n, extents);
+    ids.reserve(n);
     for (size_t i = 0; i < g_.tasks.size(); ++i) {
-      const Task& t = g_.tasks[i];
+      Task& t = g_.tasks[i];
       for (bool write : {false, true})
         for (const Tensor& x : write ? t.outputs : t.inputs) {
-          if (x.base_ptr == "nullptr" || x.base_ptr.empty()) continue;
+          const std::string_view name =
+              x.escaped ? unescaped.emplace_back(ir::JsonCursor::unescape(x.base_ptr)) : x.base_ptr;
+          if (name == "nullptr" || name.empty()) continue;
           detail::ElemType et;
           (void)mpk::elem_type(x.data_type, et);
-          rm.access(static_cast<uint32_t>(i), tensor_of(x), write, x.offset * 8 / et.bits,
-                    x.dims.values(), x.strides.values());
+          std::array<int64_t, 2 * mpk::kMaxDims> ext{};
+          const size_t rank = x.dims.values().size();
+          std::copy_n(x.dims.v.begin(), rank, ext.begin());
+          std::copy_n(x.strides.v.begin(), rank, ext.begin() + rank);
+          rm.access(static_cast<uint32_t>(i), tensor_of(name, x), write, x.offset * 8 / et.bits,
+                    {ext.data(), rank}, {ext.data() + rank, rank});
         }
+      t.inputs = {};
+      t.outputs = {};
     }
     rm.build(p);
   }

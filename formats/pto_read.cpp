@@ -89,6 +89,8 @@ class Builder : public DiagnosticSink {
       if (!opt_.launch.caps[static_cast<size_t>(c.key)].empty())
         rt.caps[static_cast<size_t>(c.key)] = opt_.launch.caps[static_cast<size_t>(c.key)];
     const size_t n = d_.tasks.size();
+    p.tasks.reserve(n);
+    rt.tasks.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       const pto::Task& t = d_.tasks[i];
       ir::ForeignTask ft;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 #include <span>
+#include <tuple>
 
 namespace amk::formats::detail {
 namespace {
@@ -131,6 +132,29 @@ Box to_interval(int64_t offset, std::span<const int64_t> dims, std::span<const i
   return b;
 }
 
+// The boxes of n accesses of one tensor (access(i): its offset, dims and strides), in the
+// tensor's reference layout, or as intervals when they do not fit one.
+template <class Access>
+void boxes_of(size_t n, Access access, std::vector<Box>& boxes) {
+  const std::vector<int64_t> ref = reference_strides([&](auto f) {
+    for (size_t i = 0; i < n; ++i) {
+      const auto [offset, dims, strides] = access(i);
+      f(dims, strides);
+    }
+  });
+  boxes.resize(n);
+  bool boxed = !ref.empty();
+  for (size_t i = 0; boxed && i < n; ++i) {
+    const auto [offset, dims, strides] = access(i);
+    boxed = to_box(ref, offset, dims, strides, boxes[i]);
+  }
+  if (!boxed)
+    for (size_t i = 0; i < n; ++i) {
+      const auto [offset, dims, strides] = access(i);
+      boxes[i] = to_interval(offset, dims, strides);
+    }
+}
+
 // Union-find over write classes.
 struct Classes {
   std::vector<int32_t> parent;
@@ -251,23 +275,25 @@ void flow_of(const std::vector<Box>& boxes, const std::vector<uint8_t>& writes, 
 // Each access's task reads the buffers of the classes it reads (and the prior contents), writes
 // its class's buffer, and names the rectangle it writes as m_off/M_tile/n_off/N_tile when that is
 // a tile of the buffer.
+void add_unique(std::vector<int64_t>& v, int64_t b) {
+  if (std::find(v.begin(), v.end(), b) == v.end()) v.push_back(b);
+}
+
+// Reads are appended to `reads` as (task, buffer), for assign_inputs.
 void wire_tasks(ir::Program& p, const std::vector<uint32_t>& task_of, Flow& f, int64_t prior,
                 const std::vector<int64_t>& buf_of, const std::vector<Box>& boxes,
-                const std::vector<Box>& bbox) {
+                const std::vector<Box>& bbox, std::vector<std::pair<uint32_t, int64_t>>& reads) {
   Classes& cls = f.cls;
   const std::vector<int32_t>& write_cls = f.write_cls;
   const std::vector<uint8_t>& read_prior = f.read_prior;
-  auto add_unique = [](std::vector<int64_t>& v, int64_t b) {
-    if (std::find(v.begin(), v.end(), b) == v.end()) v.push_back(b);
-  };
   for (size_t i = 0; i < task_of.size(); ++i) {
-    ir::Task& task = p.tasks[task_of[i]];
     if (write_cls[i] < 0) {
-      if (read_prior[i]) add_unique(task.inputs, prior);
+      if (read_prior[i]) reads.emplace_back(task_of[i], prior);
       for (int32_t c : f.reads(i))
-        add_unique(task.inputs, buf_of[static_cast<size_t>(cls.find(c))]);
+        reads.emplace_back(task_of[i], buf_of[static_cast<size_t>(cls.find(c))]);
       continue;
     }
+    ir::Task& task = p.tasks[task_of[i]];
     const auto r = static_cast<size_t>(cls.find(write_cls[i]));
     const bool first = task.outputs.empty();
     const bool again =
@@ -296,6 +322,22 @@ void wire_tasks(ir::Program& p, const std::vector<uint32_t>& task_of, Flow& f, i
       std::erase_if(task.params, [](const ir::Param& prm) {
         return std::find(std::begin(kKeys), std::end(kKeys), prm.key) != std::end(kKeys);
       });
+  }
+}
+
+// Each task's inputs: the buffers `reads` names for it, in order, each once (one allocation).
+void assign_inputs(ir::Program& p, const std::vector<std::pair<uint32_t, int64_t>>& reads) {
+  std::vector<uint32_t> end(p.tasks.size() + 1, 0);
+  for (const auto& [task, b] : reads) ++end[task + 1];
+  for (size_t t = 0; t < p.tasks.size(); ++t) end[t + 1] += end[t];
+  std::vector<int64_t> bufs(reads.size());
+  std::vector<uint32_t> at(end.begin(), end.end() - 1);
+  for (const auto& [task, b] : reads) bufs[at[task]++] = b;
+  for (size_t t = 0; t < p.tasks.size(); ++t) {
+    if (end[t] == end[t + 1]) continue;
+    std::vector<int64_t>& in = p.tasks[t].inputs;
+    in.reserve(in.size() + end[t + 1] - end[t]);
+    for (uint32_t k = end[t]; k < end[t + 1]; ++k) add_unique(in, bufs[k]);
   }
 }
 
@@ -362,54 +404,65 @@ Region region_of(const ir::Program& p, const ir::Task& t, int64_t b, bool output
 }
 
 int32_t RegionMap::tensor(std::string name, ElemType type) {
-  tensors_.push_back({std::move(name), type, {}});
+  tensors_.push_back({std::move(name), type});
   return static_cast<int32_t>(tensors_.size() - 1);
+}
+
+void RegionMap::reserve(size_t accesses, size_t extents) {
+  accesses_.reserve(accesses);
+  extents_.reserve(extents);
 }
 
 void RegionMap::access(uint32_t task, int32_t tensor, bool write, int64_t offset,
                        std::span<const int64_t> dims, std::span<const int64_t> strides) {
-  tensors_[static_cast<size_t>(tensor)].accesses.push_back(static_cast<uint32_t>(accesses_.size()));
   accesses_.push_back(
       {task, tensor, write, static_cast<uint32_t>(dims.size()), extents_.size(), offset});
   extents_.insert(extents_.end(), dims.begin(), dims.end());
   extents_.insert(extents_.end(), strides.begin(), strides.end());
 }
 
-// One tensor's working vectors, kept from tensor to tensor.
+// One tensor's working vectors, kept from tensor to tensor, and the reads of every tensor.
 struct RegionMap::Scratch {
   std::vector<Box> boxes, bbox;
   std::vector<uint8_t> writes, has_box;
   std::vector<int64_t> buf_of;
   std::vector<uint32_t> task_of;
   Flow flow;
+  std::vector<std::pair<uint32_t, int64_t>> reads;  // (task, buffer)
 };
 
 void RegionMap::build(ir::Program& p) {
+  // Each tensor's accesses, in program order: order[first[t], first[t + 1]).
+  std::vector<uint32_t> first(tensors_.size() + 1, 0), order(accesses_.size());
+  for (const Access& a : accesses_) ++first[static_cast<size_t>(a.tensor) + 1];
+  for (size_t t = 0; t < tensors_.size(); ++t) first[t + 1] += first[t];
+  std::vector<uint32_t> at(first.begin(), first.end() - 1);
+  for (size_t a = 0; a < accesses_.size(); ++a)
+    order[at[static_cast<size_t>(accesses_[a].tensor)]++] = static_cast<uint32_t>(a);
+  // At most a buffer of prior contents per tensor and one per write.
+  size_t writes = 0;
+  for (const Access& a : accesses_) writes += a.write;
+  p.buffers.reserve(p.buffers.size() + tensors_.size() + writes);
   Scratch s;
-  for (const Tensor& t : tensors_) build_tensor(p, t, s);
+  for (size_t t = 0; t < tensors_.size(); ++t)
+    build_tensor(p, tensors_[t], {order.data() + first[t], first[t + 1] - first[t]}, s);
+  assign_inputs(p, s.reads);
 }
 
-void RegionMap::build_tensor(ir::Program& p, const Tensor& t, Scratch& s) {
-  if (t.accesses.empty()) return;
-  // Boxes of every access in one layout.
-  const std::vector<int64_t> ref = reference_strides([&](auto f) {
-    for (uint32_t a : t.accesses) f(dims(accesses_[a]), strides(accesses_[a]));
-  });
+void RegionMap::build_tensor(ir::Program& p, const Tensor& t, std::span<const uint32_t> accesses,
+                             Scratch& s) {
+  if (accesses.empty()) return;
   std::vector<Box>& boxes = s.boxes;
-  boxes.resize(t.accesses.size());
-  bool boxed = !ref.empty();
-  for (size_t i = 0; boxed && i < t.accesses.size(); ++i) {
-    const Access& a = accesses_[t.accesses[i]];
-    boxed = to_box(ref, a.offset, dims(a), strides(a), boxes[i]);
-  }
-  if (!boxed)
-    for (size_t i = 0; i < t.accesses.size(); ++i) {
-      const Access& a = accesses_[t.accesses[i]];
-      boxes[i] = to_interval(a.offset, dims(a), strides(a));
-    }
+  boxes_of(
+      accesses.size(),
+      [&](size_t i) {
+        const Access& a = accesses_[accesses[i]];
+        return std::tuple(a.offset, dims(a), strides(a));
+      },
+      boxes);
   std::vector<uint8_t>& writes = s.writes;
-  writes.resize(t.accesses.size());
-  for (size_t i = 0; i < t.accesses.size(); ++i) writes[i] = accesses_[t.accesses[i]].write;
+  writes.resize(accesses.size());
+  for (size_t i = 0; i < accesses.size(); ++i) writes[i] = accesses_[accesses[i]].write;
   Flow& f = s.flow;
   flow_of(boxes, writes, f);
   Classes& cls = f.cls;
@@ -423,7 +476,7 @@ void RegionMap::build_tensor(ir::Program& p, const Tensor& t, Scratch& s) {
   buf_of.assign(cls.parent.size(), -1);
   bbox.resize(cls.parent.size());
   has_box.assign(cls.parent.size(), 0);
-  for (size_t i = 0; i < t.accesses.size(); ++i) {
+  for (size_t i = 0; i < accesses.size(); ++i) {
     if (write_cls[i] < 0) continue;
     const auto r = static_cast<size_t>(cls.find(write_cls[i]));
     if (has_box[r]) {
@@ -438,7 +491,7 @@ void RegionMap::build_tensor(ir::Program& p, const Tensor& t, Scratch& s) {
   if (std::find(read_prior.begin(), read_prior.end(), 1) != read_prior.end()) {
     Box pb{};
     bool first = true;
-    for (size_t i = 0; i < t.accesses.size(); ++i) {
+    for (size_t i = 0; i < accesses.size(); ++i) {
       if (!read_prior[i]) continue;
       if (first) {
         pb = boxes[i];
@@ -462,9 +515,9 @@ void RegionMap::build_tensor(ir::Program& p, const Tensor& t, Scratch& s) {
     buf_of[c] = p.add_buffer(std::move(name), ir::BufferKind::ACTIVATION, ty.dtype, {rc[1], rc[3]});
   }
   std::vector<uint32_t>& task_of = s.task_of;
-  task_of.resize(t.accesses.size());
-  for (size_t i = 0; i < t.accesses.size(); ++i) task_of[i] = accesses_[t.accesses[i]].task;
-  wire_tasks(p, task_of, f, prior, buf_of, boxes, bbox);
+  task_of.resize(accesses.size());
+  for (size_t i = 0; i < accesses.size(); ++i) task_of[i] = accesses_[accesses[i]].task;
+  wire_tasks(p, task_of, f, prior, buf_of, boxes, bbox, s.reads);
   share_pages(p, buf_of, bbox);
 }
 

@@ -42,6 +42,8 @@ class RegionMap {
  public:
   /// A tensor (a base pointer / buffer address) and its element type; returns its id.
   int32_t tensor(std::string name, ElemType type);
+  /// Room for `accesses` accesses of `extents` dims and strides in all.
+  void reserve(size_t accesses, size_t extents);
   /// An access of `task` to `tensor` at element offset `offset` with dims and strides (elements,
   /// as many of each). Calls must come in task order; a task's reads before its writes.
   void access(uint32_t task, int32_t tensor, bool write, int64_t offset,
@@ -61,7 +63,6 @@ class RegionMap {
   struct Tensor {
     std::string name;
     ElemType type;
-    std::vector<uint32_t> accesses;  // indices into accesses_
   };
   std::vector<Tensor> tensors_;
   std::vector<Access> accesses_;
@@ -73,7 +74,8 @@ class RegionMap {
     return {extents_.data() + a.extents + a.rank, a.rank};
   }
   struct Scratch;
-  void build_tensor(ir::Program& p, const Tensor& t, Scratch& s);
+  void build_tensor(ir::Program& p, const Tensor& t, std::span<const uint32_t> accesses,
+                    Scratch& s);
 };
 
 }  // namespace amk::formats::detail

@@ -167,6 +167,14 @@ bool JsonCursor::boolean(bool& out) {
   return false;
 }
 
+std::string JsonCursor::unescape(std::string_view raw) {
+  // raw_string's view stands between the quotes of its string in the text.
+  detail::Lexer lx({raw.data() - 1, raw.size() + 2});
+  std::string out;
+  lx.read_string(out);
+  return out;
+}
+
 void JsonCursor::error_at(std::string code, std::string message, std::string pointer,
                           size_t offset) {
   if (n_errors_ >= detail::kMaxErrors) throw detail::TooManyErrors{};

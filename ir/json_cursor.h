@@ -141,6 +141,21 @@ class JsonCursor : public detail::JsonReader {
     lx_.read_string(out);
     return true;
   }
+  /// A string as it stands in the text between its quotes: a view into the text, its JSON
+  /// escapes (`escaped`: it has some) not decoded.
+  bool raw_string(std::string_view& out, bool& escaped) {
+    if (lx_.peek() != '"') {
+      type_error("a string");
+      return false;
+    }
+    const size_t quote = lx_.offset();
+    const std::string_view v = lx_.string_view_(value_scratch_);
+    out = text_.substr(quote + 1, lx_.offset() - quote - 2);
+    escaped = v.data() != out.data();
+    return true;
+  }
+  /// The string that raw_string() read as `raw` (escapes decoded).
+  static std::string unescape(std::string_view raw);
   /// A string, as a view that the next read may end.
   bool text(std::string_view& out) {
     if (lx_.peek() != '"') {
