@@ -2,7 +2,10 @@
 // the facts of mirage's runtime_header.h and persistent_kernel.cuh that both need.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,12 +28,28 @@ enum EventType : int {
 };
 enum TaskType : int { kTerminate = 0, kBeginTaskGraph = 10 };
 
+/// A tensor's dims or strides (MPK's ints): how many the file lists, and the first kMaxDims of
+/// them (a tensor of more is refused).
+struct Extents {
+  std::array<int32_t, kMaxDims> v{};
+  uint32_t n = 0;
+  void push(int32_t x) {
+    if (n < v.size()) v[n] = x;
+    ++n;
+  }
+  /// The values kept.
+  std::span<const int32_t> values() const { return {v.data(), std::min<size_t>(n, v.size())}; }
+};
+
 struct Tensor {
-  std::string base_ptr;
-  int64_t offset = 0;  ///< bytes
-  int64_t data_type = 0;
-  std::vector<int64_t> dims, strides;  ///< elements
-  size_t at = 0;                       ///< byte offset in the file
+  /// The name: in a read file, its bytes between the quotes (JSON escapes and all when `escaped`:
+  /// ir::JsonCursor::unescape decodes them); in a written one, the buffer's name.
+  std::string_view base_ptr;
+  bool escaped = false;
+  int32_t data_type = 0;
+  int64_t offset = 0;     ///< bytes
+  Extents dims, strides;  ///< elements
+  size_t at = 0;          ///< byte offset in the file
 };
 
 struct Task {

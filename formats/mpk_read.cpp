@@ -1,6 +1,8 @@
 // MPK task_graph.json -> ir::Program (the file as construct_task_graph() reads it back).
 #include <algorithm>
-
+#include <array>
+#include <deque>
+#include <iterator>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -19,187 +21,190 @@ using mpk::Graph;
 using mpk::Task;
 using mpk::Tensor;
 
-// Required keys seen in one object, by bit.
-struct Seen {
-  uint32_t bits = 0;
-  void set(int b) { bits |= 1u << b; }
-  bool has(int b) const { return (bits >> b & 1u) != 0; }
-};
-
-class Parser {
+// The file as construct_task_graph() reads it back: each key's value with the type and range it
+// reads it with, an unknown key a warning.
+class Parser : public ir::JsonCursor {
  public:
-  Parser(ir::JsonCursor& c, Graph& g) : c_(c), g_(g) {}
+  using JsonCursor::JsonCursor;
 
-  void graph() {
-    const size_t at = c_.offset();
-    if (!c_.begin_object("an MPK task graph")) return;
-    Seen seen;
-    std::string_view key;
-    while (c_.next_key(key)) {
-      if (key == "all_tasks") {
-        seen.set(0);
-        list(g_.tasks, [&](Task& t) { task(t); });
-      } else if (key == "all_events") {
-        seen.set(1);
-        list(g_.events, [&](Event& e) { event(e); });
-      } else if (key == "first_tasks") {
-        if (!c_.null()) c_.int_list(g_.first_tasks, 0, INT32_MAX);
-      } else {
-        unknown(key);
-      }
-    }
-    if (!seen.has(0)) missing("the task graph", "all_tasks", at);
-    if (!seen.has(1)) missing("the task graph", "all_events", at);
+  void graph(Graph& g) {
+    static constexpr Field kFields[] = {{"all_tasks"}, {"all_events"}, {"first_tasks", false}};
+    auto unknown = [&](std::string_view key) { this->unknown(key); };
+    record(
+        "an MPK task graph", "the task graph", nullptr, kFields,
+        [&](size_t k) {
+          if (k == 0) {
+            if (!is_array()) return;
+            std::vector<Task> tasks;
+            records<Parser>(
+                tasks, "all_tasks", [](Parser& p, Task& t) { p.task(t); },
+                [&](Task& t) { task(t); });
+            append(g.tasks, std::move(tasks));
+          } else if (k == 1) {
+            list(g.events, [&](Event& e) { event(e); });
+          } else if (!null()) {
+            int_list(g.first_tasks, 0, INT32_MAX);
+          }
+        },
+        unknown);
+  }
+
+  void task(Task& t) {
+    t.at = offset();
+    // The required fields first, in the order their absence is reported.
+    static constexpr Field kFields[] = {{"task_type"},         {"variant_id"},    {"trigger_event"},
+                                        {"dependent_event"},   {"request_id"},    {"kv_idx"},
+                                        {"merge_task_offset"}, {"expert_offset"}, {"task_offset"},
+                                        {"inputs", false},     {"outputs", false}};
+    auto unknown = [&](std::string_view key) { this->unknown(key); };
+    record(
+        "a task object", "a task", &task_keys_, kFields,
+        [&](size_t k) {
+          switch (k) {
+            case 0:
+              return int32(t.task_type);
+            case 1:
+              return (void)integer(t.variant_id, 0, UINT32_MAX);
+            case 2:
+              return (void)unsigned64(t.trigger_event);
+            case 3:
+              return (void)unsigned64(t.dependent_event);
+            case 4:
+              return int32(t.request_id);
+            case 5:
+              return int32(t.kv_idx);
+            case 6:
+              return int32(t.merge_task_offset);
+            case 7:
+              return int32(t.expert_offset);
+            case 8:
+              return int32(t.task_offset);
+            case 9:
+              return tensors(t.inputs, t.inputs_null, mpk::kMaxInputs, "MAX_INPUTS_PER_TASK");
+            default:
+              return tensors(t.outputs, t.outputs_null, mpk::kMaxOutputs, "MAX_OUTPUTS_PER_TASK");
+          }
+        },
+        unknown);
   }
 
  private:
-  ir::JsonCursor& c_;
-  Graph& g_;
+  ir::detail::KeyMemo task_keys_, tensor_keys_, event_keys_;
+  std::vector<Tensor> scratch_;
 
-  void missing(std::string_view what, std::string_view key, size_t at) {
-    c_.error_at("json.missing-field",
-                fmt::format("{} is missing the required field '{}'", what, key), c_.pointer(), at);
-  }
   void unknown(std::string_view key) {
-    c_.warn("mpk.unknown-field",
-            fmt::format("'{}' is not a field MPK reads (ignored)", std::string(key)), c_.offset());
-    c_.skip();
+    warn("mpk.unknown-field",
+         fmt::format("'{}' is not a field MPK reads (ignored)", std::string(key)), offset());
+    skip();
+  }
+  bool is_array() {
+    if (lx_.peek() == '[') return true;
+    type_error("an array");
+    return false;
+  }
+  // A list's elements after those of the same key earlier in the object.
+  template <class T>
+  static void append(std::vector<T>& out, std::vector<T>&& more) {
+    if (out.empty()) {
+      out = std::move(more);
+    } else {
+      out.insert(out.end(), std::make_move_iterator(more.begin()),
+                 std::make_move_iterator(more.end()));
+    }
   }
   template <class T, class F>
   void list(std::vector<T>& out, F read) {
-    if (!c_.begin_array("an array")) return;
-    while (c_.next_element()) {
+    array("an array", [&] {
       out.emplace_back();
-      out.back().at = c_.offset();
+      out.back().at = offset();
       read(out.back());
-    }
+    });
   }
   // An int field that construct_task_graph reads with get<int>().
-  void int32(int64_t& out) { (void)c_.integer(out, INT32_MIN, INT32_MAX); }
-
-  void task(Task& t) {
-    const size_t at = c_.offset();
-    if (!c_.begin_object("a task object")) return;
-    Seen seen;
-    std::string_view key;
-    static constexpr std::string_view kRequired[] = {
-        "task_type", "variant_id",        "trigger_event", "dependent_event", "request_id",
-        "kv_idx",    "merge_task_offset", "expert_offset", "task_offset"};
-    while (c_.next_key(key)) {
-      const auto req = std::find(std::begin(kRequired), std::end(kRequired), key);
-      if (req != std::end(kRequired)) seen.set(static_cast<int>(req - std::begin(kRequired)));
-      if (key == "task_type") {
-        int32(t.task_type);
-      } else if (key == "variant_id") {
-        (void)c_.integer(t.variant_id, 0, UINT32_MAX);
-      } else if (key == "trigger_event") {
-        (void)c_.unsigned64(t.trigger_event);
-      } else if (key == "dependent_event") {
-        (void)c_.unsigned64(t.dependent_event);
-      } else if (key == "request_id") {
-        int32(t.request_id);
-      } else if (key == "kv_idx") {
-        int32(t.kv_idx);
-      } else if (key == "merge_task_offset") {
-        int32(t.merge_task_offset);
-      } else if (key == "expert_offset") {
-        int32(t.expert_offset);
-      } else if (key == "task_offset") {
-        int32(t.task_offset);
-      } else if (key == "inputs") {
-        tensors(t.inputs, t.inputs_null, mpk::kMaxInputs, "MAX_INPUTS_PER_TASK");
-      } else if (key == "outputs") {
-        tensors(t.outputs, t.outputs_null, mpk::kMaxOutputs, "MAX_OUTPUTS_PER_TASK");
-      } else {
-        unknown(key);
-      }
-    }
-    for (size_t k = 0; k < std::size(kRequired); ++k)
-      if (!seen.has(static_cast<int>(k))) missing("a task", kRequired[k], at);
-  }
+  void int32(int64_t& out) { (void)integer(out, INT32_MIN, INT32_MAX); }
 
   void tensors(std::vector<Tensor>& out, bool& is_null, int cap, std::string_view cap_name) {
-    if (c_.null()) return;
+    if (null()) return;
     is_null = false;
-    const size_t at = c_.offset();
-    list(out, [&](Tensor& x) { tensor(x); });
+    const size_t at = offset();
+    scratch_.clear();  // the elements, then moved to one allocation of their size
+    list(scratch_, [&](Tensor& x) { tensor(x); });
+    out.reserve(out.size() + scratch_.size());
+    std::move(scratch_.begin(), scratch_.end(), std::back_inserter(out));
     if (out.size() > static_cast<size_t>(cap))
-      c_.error("mpk.limit",
-               fmt::format("{} tensors, more than the runtime's {}={}", out.size(), cap_name, cap),
-               at);
+      error("mpk.limit",
+            fmt::format("{} tensors, more than the runtime's {}={}", out.size(), cap_name, cap),
+            at);
+  }
+
+  void extents(mpk::Extents& e, int64_t lo) {
+    e.n = 0;
+    (void)int_list_to(lo, INT32_MAX, [&](int64_t v) { e.push(static_cast<int32_t>(v)); });
   }
 
   void tensor(Tensor& x) {
-    const size_t at = c_.offset();
-    if (!c_.begin_object("a tensor object")) return;
-    Seen seen;
-    std::string_view key;
-    static constexpr std::string_view kRequired[] = {"base_ptr", "offset", "data_type", "dims",
-                                                     "strides"};
-    while (c_.next_key(key)) {
-      const auto req = std::find(std::begin(kRequired), std::end(kRequired), key);
-      if (req != std::end(kRequired)) seen.set(static_cast<int>(req - std::begin(kRequired)));
-      if (key == "base_ptr") {
-        (void)c_.string(x.base_ptr);
-      } else if (key == "offset") {
-        (void)c_.integer(x.offset, 0, INT64_MAX);
-      } else if (key == "data_type") {
-        int32(x.data_type);
-      } else if (key == "dims") {
-        (void)c_.int_list(x.dims, 0, INT32_MAX);
-      } else if (key == "strides") {
-        (void)c_.int_list(x.strides, INT32_MIN, INT32_MAX);
-      } else {
-        unknown(key);
-      }
-    }
-    for (size_t k = 0; k < std::size(kRequired); ++k)
-      if (!seen.has(static_cast<int>(k))) missing("a tensor", kRequired[k], at);
-    if (x.dims.size() != x.strides.size())
-      c_.error(
-          "mpk.tensor",
-          fmt::format("dims has {} entries but strides has {}", x.dims.size(), x.strides.size()),
-          at);
-    else if (x.dims.size() > static_cast<size_t>(mpk::kMaxDims))
-      c_.error("mpk.limit",
-               fmt::format("{} dims, more than MAX_TENSOR_DIMS={}", x.dims.size(), mpk::kMaxDims),
-               at);
+    const size_t at = offset();
+    static constexpr Field kFields[] = {
+        {"base_ptr"}, {"offset"}, {"data_type"}, {"dims"}, {"strides"}};
+    auto unknown = [&](std::string_view key) { this->unknown(key); };
+    const std::optional<uint64_t> seen = record(
+        "a tensor object", "a tensor", &tensor_keys_, kFields,
+        [&](size_t k) {
+          switch (k) {
+            case 0:
+              return (void)raw_string(x.base_ptr, x.escaped);
+            case 1:
+              return (void)integer(x.offset, 0, INT64_MAX);
+            case 2: {
+              int64_t v = 0;
+              if (integer(v, INT32_MIN, INT32_MAX)) x.data_type = static_cast<int32_t>(v);
+              return;
+            }
+            case 3:
+              return extents(x.dims, 0);
+            default:
+              return extents(x.strides, INT32_MIN);
+          }
+        },
+        unknown);
+    if (!seen) return;
+    if (x.dims.n != x.strides.n)
+      error("mpk.tensor",
+            fmt::format("dims has {} entries but strides has {}", x.dims.n, x.strides.n), at);
+    else if (x.dims.n > static_cast<size_t>(mpk::kMaxDims))
+      error("mpk.limit",
+            fmt::format("{} dims, more than MAX_TENSOR_DIMS={}", x.dims.n, mpk::kMaxDims), at);
     detail::ElemType et;
-    if (seen.has(2) && !mpk::elem_type(x.data_type, et))
-      c_.error("mpk.data-type", fmt::format("unknown data_type {}", x.data_type), at);
+    if ((*seen >> 2 & 1u) && !mpk::elem_type(x.data_type, et))
+      error("mpk.data-type", fmt::format("unknown data_type {}", x.data_type), at);
   }
 
   void event(Event& e) {
-    const size_t at = c_.offset();
-    if (!c_.begin_object("an event object")) return;
-    Seen seen;
-    std::string_view key;
-    static constexpr std::string_view kRequired[] = {"event_type", "num_triggers", "first_task_id",
-                                                     "last_task_id"};
-    while (c_.next_key(key)) {
-      const auto req = std::find(std::begin(kRequired), std::end(kRequired), key);
-      if (req != std::end(kRequired)) seen.set(static_cast<int>(req - std::begin(kRequired)));
-      if (key == "event_type") {
-        int32(e.event_type);
-      } else if (key == "num_triggers") {
-        (void)c_.integer(e.num_triggers, 0, INT32_MAX);
-      } else if (key == "first_task_id") {
-        (void)c_.integer(e.first_task_id, 0, INT32_MAX);
-      } else if (key == "last_task_id") {
-        (void)c_.integer(e.last_task_id, 0, INT32_MAX);
-      } else {
-        unknown(key);
-      }
-    }
-    for (size_t k = 0; k < std::size(kRequired); ++k)
-      if (!seen.has(static_cast<int>(k))) missing("an event", kRequired[k], at);
+    static constexpr Field kFields[] = {
+        {"event_type"}, {"num_triggers"}, {"first_task_id"}, {"last_task_id"}};
+    auto unknown = [&](std::string_view key) { this->unknown(key); };
+    record(
+        "an event object", "an event", &event_keys_, kFields,
+        [&](size_t k) {
+          switch (k) {
+            case 0:
+              return int32(e.event_type);
+            case 1:
+              return (void)integer(e.num_triggers, 0, INT32_MAX);
+            case 2:
+              return (void)integer(e.first_task_id, 0, INT32_MAX);
+            default:
+              return (void)integer(e.last_task_id, 0, INT32_MAX);
+          }
+        },
+        unknown);
   }
 };
 
 // Semantic checks and the program, reported against the parsed file's positions.
 class Builder : public DiagnosticSink {
  public:
-  Builder(std::string_view text, const Graph& g, const ReadOptions& opt)
+  Builder(std::string_view text, Graph& g, const ReadOptions& opt)
       : DiagnosticSink(text), g_(g), opt_(opt) {}
 
   ir::Diagnostics check() {
@@ -228,6 +233,7 @@ class Builder : public DiagnosticSink {
                            e.first_task_id, e.last_task_id, nt),
                fmt::format("/all_events/{}", i), e.at);
     }
+    gpu_ = gpu_of_first();
     for (size_t i = 0; i < nt; ++i) {
       event_ref(i, "trigger_event", g_.tasks[i].trigger_event);
       event_ref(i, "dependent_event", g_.tasks[i].dependent_event);
@@ -236,7 +242,7 @@ class Builder : public DiagnosticSink {
       if (g_.first_tasks[k] >= static_cast<int64_t>(nt))
         report("mpk.task-ref", fmt::format("first task {} does not exist", g_.first_tasks[k]),
                fmt::format("/first_tasks/{}", k), 0);
-    return std::move(diags_);
+    return take();
   }
 
   ir::Program build() {
@@ -252,10 +258,16 @@ class Builder : public DiagnosticSink {
     rt.set(ir::Cap::sms, {sms});
     rt.set(ir::Cap::workers, {workers});
     rt.set(ir::Cap::schedulers, {schedulers});
+    p.tasks.reserve(g_.tasks.size());
+    p.counters.reserve(g_.events.size() + 1);
+    rt.tasks.reserve(g_.tasks.size());
     // One counter per event; tasks that trigger no event count on one more.
     for (size_t i = 0; i < g_.events.size(); ++i) {
       const Event& e = g_.events[i];
-      p.add_counter(fmt::format("event {} ({})", i, event_name(e.event_type)));
+      std::string note = "event " + std::to_string(i) + " (";
+      note += event_name(e.event_type);
+      note += ')';
+      p.add_counter(std::move(note));
     }
     int64_t sink = -1;
     const std::vector<int64_t> worker = mpk::placement(g_, workers, schedulers);
@@ -264,9 +276,9 @@ class Builder : public DiagnosticSink {
       const Task& t = g_.tasks[i];
       ir::Task task;
       const std::string_view tn = mpk::task_type_name(t.task_type);
-      task.label = fmt::format(
-          "{} v{}", tn.empty() ? fmt::format("task_type {}", t.task_type) : std::string(tn),
-          t.variant_id);
+      task.label = tn.empty() ? "task_type " + std::to_string(t.task_type) : std::string(tn);
+      task.label += " v";
+      task.label += std::to_string(t.variant_id);
       if (t.trigger_event == mpk::kEventInvalid) {
         if (sink < 0) sink = p.add_counter("tasks that trigger no event");
         task.out_counter = sink;
@@ -320,12 +332,11 @@ class Builder : public DiagnosticSink {
     }
   }
 
-  ir::Diagnostics take_warnings() { return std::move(diags_); }
-
  private:
-  const Graph& g_;
+  Graph& g_;  // its tensors are let go once regions() took them
   const ReadOptions& opt_;
   std::vector<int64_t> launched_by_;
+  uint64_t gpu_ = 0;  // the GPU of the graph's first local event id
 
   static std::string_view event_name(int64_t type) {
     switch (type) {
@@ -348,23 +359,23 @@ class Builder : public DiagnosticSink {
 
   void event_ref(size_t task, std::string_view field, uint64_t id) {
     if (id == mpk::kEventInvalid) return;
-    const std::string ptr = fmt::format("/all_tasks/{}/{}", task, field);
+    auto ptr = [&] { return fmt::format("/all_tasks/{}/{}", task, field); };
     const size_t at = g_.tasks[task].at;
     if (id & mpk::kNvshmemTag) {
       report("mpk.remote-event",
              fmt::format("{} {:#x} is an NVSHMEM (remote) event: amk checks one GPU's graph", field,
                          id),
-             ptr, at);
-    } else if ((id >> 32) != (g_.tasks.empty() ? 0 : gpu_of_first())) {
+             ptr(), at);
+    } else if ((id >> 32) != gpu_) {
       report("mpk.event-ref",
              fmt::format("{} {:#x} names GPU {} but the graph's events belong to GPU {}", field, id,
-                         id >> 32, gpu_of_first()),
-             ptr, at);
+                         id >> 32, gpu_),
+             ptr(), at);
     } else if (mpk::event_index(id) >= g_.events.size()) {
       report("mpk.event-ref",
              fmt::format("{} {} does not exist ({} events)", field, mpk::event_index(id),
                          g_.events.size()),
-             ptr, at);
+             ptr(), at);
     }
   }
   uint64_t gpu_of_first() const {
@@ -374,27 +385,46 @@ class Builder : public DiagnosticSink {
     return 0;
   }
 
+  // Tensor regions as buffers. The graph's tensors are let go once their accesses are taken, so
+  // that the buffers and the tasks' lists reuse their memory.
   void regions(ir::Program& p) {
     detail::RegionMap rm;
     std::unordered_map<std::string_view, int32_t> ids;  // base_ptr -> tensor, numbered by first use
-    auto tensor_of = [&](const Tensor& x) {
-      if (auto it = ids.find(x.base_ptr); it != ids.end()) return it->second;
+    std::deque<std::string> unescaped;                  // the names written with JSON escapes
+    auto tensor_of = [&](std::string_view name, const Tensor& x) {
+      if (auto it = ids.find(name); it != ids.end()) return it->second;
       detail::ElemType et;
       (void)mpk::elem_type(x.data_type, et);
-      const int32_t id = rm.tensor(x.base_ptr, et);
-      ids.emplace(x.base_ptr, id);
+      const int32_t id = rm.tensor(std::string(name), et);
+      ids.emplace(name, id);
       return id;
     };
+    size_t n = 0, extents = 0;
+    for (const Task& t : g_.tasks)
+      for (const auto* list : {&t.inputs, &t.outputs}) {
+        n += list->size();
+        for (const Tensor& x : *list) extents += 2 * x.dims.values().size();
+      }
+    rm.reserve(n, extents);
+    ids.reserve(n);
     for (size_t i = 0; i < g_.tasks.size(); ++i) {
-      const Task& t = g_.tasks[i];
+      Task& t = g_.tasks[i];
       for (bool write : {false, true})
         for (const Tensor& x : write ? t.outputs : t.inputs) {
-          if (x.base_ptr == "nullptr" || x.base_ptr.empty()) continue;
+          const std::string_view name =
+              x.escaped ? unescaped.emplace_back(ir::JsonCursor::unescape(x.base_ptr)) : x.base_ptr;
+          if (name == "nullptr" || name.empty()) continue;
           detail::ElemType et;
           (void)mpk::elem_type(x.data_type, et);
-          rm.access(static_cast<uint32_t>(i), tensor_of(x), write, x.offset * 8 / et.bits, x.dims,
-                    x.strides);
+          std::array<int64_t, 2 * mpk::kMaxDims> ext{};
+          const size_t rank = x.dims.values().size();
+          std::copy_n(x.dims.v.begin(), rank, ext.begin());
+          std::copy_n(x.strides.v.begin(), rank, ext.begin() + rank);
+          rm.access(static_cast<uint32_t>(i), tensor_of(name, x), write, x.offset * 8 / et.bits,
+                    {ext.data(), rank}, {ext.data() + rank, rank});
         }
+      t.inputs = {};
+      t.outputs = {};
     }
     rm.build(p);
   }
@@ -421,15 +451,15 @@ std::pair<int64_t, int64_t> mpk_default_launch(int64_t num_sms) {
 
 ir::Result<ir::Program> read_mpk(std::string_view text, const ReadOptions& opt) {
   Graph g;
-  ir::JsonCursor c(text);
-  ir::Diagnostics d = c.document("an MPK task graph", [&] { Parser(c, g).graph(); });
+  Parser parser(text);
+  ir::Diagnostics d = parser.document("an MPK task graph", [&] { parser.graph(g); });
   if (!ir::has_errors(d)) {
     Builder b(text, g, opt);
     ir::append(d, b.check());
     if (!ir::has_errors(d)) {
       b.launches();
       ir::Program p = b.build();
-      ir::append(d, b.take_warnings());
+      ir::append(d, b.take());
       ir::set_file(d, opt.origin);
       ir::Result<ir::Program> r(std::move(p));
       r.diagnostics = std::move(d);

@@ -2,6 +2,7 @@
 // tensor lists null, the task metadata union's five views of one 8-byte payload), and the MPK
 // graph of an amk program.
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 
 #include <fmt/format.h>
@@ -20,8 +21,8 @@ nlohmann::json tensor_json(const Tensor& x) {
   j["base_ptr"] = x.base_ptr;
   j["offset"] = x.offset;
   j["data_type"] = x.data_type;
-  j["dims"] = x.dims;
-  j["strides"] = x.strides;
+  j["dims"] = std::vector<int64_t>(x.dims.values().begin(), x.dims.values().end());
+  j["strides"] = std::vector<int64_t>(x.strides.values().begin(), x.strides.values().end());
   return j;
 }
 
@@ -103,17 +104,20 @@ std::string write(const Graph& g) {
 
 namespace {
 
-// A buffer access of a task as MPK's tensor description (offset in bytes).
-mpk::Tensor describe(const ir::Program& p, const ir::Task& t, int64_t b, bool output) {
+// A buffer access of a task as MPK's tensor description (offset in bytes); false when a dim or
+// stride is past the int that MPK reads it as.
+bool describe(const ir::Program& p, const ir::Task& t, int64_t b, bool output, mpk::Tensor& x) {
   const ir::Buffer& buf = p.buffers[static_cast<size_t>(b)];
   const detail::Region r = detail::region_of(p, t, b, output, mpk::kMaxDims);
-  mpk::Tensor x;
   x.base_ptr = buf.name;
-  x.data_type = mpk::data_type_code(buf.dtype);
-  x.dims = r.dims;
-  x.strides = r.strides;
+  x.data_type = static_cast<int32_t>(mpk::data_type_code(buf.dtype));
+  for (size_t k = 0; k < r.dims.size(); ++k) {
+    if (r.dims[k] > INT32_MAX || std::abs(r.strides[k]) > INT32_MAX) return false;
+    x.dims.push(static_cast<int32_t>(r.dims[k]));
+    x.strides.push(static_cast<int32_t>(r.strides[k]));
+  }
   x.offset = r.offset * ir::dtype_bits(buf.dtype) / 8;
-  return x;
+  return true;
 }
 
 }  // namespace
@@ -173,8 +177,16 @@ ir::Result<std::string> export_mpk(const ir::Program& p) {
     x.task_type = mpk::task_type_of(task.op);
     x.variant_id = 0;
     mpk::set_metadata(x, 0, 65535, -1);
-    for (int64_t b : task.inputs) x.inputs.push_back(describe(p, task, b, false));
-    for (int64_t b : task.outputs) x.outputs.push_back(describe(p, task, b, true));
+    for (bool output : {false, true})
+      for (int64_t b : output ? task.outputs : task.inputs) {
+        std::vector<mpk::Tensor>& list = output ? x.outputs : x.inputs;
+        if (!describe(p, task, b, output, list.emplace_back()))
+          return ir::error("export.limit",
+                           fmt::format("task {} ({}): buffer {} has a dim or stride past the "
+                                       "32-bit int MPK reads it as",
+                                       t, task.display(), p.buffers[static_cast<size_t>(b)].name),
+                           ir::task_pointer(t));
+      }
     const int64_t L = level[t];
     x.trigger_event = ev(L + 1 < levels ? 2 + L : end);
     if (L > 0) x.dependent_event = ev(2 + L - 1);

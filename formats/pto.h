@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -13,13 +14,18 @@
 
 namespace amk::formats::pto {
 
+/// Values in a task's `extents`: an argument's shape or strides.
+struct Extent {
+  size_t at = 0, n = 0;
+};
+
 struct Arg {
   int64_t idx = 0;
   std::string type;  ///< INPUT, OUTPUT, INOUT, OUTPUT_EXISTING
   bool has_tensor = false;
   uint64_t tensor_id = 0;
   std::string dtype;
-  std::vector<int64_t> shape, strides;
+  Extent shape, strides;
   uint64_t start_offset = 0;
   size_t at = 0;
 };
@@ -31,6 +37,15 @@ struct Task {
   std::array<int64_t, 3> kernel_ids{-1, -1, -1};
   int64_t block_num = 1;
   std::vector<Arg> args;
+  std::vector<int64_t> extents;  ///< its args' shapes and strides, in one allocation
+  /// The values of `e`.
+  std::span<const int64_t> values(Extent e) const { return {extents.data() + e.at, e.n}; }
+  /// Appends `v` to extents; returns where.
+  Extent add(std::span<const int64_t> v) {
+    const Extent e{extents.size(), v.size()};
+    extents.insert(extents.end(), v.begin(), v.end());
+    return e;
+  }
   size_t at = 0;
 };
 
@@ -81,7 +96,9 @@ struct ScopeStats {
   std::vector<ScopeSample> samples;
 };
 
-/// Parses deps.json into `d`; diagnostics carry pointers and line:column.
+/// Parses deps.json into `d`; diagnostics carry pointers and line:column. Of an edge it keeps
+/// pred, succ, arg, source and tensor_id (what a program is made of); its other fields are
+/// checked, not kept.
 ir::Diagnostics parse_deps(std::string_view text, Deps& d);
 /// Parses scope_stats.jsonl into `s`; a diagnostic's line is the jsonl line.
 ir::Diagnostics parse_scope_stats(std::string_view text, ScopeStats& s);

@@ -1,6 +1,7 @@
 // PTO deps.json and scope_stats.jsonl as their files hold them.
 #include <algorithm>
-#include <functional>
+#include <array>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -26,159 +27,277 @@ constexpr Named kTypes[] = {
     {"FP4E2M1", 1, ir::DType::U8},
 };
 
-// A schema-driven object: each known key's reader, required keys checked at the end.
-struct Field {
-  std::string_view key;
-  bool required;
-  std::function<void()> read;
-};
+// deps.json and scope_stats.jsonl as the collectors write them: each key's value with its type
+// and range, an unknown key a warning.
+class Parser : public ir::JsonCursor {
+ public:
+  using JsonCursor::JsonCursor;
 
-void object(ir::JsonCursor& c, std::string_view what, std::initializer_list<Field> fields) {
-  const size_t at = c.offset();
-  if (!c.begin_object(what)) return;
-  uint64_t seen = 0;
-  std::string_view key;
-  while (c.next_key(key)) {
-    size_t k = 0;
-    while (k < fields.size() && fields.begin()[k].key != key) ++k;
-    if (k == fields.size()) {
-      c.warn("pto.unknown-field", fmt::format("'{}' is not a field of {} (ignored)", key, what),
-             c.offset());
-      c.skip();
-      continue;
+  void deps(Deps& d) {
+    static constexpr Field kFields[] = {{"tasks"}, {"tensors"}, {"edges"}};
+    object("a PTO dependency dump", nullptr, kFields, [&](size_t k) {
+      if (k == 0) {
+        big_list<Parser>(d.tasks, "tasks", [](Parser& p, Task& t) { p.task(t); });
+      } else if (k == 1) {
+        big_list<Parser>(d.tensors, "tensors", [](Parser& p, Tensor& t) { p.tensor(t); });
+      } else {
+        big_list<Parser>(d.edges, "edges", [](Parser& p, Edge& e) { p.edge(e); });
+      }
+    });
+  }
+
+  void header(ScopeStats& s) {
+    auto ints = [&](std::vector<int64_t>& v) { (void)int_list(v, 0, INT64_MAX); };
+    static constexpr Field kFields[] = {
+        {"version"},         {"fatal", false}, {"dropped", false}, {"total", false},
+        {"task_window_max"}, {"heap_max"},     {"dep_pool_max"},   {"tensormap_max", false}};
+    object("the scope_stats metadata line", nullptr, kFields, [&](size_t k) {
+      switch (k) {
+        case 0:
+          return (void)integer(s.version, 0, INT32_MAX);
+        case 1:
+          return (void)boolean(s.fatal);
+        case 2:
+          return (void)integer(s.dropped, 0, INT64_MAX);
+        case 3:
+          return (void)integer(s.total, 0, INT64_MAX);
+        case 4:
+          return ints(s.task_window_max);
+        case 5:
+          return ints(s.heap_max);
+        case 6:
+          return ints(s.dep_pool_max);
+        default:
+          return (void)integer(s.tensormap_max, 0, INT64_MAX);
+      }
+    });
+  }
+
+  void sample(ScopeSample& s) {
+    static constexpr Field kFields[] = {{"site", false},
+                                        {"phase"},
+                                        {"depth"},
+                                        {"ring"},
+                                        {"task_window_start", false},
+                                        {"task_window_end"},
+                                        {"heap_start", false},
+                                        {"heap_end", false},
+                                        {"dep_pool_start", false},
+                                        {"dep_pool_end", false},
+                                        {"tensormap", false}};
+    int64_t* const nums[] = {nullptr,
+                             nullptr,
+                             &s.depth,
+                             &s.ring,
+                             &s.task_window_start,
+                             &s.task_window_end,
+                             &s.heap_start,
+                             &s.heap_end,
+                             &s.dep_pool_start,
+                             &s.dep_pool_end,
+                             &s.tensormap};
+    object("a scope sample", nullptr, kFields, [&](size_t k) {
+      if (k == 0) return (void)string(s.site);
+      if (k == 1) return (void)string(s.phase);
+      (void)integer(*nums[k], 0, INT64_MAX);
+    });
+  }
+
+ private:
+  ir::detail::KeyMemo task_keys_, arg_keys_, tensor_keys_, edge_keys_;
+  std::vector<Arg> args_;         // the task's, while it is read
+  std::vector<int64_t> extents_;  // its args' shapes and strides, while it is read
+
+  // A record of `fields` (what: "a task"), an unknown key a warning; nullopt when not an object.
+  template <size_t N, class Read>
+  std::optional<uint64_t> object(std::string_view what, ir::detail::KeyMemo* memo,
+                                 const Field (&fields)[N], Read read) {
+    return record(what, what, memo, fields, read, [&](std::string_view key) {
+      warn("pto.unknown-field", fmt::format("'{}' is not a field of {} (ignored)", key, what),
+           offset());
+      skip();
+    });
+  }
+
+  // A list's elements after those of the same key earlier in the object.
+  template <class T, class F>
+  void list(std::vector<T>& out, F read) {
+    array("an array", [&] {
+      out.emplace_back();
+      out.back().at = offset();
+      read(out.back());
+    });
+  }
+  // A top-level list, read by several threads when it is big.
+  template <class R, class T, class Read>
+  void big_list(std::vector<T>& out, std::string_view key, Read read_one) {
+    if (lx_.peek() != '[') {
+      type_error("an array");
+      return;
     }
-    seen |= uint64_t{1} << k;
-    fields.begin()[k].read();
+    std::vector<T> more;
+    records<R>(more, key, read_one, [&](T& x) { read_one(*this, x); });
+    if (out.empty()) {
+      out = std::move(more);
+    } else {
+      out.insert(out.end(), std::make_move_iterator(more.begin()),
+                 std::make_move_iterator(more.end()));
+    }
   }
-  for (size_t k = 0; k < fields.size(); ++k)
-    if (fields.begin()[k].required && !(seen >> k & 1u))
-      c.error_at("json.missing-field",
-                 fmt::format("{} is missing the required field '{}'", what, fields.begin()[k].key),
-                 c.pointer(), at);
-}
 
-template <class T, class F>
-void list(ir::JsonCursor& c, std::vector<T>& out, F read) {
-  if (!c.begin_array("an array")) return;
-  while (c.next_element()) {
-    out.emplace_back();
-    out.back().at = c.offset();
-    read(out.back());
+  // An argument of a task whose shapes and strides go to extents_.
+  void arg(Arg& a) {
+    a.at = offset();
+    static constexpr Field kFields[] = {
+        {"idx"},           {"type"},         {"tensor_id", false},
+        {"dtype", false},  {"shape", false}, {"start_offset", false},
+        {"strides", false}};
+    auto extent = [&](Extent& e) {
+      e.at = extents_.size();
+      (void)int_list_to(0, UINT32_MAX, [&](int64_t v) { extents_.push_back(v); });
+      e.n = extents_.size() - e.at;
+    };
+    object("an argument", &arg_keys_, kFields, [&](size_t k) {
+      switch (k) {
+        case 0:
+          return (void)integer(a.idx, 0, INT32_MAX);
+        case 1:
+          return (void)string(a.type);
+        case 2:
+          a.has_tensor = decimal_string(a.tensor_id);
+          return;
+        case 3:
+          return (void)string(a.dtype);
+        case 4:
+          return extent(a.shape);
+        case 5:
+          return (void)decimal_string(a.start_offset);
+        default:
+          return extent(a.strides);
+      }
+    });
   }
-}
 
-void arg(ir::JsonCursor& c, Arg& a) {
-  object(c, "an argument",
-         {{"idx", true, [&] { (void)c.integer(a.idx, 0, INT32_MAX); }},
-          {"type", true, [&] { (void)c.string(a.type); }},
-          {"tensor_id", false, [&] { a.has_tensor = c.decimal_string(a.tensor_id); }},
-          {"dtype", false, [&] { (void)c.string(a.dtype); }},
-          {"shape", false, [&] { (void)c.int_list(a.shape, 0, UINT32_MAX); }},
-          {"start_offset", false, [&] { (void)c.decimal_string(a.start_offset); }},
-          {"strides", false, [&] { (void)c.int_list(a.strides, 0, UINT32_MAX); }}});
-}
+  // A task; its args and their extents are gathered in args_ and extents_, then kept in one
+  // allocation each.
+  void task(Task& t) {
+    t.at = offset();
+    args_.clear();
+    extents_.clear();
+    static constexpr Field kFields[] = {
+        {"task_id"},           {"scope", false},     {"early_dispatch", false},
+        {"kernel_ids", false}, {"block_num", false}, {"args"}};
+    object("a task", &task_keys_, kFields, [&](size_t k) {
+      switch (k) {
+        case 0:
+          return (void)decimal_string(t.task_id);
+        case 1:
+          return (void)string(t.scope);
+        case 2:
+          return (void)boolean(t.early_dispatch);
+        case 3:
+          return kernel_ids(t);
+        case 4:
+          return (void)integer(t.block_num, 0, INT32_MAX);
+        default:
+          return list(args_, [&](Arg& a) { arg(a); });
+      }
+    });
+    t.args.assign(std::make_move_iterator(args_.begin()), std::make_move_iterator(args_.end()));
+    t.extents.assign(extents_.begin(), extents_.end());
+  }
 
-void task(ir::JsonCursor& c, Task& t) {
-  object(c, "a task",
-         {{"task_id", true, [&] { (void)c.decimal_string(t.task_id); }},
-          {"scope", false, [&] { (void)c.string(t.scope); }},
-          {"early_dispatch", false, [&] { (void)c.boolean(t.early_dispatch); }},
-          {"kernel_ids", false,
-           [&] {
-             std::vector<int64_t> k;
-             const size_t at = c.offset();
-             if (!c.int_list(k, INT32_MIN, INT32_MAX)) return;
-             if (k.size() != 3) {
-               c.error("pto.kernel-ids",
-                       fmt::format("kernel_ids has {} entries, not 3 (aic, aiv0, aiv1)", k.size()),
-                       at);
-               return;
-             }
-             std::copy(k.begin(), k.end(), t.kernel_ids.begin());
-           }},
-          {"block_num", false, [&] { (void)c.integer(t.block_num, 0, INT32_MAX); }},
-          {"args", true, [&] { list(c, t.args, [&](Arg& a) { arg(c, a); }); }}});
-}
+  void kernel_ids(Task& t) {
+    std::array<int64_t, 4> k{};
+    size_t n = 0;
+    const size_t at = offset();
+    if (!int_list_to(INT32_MIN, INT32_MAX, [&](int64_t v) { k[std::min<size_t>(n++, 3)] = v; }))
+      return;
+    if (n != 3) {
+      error("pto.kernel-ids", fmt::format("kernel_ids has {} entries, not 3 (aic, aiv0, aiv1)", n),
+            at);
+      return;
+    }
+    std::copy(k.begin(), k.begin() + 3, t.kernel_ids.begin());
+  }
 
-void tensor(ir::JsonCursor& c, Tensor& t) {
-  object(c, "a tensor",
-         {{"tensor_id", true, [&] { (void)c.decimal_string(t.tensor_id); }},
-          {"buffer_addr", true, [&] { (void)c.decimal_string(t.buffer_addr); }},
-          {"version", false, [&] { (void)c.integer(t.version, INT32_MIN, INT32_MAX); }},
-          {"dtype", true, [&] { (void)c.string(t.dtype); }},
-          {"buffer_numel", true, [&] { (void)c.decimal_string(t.buffer_numel); }}});
-}
+  void tensor(Tensor& t) {
+    t.at = offset();
+    static constexpr Field kFields[] = {
+        {"tensor_id"}, {"buffer_addr"}, {"version", false}, {"dtype"}, {"buffer_numel"}};
+    object("a tensor", &tensor_keys_, kFields, [&](size_t k) {
+      switch (k) {
+        case 0:
+          return (void)decimal_string(t.tensor_id);
+        case 1:
+          return (void)decimal_string(t.buffer_addr);
+        case 2:
+          return (void)integer(t.version, INT32_MIN, INT32_MAX);
+        case 3:
+          return (void)string(t.dtype);
+        default:
+          return (void)decimal_string(t.buffer_numel);
+      }
+    });
+  }
 
-void edge(ir::JsonCursor& c, Edge& e) {
-  auto u32s = [&](std::vector<int64_t>& v) { (void)c.int_list(v, 0, UINT32_MAX); };
-  object(
-      c, "an edge",
-      {{"pred", true, [&] { (void)c.decimal_string(e.pred); }},
-       {"succ", true, [&] { (void)c.decimal_string(e.succ); }},
-       {"arg", false, [&] { (void)c.integer(e.arg, -1, INT32_MAX); }},
-       {"source", true, [&] { (void)c.string(e.source); }},
-       {"flags", false,
-        [&] {
-          if (!c.begin_array("an array of strings")) return;
-          while (c.next_element()) {
-            std::string f;
-            if (c.string(f)) e.flags.push_back(std::move(f));
-          }
-        }},
-       {"overlap", false, [&] { (void)c.string(e.overlap); }},
-       {"tensor_id", false, [&] { e.has_tensor = c.decimal_string(e.tensor_id); }},
-       {"consumer_dtype", false, [&] { (void)c.string(e.consumer_dtype); }},
-       {"consumer_shape", false, [&] { u32s(e.consumer_shape); }},
-       {"consumer_start_offset", false, [&] { (void)c.decimal_string(e.consumer_start_offset); }},
-       {"consumer_strides", false, [&] { u32s(e.consumer_strides); }},
-       {"producer_shape", false,
-        [&] {
+  // An edge as the reader needs it: pred, succ, arg, source and tensor_id kept; the other fields
+  // (flags, overlap, the consumer's and producer's regions) checked, not kept.
+  void edge(Edge& e) {
+    e.at = offset();
+    std::string_view word;
+    uint64_t offset_at = 0;
+    auto u32s = [&] { (void)int_list_to(0, UINT32_MAX, [](int64_t) {}); };
+    static constexpr Field kFields[] = {{"pred"},
+                                        {"succ"},
+                                        {"arg", false},
+                                        {"source"},
+                                        {"flags", false},
+                                        {"overlap", false},
+                                        {"tensor_id", false},
+                                        {"consumer_dtype", false},
+                                        {"consumer_shape", false},
+                                        {"consumer_start_offset", false},
+                                        {"consumer_strides", false},
+                                        {"producer_shape", false},
+                                        {"producer_start_offset", false},
+                                        {"producer_strides", false}};
+    object("an edge", &edge_keys_, kFields, [&](size_t k) {
+      switch (k) {
+        case 0:
+          return (void)decimal_string(e.pred);
+        case 1:
+          return (void)decimal_string(e.succ);
+        case 2:
+          return (void)integer(e.arg, -1, INT32_MAX);
+        case 3:
+          return (void)string(e.source);
+        case 4:
+          return (void)array("an array of strings", [&] { (void)text(word); });
+        case 5:
+        case 7:
+          return (void)text(word);
+        case 6:
+          e.has_tensor = decimal_string(e.tensor_id);
+          return;
+        case 9:
+        case 12:
+          return (void)decimal_string(offset_at);
+        case 11:
           e.has_producer = true;
-          u32s(e.producer_shape);
-        }},
-       {"producer_start_offset", false, [&] { (void)c.decimal_string(e.producer_start_offset); }},
-       {"producer_strides", false, [&] { u32s(e.producer_strides); }}});
-}
-
-void header(ir::JsonCursor& c, ScopeStats& s) {
-  auto ints = [&](std::vector<int64_t>& v) { (void)c.int_list(v, 0, INT64_MAX); };
-  object(c, "the scope_stats metadata line",
-         {{"version", true, [&] { (void)c.integer(s.version, 0, INT32_MAX); }},
-          {"fatal", false, [&] { (void)c.boolean(s.fatal); }},
-          {"dropped", false, [&] { (void)c.integer(s.dropped, 0, INT64_MAX); }},
-          {"total", false, [&] { (void)c.integer(s.total, 0, INT64_MAX); }},
-          {"task_window_max", true, [&] { ints(s.task_window_max); }},
-          {"heap_max", true, [&] { ints(s.heap_max); }},
-          {"dep_pool_max", true, [&] { ints(s.dep_pool_max); }},
-          {"tensormap_max", false, [&] { (void)c.integer(s.tensormap_max, 0, INT64_MAX); }}});
-}
-
-void sample(ir::JsonCursor& c, ScopeSample& s) {
-  auto num = [&](int64_t& v) { (void)c.integer(v, 0, INT64_MAX); };
-  object(c, "a scope sample",
-         {{"site", false, [&] { (void)c.string(s.site); }},
-          {"phase", true, [&] { (void)c.string(s.phase); }},
-          {"depth", true, [&] { num(s.depth); }},
-          {"ring", true, [&] { num(s.ring); }},
-          {"task_window_start", false, [&] { num(s.task_window_start); }},
-          {"task_window_end", true, [&] { num(s.task_window_end); }},
-          {"heap_start", false, [&] { num(s.heap_start); }},
-          {"heap_end", false, [&] { num(s.heap_end); }},
-          {"dep_pool_start", false, [&] { num(s.dep_pool_start); }},
-          {"dep_pool_end", false, [&] { num(s.dep_pool_end); }},
-          {"tensormap", false, [&] { num(s.tensormap); }}});
-}
+          return u32s();
+        default:
+          return u32s();
+      }
+    });
+  }
+};
 
 }  // namespace
 
 ir::Diagnostics parse_deps(std::string_view text, Deps& d) {
-  ir::JsonCursor c(text);
-  return c.document("a PTO dependency dump (deps.json)", [&] {
-    object(c, "a PTO dependency dump",
-           {{"tasks", true, [&] { list(c, d.tasks, [&](Task& t) { task(c, t); }); }},
-            {"tensors", true, [&] { list(c, d.tensors, [&](Tensor& t) { tensor(c, t); }); }},
-            {"edges", true, [&] { list(c, d.edges, [&](Edge& e) { edge(c, e); }); }}});
-  });
+  Parser p(text);
+  return p.document("a PTO dependency dump (deps.json)", [&] { p.deps(d); });
 }
 
 ir::Diagnostics parse_scope_stats(std::string_view text, ScopeStats& s) {
@@ -192,15 +311,15 @@ ir::Diagnostics parse_scope_stats(std::string_view text, ScopeStats& s) {
     pos = eol + 1;
     ++line;
     if (row.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    ir::JsonCursor c(row);
+    Parser c(row);
     ir::Diagnostics d;
     if (!s.has_header) {
-      d = c.document("the scope_stats metadata line", [&] { header(c, s); });
+      d = c.document("the scope_stats metadata line", [&] { c.header(s); });
       s.has_header = !ir::has_errors(d);
     } else {
       ScopeSample smp;
       smp.line = line;
-      d = c.document("a scope_stats sample", [&] { sample(c, smp); });
+      d = c.document("a scope_stats sample", [&] { c.sample(smp); });
       if (!ir::has_errors(d)) s.samples.push_back(std::move(smp));
     }
     for (ir::Diagnostic& x : d) x.line = line;  // the column stays the one within the line

@@ -1,6 +1,8 @@
 // PTO deps.json (+ scope_stats.jsonl) -> ir::Program.
 #include <algorithm>
-#include <map>
+#include <array>
+#include <charconv>
+#include <span>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -41,18 +43,18 @@ class Builder : public DiagnosticSink {
     }
     for (size_t i = 0; i < d_.tasks.size(); ++i) {
       const pto::Task& t = d_.tasks[i];
-      const std::string ptr = fmt::format("/tasks/{}/task_id", i);
+      auto ptr = [i] { return fmt::format("/tasks/{}/task_id", i); };
       const uint64_t ring = t.task_id >> 32;
       const auto local = static_cast<int64_t>(t.task_id & 0xffffffffull);
       if (ring >= static_cast<uint64_t>(ir::kPtoRings)) {
         report("pto.task-id",
                fmt::format("task_id {} is on ring {}: PTO has rings 0..{}", t.task_id, ring,
                            ir::kPtoRings - 1),
-               ptr, t.at);
+               ptr(), t.at);
         continue;
       }
       if (!index_.emplace(t.task_id, i).second) {
-        report("pto.task-id", fmt::format("task_id {} appears twice", t.task_id), ptr, t.at);
+        report("pto.task-id", fmt::format("task_id {} appears twice", t.task_id), ptr(), t.at);
         continue;
       }
       if (local <= last_local[ring])
@@ -60,19 +62,19 @@ class Builder : public DiagnosticSink {
                fmt::format("task ({}, {}) comes after ({}, {}) in the dump: a ring's tasks are "
                            "listed in submission order",
                            ring, local, ring, last_local[ring]),
-               ptr, t.at);
+               ptr(), t.at);
       last_local[ring] = std::max(last_local[ring], local);
       for (size_t k = 0; k < t.args.size(); ++k) {
         const Arg& a = t.args[k];
-        const std::string aptr = fmt::format("/tasks/{}/args/{}", i, k);
+        auto aptr = [i, k] { return fmt::format("/tasks/{}/args/{}", i, k); };
         if (a.type != "INPUT" && a.type != "OUTPUT" && a.type != "INOUT" &&
             a.type != "OUTPUT_EXISTING")
-          report("pto.arg-type", fmt::format("unknown argument type \"{}\"", a.type), aptr, a.at);
+          report("pto.arg-type", fmt::format("unknown argument type \"{}\"", a.type), aptr(), a.at);
         if (a.has_tensor) arg_ref(a, aptr);
       }
     }
     for (size_t i = 0; i < d_.edges.size(); ++i) edge_ref(i);
-    return std::move(diags_);
+    return take();
   }
 
   ir::Program build(const ScopeStats* stats) {
@@ -87,6 +89,8 @@ class Builder : public DiagnosticSink {
       if (!opt_.launch.caps[static_cast<size_t>(c.key)].empty())
         rt.caps[static_cast<size_t>(c.key)] = opt_.launch.caps[static_cast<size_t>(c.key)];
     const size_t n = d_.tasks.size();
+    p.tasks.reserve(n);
+    rt.tasks.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       const pto::Task& t = d_.tasks[i];
       ir::ForeignTask ft;
@@ -110,40 +114,42 @@ class Builder : public DiagnosticSink {
     return p;
   }
 
-  ir::Diagnostics take() { return std::move(diags_); }
-
  private:
   const Deps& d_;
   const ReadOptions& opt_;
   std::unordered_map<uint64_t, size_t> index_;    // task_id -> position
   std::unordered_map<uint64_t, size_t> tensors_;  // tensor_id -> position
   std::vector<std::pair<size_t, size_t>> deps_;   // (pred, succ) positions, deduplicated later
-  std::map<std::pair<size_t, int64_t>, size_t> creator_;  // (consumer, arg) -> creating task
-  std::vector<int32_t> fanin_;                            // distinct producers per task
+  std::unordered_map<uint64_t, size_t> creator_;  // consumer << 32 | arg -> creating task
+  std::vector<int32_t> fanin_;                    // distinct producers per task
 
-  void arg_ref(const Arg& a, const std::string& ptr) {
+  static uint64_t creator_key(size_t consumer, int64_t arg) {
+    return static_cast<uint64_t>(consumer) << 32 | static_cast<uint32_t>(arg);
+  }
+
+  template <class Ptr>
+  void arg_ref(const Arg& a, Ptr ptr) {
     if (tensors_.find(a.tensor_id) == tensors_.end())
       report("pto.tensor-ref",
              fmt::format("argument names tensor {} which tensors[] lacks", a.tensor_id),
-             ptr + "/tensor_id", a.at);
+             ptr() + "/tensor_id", a.at);
     detail::ElemType et;
     if (!pto::elem_type(a.dtype, et))
-      report("pto.dtype", fmt::format("unknown dtype \"{}\"", a.dtype), ptr + "/dtype", a.at);
-    if (a.shape.size() != a.strides.size())
-      report(
-          "pto.arg-shape",
-          fmt::format("shape has {} entries but strides has {}", a.shape.size(), a.strides.size()),
-          ptr, a.at);
+      report("pto.dtype", fmt::format("unknown dtype \"{}\"", a.dtype), ptr() + "/dtype", a.at);
+    if (a.shape.n != a.strides.n)
+      report("pto.arg-shape",
+             fmt::format("shape has {} entries but strides has {}", a.shape.n, a.strides.n), ptr(),
+             a.at);
   }
 
   void edge_ref(size_t i) {
     const Edge& e = d_.edges[i];
-    const std::string ptr = fmt::format("/edges/{}", i);
+    auto ptr = [i] { return fmt::format("/edges/{}", i); };
     auto p = index_.find(e.pred), s = index_.find(e.succ);
     if (p == index_.end() || s == index_.end()) {
       report("pto.edge-ref",
              fmt::format("edge {} -> {} names a task the dump does not list", e.pred, e.succ),
-             ptr + (p == index_.end() ? "/pred" : "/succ"), e.at);
+             ptr() + (p == index_.end() ? "/pred" : "/succ"), e.at);
       return;
     }
     if (p->second >= s->second) {
@@ -151,15 +157,15 @@ class Builder : public DiagnosticSink {
              fmt::format("edge {} -> {} runs against submission order: a task waits only on "
                          "tasks submitted before it",
                          e.pred, e.succ),
-             ptr, e.at);
+             ptr(), e.at);
       return;
     }
     if (e.has_tensor && tensors_.find(e.tensor_id) == tensors_.end())
       report("pto.tensor-ref",
              fmt::format("edge names tensor {} which tensors[] lacks", e.tensor_id),
-             ptr + "/tensor_id", e.at);
+             ptr() + "/tensor_id", e.at);
     deps_.emplace_back(p->second, s->second);
-    if (e.source == "creator") creator_.emplace(std::make_pair(s->second, e.arg), p->second);
+    if (e.source == "creator") creator_.emplace(creator_key(s->second, e.arg), p->second);
   }
 
   static ir::PtoShape shape_of(const pto::Task& t) {
@@ -170,17 +176,21 @@ class Builder : public DiagnosticSink {
     return ir::PtoShape::Alloc;
   }
 
+  // "r1.12": task 12 of ring 1.
+  static std::string label_id(uint64_t task_id) {
+    return "r" + std::to_string(task_id >> 32) + "." + std::to_string(task_id & 0xffffffffull);
+  }
   static std::string label(const pto::Task& t) {
-    std::string s = fmt::format("r{}.{}", t.task_id >> 32, t.task_id & 0xffffffffull);
+    std::string s = label_id(t.task_id);
     const auto& k = t.kernel_ids;
-    if (k[0] >= 0) s += fmt::format(" aic:{}", k[0]);
+    if (k[0] >= 0) s += " aic:" + std::to_string(k[0]);
     if (k[1] >= 0 || k[2] >= 0) {
       s += " aiv:";
       s += k[1] >= 0 ? std::to_string(k[1]) : "-";
-      if (k[2] >= 0) s += fmt::format(",{}", k[2]);
+      if (k[2] >= 0) s += "," + std::to_string(k[2]);
     }
     if (k[0] < 0 && k[1] < 0 && k[2] < 0) s += " alloc";
-    if (t.block_num > 1) s += fmt::format(" x{}", t.block_num);
+    if (t.block_num > 1) s += " x" + std::to_string(t.block_num);
     return s;
   }
 
@@ -197,24 +207,46 @@ class Builder : public DiagnosticSink {
     fanin_.assign(n, 0);
     std::sort(deps_.begin(), deps_.end());
     deps_.erase(std::unique(deps_.begin(), deps_.end()), deps_.end());
-    std::vector<std::vector<uint32_t>> succ(n);
-    for (const auto& [a, b] : deps_) succ[a].push_back(static_cast<uint32_t>(b));
-    std::map<std::vector<uint32_t>, int64_t> group;
+    // Each task's consumers, ascending: succ[first[i], first[i + 1]).
+    std::vector<uint32_t> succ(deps_.size());
+    std::vector<size_t> first(n + 1, 0);
+    for (size_t k = 0; k < deps_.size(); ++k) {
+      succ[k] = static_cast<uint32_t>(deps_[k].second);
+      ++first[deps_[k].first + 1];
+    }
+    for (size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+    auto consumers = [&](size_t i) {
+      return std::span<const uint32_t>(succ.data() + first[i], first[i + 1] - first[i]);
+    };
+    struct Hash {
+      size_t operator()(std::span<const uint32_t> v) const {
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (uint32_t x : v) h = (h ^ x) * 0x100000001b3ull;
+        return static_cast<size_t>(h ^ (h >> 32));
+      }
+    };
+    struct Same {
+      bool operator()(std::span<const uint32_t> a, std::span<const uint32_t> b) const {
+        return std::equal(a.begin(), a.end(), b.begin(), b.end());
+      }
+    };
+    std::unordered_map<std::span<const uint32_t>, int64_t, Hash, Same> group;
+    group.reserve(n);
     std::vector<int64_t> size;
     for (size_t i = 0; i < n; ++i) {
-      auto [it, fresh] = group.try_emplace(succ[i], static_cast<int64_t>(p.counters.size()));
+      const std::span<const uint32_t> c = consumers(i);
+      auto [it, fresh] = group.try_emplace(c, static_cast<int64_t>(p.counters.size()));
       if (fresh) {
-        p.add_counter(succ[i].empty() ? "tasks nobody waits on"
-                                      : fmt::format("producers of task {}", succ[i][0]));
+        p.add_counter(c.empty() ? "tasks nobody waits on"
+                                : "producers of task " + std::to_string(c[0]));
         size.push_back(0);
       }
       p.tasks[i].out_counter = it->second;
       ++size[static_cast<size_t>(it->second)];
     }
+    for (uint32_t s : succ) ++fanin_[s];
     for (size_t i = 0; i < n; ++i)
-      for (uint32_t s : succ[i]) ++fanin_[s];
-    for (size_t i = 0; i < n; ++i)
-      for (uint32_t s : succ[i]) {
+      for (uint32_t s : consumers(i)) {
         ir::Task& c = p.tasks[s];
         const int64_t ctr = p.tasks[i].out_counter;
         if (std::any_of(c.waits.begin(), c.waits.end(),
@@ -231,17 +263,27 @@ class Builder : public DiagnosticSink {
   // creator (heap addresses are reused once reclaimed, which the ring orders, not the graph).
   void regions(ir::Program& p, ir::Runtime& rt) {
     detail::RegionMap rm;
-    std::map<std::pair<uint64_t, size_t>, int32_t> mem;  // (address, creator or npos) -> tensor
+    struct Memory {
+      uint64_t address;
+      size_t creator;  // SIZE_MAX: none
+      bool operator==(const Memory&) const = default;
+    };
+    struct Hash {
+      size_t operator()(const Memory& m) const {
+        return std::hash<uint64_t>()(m.address * 0x9e3779b97f4a7c15ull ^ m.creator);
+      }
+    };
+    std::unordered_map<Memory, int32_t, Hash> mem;  // -> tensor
     auto memory = [&](uint64_t tensor_id, size_t creator) {
       const pto::Tensor& t = d_.tensors[tensors_.at(tensor_id)];
       auto [it, fresh] = mem.try_emplace({t.buffer_addr, creator}, 0);
       if (fresh) {
         detail::ElemType et;
         (void)pto::elem_type(t.dtype, et);
-        std::string name = fmt::format("t{:x}", t.buffer_addr);
-        if (creator != SIZE_MAX)
-          name += fmt::format("@r{}.{}", d_.tasks[creator].task_id >> 32,
-                              d_.tasks[creator].task_id & 0xffffffffull);
+        std::array<char, 24> hex{};
+        const auto end = std::to_chars(hex.data(), hex.data() + hex.size(), t.buffer_addr, 16).ptr;
+        std::string name = "t" + std::string(hex.data(), end);
+        if (creator != SIZE_MAX) name += "@" + label_id(d_.tasks[creator].task_id);
         it->second = rm.tensor(std::move(name), et);
       }
       return it->second;
@@ -258,13 +300,13 @@ class Builder : public DiagnosticSink {
     for (size_t i = 0; i < d_.tasks.size(); ++i) {
       const pto::Task& t = d_.tasks[i];
       auto creator_of = [&](int64_t arg) {
-        auto it = creator_.find({i, arg});
+        auto it = creator_.find(creator_key(i, arg));
         return it == creator_.end() ? SIZE_MAX : it->second;
       };
       auto touch = [&](const Arg& a, bool write) {
         const int32_t m = memory(a.tensor_id, creator_of(a.idx));
-        rm.access(static_cast<uint32_t>(i), m, write, static_cast<int64_t>(a.start_offset), a.shape,
-                  a.strides);
+        rm.access(static_cast<uint32_t>(i), m, write, static_cast<int64_t>(a.start_offset),
+                  t.values(a.shape), t.values(a.strides));
       };
       for (const Arg& a : t.args)
         if (a.has_tensor && (a.type == "INPUT" || a.type == "INOUT")) touch(a, false);
@@ -277,7 +319,8 @@ class Builder : public DiagnosticSink {
         const pto::Tensor& x = d_.tensors[tensors_.at(id)];
         const int32_t m = memory(id, i);
         const auto numel = static_cast<int64_t>(x.buffer_numel);
-        rm.access(static_cast<uint32_t>(i), m, true, 0, {numel}, {1});
+        const int64_t whole[] = {numel, 1};  // its dims, then its strides
+        rm.access(static_cast<uint32_t>(i), m, true, 0, {whole, 1}, {whole + 1, 1});
         if (std::find(addrs.begin(), addrs.end(), x.buffer_addr) != addrs.end()) continue;
         addrs.push_back(x.buffer_addr);
         const int64_t bytes = numel * pto::elem_bytes(x.dtype);

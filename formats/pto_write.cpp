@@ -14,7 +14,7 @@ namespace amk::formats {
 namespace pto {
 namespace {
 
-std::string uint_array(const std::vector<int64_t>& v) {
+std::string uint_array(std::span<const int64_t> v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{}", i ? "," : "", v[i]);
   return s + "]";
@@ -44,7 +44,8 @@ std::string write_deps(const Deps& d) {
         out += fmt::format(
             ",\"tensor_id\":\"{}\",\"dtype\":\"{}\",\"shape\":{},\"start_offset\":\"{}\","
             "\"strides\":{}",
-            x.tensor_id, x.dtype, uint_array(x.shape), x.start_offset, uint_array(x.strides));
+            x.tensor_id, x.dtype, uint_array(t.values(x.shape)), x.start_offset,
+            uint_array(t.values(x.strides)));
       out += '}';
     }
     out += "]}";
@@ -184,8 +185,8 @@ void add_args(const ir::Program& p, const ir::Task& task, const Buffers& bs, pto
     a.has_tensor = true;
     a.tensor_id = bs.id[static_cast<size_t>(b)];
     a.dtype = std::string(pto::dtype_name(buf.dtype));
-    a.shape = reg.dims;
-    a.strides = reg.strides;
+    a.shape = x.add(reg.dims);
+    a.strides = x.add(reg.strides);
     a.start_offset = static_cast<uint64_t>(reg.offset);
     x.args.push_back(std::move(a));
   };

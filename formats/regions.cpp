@@ -4,6 +4,8 @@
 #include <array>
 #include <limits>
 #include <numeric>
+#include <span>
+#include <tuple>
 
 namespace amk::formats::detail {
 namespace {
@@ -70,12 +72,14 @@ void subtract(Box a, const Box& b, std::vector<Box>& out) {
 
 // The reference layout of a tensor: the distinct strides its accesses use (descending, ending in
 // 1, each a multiple of the next), or empty when the accesses do not fit one row-major layout.
-std::vector<int64_t> reference_strides(const std::vector<const std::vector<int64_t>*>& dims,
-                                       const std::vector<const std::vector<int64_t>*>& strides) {
+// `each(f)` calls f(dims, strides) for every access.
+template <class Each>
+std::vector<int64_t> reference_strides(Each each) {
   std::vector<int64_t> r{1};
-  for (size_t a = 0; a < dims.size(); ++a)
-    for (size_t k = 0; k < dims[a]->size(); ++k)
-      if ((*dims[a])[k] > 1) r.push_back((*strides[a])[k]);
+  each([&](std::span<const int64_t> dims, std::span<const int64_t> strides) {
+    for (size_t k = 0; k < dims.size(); ++k)
+      if (dims[k] > 1) r.push_back(strides[k]);
+  });
   std::sort(r.begin(), r.end(), std::greater<>());
   r.erase(std::unique(r.begin(), r.end()), r.end());
   if (r.size() > static_cast<size_t>(kMaxDims) || r.back() != 1) return {};
@@ -85,8 +89,8 @@ std::vector<int64_t> reference_strides(const std::vector<const std::vector<int64
 }
 
 // An access as a box of the reference layout `r`, or false when it does not fit it.
-bool to_box(const std::vector<int64_t>& r, int64_t offset, const std::vector<int64_t>& dims,
-            const std::vector<int64_t>& strides, Box& b) {
+bool to_box(const std::vector<int64_t>& r, int64_t offset, std::span<const int64_t> dims,
+            std::span<const int64_t> strides, Box& b) {
   b.n = static_cast<int>(r.size());
   int64_t o = offset;
   if (o < 0) return false;
@@ -110,8 +114,7 @@ bool to_box(const std::vector<int64_t>& r, int64_t offset, const std::vector<int
 }
 
 // An access as the interval of elements it may touch (the flat layout).
-Box to_interval(int64_t offset, const std::vector<int64_t>& dims,
-                const std::vector<int64_t>& strides) {
+Box to_interval(int64_t offset, std::span<const int64_t> dims, std::span<const int64_t> strides) {
   Box b;
   b.n = 1;
   int64_t lo = offset, hi = offset;
@@ -127,6 +130,29 @@ Box to_interval(int64_t offset, const std::vector<int64_t>& dims,
   b.lo[0] = std::max<int64_t>(lo, 0);
   b.hi[0] = std::max(hi + 1, b.lo[0] + 1);
   return b;
+}
+
+// The boxes of n accesses of one tensor (access(i): its offset, dims and strides), in the
+// tensor's reference layout, or as intervals when they do not fit one.
+template <class Access>
+void boxes_of(size_t n, Access access, std::vector<Box>& boxes) {
+  const std::vector<int64_t> ref = reference_strides([&](auto f) {
+    for (size_t i = 0; i < n; ++i) {
+      const auto [offset, dims, strides] = access(i);
+      f(dims, strides);
+    }
+  });
+  boxes.resize(n);
+  bool boxed = !ref.empty();
+  for (size_t i = 0; boxed && i < n; ++i) {
+    const auto [offset, dims, strides] = access(i);
+    boxed = to_box(ref, offset, dims, strides, boxes[i]);
+  }
+  if (!boxed)
+    for (size_t i = 0; i < n; ++i) {
+      const auto [offset, dims, strides] = access(i);
+      boxes[i] = to_interval(offset, dims, strides);
+    }
 }
 
 // Union-find over write classes.
@@ -181,42 +207,51 @@ bool flatten(const Box& bbox, const Box& w, std::array<int64_t, 4>& rc) {
 }
 
 // Which class of writes each access writes or reads (and whether a read sees the tensor's prior
-// contents), in program order.
+// contents), in program order; its vectors keep their capacity from tensor to tensor.
 struct Flow {
   Classes cls;
-  std::vector<int32_t> write_cls;
-  std::vector<std::vector<int32_t>> read_cls;
+  std::vector<int32_t> write_cls;  // each access's class, -1 for a read
+  std::vector<uint32_t> read_end;  // where each access's classes read end in read_cls
+  std::vector<int32_t> read_cls;   // the classes each read reads, access after access
   std::vector<uint8_t> read_prior;
+  std::vector<Piece> live, next;  // disjoint pieces, each naming the class that last wrote it
+  std::vector<Box> rest;
+  std::span<const int32_t> reads(size_t i) const {
+    const uint32_t from = i == 0 ? 0 : read_end[i - 1];
+    return {read_cls.data() + from, read_end[i] - from};
+  }
 };
 
-Flow flow_of(const std::vector<Box>& boxes, const std::vector<uint8_t>& writes) {
+void flow_of(const std::vector<Box>& boxes, const std::vector<uint8_t>& writes, Flow& f) {
   const size_t n = boxes.size();
-  Flow f;
+  f.cls.parent.clear();
+  f.cls.sealed.clear();
   f.write_cls.assign(n, -1);
-  f.read_cls.resize(n);
+  f.read_end.assign(n, 0);
+  f.read_cls.clear();
   f.read_prior.assign(n, 0);
+  f.live.clear();
   Classes& cls = f.cls;
-  // Live pieces (disjoint) name the class that last wrote them.
-  std::vector<Piece> live, next;
   for (size_t i = 0; i < n; ++i) {
     const Box& b = boxes[i];
     if (writes[i]) {
       const int32_t c = cls.make();
       f.write_cls[i] = c;
-      std::vector<Box> rest;
-      next.clear();
-      for (const Piece& pc : live) {
-        rest.clear();
-        subtract(pc.box, b, rest);
-        for (const Box& r : rest) next.push_back({r, pc.cls});
+      f.next.clear();
+      for (const Piece& pc : f.live) {
+        f.rest.clear();
+        subtract(pc.box, b, f.rest);
+        for (const Box& r : f.rest) f.next.push_back({r, pc.cls});
       }
-      next.push_back({b, c});
-      live.swap(next);
+      f.next.push_back({b, c});
+      f.live.swap(f.next);
+      f.read_end[i] = static_cast<uint32_t>(f.read_cls.size());
       continue;
     }
     double seen = 0;
     int32_t merged = -1;
-    for (const Piece& pc : live) {
+    const size_t from = f.read_cls.size();
+    for (const Piece& pc : f.live) {
       if (!pc.box.overlaps(b)) continue;
       seen += pc.box.intersect(b).volume();
       const int32_t root = cls.find(pc.cls);
@@ -228,35 +263,37 @@ Flow flow_of(const std::vector<Box>& boxes, const std::vector<uint8_t>& writes) 
           merged = cls.find(merged);
         }
       }
-      f.read_cls[i].push_back(pc.cls);
+      f.read_cls.push_back(pc.cls);
     }
-    for (int32_t c : f.read_cls[i]) cls.sealed[static_cast<size_t>(cls.find(c))] = 1;
+    f.read_end[i] = static_cast<uint32_t>(f.read_cls.size());
+    for (size_t k = from; k < f.read_cls.size(); ++k)
+      cls.sealed[static_cast<size_t>(cls.find(f.read_cls[k]))] = 1;
     f.read_prior[i] = seen < b.volume();
   }
-  return f;
 }
 
 // Each access's task reads the buffers of the classes it reads (and the prior contents), writes
 // its class's buffer, and names the rectangle it writes as m_off/M_tile/n_off/N_tile when that is
 // a tile of the buffer.
+void add_unique(std::vector<int64_t>& v, int64_t b) {
+  if (std::find(v.begin(), v.end(), b) == v.end()) v.push_back(b);
+}
+
+// Reads are appended to `reads` as (task, buffer), for assign_inputs.
 void wire_tasks(ir::Program& p, const std::vector<uint32_t>& task_of, Flow& f, int64_t prior,
                 const std::vector<int64_t>& buf_of, const std::vector<Box>& boxes,
-                const std::vector<Box>& bbox) {
+                const std::vector<Box>& bbox, std::vector<std::pair<uint32_t, int64_t>>& reads) {
   Classes& cls = f.cls;
   const std::vector<int32_t>& write_cls = f.write_cls;
-  const std::vector<std::vector<int32_t>>& read_cls = f.read_cls;
   const std::vector<uint8_t>& read_prior = f.read_prior;
-  auto add_unique = [](std::vector<int64_t>& v, int64_t b) {
-    if (std::find(v.begin(), v.end(), b) == v.end()) v.push_back(b);
-  };
   for (size_t i = 0; i < task_of.size(); ++i) {
-    ir::Task& task = p.tasks[task_of[i]];
     if (write_cls[i] < 0) {
-      if (read_prior[i]) add_unique(task.inputs, prior);
-      for (int32_t c : read_cls[i])
-        add_unique(task.inputs, buf_of[static_cast<size_t>(cls.find(c))]);
+      if (read_prior[i]) reads.emplace_back(task_of[i], prior);
+      for (int32_t c : f.reads(i))
+        reads.emplace_back(task_of[i], buf_of[static_cast<size_t>(cls.find(c))]);
       continue;
     }
+    ir::Task& task = p.tasks[task_of[i]];
     const auto r = static_cast<size_t>(cls.find(write_cls[i]));
     const bool first = task.outputs.empty();
     const bool again =
@@ -270,6 +307,7 @@ void wire_tasks(ir::Program& p, const std::vector<uint32_t>& task_of, Flow& f, i
     static constexpr std::string_view kKeys[] = {"m_off", "M_tile", "n_off", "N_tile"};
     if (first) {
       if (!tile) continue;
+      task.params.reserve(task.params.size() + 4);
       for (size_t k = 0; k < 4; ++k) task.set_param(kKeys[k], ir::ParamValue::of_int(params[k]));
       continue;
     }
@@ -284,6 +322,22 @@ void wire_tasks(ir::Program& p, const std::vector<uint32_t>& task_of, Flow& f, i
       std::erase_if(task.params, [](const ir::Param& prm) {
         return std::find(std::begin(kKeys), std::end(kKeys), prm.key) != std::end(kKeys);
       });
+  }
+}
+
+// Each task's inputs: the buffers `reads` names for it, in order, each once (one allocation).
+void assign_inputs(ir::Program& p, const std::vector<std::pair<uint32_t, int64_t>>& reads) {
+  std::vector<uint32_t> end(p.tasks.size() + 1, 0);
+  for (const auto& [task, b] : reads) ++end[task + 1];
+  for (size_t t = 0; t < p.tasks.size(); ++t) end[t + 1] += end[t];
+  std::vector<int64_t> bufs(reads.size());
+  std::vector<uint32_t> at(end.begin(), end.end() - 1);
+  for (const auto& [task, b] : reads) bufs[at[task]++] = b;
+  for (size_t t = 0; t < p.tasks.size(); ++t) {
+    if (end[t] == end[t + 1]) continue;
+    std::vector<int64_t>& in = p.tasks[t].inputs;
+    in.reserve(in.size() + end[t + 1] - end[t]);
+    for (uint32_t k = end[t]; k < end[t + 1]; ++k) add_unique(in, bufs[k]);
   }
 }
 
@@ -350,52 +404,79 @@ Region region_of(const ir::Program& p, const ir::Task& t, int64_t b, bool output
 }
 
 int32_t RegionMap::tensor(std::string name, ElemType type) {
-  tensors_.push_back({std::move(name), type, {}});
+  tensors_.push_back({std::move(name), type});
   return static_cast<int32_t>(tensors_.size() - 1);
 }
 
-void RegionMap::access(uint32_t task, int32_t tensor, bool write, int64_t offset,
-                       const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
-  tensors_[static_cast<size_t>(tensor)].accesses.push_back(static_cast<uint32_t>(accesses_.size()));
-  accesses_.push_back({task, tensor, write, offset, dims, strides});
+void RegionMap::reserve(size_t accesses, size_t extents) {
+  accesses_.reserve(accesses);
+  extents_.reserve(extents);
 }
+
+void RegionMap::access(uint32_t task, int32_t tensor, bool write, int64_t offset,
+                       std::span<const int64_t> dims, std::span<const int64_t> strides) {
+  accesses_.push_back(
+      {task, tensor, write, static_cast<uint32_t>(dims.size()), extents_.size(), offset});
+  extents_.insert(extents_.end(), dims.begin(), dims.end());
+  extents_.insert(extents_.end(), strides.begin(), strides.end());
+}
+
+// One tensor's working vectors, kept from tensor to tensor, and the reads of every tensor.
+struct RegionMap::Scratch {
+  std::vector<Box> boxes, bbox;
+  std::vector<uint8_t> writes, has_box;
+  std::vector<int64_t> buf_of;
+  std::vector<uint32_t> task_of;
+  Flow flow;
+  std::vector<std::pair<uint32_t, int64_t>> reads;  // (task, buffer)
+};
 
 void RegionMap::build(ir::Program& p) {
-  for (const Tensor& t : tensors_) build_tensor(p, t);
+  // Each tensor's accesses, in program order: order[first[t], first[t + 1]).
+  std::vector<uint32_t> first(tensors_.size() + 1, 0), order(accesses_.size());
+  for (const Access& a : accesses_) ++first[static_cast<size_t>(a.tensor) + 1];
+  for (size_t t = 0; t < tensors_.size(); ++t) first[t + 1] += first[t];
+  std::vector<uint32_t> at(first.begin(), first.end() - 1);
+  for (size_t a = 0; a < accesses_.size(); ++a)
+    order[at[static_cast<size_t>(accesses_[a].tensor)]++] = static_cast<uint32_t>(a);
+  // At most a buffer of prior contents per tensor and one per write.
+  size_t writes = 0;
+  for (const Access& a : accesses_) writes += a.write;
+  p.buffers.reserve(p.buffers.size() + tensors_.size() + writes);
+  Scratch s;
+  for (size_t t = 0; t < tensors_.size(); ++t)
+    build_tensor(p, tensors_[t], {order.data() + first[t], first[t + 1] - first[t]}, s);
+  assign_inputs(p, s.reads);
 }
 
-void RegionMap::build_tensor(ir::Program& p, const Tensor& t) {
-  if (t.accesses.empty()) return;
-  // Boxes of every access in one layout.
-  std::vector<const std::vector<int64_t>*> dims, strides;
-  for (uint32_t a : t.accesses) {
-    dims.push_back(&accesses_[a].dims);
-    strides.push_back(&accesses_[a].strides);
-  }
-  const std::vector<int64_t> ref = reference_strides(dims, strides);
-  std::vector<Box> boxes(t.accesses.size());
-  bool boxed = !ref.empty();
-  for (size_t i = 0; boxed && i < t.accesses.size(); ++i) {
-    const Access& a = accesses_[t.accesses[i]];
-    boxed = to_box(ref, a.offset, a.dims, a.strides, boxes[i]);
-  }
-  if (!boxed)
-    for (size_t i = 0; i < t.accesses.size(); ++i) {
-      const Access& a = accesses_[t.accesses[i]];
-      boxes[i] = to_interval(a.offset, a.dims, a.strides);
-    }
-  std::vector<uint8_t> writes(t.accesses.size());
-  for (size_t i = 0; i < t.accesses.size(); ++i) writes[i] = accesses_[t.accesses[i]].write;
-  Flow f = flow_of(boxes, writes);
+void RegionMap::build_tensor(ir::Program& p, const Tensor& t, std::span<const uint32_t> accesses,
+                             Scratch& s) {
+  if (accesses.empty()) return;
+  std::vector<Box>& boxes = s.boxes;
+  boxes_of(
+      accesses.size(),
+      [&](size_t i) {
+        const Access& a = accesses_[accesses[i]];
+        return std::tuple(a.offset, dims(a), strides(a));
+      },
+      boxes);
+  std::vector<uint8_t>& writes = s.writes;
+  writes.resize(accesses.size());
+  for (size_t i = 0; i < accesses.size(); ++i) writes[i] = accesses_[accesses[i]].write;
+  Flow& f = s.flow;
+  flow_of(boxes, writes, f);
   Classes& cls = f.cls;
   const std::vector<int32_t>& write_cls = f.write_cls;
   const std::vector<uint8_t>& read_prior = f.read_prior;
   // Buffers: the tensor's prior contents (when read), then one per class root.
   const ElemType& ty = t.type;
-  std::vector<int64_t> buf_of(cls.parent.size(), -1);
-  std::vector<Box> bbox(cls.parent.size());
-  std::vector<uint8_t> has_box(cls.parent.size(), 0);
-  for (size_t i = 0; i < t.accesses.size(); ++i) {
+  std::vector<int64_t>& buf_of = s.buf_of;
+  std::vector<Box>& bbox = s.bbox;
+  std::vector<uint8_t>& has_box = s.has_box;
+  buf_of.assign(cls.parent.size(), -1);
+  bbox.resize(cls.parent.size());
+  has_box.assign(cls.parent.size(), 0);
+  for (size_t i = 0; i < accesses.size(); ++i) {
     if (write_cls[i] < 0) continue;
     const auto r = static_cast<size_t>(cls.find(write_cls[i]));
     if (has_box[r]) {
@@ -410,7 +491,7 @@ void RegionMap::build_tensor(ir::Program& p, const Tensor& t) {
   if (std::find(read_prior.begin(), read_prior.end(), 1) != read_prior.end()) {
     Box pb{};
     bool first = true;
-    for (size_t i = 0; i < t.accesses.size(); ++i) {
+    for (size_t i = 0; i < accesses.size(); ++i) {
       if (!read_prior[i]) continue;
       if (first) {
         pb = boxes[i];
@@ -433,9 +514,10 @@ void RegionMap::build_tensor(ir::Program& p, const Tensor& t) {
     ++n_classes;
     buf_of[c] = p.add_buffer(std::move(name), ir::BufferKind::ACTIVATION, ty.dtype, {rc[1], rc[3]});
   }
-  std::vector<uint32_t> task_of(t.accesses.size());
-  for (size_t i = 0; i < t.accesses.size(); ++i) task_of[i] = accesses_[t.accesses[i]].task;
-  wire_tasks(p, task_of, f, prior, buf_of, boxes, bbox);
+  std::vector<uint32_t>& task_of = s.task_of;
+  task_of.resize(accesses.size());
+  for (size_t i = 0; i < accesses.size(); ++i) task_of[i] = accesses_[accesses[i]].task;
+  wire_tasks(p, task_of, f, prior, buf_of, boxes, bbox, s.reads);
   share_pages(p, buf_of, bbox);
 }
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,10 +42,12 @@ class RegionMap {
  public:
   /// A tensor (a base pointer / buffer address) and its element type; returns its id.
   int32_t tensor(std::string name, ElemType type);
-  /// An access of `task` to `tensor` at element offset `offset` with dims and strides (elements).
-  /// Calls must come in task order; a task's reads before its writes.
+  /// Room for `accesses` accesses of `extents` dims and strides in all.
+  void reserve(size_t accesses, size_t extents);
+  /// An access of `task` to `tensor` at element offset `offset` with dims and strides (elements,
+  /// as many of each). Calls must come in task order; a task's reads before its writes.
   void access(uint32_t task, int32_t tensor, bool write, int64_t offset,
-              const std::vector<int64_t>& dims, const std::vector<int64_t>& strides);
+              std::span<const int64_t> dims, std::span<const int64_t> strides);
   /// Creates the buffers and pages in `p` and fills its tasks' inputs, outputs and tile params.
   void build(ir::Program& p);
 
@@ -53,17 +56,26 @@ class RegionMap {
     uint32_t task;
     int32_t tensor;
     bool write;
+    uint32_t rank;   // dims (and strides) of the access
+    size_t extents;  // its dims, then its strides, in extents_
     int64_t offset;
-    std::vector<int64_t> dims, strides;
   };
   struct Tensor {
     std::string name;
     ElemType type;
-    std::vector<uint32_t> accesses;  // indices into accesses_
   };
   std::vector<Tensor> tensors_;
   std::vector<Access> accesses_;
-  void build_tensor(ir::Program& p, const Tensor& t);
+  std::vector<int64_t> extents_;
+  std::span<const int64_t> dims(const Access& a) const {
+    return {extents_.data() + a.extents, a.rank};
+  }
+  std::span<const int64_t> strides(const Access& a) const {
+    return {extents_.data() + a.extents + a.rank, a.rank};
+  }
+  struct Scratch;
+  void build_tensor(ir::Program& p, const Tensor& t, std::span<const uint32_t> accesses,
+                    Scratch& s);
 };
 
 }  // namespace amk::formats::detail

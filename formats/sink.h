@@ -4,11 +4,11 @@
 
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "ir/diagnostic.h"
-#include "ir/json_cursor.h"
+#include "ir/json_text.h"
 
 namespace amk::formats {
 
@@ -18,13 +18,21 @@ class DiagnosticSink {
   /// Diagnostics about `text`.
   explicit DiagnosticSink(std::string_view text) : text_(text) {}
 
+  /// The diagnostics added since the last take(), with their line:column (one pass over the
+  /// text for all of them).
+  ir::Diagnostics take() {
+    ir::fill_line_columns(text_, diags_, offsets_);
+    offsets_.clear();
+    return std::move(diags_);
+  }
+
  protected:
   /// Adds one at pointer `ptr`, positioned at byte `at` of the text.
   void add(ir::Severity sev, std::string code, std::string msg, std::string ptr, size_t at) {
     ir::Diagnostic d = ir::error(std::move(code), std::move(msg), std::move(ptr));
     d.severity = sev;
-    std::tie(d.line, d.column) = ir::line_column(text_, at);
     diags_.push_back(std::move(d));
+    offsets_.push_back(at);
   }
   /// An error.
   void report(std::string code, std::string msg, std::string ptr, size_t at) {
@@ -37,6 +45,7 @@ class DiagnosticSink {
 
   std::string_view text_;
   ir::Diagnostics diags_;
+  std::vector<size_t> offsets_;
 };
 
 }  // namespace amk::formats

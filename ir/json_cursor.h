@@ -1,89 +1,214 @@
-// A pull reader over one JSON document for schema-driven readers of other file formats (MPK's
-// task_graph.json, PTO's deps.json): the program reader's lexer underneath, and every problem a
-// diagnostic with a JSON pointer and a line:column, as the program reader reports them.
+// Internal: a reader of one JSON document for schema-driven readers of other file formats (MPK's
+// task_graph.json, PTO's deps.json): the program reader's JsonReader underneath (its lexer, its
+// lazily rendered pointer path, its key memo and its parallel read of big arrays), and every
+// problem a diagnostic with a JSON pointer and a line:column, as the program reader reports them.
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ir/json_read_parallel.h"
+#include "ir/json_text.h"
 #include "ir/result.h"
 
 namespace amk::ir {
 
-/// Walks one JSON text. Structure: begin_object()/next_key() and begin_array()/next_element()
-/// keep the pointer path; a value read with the wrong type is reported (json.type) and skipped.
-/// Syntax errors end the document (json.syntax); after 100 errors it stops (json.too-many-errors).
-class JsonCursor {
+/// Walks one JSON text. object() and array() keep the pointer path; a value read with the wrong
+/// type is reported (json.type) and skipped. Syntax errors end the document (json.syntax); after
+/// 100 errors it stops (json.too-many-errors). A format's reader derives from it.
+class JsonCursor : public detail::JsonReader {
  public:
   /// A cursor at the start of `text` (which must outlive it).
-  explicit JsonCursor(std::string_view text);
-  ~JsonCursor();
-  JsonCursor(const JsonCursor&) = delete;
-  JsonCursor& operator=(const JsonCursor&) = delete;
+  explicit JsonCursor(std::string_view text) : JsonReader(text) {}
 
   /// Runs `read` over the document, which must be one object (`what` names it: "an MPK task
   /// graph"); returns the diagnostics with line:column filled in.
-  Diagnostics document(std::string_view what, const std::function<void()>& read);
+  template <class F>
+  Diagnostics document(std::string_view what, F&& read) {
+    run_document(what, [&] { read(); });
+    return std::move(diags_);
+  }
 
   /// The byte offset of the next value.
-  size_t offset();
+  size_t offset() {
+    lx_.peek();
+    return lx_.offset();
+  }
   /// The current JSON pointer.
-  std::string pointer() const;
+  std::string pointer() const { return JsonReader::pointer(); }
   /// True (and the value consumed) when the next value is null.
-  bool null();
-  /// Enters an object; false (reported, skipped) when the value is not one.
-  bool begin_object(std::string_view what);
-  /// The next member's key (its value is next), or false at the object's end.
-  bool next_key(std::string_view& key);
-  /// Enters an array; false (reported, skipped) when the value is not one.
-  bool begin_array(std::string_view what);
-  /// True when another element follows (it is next), false at the array's end.
-  bool next_element();
-  /// The index of the current array element.
-  size_t index() const;
+  bool null() { return lx_.peek() == 'n' && lx_.literal("null"); }
+
+  /// Reads an object: `field(key)` reads each member's value, with the key on the pointer path;
+  /// `memo` (nullptr: none) learns the layout of the objects of one kind (detail::KeyMemo).
+  /// False (reported, skipped) when the value is not an object.
+  template <class F>
+  bool object(std::string_view what, detail::KeyMemo* memo, F field) {
+    if (lx_.peek() != '{') {
+      type_error(what);
+      return false;
+    }
+    return read_object(what, nullptr, memo, [&](std::string_view key) {
+      field(key);
+      return kRead;
+    });
+  }
+  /// One field of a record: its key, and whether a record must have it.
+  struct Field {
+    std::string_view key;
+    bool required = true;
+  };
+  /// Reads an object whose known keys are `fields`: `read(k)` reads the value of fields[k],
+  /// `unknown(key)` reads or skips the value of any other key; each required field that is
+  /// absent is an error, "`record` is missing the required field 'KEY'", at the object. Returns
+  /// the fields seen, by bit (fields[k]: bit k; at most 64), or nullopt (reported, skipped) when
+  /// the value is not an object (`what`). With a `memo` (one per record kind, and so per
+  /// `fields`), a key whose bytes the memo knows is not compared again.
+  template <size_t N, class Read, class Unknown>
+  std::optional<uint64_t> record(std::string_view what, std::string_view record,
+                                 detail::KeyMemo* memo, const Field (&fields)[N], Read read,
+                                 Unknown unknown) {
+    static_assert(N < 64);
+    const size_t at = offset();
+    uint64_t seen = 0;
+    const bool is_object = object(what, memo, [&](std::string_view key) {
+      detail::KeyMemo::Lead* lead = key_lead_;
+      size_t k = 0;
+      if (lead && lead->field != 0) {
+        k = lead->field - 1u;
+      } else {
+        while (k < N && fields[k].key != key) ++k;
+        if (lead) lead->field = static_cast<uint8_t>(k + 1);
+      }
+      if (k == N) return unknown(key);
+      seen |= uint64_t{1} << k;
+      read(k);
+    });
+    if (!is_object) return std::nullopt;
+    for (size_t k = 0; k < N; ++k)
+      if (fields[k].required && !(seen >> k & 1u))
+        error("json.missing-field",
+              fmt::format("{} is missing the required field '{}'", record, fields[k].key), at);
+    return seen;
+  }
+  /// Reads an array: `each()` reads each element, with its index on the pointer path. False
+  /// (reported, skipped) when the value is not an array.
+  template <class F>
+  bool array(std::string_view what, F each) {
+    if (lx_.peek() != '[') {
+      type_error(what);
+      return false;
+    }
+    lx_.advance();
+    bool first = true;
+    for (size_t i = 0; lx_.next_element(first); ++i) {
+      push(i);
+      each();
+      pop();
+    }
+    return true;
+  }
+  /// A top-level array of records, read by several threads when it is big (see
+  /// ir/json_read_parallel.h; R, the format's reader, is made from the text) and else element
+  /// after element by `each(item)`; `read_one(R&, item)` reads one element in a piece.
+  template <class R, typename T, typename Read, typename Each>
+  void records(std::vector<T>& out, std::string_view key, Read read_one, Each each) {
+    read_records<R>(
+        out, key, read_one, [&](T& x, size_t) { each(x); }, /*with_ids=*/false);
+  }
 
   /// An integer in [lo, hi]; false (reported) for anything else.
-  bool integer(int64_t& out, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX);
+  bool integer(int64_t& out, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX) {
+    const int c = lx_.peek();
+    const size_t off = lx_.offset();
+    if ((c == '-' || (c >= '0' && c <= '9')) && lx_.small_int(out))
+      return (out >= lo && out <= hi) || out_of_range(out, lo, hi, off);
+    return integer_rest(out, lo, hi, off);
+  }
   /// A non-negative integer up to 2^64-1.
   bool unsigned64(uint64_t& out);
   /// A decimal string holding an integer up to 2^64-1 (PTO's 64-bit values).
   bool decimal_string(uint64_t& out);
   /// A string.
-  bool string(std::string& out);
+  bool string(std::string& out) {
+    if (lx_.peek() != '"') {
+      type_error("a string");
+      return false;
+    }
+    lx_.read_string(out);
+    return true;
+  }
+  /// A string as it stands in the text between its quotes: a view into the text, its JSON
+  /// escapes (`escaped`: it has some) not decoded.
+  bool raw_string(std::string_view& out, bool& escaped) {
+    if (lx_.peek() != '"') {
+      type_error("a string");
+      return false;
+    }
+    const size_t quote = lx_.offset();
+    const std::string_view v = lx_.string_view_(value_scratch_);
+    out = text_.substr(quote + 1, lx_.offset() - quote - 2);
+    escaped = v.data() != out.data();
+    return true;
+  }
+  /// The string that raw_string() read as `raw` (escapes decoded).
+  static std::string unescape(std::string_view raw);
+  /// A string, as a view that the next read may end.
+  bool text(std::string_view& out) {
+    if (lx_.peek() != '"') {
+      type_error("a string");
+      return false;
+    }
+    out = lx_.string_view_(value_scratch_);
+    return true;
+  }
   /// A boolean.
   bool boolean(bool& out);
   /// A list of integers in [lo, hi].
-  bool int_list(std::vector<int64_t>& out, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX);
+  bool int_list(std::vector<int64_t>& out, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX) {
+    out.clear();
+    return int_list_to(lo, hi, [&](int64_t v) { out.push_back(v); });
+  }
+  /// A list of integers in [lo, hi], each handed to `put(v)`.
+  template <class Put>
+  bool int_list_to(int64_t lo, int64_t hi, Put put) {
+    bool ok = true;
+    const bool is_array = array("an array of integers", [&] {
+      int64_t v = 0;
+      if (integer(v, lo, hi)) {
+        put(v);
+      } else {
+        ok = false;
+      }
+    });
+    return is_array && ok;
+  }
   /// Skips the next value.
-  void skip();
+  void skip() { skip_any(0); }
 
   /// Reports an error at `offset` (the current pointer).
-  void error(std::string code, std::string message, size_t offset);
+  void error(std::string code, std::string message, size_t offset) {
+    JsonReader::error(std::move(code), std::move(message), offset);
+  }
   /// Reports a warning at `offset`.
-  void warn(std::string code, std::string message, size_t offset);
+  void warn(std::string code, std::string message, size_t offset) {
+    JsonReader::warn(std::move(code), std::move(message), offset);
+  }
   /// Reports an error with an explicit pointer.
   void error_at(std::string code, std::string message, std::string pointer, size_t offset);
   /// "expected X, got Y" at the next value, which is skipped.
   void type_error(std::string_view expected);
   /// True once an error has been reported.
-  bool failed() const;
+  bool failed() const { return n_errors_ > 0; }
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> m_;
+  void run_document(std::string_view what, const std::function<void()>& read);
+  bool integer_rest(int64_t& out, int64_t lo, int64_t hi, size_t off);
+  bool out_of_range(int64_t v, int64_t lo, int64_t hi, size_t off);
+  void skip_any(size_t depth);
 };
-
-/// Line and column (1-based) of byte `offset` in `text`.
-/// What the JSON value starting at byte `off` of `text` is, as messages name it ("an object",
-/// "an array", "a string", "a boolean", "null", "a number"; "nothing" past the end).
-std::string_view json_kind_at(std::string_view text, size_t off);
-std::pair<int, int> line_column(std::string_view text, size_t offset);
-/// Sets line:column on each of `d` from its byte offset into `text` (offsets[k] for d[k];
-/// std::string::npos: none), in one pass over the text.
-void fill_line_columns(std::string_view text, Diagnostics& d, const std::vector<size_t>& offsets);
 
 }  // namespace amk::ir

@@ -26,30 +26,34 @@ struct KeyMemo {
     size_t size = 0;
     size_t key_at = 0;  // the key's first character in `bytes`
     size_t key_size = 0;
+    uint8_t field = 0;  // a record reader's field of this key, plus one (0: not looked up yet)
   };
   static constexpr size_t kMaxMembers = 32;
   std::vector<Lead> leads;  // by member position; an empty one was not learned
 
-  const Lead* learned(size_t member) const {
+  Lead* learned(size_t member) {
     return member < leads.size() && leads[member].size != 0 ? &leads[member] : nullptr;
   }
 
   // Records how member `member`'s key was reached: the text from `lead_at` to the lexer's
-  // position (after its blanks), when the key is in the text and the lead is short.
-  void learn(size_t member, std::string_view text, size_t lead_at, std::string_view key,
-             Lexer& lx) {
+  // position (after its blanks), when the key is in the text and the lead is short; returns the
+  // lead, or nullptr when none was learned.
+  Lead* learn(size_t member, std::string_view text, size_t lead_at, std::string_view key,
+              Lexer& lx) {
     if (member >= kMaxMembers || key.data() < text.data() ||
         key.data() + key.size() > text.data() + text.size())
-      return;
+      return nullptr;
     lx.ws();  // the value's leading blanks, which its reader would skip anyway
     const size_t end = lx.offset();
-    if (end - lead_at > kMaxLead) return;
+    if (end - lead_at > kMaxLead) return nullptr;
     if (leads.size() <= member) leads.resize(member + 1);
     Lead& l = leads[member];
     l.size = end - lead_at;
     std::memcpy(l.bytes.data(), text.data() + lead_at, l.size);
     l.key_at = static_cast<size_t>(key.data() - text.data()) - lead_at;
     l.key_size = key.size();
+    l.field = 0;
+    return &l;
   }
 };
 

@@ -67,6 +67,10 @@ class Lexer {
       ++p_;
       return;
     }
+    ws_rest();
+  }
+  // ws() past its common cases: a new line and its indentation, or any other blanks.
+  [[gnu::noinline]] void ws_rest() {
     if (p_ < e_ && *p_ == '\n') ++p_;  // a new line, then (below) its indentation
     // Indentation dominates canonical files: skip runs of spaces first, then the rare others.
     for (;;) {
@@ -156,25 +160,7 @@ class Lexer {
     if (neg) ++q;
     const char* digits = q;
     uint64_t v = 0;
-    if (std::endian::native == std::endian::little && e_ - q >= 8) {  // up to 8 digits in a word
-      uint64_t w;
-      std::memcpy(&w, q, 8);
-      constexpr uint64_t kHigh = 0xF0F0F0F0F0F0F0F0u, kZeros = 0x3030303030303030u;
-      // A byte is a digit when it is 0x3_ and stays 0x3_ plus 6. A carry out of a non-digit byte
-      // only reaches the bytes after it, which are not read.
-      const uint64_t other =
-          ((w & kHigh) ^ kZeros) | (((w + 0x0606060606060606u) & kHigh) ^ kZeros);
-      const int n = other ? __builtin_ctzll(other) / 8 : 8;
-      if (n > 0) {
-        // The digits' values, moved to the word's top bytes (the first digit lowest), then joined
-        // in pairs, fours and eights.
-        uint64_t d = (w - kZeros) << (8 * (8 - n));
-        d = (d * 10 + (d >> 8)) & 0x00FF00FF00FF00FFu;
-        d = (d * 100 + (d >> 16)) & 0x0000FFFF0000FFFFu;
-        v = (d * 10000 + (d >> 32)) & 0xFFFFFFFFu;
-        q += n;
-      }
-    }
+    if (std::endian::native == std::endian::little && e_ - q >= 8) q += eight_digits(q, v);
     while (q < e_ && static_cast<unsigned>(*q - '0') < 10 && q - digits < 19)
       v = v * 10 + static_cast<uint64_t>(*q++ - '0');
     const auto n = q - digits;
@@ -183,6 +169,52 @@ class Lexer {
       return false;
     p_ = q;
     out = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+    return true;
+  }
+
+  /// The digits that lead the 8 bytes at `q` (all readable), at most 8: their count, and their
+  /// value in `v`.
+  static int eight_digits(const char* q, uint64_t& v) {
+    uint64_t w;
+    std::memcpy(&w, q, 8);
+    if constexpr (std::endian::native != std::endian::little) w = __builtin_bswap64(w);
+    constexpr uint64_t kHigh = 0xF0F0F0F0F0F0F0F0u, kZeros = 0x3030303030303030u;
+    // A byte is a digit when it is 0x3_ and stays 0x3_ plus 6. A carry out of a non-digit byte
+    // only reaches the bytes after it, which are not read.
+    const uint64_t other = ((w & kHigh) ^ kZeros) | (((w + 0x0606060606060606u) & kHigh) ^ kZeros);
+    const int n = other ? __builtin_ctzll(other) / 8 : 8;
+    if (n == 0) return 0;
+    // The digits' values, moved to the word's top bytes (the first digit lowest), then joined in
+    // pairs, fours and eights.
+    uint64_t d = (w - kZeros) << (8 * (8 - n));
+    d = (d * 10 + (d >> 8)) & 0x00FF00FF00FF00FFu;
+    d = (d * 100 + (d >> 16)) & 0x0000FFFF0000FFFFu;
+    v = (d * 10000 + (d >> 32)) & 0xFFFFFFFFu;
+    return n;
+  }
+
+  /// `s` as a decimal integer up to 2^64-1, read as std::from_chars reads an unsigned one that
+  /// must fill `s` (digits only, leading zeros allowed); false for anything else.
+  static bool decimal_u64(std::string_view s, uint64_t& out) {
+    const char* q = s.data();
+    const char* const e = q + s.size();
+    if (q == e) return false;
+    while (q < e && *q == '0') ++q;
+    if (e - q > 20) return false;  // 2^64 has 20 digits
+    uint64_t v = 0;
+    while (e - q >= 8) {
+      uint64_t w = 0;
+      if (eight_digits(q, w) != 8 || __builtin_mul_overflow(v, 100000000u, &v) ||
+          __builtin_add_overflow(v, w, &v))
+        return false;
+      q += 8;
+    }
+    for (; q < e; ++q) {
+      const auto d = static_cast<unsigned>(*q - '0');
+      if (d > 9 || __builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, d, &v))
+        return false;
+    }
+    out = v;
     return true;
   }
 

@@ -1,5 +1,5 @@
-// Internal: a big top-level array of records (tasks, buffers, counters) read by several threads,
-// for the reader of ir/json_read.cpp (its only user: the templates are instantiated there).
+// Internal: a big top-level array of records (tasks, buffers, counters; a foreign format's
+// records) read by several threads, for the program reader of ir/json_read.cpp and JsonCursor.
 #pragma once
 
 #include <string>
@@ -11,15 +11,33 @@
 
 namespace amk::ir::detail {
 
+// What opens each element of the array opened at `open` after the first: a ',', the blanks
+// between '[' and the first element's '{', and that element's bytes up to the end of its first
+// key (",\n    {\n      \"id\"" in AMK's layout, ",{\"task_id\"" in PTO's compact one, where
+// ",{" alone opens nested objects too); "" when the array does not start with an object.
+inline std::string element_separator(std::string_view text, size_t open) {
+  const size_t first = text.find_first_not_of(" \t\r\n", open + 1);
+  if (first == std::string_view::npos || text[first] != '{') return {};
+  size_t end = first + 1;  // past the '{', or past the first key's closing quote
+  const size_t quote = text.find_first_not_of(" \t\r\n", first + 1);
+  if (quote != std::string_view::npos && text[quote] == '"') {
+    const size_t close = text.find_first_of("\"\\", quote + 1);
+    if (close != std::string_view::npos && text[close] == '"') end = close + 1;
+  }
+  return "," + std::string(text.substr(open + 1, first - open - 1)) +
+         std::string(text.substr(first, end - first));
+}
+
 // A big top-level array (tasks, buffers, counters), read by several threads: the array is cut
-// at guessed element boundaries (the separator of its first two elements, e.g. ",\n    {" in
-// AMK's layout) spread over its guessed extent, each thread reads the elements of one piece
-// with `read_one(reader, element)`, and a piece counts only when the piece before it ended
-// exactly where it began. Ids are checked against positions once merged. False (nothing kept,
-// the caller reads sequentially) for a small array, a guess that did not hold, or any
-// diagnostic, so every problem is reported exactly as the sequential read reports it.
+// at guessed element boundaries (element_separator) spread over its guessed extent, each thread
+// reads the elements of one piece with `read_one(reader, element)`, and a piece counts only
+// when the piece before it ended exactly where it began. Ids are checked against positions
+// once merged. False (nothing kept, the caller reads sequentially) for a small array, a guess
+// that did not hold, or any diagnostic, so every problem is reported exactly as the sequential
+// read reports it.
 template <class R, typename T, typename Read>
-bool JsonReader::read_in_parallel(std::vector<T>& out, std::string_view key, Read read_one) {
+bool JsonReader::read_in_parallel(std::vector<T>& out, std::string_view key, Read read_one,
+                                  bool with_ids) {
   // Arrays of at least this size are read in pieces: the 6 MB counters array of a 100k-task
   // mesh took 7.4 ms on one thread, 5.7 ms on two (medians of 6 runs).
   constexpr size_t kMinBytes = 4u << 20;
@@ -28,12 +46,10 @@ bool JsonReader::read_in_parallel(std::vector<T>& out, std::string_view key, Rea
       lx_.peek() != '[')
     return false;
   const size_t open = lx_.offset();  // at the '[' (peek skipped the whitespace)
-  // The separator: the bytes between '[' and the first '{', after a ','.
-  const size_t first = text_.find_first_not_of(" \t\r\n", open + 1);
-  if (first == std::string_view::npos || text_[first] != '{') return false;
-  const std::string_view gap = text_.substr(open + 1, first - open - 1);
-  const std::string sep = "," + std::string(gap) + "{";
-  const size_t end = guess_array_end(open, gap, kMinBytes);
+  const std::string sep = element_separator(text_, open);
+  if (sep.empty()) return false;
+  const std::string_view gap = std::string_view(sep).substr(1, sep.find('{') - 1);
+  const size_t end = guess_array_end(open, gap, sep, kMinBytes);
   if (end - open < kMinBytes) return false;
   // Guessed starts: just after a separator's ',', spread over the guessed extent.
   std::vector<size_t> starts{open + 1};
@@ -93,7 +109,7 @@ bool JsonReader::read_in_parallel(std::vector<T>& out, std::string_view key, Rea
       }
       pc.end = r.lx_.offset();
       if (r.consumed_) r.consumed_(r.released_, pc.end);  // its tail too: nothing re-reads it
-      pc.ok = r.ids_.size() == pc.items.size();
+      pc.ok = !with_ids || r.ids_.size() == pc.items.size();
       pc.ids = std::move(r.ids_);
     } catch (const SyntaxError&) {
     } catch (const TooManyErrors&) {
@@ -107,6 +123,7 @@ bool JsonReader::read_in_parallel(std::vector<T>& out, std::string_view key, Rea
     if (!pc.ok || (used > 0 && got[used - 1].end != starts[used])) return false;
     for (int64_t id : pc.ids)
       if (id != static_cast<int64_t>(n++)) return false;
+    if (!with_ids) n += pc.items.size();
     if (pc.closed) break;
   }
   if (used == got.size()) return false;  // never closed: cannot happen when the chain holds
@@ -120,14 +137,31 @@ bool JsonReader::read_in_parallel(std::vector<T>& out, std::string_view key, Rea
   return true;
 }
 
-// Where the array opened at `open` (its first element after the whitespace `gap`) probably
-// ends: in an indented layout, the first '}' then ']' at the indentation of the line that
-// opened it; otherwise (or not found) the end of the text. Only a guess: read_in_parallel's
-// chain check makes a wrong one cost time, never correctness. An array of fewer than `small`
-// bytes is searched only as far as that (it is read next by one thread, which then finds its
-// bytes already read in); the rest of a longer one by several threads.
-inline size_t JsonReader::guess_array_end(size_t open, std::string_view gap, size_t small) const {
-  if (gap.find('\n') == std::string_view::npos) return text_.size();
+// Where the array opened at `open` (its first element after the whitespace `gap`, each later one
+// opened by `sep`) probably ends: in an indented layout, the first '}' then ']' at the
+// indentation of the line that opened it (or the end of the text when there is none); in a
+// compact one, just past its last separator, found by bisection with a probe of a window at each
+// step (an element longer than the window may end the guess early). Only a guess:
+// read_in_parallel's chain check makes a wrong one cost time, never correctness. An indented
+// array of fewer than `small` bytes is searched only as far as that (it is read next by one
+// thread, which then finds its bytes already read in); the rest of a longer one by several
+// threads.
+inline size_t JsonReader::guess_array_end(size_t open, std::string_view gap, std::string_view sep,
+                                          size_t small) const {
+  if (gap.find('\n') == std::string_view::npos) {
+    constexpr size_t kWindow = 64u << 10;
+    size_t lo = open, hi = text_.size();
+    while (hi - lo > kWindow) {
+      const size_t mid = lo + (hi - lo) / 2;
+      const size_t at = text_.substr(0, std::min(mid + kWindow, hi)).find(sep, mid);
+      if (at == std::string_view::npos) {
+        hi = mid;
+      } else {
+        lo = at + 1;
+      }
+    }
+    return hi;
+  }
   const size_t line = text_.rfind('\n', open);
   const size_t from = line == std::string_view::npos ? 0 : line + 1;
   const size_t indent = text_.find_first_not_of(' ', from) - from;
@@ -142,10 +176,11 @@ inline size_t JsonReader::guess_array_end(size_t open, std::string_view gap, siz
 // A top-level array of records: in parallel when it is big, else (or when that did not hold)
 // one element after the other.
 template <class R, typename T, typename Read, typename Each>
-void JsonReader::read_records(std::vector<T>& out, std::string_view key, Read read_one, Each each) {
+void JsonReader::read_records(std::vector<T>& out, std::string_view key, Read read_one, Each each,
+                              bool with_ids) {
   out.clear();
   const size_t at = lx_.offset();
-  if (read_in_parallel<R>(out, key, read_one)) return;  // else it kept nothing
+  if (read_in_parallel<R>(out, key, read_one, with_ids)) return;  // else it kept nothing
   lx_.seek(at);
   read_list(out, each);
 }

@@ -23,9 +23,9 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/diagnostic.h"
-#include "ir/json_cursor.h"
 #include "ir/json_key_memo.h"
 #include "ir/json_lexer.h"
+#include "ir/json_text.h"
 #include "ir/json_value.h"
 #include "ir/pyjson.h"
 #include "ir/result.h"
@@ -130,22 +130,23 @@ class JsonReader {
     bool owned;
   };
   static constexpr size_t kMaxPath = kMaxDepth + 16;
-  void push(std::string_view key) {
-    if (depth_ == kMaxPath) lx_.fail("nesting too deep");
-    bool in_text =
+  [[gnu::always_inline]] void push(std::string_view key) {
+    const bool in_text =
         key.data() >= text_.data() && key.data() + key.size() <= text_.data() + text_.size();
-    if (in_text) {
-      path_[depth_++] = {key.data(), key.size(), false};
-    } else {
-      owned_.emplace_back(key);
-      path_[depth_++] = {owned_.back().data(), key.size(), true};
-    }
+    if (depth_ == kMaxPath || !in_text) return push_owned(key);
+    path_[depth_++] = {key.data(), key.size(), false};
   }
-  void push(size_t index) {
+  // push() of a key outside the text (a copy is kept), or past the deepest path (a syntax error).
+  [[gnu::noinline]] void push_owned(std::string_view key) {
+    if (depth_ == kMaxPath) lx_.fail("nesting too deep");
+    owned_.emplace_back(key);
+    path_[depth_++] = {owned_.back().data(), key.size(), true};
+  }
+  [[gnu::always_inline]] void push(size_t index) {
     if (depth_ == kMaxPath) lx_.fail("nesting too deep");
     path_[depth_++] = {nullptr, index, false};
   }
-  void pop() {
+  [[gnu::always_inline]] void pop() {
     if (path_[--depth_].owned) owned_.pop_back();
   }
   std::string pointer() const {
@@ -431,9 +432,13 @@ class JsonReader {
     return ok;
   }
 
+  // What read_object's `field` returns for a member it read itself and keeps no count of.
+  static constexpr int kRead = -2;
+
   // Iterates an object. `field(key)` reads a known key's value and returns its index (0..63), or
   // returns -1 for an unknown key, which is kept in `extra` verbatim (in order; a duplicate keeps
-  // its first position and the last value, as a Python dict does).
+  // its first position and the last value, as a Python dict does), or kRead for a member it
+  // read (or skipped) itself, whatever the key.
   // With `memo`, the keys of the objects of one kind are found by comparing bytes (see KeyMemo).
   template <typename F>
   bool read_object(std::string_view what, JsonValue* extra, KeyMemo* memo, F field) {
@@ -448,17 +453,18 @@ class JsonReader {
     uint64_t seen = 0;
     for (size_t member = 0;; ++member) {
       size_t koff = 0;  // the key's opening quote
-      const KeyMemo::Lead* lead = memo ? memo->learned(member) : nullptr;
+      KeyMemo::Lead* lead = memo ? memo->learned(member) : nullptr;
       if (lead && lx_.literal64(lead->bytes.data(), lead->size)) {
         koff = lx_.offset() - lead->size + lead->key_at - 1;
-        key = text_.substr(koff + 1, lead->key_size);
+        key = std::string_view(text_.data() + koff + 1, lead->key_size);
         first = false;
       } else {
         const size_t lead_at = lx_.offset();
         if (!lx_.next_key(key, key_scratch_, first)) break;
         koff = lx_.key_offset();
-        if (memo) memo->learn(member, text_, lead_at, key, lx_);
+        lead = memo ? memo->learn(member, text_, lead_at, key, lx_) : nullptr;
       }
+      key_lead_ = lead;
       std::string_view k = key;
       key_off_ = koff;
       push(k);
@@ -468,7 +474,7 @@ class JsonReader {
           warn("json.duplicate-key", fmt::format("duplicate key '{}' (the last one wins)", k),
                koff);
         seen |= uint64_t{1} << f;
-      } else {
+      } else if (f == -1) {
         std::string ks(k);  // the key view may be overwritten while the value is read
         pop();
         push(ks);
@@ -605,15 +611,21 @@ class JsonReader {
 
   // A top-level array of records (tasks, buffers, counters) read by several threads: see
   // ir/json_read_parallel.h, which defines these.
+  // With `with_ids`, each record's id must equal its position (check_id); without, records have
+  // none.
   template <class R, typename T, typename Read>
-  bool read_in_parallel(std::vector<T>& out, std::string_view key, Read read_one);
-  size_t guess_array_end(size_t open, std::string_view gap, size_t small) const;
+  bool read_in_parallel(std::vector<T>& out, std::string_view key, Read read_one, bool with_ids);
+  size_t guess_array_end(size_t open, std::string_view gap, std::string_view sep,
+                         size_t small) const;
   template <class R, typename T, typename Read, typename Each>
-  void read_records(std::vector<T>& out, std::string_view key, Read read_one, Each each);
+  void read_records(std::vector<T>& out, std::string_view key, Read read_one, Each each,
+                    bool with_ids = true);
 
   Lexer lx_;
   std::string_view text_;
   size_t key_off_ = 0;  // the offset of the key read_object is handling
+  // The memo's lead of that key (its bytes are the lead's), or nullptr when it has none.
+  KeyMemo::Lead* key_lead_ = nullptr;
   std::array<Seg, kMaxPath> path_{};
   size_t depth_ = 0;
   std::deque<std::string> owned_;

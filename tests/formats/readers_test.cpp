@@ -95,6 +95,15 @@ TEST(MpkReader, TheRuntimesOwnExampleIsAValidProgramWithItsPlacement) {
   EXPECT_TRUE(v.ok) << v.report();
 }
 
+TEST(MpkReader, ANameWrittenWithEscapesIsTheSameTensor) {
+  // Every "rmsnorm_out" spelled with JSON escapes: the same buffers, the same program.
+  std::string escaped = mpk_example();
+  for (size_t at = 0; (at = escaped.find("\"rmsnorm_out\"", at)) != std::string::npos;)
+    escaped.replace(at, 13, "\"rms\\u006eorm\\u005fout\"");
+  ASSERT_NE(escaped, mpk_example());
+  EXPECT_TRUE(test::must(mpk(escaped)) == test::must(mpk(mpk_example())));
+}
+
 TEST(MpkReader, TensorRegionsBecomeBuffersWhoseRacesTheProofChecks) {
   ir::Program p = test::must(mpk(mpk_example()));
   // rmsnorm_out is written three times (input norm, post-attention norm, final norm): three

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -16,6 +17,7 @@
 
 #include "fixtures/gen.h"
 #include "ir/json_io.h"
+#include "ir/json_lexer.h"
 #include "ir/pyjson.h"
 #include "support.h"
 
@@ -265,6 +267,45 @@ TEST(JsonLexer, StringsAndIntegersReadAsJsonDefinesThemAtEveryLengthAndPosition)
   }
   EXPECT_GT(past, 100);  // integers just past int64 were exercised too
   EXPECT_GT(cut, 1000);  // and numbers cut short by a byte that is not a digit
+}
+
+// PTO's 64-bit values are decimal strings, read eight digits at a time: at every length, with
+// leading zeros, past 2^64 and with a stray byte anywhere, what std::from_chars reads when it
+// must consume the whole string.
+TEST(JsonLexer, DecimalStringsReadAsFromCharsReadsThem) {
+  std::mt19937_64 rng(7);
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  const std::vector<std::string> edges = {"",
+                                          "0",
+                                          "00000000000000000000000000000042",
+                                          "18446744073709551615",
+                                          "18446744073709551616",
+                                          "99999999999999999999",
+                                          "4294967296",
+                                          "-1",
+                                          "+1",
+                                          " 1"};
+  int accepted = 0;
+  for (int n = 0; n < 20000; ++n) {
+    std::string s;
+    if (n < static_cast<int>(edges.size())) {
+      s = edges[static_cast<size_t>(n)];
+    } else {
+      const size_t zeros = pick(4) == 0 ? pick(12) : 0;
+      s.assign(zeros, '0');
+      for (size_t k = pick(23); k > 0; --k) s += static_cast<char>('0' + pick(10));
+      if (pick(5) == 0 && !s.empty()) s[pick(s.size())] = ":/a. -"[pick(6)];
+    }
+    uint64_t want = 0, got = 0;
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), want);
+    const bool ok = r.ec == std::errc() && r.ptr == s.data() + s.size();
+    ASSERT_EQ(detail::Lexer::decimal_u64(s, got), ok) << '"' << s << '"';
+    if (ok) {
+      EXPECT_EQ(got, want) << s;
+    }
+    accepted += ok;
+  }
+  EXPECT_GT(accepted, 5000);
 }
 
 TEST(JsonStrings, LoneSurrogatesSurviveARoundTrip) {
