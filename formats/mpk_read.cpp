@@ -152,7 +152,7 @@ class Parser : public ir::JsonCursor {
         [&](size_t k) {
           switch (k) {
             case 0:
-              return (void)raw_string(x.base_ptr, x.escaped);
+              return (void)raw_string(x.base_ptr);
             case 1:
               return (void)integer(x.offset, 0, INT64_MAX);
             case 2: {
@@ -412,7 +412,7 @@ class Builder : public DiagnosticSink {
       for (bool write : {false, true})
         for (const Tensor& x : write ? t.outputs : t.inputs) {
           const std::string_view name =
-              x.escaped ? unescaped.emplace_back(ir::JsonCursor::unescape(x.base_ptr)) : x.base_ptr;
+              x.base_ptr.escaped ? unescaped.emplace_back(x.base_ptr.value()) : x.base_ptr.raw;
           if (name == "nullptr" || name.empty()) continue;
           detail::ElemType et;
           (void)mpk::elem_type(x.data_type, et);

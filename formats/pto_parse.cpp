@@ -153,21 +153,21 @@ class Parser : public ir::JsonCursor {
         {"dtype", false},  {"shape", false}, {"start_offset", false},
         {"strides", false}};
     auto extent = [&](Extent& e) {
-      e.at = extents_.size();
+      e.at = static_cast<uint32_t>(extents_.size());
       (void)int_list_to(0, UINT32_MAX, [&](int64_t v) { extents_.push_back(v); });
-      e.n = extents_.size() - e.at;
+      e.n = static_cast<uint32_t>(extents_.size() - e.at);
     };
     object("an argument", &arg_keys_, kFields, [&](size_t k) {
       switch (k) {
         case 0:
           return (void)integer(a.idx, 0, INT32_MAX);
         case 1:
-          return (void)string(a.type);
+          return (void)raw_string(a.type);
         case 2:
           a.has_tensor = decimal_string(a.tensor_id);
           return;
         case 3:
-          return (void)string(a.dtype);
+          return (void)raw_string(a.dtype);
         case 4:
           return extent(a.shape);
         case 5:
@@ -192,7 +192,7 @@ class Parser : public ir::JsonCursor {
         case 0:
           return (void)decimal_string(t.task_id);
         case 1:
-          return (void)string(t.scope);
+          return (void)raw_string(t.scope);
         case 2:
           return (void)boolean(t.early_dispatch);
         case 3:
@@ -234,7 +234,7 @@ class Parser : public ir::JsonCursor {
         case 2:
           return (void)integer(t.version, INT32_MIN, INT32_MAX);
         case 3:
-          return (void)string(t.dtype);
+          return (void)raw_string(t.dtype);
         default:
           return (void)decimal_string(t.buffer_numel);
       }
@@ -271,7 +271,7 @@ class Parser : public ir::JsonCursor {
         case 2:
           return (void)integer(e.arg, -1, INT32_MAX);
         case 3:
-          return (void)string(e.source);
+          return (void)raw_string(e.source);
         case 4:
           return (void)array("an array of strings", [&] { (void)text(word); });
         case 5:
@@ -283,9 +283,6 @@ class Parser : public ir::JsonCursor {
         case 9:
         case 12:
           return (void)decimal_string(offset_at);
-        case 11:
-          e.has_producer = true;
-          return u32s();
         default:
           return u32s();
       }

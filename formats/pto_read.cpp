@@ -24,7 +24,7 @@ constexpr uint64_t kNoTask = UINT64_MAX;
 
 class Builder : public DiagnosticSink {
  public:
-  Builder(std::string_view text, const Deps& d, const ReadOptions& opt)
+  Builder(std::string_view text, Deps& d, const ReadOptions& opt)
       : DiagnosticSink(text), d_(d), opt_(opt) {}
 
   // Task, tensor and edge references; fills the indexes the build uses.
@@ -37,8 +37,8 @@ class Builder : public DiagnosticSink {
         report("pto.tensor-id", fmt::format("tensor_id {} appears twice", t.tensor_id),
                fmt::format("/tensors/{}", i), t.at);
       detail::ElemType et;
-      if (!pto::elem_type(t.dtype, et))
-        report("pto.dtype", fmt::format("unknown dtype \"{}\"", t.dtype),
+      if (!pto::elem_type(t.dtype.value(), et))
+        report("pto.dtype", fmt::format("unknown dtype \"{}\"", t.dtype.value()),
                fmt::format("/tensors/{}/dtype", i), t.at);
     }
     for (size_t i = 0; i < d_.tasks.size(); ++i) {
@@ -69,7 +69,8 @@ class Builder : public DiagnosticSink {
         auto aptr = [i, k] { return fmt::format("/tasks/{}/args/{}", i, k); };
         if (a.type != "INPUT" && a.type != "OUTPUT" && a.type != "INOUT" &&
             a.type != "OUTPUT_EXISTING")
-          report("pto.arg-type", fmt::format("unknown argument type \"{}\"", a.type), aptr(), a.at);
+          report("pto.arg-type", fmt::format("unknown argument type \"{}\"", a.type.value()),
+                 aptr(), a.at);
         if (a.has_tensor) arg_ref(a, aptr);
       }
     }
@@ -115,7 +116,7 @@ class Builder : public DiagnosticSink {
   }
 
  private:
-  const Deps& d_;
+  Deps& d_;  // its edges and tasks' args are let go once regions() took them
   const ReadOptions& opt_;
   std::unordered_map<uint64_t, size_t> index_;    // task_id -> position
   std::unordered_map<uint64_t, size_t> tensors_;  // tensor_id -> position
@@ -134,8 +135,9 @@ class Builder : public DiagnosticSink {
              fmt::format("argument names tensor {} which tensors[] lacks", a.tensor_id),
              ptr() + "/tensor_id", a.at);
     detail::ElemType et;
-    if (!pto::elem_type(a.dtype, et))
-      report("pto.dtype", fmt::format("unknown dtype \"{}\"", a.dtype), ptr() + "/dtype", a.at);
+    if (!pto::elem_type(a.dtype.value(), et))
+      report("pto.dtype", fmt::format("unknown dtype \"{}\"", a.dtype.value()), ptr() + "/dtype",
+             a.at);
     if (a.shape.n != a.strides.n)
       report("pto.arg-shape",
              fmt::format("shape has {} entries but strides has {}", a.shape.n, a.strides.n), ptr(),
@@ -261,6 +263,8 @@ class Builder : public DiagnosticSink {
 
   // Tensor regions: external tensors by buffer address; a runtime-allocated output by its
   // creator (heap addresses are reused once reclaimed, which the ring orders, not the graph).
+  // The dump's edges and the tasks' args are let go once taken, so that the buffers and the
+  // tasks' lists reuse their memory.
   void regions(ir::Program& p, ir::Runtime& rt) {
     detail::RegionMap rm;
     struct Memory {
@@ -279,7 +283,7 @@ class Builder : public DiagnosticSink {
       auto [it, fresh] = mem.try_emplace({t.buffer_addr, creator}, 0);
       if (fresh) {
         detail::ElemType et;
-        (void)pto::elem_type(t.dtype, et);
+        (void)pto::elem_type(t.dtype.value(), et);
         std::array<char, 24> hex{};
         const auto end = std::to_chars(hex.data(), hex.data() + hex.size(), t.buffer_addr, 16).ptr;
         std::string name = "t" + std::string(hex.data(), end);
@@ -290,15 +294,27 @@ class Builder : public DiagnosticSink {
     };
     // Each creator's outputs: the tensors its consumers read through creator edges.
     std::vector<std::vector<uint64_t>> created(d_.tasks.size());
+    size_t n = 0, extents = 0;
     for (const Edge& e : d_.edges) {
       if (e.source != "creator" || !e.has_tensor) continue;
       auto p_it = index_.find(e.pred);
       if (p_it == index_.end()) continue;
       auto& v = created[p_it->second];
       if (std::find(v.begin(), v.end(), e.tensor_id) == v.end()) v.push_back(e.tensor_id);
+      n += 1;
+      extents += 2;
     }
+    d_.edges = {};
+    for (const pto::Task& t : d_.tasks)
+      for (const Arg& a : t.args) {
+        const size_t uses =
+            (a.type == "INPUT") + (a.type == "OUTPUT_EXISTING") + 2 * (a.type == "INOUT");
+        n += uses;
+        extents += uses * (a.shape.n + a.strides.n);
+      }
+    rm.reserve(n, extents);
     for (size_t i = 0; i < d_.tasks.size(); ++i) {
-      const pto::Task& t = d_.tasks[i];
+      pto::Task& t = d_.tasks[i];
       auto creator_of = [&](int64_t arg) {
         auto it = creator_.find(creator_key(i, arg));
         return it == creator_.end() ? SIZE_MAX : it->second;
@@ -323,10 +339,12 @@ class Builder : public DiagnosticSink {
         rm.access(static_cast<uint32_t>(i), m, true, 0, {whole, 1}, {whole + 1, 1});
         if (std::find(addrs.begin(), addrs.end(), x.buffer_addr) != addrs.end()) continue;
         addrs.push_back(x.buffer_addr);
-        const int64_t bytes = numel * pto::elem_bytes(x.dtype);
+        const int64_t bytes = numel * pto::elem_bytes(x.dtype.value());
         heap += (bytes + pto::kOutputAlign - 1) / pto::kOutputAlign * pto::kOutputAlign;
       }
       rt.tasks[i].heap = heap;
+      t.args = {};
+      t.extents = {};
     }
     rm.build(p);
   }

@@ -415,8 +415,8 @@ void RegionMap::reserve(size_t accesses, size_t extents) {
 
 void RegionMap::access(uint32_t task, int32_t tensor, bool write, int64_t offset,
                        std::span<const int64_t> dims, std::span<const int64_t> strides) {
-  accesses_.push_back(
-      {task, tensor, write, static_cast<uint32_t>(dims.size()), extents_.size(), offset});
+  accesses_.push_back({task, tensor, static_cast<uint32_t>(extents_.size()),
+                       static_cast<uint32_t>(dims.size()), write, offset});
   extents_.insert(extents_.end(), dims.begin(), dims.end());
   extents_.insert(extents_.end(), strides.begin(), strides.end());
 }

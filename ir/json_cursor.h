@@ -16,6 +16,17 @@
 
 namespace amk::ir {
 
+/// A JSON string as it stands in a text that outlives it: the bytes between its quotes, JSON
+/// escapes and all when `escaped` (value() decodes them); or a plain string a writer gives.
+struct RawString {
+  std::string_view raw;
+  bool escaped = false;
+  /// The string.
+  std::string value() const;
+  /// Whether the string is `s`.
+  bool operator==(std::string_view s) const { return escaped ? value() == s : raw == s; }
+};
+
 /// Walks one JSON text. object() and array() keep the pointer path; a value read with the wrong
 /// type is reported (json.type) and skipped. Syntax errors end the document (json.syntax); after
 /// 100 errors it stops (json.too-many-errors). A format's reader derives from it.
@@ -141,21 +152,18 @@ class JsonCursor : public detail::JsonReader {
     lx_.read_string(out);
     return true;
   }
-  /// A string as it stands in the text between its quotes: a view into the text, its JSON
-  /// escapes (`escaped`: it has some) not decoded.
-  bool raw_string(std::string_view& out, bool& escaped) {
+  /// A string as it stands in the text (which outlives `out`), its escapes not decoded.
+  bool raw_string(RawString& out) {
     if (lx_.peek() != '"') {
       type_error("a string");
       return false;
     }
     const size_t quote = lx_.offset();
     const std::string_view v = lx_.string_view_(value_scratch_);
-    out = text_.substr(quote + 1, lx_.offset() - quote - 2);
-    escaped = v.data() != out.data();
+    out.raw = std::string_view(text_.data() + quote + 1, lx_.offset() - quote - 2);
+    out.escaped = v.data() != out.raw.data();
     return true;
   }
-  /// The string that raw_string() read as `raw` (escapes decoded).
-  static std::string unescape(std::string_view raw);
   /// A string, as a view that the next read may end.
   bool text(std::string_view& out) {
     if (lx_.peek() != '"') {
