@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <map>
 #include <span>
 #include <unordered_map>
 
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/formats.h"
+#include "formats/id_index.h"
 #include "formats/pto.h"
 #include "formats/sink.h"
 
@@ -25,7 +27,11 @@ constexpr uint64_t kNoTask = UINT64_MAX;
 class Builder : public DiagnosticSink {
  public:
   Builder(std::string_view text, Deps& d, const ReadOptions& opt)
-      : DiagnosticSink(text), d_(d), opt_(opt) {}
+      : DiagnosticSink(text),
+        d_(d),
+        opt_(opt),
+        index_(d.tasks.size()),
+        tensors_(d.tensors.size()) {}
 
   // Task, tensor and edge references; fills the indexes the build uses.
   ir::Diagnostics check() {
@@ -33,7 +39,7 @@ class Builder : public DiagnosticSink {
     last_local.fill(-1);
     for (size_t i = 0; i < d_.tensors.size(); ++i) {
       const pto::Tensor& t = d_.tensors[i];
-      if (!tensors_.emplace(t.tensor_id, i).second)
+      if (!tensors_.emplace(t.tensor_id, static_cast<uint32_t>(i)).second)
         report("pto.tensor-id", fmt::format("tensor_id {} appears twice", t.tensor_id),
                fmt::format("/tensors/{}", i), t.at);
       detail::ElemType et;
@@ -53,7 +59,7 @@ class Builder : public DiagnosticSink {
                ptr(), t.at);
         continue;
       }
-      if (!index_.emplace(t.task_id, i).second) {
+      if (!index_.emplace(t.task_id, static_cast<uint32_t>(i)).second) {
         report("pto.task-id", fmt::format("task_id {} appears twice", t.task_id), ptr(), t.at);
         continue;
       }
@@ -118,11 +124,11 @@ class Builder : public DiagnosticSink {
  private:
   Deps& d_;  // its edges and tasks' args are let go once regions() took them
   const ReadOptions& opt_;
-  std::unordered_map<uint64_t, size_t> index_;    // task_id -> position
-  std::unordered_map<uint64_t, size_t> tensors_;  // tensor_id -> position
-  std::vector<std::pair<size_t, size_t>> deps_;   // (pred, succ) positions, deduplicated later
-  std::unordered_map<uint64_t, size_t> creator_;  // consumer << 32 | arg -> creating task
-  std::vector<int32_t> fanin_;                    // distinct producers per task
+  detail::IdIndex index_;                        // task_id -> position
+  detail::IdIndex tensors_;                      // tensor_id -> position
+  std::vector<std::pair<size_t, size_t>> deps_;  // (pred, succ) positions, deduplicated later
+  detail::IdIndex creator_;                      // consumer << 32 | arg -> creating task
+  std::vector<int32_t> fanin_;                   // distinct producers per task
 
   static uint64_t creator_key(size_t consumer, int64_t arg) {
     return static_cast<uint64_t>(consumer) << 32 | static_cast<uint32_t>(arg);
@@ -130,7 +136,7 @@ class Builder : public DiagnosticSink {
 
   template <class Ptr>
   void arg_ref(const Arg& a, Ptr ptr) {
-    if (tensors_.find(a.tensor_id) == tensors_.end())
+    if (tensors_.find(a.tensor_id) == detail::IdIndex::kNone)
       report("pto.tensor-ref",
              fmt::format("argument names tensor {} which tensors[] lacks", a.tensor_id),
              ptr() + "/tensor_id", a.at);
@@ -147,14 +153,14 @@ class Builder : public DiagnosticSink {
   void edge_ref(size_t i) {
     const Edge& e = d_.edges[i];
     auto ptr = [i] { return fmt::format("/edges/{}", i); };
-    auto p = index_.find(e.pred), s = index_.find(e.succ);
-    if (p == index_.end() || s == index_.end()) {
+    const uint32_t p = index_.find(e.pred), s = index_.find(e.succ);
+    if (p == detail::IdIndex::kNone || s == detail::IdIndex::kNone) {
       report("pto.edge-ref",
              fmt::format("edge {} -> {} names a task the dump does not list", e.pred, e.succ),
-             ptr() + (p == index_.end() ? "/pred" : "/succ"), e.at);
+             ptr() + (p == detail::IdIndex::kNone ? "/pred" : "/succ"), e.at);
       return;
     }
-    if (p->second >= s->second) {
+    if (p >= s) {
       report("pto.edge-order",
              fmt::format("edge {} -> {} runs against submission order: a task waits only on "
                          "tasks submitted before it",
@@ -162,12 +168,12 @@ class Builder : public DiagnosticSink {
              ptr(), e.at);
       return;
     }
-    if (e.has_tensor && tensors_.find(e.tensor_id) == tensors_.end())
+    if (e.has_tensor && tensors_.find(e.tensor_id) == detail::IdIndex::kNone)
       report("pto.tensor-ref",
              fmt::format("edge names tensor {} which tensors[] lacks", e.tensor_id),
              ptr() + "/tensor_id", e.at);
-    deps_.emplace_back(p->second, s->second);
-    if (e.source == "creator") creator_.emplace(creator_key(s->second, e.arg), p->second);
+    deps_.emplace_back(p, s);
+    if (e.source == "creator") creator_.emplace(creator_key(s, e.arg), p);
   }
 
   static ir::PtoShape shape_of(const pto::Task& t) {
@@ -267,39 +273,46 @@ class Builder : public DiagnosticSink {
   // tasks' lists reuse their memory.
   void regions(ir::Program& p, ir::Runtime& rt) {
     detail::RegionMap rm;
-    struct Memory {
-      uint64_t address;
-      size_t creator;  // SIZE_MAX: none
-      bool operator==(const Memory&) const = default;
-    };
-    struct Hash {
-      size_t operator()(const Memory& m) const {
-        return std::hash<uint64_t>()(m.address * 0x9e3779b97f4a7c15ull ^ m.creator);
-      }
-    };
-    std::unordered_map<Memory, int32_t, Hash> mem;  // -> tensor
+    // The memory of a tensor: its buffer address, or that and the task that created it. Most
+    // are not created (SIZE_MAX): found by the tensor's position, then by its address.
+    std::vector<int32_t> plain(d_.tensors.size(), -1);
+    detail::IdIndex by_address(d_.tensors.size());
+    std::map<std::pair<uint64_t, size_t>, int32_t> created_by;
     auto memory = [&](uint64_t tensor_id, size_t creator) {
-      const pto::Tensor& t = d_.tensors[tensors_.at(tensor_id)];
-      auto [it, fresh] = mem.try_emplace({t.buffer_addr, creator}, 0);
-      if (fresh) {
+      const uint32_t pos = tensors_.find(tensor_id);
+      const pto::Tensor& t = d_.tensors[pos];
+      auto fresh = [&] {
         detail::ElemType et;
         (void)pto::elem_type(t.dtype.value(), et);
         std::array<char, 24> hex{};
         const auto end = std::to_chars(hex.data(), hex.data() + hex.size(), t.buffer_addr, 16).ptr;
         std::string name = "t" + std::string(hex.data(), end);
         if (creator != SIZE_MAX) name += "@" + label_id(d_.tasks[creator].task_id);
-        it->second = rm.tensor(std::move(name), et);
+        return rm.tensor(std::move(name), et);
+      };
+      if (creator != SIZE_MAX) {
+        auto [it, is_new] = created_by.try_emplace({t.buffer_addr, creator}, 0);
+        if (is_new) it->second = fresh();
+        return it->second;
       }
-      return it->second;
+      if (plain[pos] < 0) {
+        uint32_t m = by_address.find(t.buffer_addr);
+        if (m == detail::IdIndex::kNone) {
+          m = static_cast<uint32_t>(fresh());
+          by_address.emplace(t.buffer_addr, m);
+        }
+        plain[pos] = static_cast<int32_t>(m);
+      }
+      return plain[pos];
     };
     // Each creator's outputs: the tensors its consumers read through creator edges.
     std::vector<std::vector<uint64_t>> created(d_.tasks.size());
     size_t n = 0, extents = 0;
     for (const Edge& e : d_.edges) {
       if (e.source != "creator" || !e.has_tensor) continue;
-      auto p_it = index_.find(e.pred);
-      if (p_it == index_.end()) continue;
-      auto& v = created[p_it->second];
+      const uint32_t pred = index_.find(e.pred);
+      if (pred == detail::IdIndex::kNone) continue;
+      auto& v = created[pred];
       if (std::find(v.begin(), v.end(), e.tensor_id) == v.end()) v.push_back(e.tensor_id);
       n += 1;
       extents += 2;
@@ -316,8 +329,8 @@ class Builder : public DiagnosticSink {
     for (size_t i = 0; i < d_.tasks.size(); ++i) {
       pto::Task& t = d_.tasks[i];
       auto creator_of = [&](int64_t arg) {
-        auto it = creator_.find(creator_key(i, arg));
-        return it == creator_.end() ? SIZE_MAX : it->second;
+        const uint32_t c = creator_.find(creator_key(i, arg));
+        return c == detail::IdIndex::kNone ? SIZE_MAX : size_t{c};
       };
       auto touch = [&](const Arg& a, bool write) {
         const int32_t m = memory(a.tensor_id, creator_of(a.idx));
@@ -332,7 +345,7 @@ class Builder : public DiagnosticSink {
       std::vector<uint64_t> addrs;
       int64_t heap = 0;
       for (uint64_t id : created[i]) {
-        const pto::Tensor& x = d_.tensors[tensors_.at(id)];
+        const pto::Tensor& x = d_.tensors[tensors_.find(id)];
         const int32_t m = memory(id, i);
         const auto numel = static_cast<int64_t>(x.buffer_numel);
         const int64_t whole[] = {numel, 1};  // its dims, then its strides
