@@ -12,6 +12,7 @@
 #include "formats/mpk.h"
 #include "formats/sink.h"
 #include "ir/json_cursor.h"
+#include "ir/parallel.h"
 
 namespace amk::formats {
 namespace {
@@ -258,10 +259,8 @@ class Builder : public DiagnosticSink {
     rt.set(ir::Cap::sms, {sms});
     rt.set(ir::Cap::workers, {workers});
     rt.set(ir::Cap::schedulers, {schedulers});
-    p.tasks.reserve(g_.tasks.size());
-    p.counters.reserve(g_.events.size() + 1);
-    rt.tasks.reserve(g_.tasks.size());
     // One counter per event; tasks that trigger no event count on one more.
+    p.counters.reserve(g_.events.size() + 1);
     for (size_t i = 0; i < g_.events.size(); ++i) {
       const Event& e = g_.events[i];
       std::string note = "event " + std::to_string(i) + " (";
@@ -270,21 +269,40 @@ class Builder : public DiagnosticSink {
       p.add_counter(std::move(note));
     }
     int64_t sink = -1;
+    for (const Task& t : g_.tasks)
+      if (t.trigger_event == mpk::kEventInvalid) {
+        sink = p.add_counter("tasks that trigger no event");
+        break;
+      }
     const std::vector<int64_t> worker = mpk::placement(g_, workers, schedulers);
+    // The tasks' own fields, and their tensor regions (inputs, outputs and tile params; buffers
+    // and pages), are other members: they are filled side by side.
+    p.tasks.resize(g_.tasks.size());
+    rt.tasks.resize(g_.tasks.size());
+    ir::run_parts(2, 2, [&](size_t part, size_t, size_t) {
+      if (part == 0) {
+        tasks(p, rt, worker, sink);
+      } else {
+        regions(p);
+      }
+    });
+    p.runtime = std::move(rt);
+    return p;
+  }
+
+  // Each task's label, counter, waits and worker, and its foreign identity.
+  void tasks(ir::Program& p, ir::Runtime& rt, const std::vector<int64_t>& worker, int64_t sink) {
     const int64_t end_event = static_cast<int64_t>(g_.events.size()) - 1;
     for (size_t i = 0; i < g_.tasks.size(); ++i) {
       const Task& t = g_.tasks[i];
-      ir::Task task;
+      ir::Task& task = p.tasks[i];
       const std::string_view tn = mpk::task_type_name(t.task_type);
       task.label = tn.empty() ? "task_type " + std::to_string(t.task_type) : std::string(tn);
       task.label += " v";
       task.label += std::to_string(t.variant_id);
-      if (t.trigger_event == mpk::kEventInvalid) {
-        if (sink < 0) sink = p.add_counter("tasks that trigger no event");
-        task.out_counter = sink;
-      } else {
-        task.out_counter = static_cast<int64_t>(mpk::event_index(t.trigger_event));
-      }
+      task.out_counter = t.trigger_event == mpk::kEventInvalid
+                             ? sink
+                             : static_cast<int64_t>(mpk::event_index(t.trigger_event));
       auto wait_on = [&](int64_t e) {
         const int64_t n = g_.events[static_cast<size_t>(e)].num_triggers;
         if (n <= 0 || e == task.out_counter) return;
@@ -302,16 +320,11 @@ class Builder : public DiagnosticSink {
       // follows it through that event's triggers already.
       if (launched_by_[i] >= 0 && task.waits.empty()) wait_on(launched_by_[i]);
       if (worker[i] >= 0) task.sm = worker[i];
-      p.add_task(std::move(task));
-      ir::ForeignTask ft;
+      ir::ForeignTask& ft = rt.tasks[i];
       ft.id = i;
       ft.kind = static_cast<int32_t>(t.task_type);
       ft.variant = static_cast<int32_t>(t.variant_id);
-      rt.tasks.push_back(ft);
     }
-    regions(p);
-    p.runtime = std::move(rt);
-    return p;
   }
 
   // Which launch event enqueues each task (-1: none).

@@ -13,6 +13,7 @@
 #include "formats/id_index.h"
 #include "formats/pto.h"
 #include "formats/sink.h"
+#include "ir/parallel.h"
 
 namespace amk::formats {
 namespace {
@@ -112,9 +113,16 @@ class Builder : public DiagnosticSink {
       task.label = label(t);
       p.add_task(std::move(task));
     }
-    counters(p);
+    // Counters and waits, and the tensor regions (inputs, outputs and tile params; buffers and
+    // pages; the tasks' heap bytes), are other members: they are built side by side.
+    ir::run_parts(2, 2, [&](size_t part, size_t, size_t) {
+      if (part == 0) {
+        counters(p);
+      } else {
+        regions(p, rt);
+      }
+    });
     for (size_t i = 0; i < n; ++i) rt.tasks[i].fanin = fanin_[i];
-    regions(p, rt);
     scopes(stats, rt);
     joins(p, rt);
     p.runtime = std::move(rt);
