@@ -275,47 +275,46 @@ class Builder : public DiagnosticSink {
       }
   }
 
-  // Tensor regions: external tensors by buffer address; a runtime-allocated output by its
-  // creator (heap addresses are reused once reclaimed, which the ring orders, not the graph).
-  // The dump's edges and the tasks' args are let go once taken, so that the buffers and the
-  // tasks' lists reuse their memory.
-  void regions(ir::Program& p, ir::Runtime& rt) {
-    detail::RegionMap rm;
-    // The memory of a tensor: its buffer address, or that and the task that created it. Most
-    // are not created (SIZE_MAX): found by the tensor's position, then by its address.
-    std::vector<int32_t> plain(d_.tensors.size(), -1);
-    detail::IdIndex by_address(d_.tensors.size());
+  // Where tensors live: a buffer address, or that and the task that created it. Most are not
+  // created (SIZE_MAX): found by the tensor's position, then by its address.
+  struct Memories {
+    std::vector<int32_t> plain;  // by the tensor's position, -1 until found
+    detail::IdIndex by_address;
     std::map<std::pair<uint64_t, size_t>, int32_t> created_by;
-    auto memory = [&](uint64_t tensor_id, size_t creator) {
-      const uint32_t pos = tensors_.find(tensor_id);
-      const pto::Tensor& t = d_.tensors[pos];
-      auto fresh = [&] {
-        detail::ElemType et;
-        (void)pto::elem_type(t.dtype.value(), et);
-        std::array<char, 24> hex{};
-        const auto end = std::to_chars(hex.data(), hex.data() + hex.size(), t.buffer_addr, 16).ptr;
-        std::string name = "t" + std::string(hex.data(), end);
-        if (creator != SIZE_MAX) name += "@" + label_id(d_.tasks[creator].task_id);
-        return rm.tensor(std::move(name), et);
-      };
-      if (creator != SIZE_MAX) {
-        auto [it, is_new] = created_by.try_emplace({t.buffer_addr, creator}, 0);
-        if (is_new) it->second = fresh();
-        return it->second;
-      }
-      if (plain[pos] < 0) {
-        uint32_t m = by_address.find(t.buffer_addr);
-        if (m == detail::IdIndex::kNone) {
-          m = static_cast<uint32_t>(fresh());
-          by_address.emplace(t.buffer_addr, m);
-        }
-        plain[pos] = static_cast<int32_t>(m);
-      }
-      return plain[pos];
+  };
+  int32_t memory(detail::RegionMap& rm, Memories& m, uint64_t tensor_id, size_t creator) {
+    const uint32_t pos = tensors_.find(tensor_id);
+    const pto::Tensor& t = d_.tensors[pos];
+    auto fresh = [&] {
+      detail::ElemType et;
+      (void)pto::elem_type(t.dtype.value(), et);
+      std::array<char, 24> hex{};
+      const auto end = std::to_chars(hex.data(), hex.data() + hex.size(), t.buffer_addr, 16).ptr;
+      std::string name = "t" + std::string(hex.data(), end);
+      if (creator != SIZE_MAX) name += "@" + label_id(d_.tasks[creator].task_id);
+      return rm.tensor(std::move(name), et);
     };
-    // Each creator's outputs: the tensors its consumers read through creator edges.
+    if (creator != SIZE_MAX) {
+      auto [it, is_new] = m.created_by.try_emplace({t.buffer_addr, creator}, 0);
+      if (is_new) it->second = fresh();
+      return it->second;
+    }
+    if (m.plain[pos] < 0) {
+      uint32_t at = m.by_address.find(t.buffer_addr);
+      if (at == detail::IdIndex::kNone) {
+        at = static_cast<uint32_t>(fresh());
+        m.by_address.emplace(t.buffer_addr, at);
+      }
+      m.plain[pos] = static_cast<int32_t>(at);
+    }
+    return m.plain[pos];
+  }
+
+  // Each creator's outputs: the tensors its consumers read through creator edges. Counts the
+  // accesses regions() takes, and their dims and strides, in `n` and `extents`.
+  std::vector<std::vector<uint64_t>> created_outputs(size_t& n, size_t& extents) const {
     std::vector<std::vector<uint64_t>> created(d_.tasks.size());
-    size_t n = 0, extents = 0;
+    n = extents = 0;
     for (const Edge& e : d_.edges) {
       if (e.source != "creator" || !e.has_tensor) continue;
       const uint32_t pred = index_.find(e.pred);
@@ -325,7 +324,6 @@ class Builder : public DiagnosticSink {
       n += 1;
       extents += 2;
     }
-    d_.edges = {};
     for (const pto::Task& t : d_.tasks)
       for (const Arg& a : t.args) {
         const size_t uses =
@@ -333,6 +331,20 @@ class Builder : public DiagnosticSink {
         n += uses;
         extents += uses * (a.shape.n + a.strides.n);
       }
+    return created;
+  }
+
+  // Tensor regions: external tensors by buffer address; a runtime-allocated output by its
+  // creator (heap addresses are reused once reclaimed, which the ring orders, not the graph).
+  // The dump's edges and the tasks' args are let go once taken, so that the buffers and the
+  // tasks' lists reuse their memory.
+  void regions(ir::Program& p, ir::Runtime& rt) {
+    detail::RegionMap rm;
+    Memories mem{
+        std::vector<int32_t>(d_.tensors.size(), -1), detail::IdIndex(d_.tensors.size()), {}};
+    size_t n = 0, extents = 0;
+    const std::vector<std::vector<uint64_t>> created = created_outputs(n, extents);
+    d_.edges = {};
     rm.reserve(n, extents);
     for (size_t i = 0; i < d_.tasks.size(); ++i) {
       pto::Task& t = d_.tasks[i];
@@ -341,7 +353,7 @@ class Builder : public DiagnosticSink {
         return c == detail::IdIndex::kNone ? SIZE_MAX : size_t{c};
       };
       auto touch = [&](const Arg& a, bool write) {
-        const int32_t m = memory(a.tensor_id, creator_of(a.idx));
+        const int32_t m = memory(rm, mem, a.tensor_id, creator_of(a.idx));
         rm.access(static_cast<uint32_t>(i), m, write, static_cast<int64_t>(a.start_offset),
                   t.values(a.shape), t.values(a.strides));
       };
@@ -354,7 +366,7 @@ class Builder : public DiagnosticSink {
       int64_t heap = 0;
       for (uint64_t id : created[i]) {
         const pto::Tensor& x = d_.tensors[tensors_.find(id)];
-        const int32_t m = memory(id, i);
+        const int32_t m = memory(rm, mem, id, i);
         const auto numel = static_cast<int64_t>(x.buffer_numel);
         const int64_t whole[] = {numel, 1};  // its dims, then its strides
         rm.access(static_cast<uint32_t>(i), m, true, 0, {whole, 1}, {whole + 1, 1});
