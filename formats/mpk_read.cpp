@@ -35,12 +35,7 @@ class Parser : public ir::JsonCursor {
         "an MPK task graph", "the task graph", nullptr, kFields,
         [&](size_t k) {
           if (k == 0) {
-            if (!is_array()) return;
-            std::vector<Task> tasks;
-            records<Parser>(
-                tasks, "all_tasks", [](Parser& p, Task& t) { p.task(t); },
-                [&](Task& t) { task(t); });
-            append(g.tasks, std::move(tasks));
+            records<Parser>(g.tasks, "all_tasks", [](Parser& p, Task& t) { p.task(t); });
           } else if (k == 1) {
             list(g.events, [&](Event& e) { event(e); });
           } else if (!null()) {
@@ -97,29 +92,6 @@ class Parser : public ir::JsonCursor {
     warn("mpk.unknown-field",
          fmt::format("'{}' is not a field MPK reads (ignored)", std::string(key)), offset());
     skip();
-  }
-  bool is_array() {
-    if (lx_.peek() == '[') return true;
-    type_error("an array");
-    return false;
-  }
-  // A list's elements after those of the same key earlier in the object.
-  template <class T>
-  static void append(std::vector<T>& out, std::vector<T>&& more) {
-    if (out.empty()) {
-      out = std::move(more);
-    } else {
-      out.insert(out.end(), std::make_move_iterator(more.begin()),
-                 std::make_move_iterator(more.end()));
-    }
-  }
-  template <class T, class F>
-  void list(std::vector<T>& out, F read) {
-    array("an array", [&] {
-      out.emplace_back();
-      out.back().at = offset();
-      read(out.back());
-    });
   }
   // An int field that construct_task_graph reads with get<int>().
   void int32(int64_t& out) { (void)integer(out, INT32_MIN, INT32_MAX); }

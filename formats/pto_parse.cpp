@@ -37,11 +37,11 @@ class Parser : public ir::JsonCursor {
     static constexpr Field kFields[] = {{"tasks"}, {"tensors"}, {"edges"}};
     object("a PTO dependency dump", nullptr, kFields, [&](size_t k) {
       if (k == 0) {
-        big_list<Parser>(d.tasks, "tasks", [](Parser& p, Task& t) { p.task(t); });
+        records<Parser>(d.tasks, "tasks", [](Parser& p, Task& t) { p.task(t); });
       } else if (k == 1) {
-        big_list<Parser>(d.tensors, "tensors", [](Parser& p, Tensor& t) { p.tensor(t); });
+        records<Parser>(d.tensors, "tensors", [](Parser& p, Tensor& t) { p.tensor(t); });
       } else {
-        big_list<Parser>(d.edges, "edges", [](Parser& p, Edge& e) { p.edge(e); });
+        records<Parser>(d.edges, "edges", [](Parser& p, Edge& e) { p.edge(e); });
       }
     });
   }
@@ -119,32 +119,6 @@ class Parser : public ir::JsonCursor {
     });
   }
 
-  // A list's elements after those of the same key earlier in the object.
-  template <class T, class F>
-  void list(std::vector<T>& out, F read) {
-    array("an array", [&] {
-      out.emplace_back();
-      out.back().at = offset();
-      read(out.back());
-    });
-  }
-  // A top-level list, read by several threads when it is big.
-  template <class R, class T, class Read>
-  void big_list(std::vector<T>& out, std::string_view key, Read read_one) {
-    if (lx_.peek() != '[') {
-      type_error("an array");
-      return;
-    }
-    std::vector<T> more;
-    records<R>(more, key, read_one, [&](T& x) { read_one(*this, x); });
-    if (out.empty()) {
-      out = std::move(more);
-    } else {
-      out.insert(out.end(), std::make_move_iterator(more.begin()),
-                 std::make_move_iterator(more.end()));
-    }
-  }
-
   // An argument of a task whose shapes and strides go to extents_.
   void arg(Arg& a) {
     a.at = offset();
@@ -200,7 +174,7 @@ class Parser : public ir::JsonCursor {
         case 4:
           return (void)integer(t.block_num, 0, INT32_MAX);
         default:
-          return list(args_, [&](Arg& a) { arg(a); });
+          return (void)list(args_, [&](Arg& a) { arg(a); });
       }
     });
     t.args.assign(std::make_move_iterator(args_.begin()), std::make_move_iterator(args_.end()));

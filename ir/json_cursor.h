@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -122,13 +123,37 @@ class JsonCursor : public detail::JsonReader {
     }
     return true;
   }
-  /// A top-level array of records, read by several threads when it is big (see
-  /// ir/json_read_parallel.h; R, the format's reader, is made from the text) and else element
-  /// after element by `each(item)`; `read_one(R&, item)` reads one element in a piece.
-  template <class R, typename T, typename Read, typename Each>
-  void records(std::vector<T>& out, std::string_view key, Read read_one, Each each) {
+  /// An array of records, appended to `out` (after those of the same key earlier in the
+  /// object): each record's `at` is its offset, then `read(record)` reads it. False (reported,
+  /// skipped) when the value is not an array.
+  template <class T, class F>
+  bool list(std::vector<T>& out, F read) {
+    return array("an array", [&] {
+      out.emplace_back();
+      out.back().at = offset();
+      read(out.back());
+    });
+  }
+  /// list() of a top-level array, read by several threads when it is big (see
+  /// ir/json_read_parallel.h): R is the format's reader (this one's class, made from the text),
+  /// `read_one(R&, record)` reads one record (and sets its `at`).
+  template <class R, typename T, typename Read>
+  bool records(std::vector<T>& out, std::string_view key, Read read_one) {
+    if (lx_.peek() != '[') {
+      type_error("an array");
+      return false;
+    }
+    std::vector<T> more;
     read_records<R>(
-        out, key, read_one, [&](T& x, size_t) { each(x); }, /*with_ids=*/false);
+        more, key, read_one, [&](T& x, size_t) { read_one(static_cast<R&>(*this), x); },
+        /*with_ids=*/false);
+    if (out.empty()) {
+      out = std::move(more);
+    } else {
+      out.insert(out.end(), std::make_move_iterator(more.begin()),
+                 std::make_move_iterator(more.end()));
+    }
+    return true;
   }
 
   /// An integer in [lo, hi]; false (reported) for anything else.
