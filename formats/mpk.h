@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "formats/regions.h"
+#include "ir/json_cursor.h"
 
 namespace amk::formats::mpk {
 
@@ -42,10 +43,7 @@ struct Extents {
 };
 
 struct Tensor {
-  /// The name: in a read file, its bytes between the quotes (JSON escapes and all when `escaped`:
-  /// ir::JsonCursor::unescape decodes them); in a written one, the buffer's name.
-  std::string_view base_ptr;
-  bool escaped = false;
+  ir::RawString base_ptr;  ///< a read file's bytes, or the buffer's name a writer gives
   int32_t data_type = 0;
   int64_t offset = 0;     ///< bytes
   Extents dims, strides;  ///< elements

@@ -12,6 +12,7 @@
 #include "formats/mpk.h"
 #include "formats/sink.h"
 #include "ir/json_cursor.h"
+#include "ir/parallel.h"
 
 namespace amk::formats {
 namespace {
@@ -34,12 +35,7 @@ class Parser : public ir::JsonCursor {
         "an MPK task graph", "the task graph", nullptr, kFields,
         [&](size_t k) {
           if (k == 0) {
-            if (!is_array()) return;
-            std::vector<Task> tasks;
-            records<Parser>(
-                tasks, "all_tasks", [](Parser& p, Task& t) { p.task(t); },
-                [&](Task& t) { task(t); });
-            append(g.tasks, std::move(tasks));
+            records<Parser>(g.tasks, "all_tasks", [](Parser& p, Task& t) { p.task(t); });
           } else if (k == 1) {
             list(g.events, [&](Event& e) { event(e); });
           } else if (!null()) {
@@ -97,29 +93,6 @@ class Parser : public ir::JsonCursor {
          fmt::format("'{}' is not a field MPK reads (ignored)", std::string(key)), offset());
     skip();
   }
-  bool is_array() {
-    if (lx_.peek() == '[') return true;
-    type_error("an array");
-    return false;
-  }
-  // A list's elements after those of the same key earlier in the object.
-  template <class T>
-  static void append(std::vector<T>& out, std::vector<T>&& more) {
-    if (out.empty()) {
-      out = std::move(more);
-    } else {
-      out.insert(out.end(), std::make_move_iterator(more.begin()),
-                 std::make_move_iterator(more.end()));
-    }
-  }
-  template <class T, class F>
-  void list(std::vector<T>& out, F read) {
-    array("an array", [&] {
-      out.emplace_back();
-      out.back().at = offset();
-      read(out.back());
-    });
-  }
   // An int field that construct_task_graph reads with get<int>().
   void int32(int64_t& out) { (void)integer(out, INT32_MIN, INT32_MAX); }
 
@@ -152,7 +125,7 @@ class Parser : public ir::JsonCursor {
         [&](size_t k) {
           switch (k) {
             case 0:
-              return (void)raw_string(x.base_ptr, x.escaped);
+              return (void)raw_string(x.base_ptr);
             case 1:
               return (void)integer(x.offset, 0, INT64_MAX);
             case 2: {
@@ -258,10 +231,8 @@ class Builder : public DiagnosticSink {
     rt.set(ir::Cap::sms, {sms});
     rt.set(ir::Cap::workers, {workers});
     rt.set(ir::Cap::schedulers, {schedulers});
-    p.tasks.reserve(g_.tasks.size());
-    p.counters.reserve(g_.events.size() + 1);
-    rt.tasks.reserve(g_.tasks.size());
     // One counter per event; tasks that trigger no event count on one more.
+    p.counters.reserve(g_.events.size() + 1);
     for (size_t i = 0; i < g_.events.size(); ++i) {
       const Event& e = g_.events[i];
       std::string note = "event " + std::to_string(i) + " (";
@@ -270,21 +241,40 @@ class Builder : public DiagnosticSink {
       p.add_counter(std::move(note));
     }
     int64_t sink = -1;
+    for (const Task& t : g_.tasks)
+      if (t.trigger_event == mpk::kEventInvalid) {
+        sink = p.add_counter("tasks that trigger no event");
+        break;
+      }
     const std::vector<int64_t> worker = mpk::placement(g_, workers, schedulers);
+    // The tasks' own fields, and their tensor regions (inputs, outputs and tile params; buffers
+    // and pages), are other members: they are filled side by side.
+    p.tasks.resize(g_.tasks.size());
+    rt.tasks.resize(g_.tasks.size());
+    ir::run_parts(2, 2, [&](size_t part, size_t, size_t) {
+      if (part == 0) {
+        tasks(p, rt, worker, sink);
+      } else {
+        regions(p);
+      }
+    });
+    p.runtime = std::move(rt);
+    return p;
+  }
+
+  // Each task's label, counter, waits and worker, and its foreign identity.
+  void tasks(ir::Program& p, ir::Runtime& rt, const std::vector<int64_t>& worker, int64_t sink) {
     const int64_t end_event = static_cast<int64_t>(g_.events.size()) - 1;
     for (size_t i = 0; i < g_.tasks.size(); ++i) {
       const Task& t = g_.tasks[i];
-      ir::Task task;
+      ir::Task& task = p.tasks[i];
       const std::string_view tn = mpk::task_type_name(t.task_type);
       task.label = tn.empty() ? "task_type " + std::to_string(t.task_type) : std::string(tn);
       task.label += " v";
       task.label += std::to_string(t.variant_id);
-      if (t.trigger_event == mpk::kEventInvalid) {
-        if (sink < 0) sink = p.add_counter("tasks that trigger no event");
-        task.out_counter = sink;
-      } else {
-        task.out_counter = static_cast<int64_t>(mpk::event_index(t.trigger_event));
-      }
+      task.out_counter = t.trigger_event == mpk::kEventInvalid
+                             ? sink
+                             : static_cast<int64_t>(mpk::event_index(t.trigger_event));
       auto wait_on = [&](int64_t e) {
         const int64_t n = g_.events[static_cast<size_t>(e)].num_triggers;
         if (n <= 0 || e == task.out_counter) return;
@@ -302,16 +292,11 @@ class Builder : public DiagnosticSink {
       // follows it through that event's triggers already.
       if (launched_by_[i] >= 0 && task.waits.empty()) wait_on(launched_by_[i]);
       if (worker[i] >= 0) task.sm = worker[i];
-      p.add_task(std::move(task));
-      ir::ForeignTask ft;
+      ir::ForeignTask& ft = rt.tasks[i];
       ft.id = i;
       ft.kind = static_cast<int32_t>(t.task_type);
       ft.variant = static_cast<int32_t>(t.variant_id);
-      rt.tasks.push_back(ft);
     }
-    regions(p);
-    p.runtime = std::move(rt);
-    return p;
   }
 
   // Which launch event enqueues each task (-1: none).
@@ -412,7 +397,7 @@ class Builder : public DiagnosticSink {
       for (bool write : {false, true})
         for (const Tensor& x : write ? t.outputs : t.inputs) {
           const std::string_view name =
-              x.escaped ? unescaped.emplace_back(ir::JsonCursor::unescape(x.base_ptr)) : x.base_ptr;
+              x.base_ptr.escaped ? unescaped.emplace_back(x.base_ptr.value()) : x.base_ptr.raw;
           if (name == "nullptr" || name.empty()) continue;
           detail::ElemType et;
           (void)mpk::elem_type(x.data_type, et);

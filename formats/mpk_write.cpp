@@ -18,7 +18,7 @@ namespace {
 
 nlohmann::json tensor_json(const Tensor& x) {
   nlohmann::json j;
-  j["base_ptr"] = x.base_ptr;
+  j["base_ptr"] = x.base_ptr.raw;
   j["offset"] = x.offset;
   j["data_type"] = x.data_type;
   j["dims"] = std::vector<int64_t>(x.dims.values().begin(), x.dims.values().end());
@@ -109,7 +109,7 @@ namespace {
 bool describe(const ir::Program& p, const ir::Task& t, int64_t b, bool output, mpk::Tensor& x) {
   const ir::Buffer& buf = p.buffers[static_cast<size_t>(b)];
   const detail::Region r = detail::region_of(p, t, b, output, mpk::kMaxDims);
-  x.base_ptr = buf.name;
+  x.base_ptr.raw = buf.name;
   x.data_type = static_cast<int32_t>(mpk::data_type_code(buf.dtype));
   for (size_t k = 0; k < r.dims.size(); ++k) {
     if (r.dims[k] > INT32_MAX || std::abs(r.strides[k]) > INT32_MAX) return false;

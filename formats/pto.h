@@ -16,15 +16,16 @@ namespace amk::formats::pto {
 
 /// Values in a task's `extents`: an argument's shape or strides.
 struct Extent {
-  size_t at = 0, n = 0;
+  uint32_t at = 0, n = 0;
 };
 
+// A read file's strings are views of its text (ir::RawString); a writer's are names it gives.
 struct Arg {
   int64_t idx = 0;
-  std::string type;  ///< INPUT, OUTPUT, INOUT, OUTPUT_EXISTING
+  ir::RawString type;  ///< INPUT, OUTPUT, INOUT, OUTPUT_EXISTING
   bool has_tensor = false;
   uint64_t tensor_id = 0;
-  std::string dtype;
+  ir::RawString dtype;
   Extent shape, strides;
   uint64_t start_offset = 0;
   size_t at = 0;
@@ -32,7 +33,7 @@ struct Arg {
 
 struct Task {
   uint64_t task_id = 0;
-  std::string scope = "auto";
+  ir::RawString scope{"auto"};
   bool early_dispatch = false;
   std::array<int64_t, 3> kernel_ids{-1, -1, -1};
   int64_t block_num = 1;
@@ -42,7 +43,7 @@ struct Task {
   std::span<const int64_t> values(Extent e) const { return {extents.data() + e.at, e.n}; }
   /// Appends `v` to extents; returns where.
   Extent add(std::span<const int64_t> v) {
-    const Extent e{extents.size(), v.size()};
+    const Extent e{static_cast<uint32_t>(extents.size()), static_cast<uint32_t>(v.size())};
     extents.insert(extents.end(), v.begin(), v.end());
     return e;
   }
@@ -52,29 +53,34 @@ struct Task {
 struct Tensor {
   uint64_t tensor_id = 0, buffer_addr = 0, buffer_numel = 0;
   int64_t version = 0;
-  std::string dtype;
+  ir::RawString dtype;
   size_t at = 0;
 };
 
+/// An edge: what a program is made of.
 struct Edge {
   uint64_t pred = 0, succ = 0;
   int64_t arg = -1;
-  std::string source;
-  std::vector<std::string> flags;
-  std::string overlap;
+  ir::RawString source;  ///< tensormap, creator, explicit
   bool has_tensor = false;
   uint64_t tensor_id = 0;
+  size_t at = 0;
+};
+
+/// What the dump says of an edge besides: written, not kept when read.
+struct EdgeDetail {
+  std::vector<std::string> flags;
+  std::string overlap;
   std::string consumer_dtype;
   std::vector<int64_t> consumer_shape, consumer_strides, producer_shape, producer_strides;
   uint64_t consumer_start_offset = 0, producer_start_offset = 0;
-  bool has_producer = false;
-  size_t at = 0;
 };
 
 struct Deps {
   std::vector<Task> tasks;
   std::vector<Tensor> tensors;
   std::vector<Edge> edges;
+  std::vector<EdgeDetail> details;  ///< edges[k]'s, for the writer (a read leaves it empty)
 };
 
 /// One scope_stats.jsonl sample line.
@@ -96,9 +102,8 @@ struct ScopeStats {
   std::vector<ScopeSample> samples;
 };
 
-/// Parses deps.json into `d`; diagnostics carry pointers and line:column. Of an edge it keeps
-/// pred, succ, arg, source and tensor_id (what a program is made of); its other fields are
-/// checked, not kept.
+/// Parses deps.json (which must outlive `d`: its strings are views of it) into `d`; diagnostics
+/// carry pointers and line:column. An edge's details are checked, not kept.
 ir::Diagnostics parse_deps(std::string_view text, Deps& d);
 /// Parses scope_stats.jsonl into `s`; a diagnostic's line is the jsonl line.
 ir::Diagnostics parse_scope_stats(std::string_view text, ScopeStats& s);

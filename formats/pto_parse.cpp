@@ -37,11 +37,11 @@ class Parser : public ir::JsonCursor {
     static constexpr Field kFields[] = {{"tasks"}, {"tensors"}, {"edges"}};
     object("a PTO dependency dump", nullptr, kFields, [&](size_t k) {
       if (k == 0) {
-        big_list<Parser>(d.tasks, "tasks", [](Parser& p, Task& t) { p.task(t); });
+        records<Parser>(d.tasks, "tasks", [](Parser& p, Task& t) { p.task(t); });
       } else if (k == 1) {
-        big_list<Parser>(d.tensors, "tensors", [](Parser& p, Tensor& t) { p.tensor(t); });
+        records<Parser>(d.tensors, "tensors", [](Parser& p, Tensor& t) { p.tensor(t); });
       } else {
-        big_list<Parser>(d.edges, "edges", [](Parser& p, Edge& e) { p.edge(e); });
+        records<Parser>(d.edges, "edges", [](Parser& p, Edge& e) { p.edge(e); });
       }
     });
   }
@@ -119,32 +119,6 @@ class Parser : public ir::JsonCursor {
     });
   }
 
-  // A list's elements after those of the same key earlier in the object.
-  template <class T, class F>
-  void list(std::vector<T>& out, F read) {
-    array("an array", [&] {
-      out.emplace_back();
-      out.back().at = offset();
-      read(out.back());
-    });
-  }
-  // A top-level list, read by several threads when it is big.
-  template <class R, class T, class Read>
-  void big_list(std::vector<T>& out, std::string_view key, Read read_one) {
-    if (lx_.peek() != '[') {
-      type_error("an array");
-      return;
-    }
-    std::vector<T> more;
-    records<R>(more, key, read_one, [&](T& x) { read_one(*this, x); });
-    if (out.empty()) {
-      out = std::move(more);
-    } else {
-      out.insert(out.end(), std::make_move_iterator(more.begin()),
-                 std::make_move_iterator(more.end()));
-    }
-  }
-
   // An argument of a task whose shapes and strides go to extents_.
   void arg(Arg& a) {
     a.at = offset();
@@ -153,21 +127,21 @@ class Parser : public ir::JsonCursor {
         {"dtype", false},  {"shape", false}, {"start_offset", false},
         {"strides", false}};
     auto extent = [&](Extent& e) {
-      e.at = extents_.size();
+      e.at = static_cast<uint32_t>(extents_.size());
       (void)int_list_to(0, UINT32_MAX, [&](int64_t v) { extents_.push_back(v); });
-      e.n = extents_.size() - e.at;
+      e.n = static_cast<uint32_t>(extents_.size() - e.at);
     };
     object("an argument", &arg_keys_, kFields, [&](size_t k) {
       switch (k) {
         case 0:
           return (void)integer(a.idx, 0, INT32_MAX);
         case 1:
-          return (void)string(a.type);
+          return (void)raw_string(a.type);
         case 2:
           a.has_tensor = decimal_string(a.tensor_id);
           return;
         case 3:
-          return (void)string(a.dtype);
+          return (void)raw_string(a.dtype);
         case 4:
           return extent(a.shape);
         case 5:
@@ -192,7 +166,7 @@ class Parser : public ir::JsonCursor {
         case 0:
           return (void)decimal_string(t.task_id);
         case 1:
-          return (void)string(t.scope);
+          return (void)raw_string(t.scope);
         case 2:
           return (void)boolean(t.early_dispatch);
         case 3:
@@ -200,7 +174,7 @@ class Parser : public ir::JsonCursor {
         case 4:
           return (void)integer(t.block_num, 0, INT32_MAX);
         default:
-          return list(args_, [&](Arg& a) { arg(a); });
+          return (void)list(args_, [&](Arg& a) { arg(a); });
       }
     });
     t.args.assign(std::make_move_iterator(args_.begin()), std::make_move_iterator(args_.end()));
@@ -234,7 +208,7 @@ class Parser : public ir::JsonCursor {
         case 2:
           return (void)integer(t.version, INT32_MIN, INT32_MAX);
         case 3:
-          return (void)string(t.dtype);
+          return (void)raw_string(t.dtype);
         default:
           return (void)decimal_string(t.buffer_numel);
       }
@@ -271,7 +245,7 @@ class Parser : public ir::JsonCursor {
         case 2:
           return (void)integer(e.arg, -1, INT32_MAX);
         case 3:
-          return (void)string(e.source);
+          return (void)raw_string(e.source);
         case 4:
           return (void)array("an array of strings", [&] { (void)text(word); });
         case 5:
@@ -283,9 +257,6 @@ class Parser : public ir::JsonCursor {
         case 9:
         case 12:
           return (void)decimal_string(offset_at);
-        case 11:
-          e.has_producer = true;
-          return u32s();
         default:
           return u32s();
       }

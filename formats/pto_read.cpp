@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <map>
 #include <span>
 #include <unordered_map>
 
@@ -9,8 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/formats.h"
+#include "formats/id_index.h"
 #include "formats/pto.h"
 #include "formats/sink.h"
+#include "ir/parallel.h"
 
 namespace amk::formats {
 namespace {
@@ -24,8 +27,12 @@ constexpr uint64_t kNoTask = UINT64_MAX;
 
 class Builder : public DiagnosticSink {
  public:
-  Builder(std::string_view text, const Deps& d, const ReadOptions& opt)
-      : DiagnosticSink(text), d_(d), opt_(opt) {}
+  Builder(std::string_view text, Deps& d, const ReadOptions& opt)
+      : DiagnosticSink(text),
+        d_(d),
+        opt_(opt),
+        index_(d.tasks.size()),
+        tensors_(d.tensors.size()) {}
 
   // Task, tensor and edge references; fills the indexes the build uses.
   ir::Diagnostics check() {
@@ -33,12 +40,12 @@ class Builder : public DiagnosticSink {
     last_local.fill(-1);
     for (size_t i = 0; i < d_.tensors.size(); ++i) {
       const pto::Tensor& t = d_.tensors[i];
-      if (!tensors_.emplace(t.tensor_id, i).second)
+      if (!tensors_.emplace(t.tensor_id, static_cast<uint32_t>(i)).second)
         report("pto.tensor-id", fmt::format("tensor_id {} appears twice", t.tensor_id),
                fmt::format("/tensors/{}", i), t.at);
       detail::ElemType et;
-      if (!pto::elem_type(t.dtype, et))
-        report("pto.dtype", fmt::format("unknown dtype \"{}\"", t.dtype),
+      if (!pto::elem_type(t.dtype.value(), et))
+        report("pto.dtype", fmt::format("unknown dtype \"{}\"", t.dtype.value()),
                fmt::format("/tensors/{}/dtype", i), t.at);
     }
     for (size_t i = 0; i < d_.tasks.size(); ++i) {
@@ -53,7 +60,7 @@ class Builder : public DiagnosticSink {
                ptr(), t.at);
         continue;
       }
-      if (!index_.emplace(t.task_id, i).second) {
+      if (!index_.emplace(t.task_id, static_cast<uint32_t>(i)).second) {
         report("pto.task-id", fmt::format("task_id {} appears twice", t.task_id), ptr(), t.at);
         continue;
       }
@@ -69,7 +76,8 @@ class Builder : public DiagnosticSink {
         auto aptr = [i, k] { return fmt::format("/tasks/{}/args/{}", i, k); };
         if (a.type != "INPUT" && a.type != "OUTPUT" && a.type != "INOUT" &&
             a.type != "OUTPUT_EXISTING")
-          report("pto.arg-type", fmt::format("unknown argument type \"{}\"", a.type), aptr(), a.at);
+          report("pto.arg-type", fmt::format("unknown argument type \"{}\"", a.type.value()),
+                 aptr(), a.at);
         if (a.has_tensor) arg_ref(a, aptr);
       }
     }
@@ -105,9 +113,16 @@ class Builder : public DiagnosticSink {
       task.label = label(t);
       p.add_task(std::move(task));
     }
-    counters(p);
+    // Counters and waits, and the tensor regions (inputs, outputs and tile params; buffers and
+    // pages; the tasks' heap bytes), are other members: they are built side by side.
+    ir::run_parts(2, 2, [&](size_t part, size_t, size_t) {
+      if (part == 0) {
+        counters(p);
+      } else {
+        regions(p, rt);
+      }
+    });
     for (size_t i = 0; i < n; ++i) rt.tasks[i].fanin = fanin_[i];
-    regions(p, rt);
     scopes(stats, rt);
     joins(p, rt);
     p.runtime = std::move(rt);
@@ -115,13 +130,13 @@ class Builder : public DiagnosticSink {
   }
 
  private:
-  const Deps& d_;
+  Deps& d_;  // its edges and tasks' args are let go once regions() took them
   const ReadOptions& opt_;
-  std::unordered_map<uint64_t, size_t> index_;    // task_id -> position
-  std::unordered_map<uint64_t, size_t> tensors_;  // tensor_id -> position
-  std::vector<std::pair<size_t, size_t>> deps_;   // (pred, succ) positions, deduplicated later
-  std::unordered_map<uint64_t, size_t> creator_;  // consumer << 32 | arg -> creating task
-  std::vector<int32_t> fanin_;                    // distinct producers per task
+  detail::IdIndex index_;                        // task_id -> position
+  detail::IdIndex tensors_;                      // tensor_id -> position
+  std::vector<std::pair<size_t, size_t>> deps_;  // (pred, succ) positions, deduplicated later
+  detail::IdIndex creator_;                      // consumer << 32 | arg -> creating task
+  std::vector<int32_t> fanin_;                   // distinct producers per task
 
   static uint64_t creator_key(size_t consumer, int64_t arg) {
     return static_cast<uint64_t>(consumer) << 32 | static_cast<uint32_t>(arg);
@@ -129,13 +144,14 @@ class Builder : public DiagnosticSink {
 
   template <class Ptr>
   void arg_ref(const Arg& a, Ptr ptr) {
-    if (tensors_.find(a.tensor_id) == tensors_.end())
+    if (tensors_.find(a.tensor_id) == detail::IdIndex::kNone)
       report("pto.tensor-ref",
              fmt::format("argument names tensor {} which tensors[] lacks", a.tensor_id),
              ptr() + "/tensor_id", a.at);
     detail::ElemType et;
-    if (!pto::elem_type(a.dtype, et))
-      report("pto.dtype", fmt::format("unknown dtype \"{}\"", a.dtype), ptr() + "/dtype", a.at);
+    if (!pto::elem_type(a.dtype.value(), et))
+      report("pto.dtype", fmt::format("unknown dtype \"{}\"", a.dtype.value()), ptr() + "/dtype",
+             a.at);
     if (a.shape.n != a.strides.n)
       report("pto.arg-shape",
              fmt::format("shape has {} entries but strides has {}", a.shape.n, a.strides.n), ptr(),
@@ -145,14 +161,14 @@ class Builder : public DiagnosticSink {
   void edge_ref(size_t i) {
     const Edge& e = d_.edges[i];
     auto ptr = [i] { return fmt::format("/edges/{}", i); };
-    auto p = index_.find(e.pred), s = index_.find(e.succ);
-    if (p == index_.end() || s == index_.end()) {
+    const uint32_t p = index_.find(e.pred), s = index_.find(e.succ);
+    if (p == detail::IdIndex::kNone || s == detail::IdIndex::kNone) {
       report("pto.edge-ref",
              fmt::format("edge {} -> {} names a task the dump does not list", e.pred, e.succ),
-             ptr() + (p == index_.end() ? "/pred" : "/succ"), e.at);
+             ptr() + (p == detail::IdIndex::kNone ? "/pred" : "/succ"), e.at);
       return;
     }
-    if (p->second >= s->second) {
+    if (p >= s) {
       report("pto.edge-order",
              fmt::format("edge {} -> {} runs against submission order: a task waits only on "
                          "tasks submitted before it",
@@ -160,12 +176,12 @@ class Builder : public DiagnosticSink {
              ptr(), e.at);
       return;
     }
-    if (e.has_tensor && tensors_.find(e.tensor_id) == tensors_.end())
+    if (e.has_tensor && tensors_.find(e.tensor_id) == detail::IdIndex::kNone)
       report("pto.tensor-ref",
              fmt::format("edge names tensor {} which tensors[] lacks", e.tensor_id),
              ptr() + "/tensor_id", e.at);
-    deps_.emplace_back(p->second, s->second);
-    if (e.source == "creator") creator_.emplace(creator_key(s->second, e.arg), p->second);
+    deps_.emplace_back(p, s);
+    if (e.source == "creator") creator_.emplace(creator_key(s, e.arg), p);
   }
 
   static ir::PtoShape shape_of(const pto::Task& t) {
@@ -259,52 +275,85 @@ class Builder : public DiagnosticSink {
       }
   }
 
-  // Tensor regions: external tensors by buffer address; a runtime-allocated output by its
-  // creator (heap addresses are reused once reclaimed, which the ring orders, not the graph).
-  void regions(ir::Program& p, ir::Runtime& rt) {
-    detail::RegionMap rm;
-    struct Memory {
-      uint64_t address;
-      size_t creator;  // SIZE_MAX: none
-      bool operator==(const Memory&) const = default;
+  // Where tensors live: a buffer address, or that and the task that created it. Most are not
+  // created (SIZE_MAX): found by the tensor's position, then by its address.
+  struct Memories {
+    std::vector<int32_t> plain;  // by the tensor's position, -1 until found
+    detail::IdIndex by_address;
+    std::map<std::pair<uint64_t, size_t>, int32_t> created_by;
+  };
+  int32_t memory(detail::RegionMap& rm, Memories& m, uint64_t tensor_id, size_t creator) {
+    const uint32_t pos = tensors_.find(tensor_id);
+    const pto::Tensor& t = d_.tensors[pos];
+    auto fresh = [&] {
+      detail::ElemType et;
+      (void)pto::elem_type(t.dtype.value(), et);
+      std::array<char, 24> hex{};
+      const auto end = std::to_chars(hex.data(), hex.data() + hex.size(), t.buffer_addr, 16).ptr;
+      std::string name = "t" + std::string(hex.data(), end);
+      if (creator != SIZE_MAX) name += "@" + label_id(d_.tasks[creator].task_id);
+      return rm.tensor(std::move(name), et);
     };
-    struct Hash {
-      size_t operator()(const Memory& m) const {
-        return std::hash<uint64_t>()(m.address * 0x9e3779b97f4a7c15ull ^ m.creator);
-      }
-    };
-    std::unordered_map<Memory, int32_t, Hash> mem;  // -> tensor
-    auto memory = [&](uint64_t tensor_id, size_t creator) {
-      const pto::Tensor& t = d_.tensors[tensors_.at(tensor_id)];
-      auto [it, fresh] = mem.try_emplace({t.buffer_addr, creator}, 0);
-      if (fresh) {
-        detail::ElemType et;
-        (void)pto::elem_type(t.dtype, et);
-        std::array<char, 24> hex{};
-        const auto end = std::to_chars(hex.data(), hex.data() + hex.size(), t.buffer_addr, 16).ptr;
-        std::string name = "t" + std::string(hex.data(), end);
-        if (creator != SIZE_MAX) name += "@" + label_id(d_.tasks[creator].task_id);
-        it->second = rm.tensor(std::move(name), et);
-      }
+    if (creator != SIZE_MAX) {
+      auto [it, is_new] = m.created_by.try_emplace({t.buffer_addr, creator}, 0);
+      if (is_new) it->second = fresh();
       return it->second;
-    };
-    // Each creator's outputs: the tensors its consumers read through creator edges.
+    }
+    if (m.plain[pos] < 0) {
+      uint32_t at = m.by_address.find(t.buffer_addr);
+      if (at == detail::IdIndex::kNone) {
+        at = static_cast<uint32_t>(fresh());
+        m.by_address.emplace(t.buffer_addr, at);
+      }
+      m.plain[pos] = static_cast<int32_t>(at);
+    }
+    return m.plain[pos];
+  }
+
+  // Each creator's outputs: the tensors its consumers read through creator edges. Counts the
+  // accesses regions() takes, and their dims and strides, in `n` and `extents`.
+  std::vector<std::vector<uint64_t>> created_outputs(size_t& n, size_t& extents) const {
     std::vector<std::vector<uint64_t>> created(d_.tasks.size());
+    n = extents = 0;
     for (const Edge& e : d_.edges) {
       if (e.source != "creator" || !e.has_tensor) continue;
-      auto p_it = index_.find(e.pred);
-      if (p_it == index_.end()) continue;
-      auto& v = created[p_it->second];
+      const uint32_t pred = index_.find(e.pred);
+      if (pred == detail::IdIndex::kNone) continue;
+      auto& v = created[pred];
       if (std::find(v.begin(), v.end(), e.tensor_id) == v.end()) v.push_back(e.tensor_id);
+      n += 1;
+      extents += 2;
     }
+    for (const pto::Task& t : d_.tasks)
+      for (const Arg& a : t.args) {
+        const size_t uses =
+            (a.type == "INPUT") + (a.type == "OUTPUT_EXISTING") + 2 * (a.type == "INOUT");
+        n += uses;
+        extents += uses * (a.shape.n + a.strides.n);
+      }
+    return created;
+  }
+
+  // Tensor regions: external tensors by buffer address; a runtime-allocated output by its
+  // creator (heap addresses are reused once reclaimed, which the ring orders, not the graph).
+  // The dump's edges and the tasks' args are let go once taken, so that the buffers and the
+  // tasks' lists reuse their memory.
+  void regions(ir::Program& p, ir::Runtime& rt) {
+    detail::RegionMap rm;
+    Memories mem{
+        std::vector<int32_t>(d_.tensors.size(), -1), detail::IdIndex(d_.tensors.size()), {}};
+    size_t n = 0, extents = 0;
+    const std::vector<std::vector<uint64_t>> created = created_outputs(n, extents);
+    d_.edges = {};
+    rm.reserve(n, extents);
     for (size_t i = 0; i < d_.tasks.size(); ++i) {
-      const pto::Task& t = d_.tasks[i];
+      pto::Task& t = d_.tasks[i];
       auto creator_of = [&](int64_t arg) {
-        auto it = creator_.find(creator_key(i, arg));
-        return it == creator_.end() ? SIZE_MAX : it->second;
+        const uint32_t c = creator_.find(creator_key(i, arg));
+        return c == detail::IdIndex::kNone ? SIZE_MAX : size_t{c};
       };
       auto touch = [&](const Arg& a, bool write) {
-        const int32_t m = memory(a.tensor_id, creator_of(a.idx));
+        const int32_t m = memory(rm, mem, a.tensor_id, creator_of(a.idx));
         rm.access(static_cast<uint32_t>(i), m, write, static_cast<int64_t>(a.start_offset),
                   t.values(a.shape), t.values(a.strides));
       };
@@ -316,17 +365,19 @@ class Builder : public DiagnosticSink {
       std::vector<uint64_t> addrs;
       int64_t heap = 0;
       for (uint64_t id : created[i]) {
-        const pto::Tensor& x = d_.tensors[tensors_.at(id)];
-        const int32_t m = memory(id, i);
+        const pto::Tensor& x = d_.tensors[tensors_.find(id)];
+        const int32_t m = memory(rm, mem, id, i);
         const auto numel = static_cast<int64_t>(x.buffer_numel);
         const int64_t whole[] = {numel, 1};  // its dims, then its strides
         rm.access(static_cast<uint32_t>(i), m, true, 0, {whole, 1}, {whole + 1, 1});
         if (std::find(addrs.begin(), addrs.end(), x.buffer_addr) != addrs.end()) continue;
         addrs.push_back(x.buffer_addr);
-        const int64_t bytes = numel * pto::elem_bytes(x.dtype);
+        const int64_t bytes = numel * pto::elem_bytes(x.dtype.value());
         heap += (bytes + pto::kOutputAlign - 1) / pto::kOutputAlign * pto::kOutputAlign;
       }
       rt.tasks[i].heap = heap;
+      t.args = {};
+      t.extents = {};
     }
     rm.build(p);
   }

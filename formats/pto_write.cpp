@@ -35,16 +35,16 @@ std::string write_deps(const Deps& d) {
     out += fmt::format(
         "{}{{\"task_id\":\"{}\",\"scope\":\"{}\",\"early_dispatch\":{},\"kernel_ids\":[{},{},{}],"
         "\"block_num\":{},\"args\":[",
-        i ? "," : "", t.task_id, t.scope, t.early_dispatch ? "true" : "false", t.kernel_ids[0],
+        i ? "," : "", t.task_id, t.scope.raw, t.early_dispatch ? "true" : "false", t.kernel_ids[0],
         t.kernel_ids[1], t.kernel_ids[2], t.block_num);
     for (size_t a = 0; a < t.args.size(); ++a) {
       const Arg& x = t.args[a];
-      out += fmt::format("{}{{\"idx\":{},\"type\":\"{}\"", a ? "," : "", x.idx, x.type);
+      out += fmt::format("{}{{\"idx\":{},\"type\":\"{}\"", a ? "," : "", x.idx, x.type.raw);
       if (x.has_tensor)
         out += fmt::format(
             ",\"tensor_id\":\"{}\",\"dtype\":\"{}\",\"shape\":{},\"start_offset\":\"{}\","
             "\"strides\":{}",
-            x.tensor_id, x.dtype, uint_array(t.values(x.shape)), x.start_offset,
+            x.tensor_id, x.dtype.raw, uint_array(t.values(x.shape)), x.start_offset,
             uint_array(t.values(x.strides)));
       out += '}';
     }
@@ -56,31 +56,32 @@ std::string write_deps(const Deps& d) {
     out += fmt::format(
         "{}{{\"tensor_id\":\"{}\",\"buffer_addr\":\"{}\",\"version\":{},\"dtype\":\"{}\","
         "\"buffer_numel\":\"{}\"}}",
-        i ? "," : "", t.tensor_id, t.buffer_addr, t.version, t.dtype, t.buffer_numel);
+        i ? "," : "", t.tensor_id, t.buffer_addr, t.version, t.dtype.raw, t.buffer_numel);
   }
   out += "],\"edges\":[";
   for (size_t i = 0; i < d.edges.size(); ++i) {
     const Edge& e = d.edges[i];
+    const EdgeDetail& x = d.details[i];
     std::string flags = "[";
-    for (size_t k = 0; k < e.flags.size(); ++k)
-      flags += fmt::format("{}\"{}\"", k ? "," : "", e.flags[k]);
+    for (size_t k = 0; k < x.flags.size(); ++k)
+      flags += fmt::format("{}\"{}\"", k ? "," : "", x.flags[k]);
     flags += "]";
     out += fmt::format(
         "{}{{\"pred\":\"{}\",\"succ\":\"{}\",\"arg\":{},\"source\":\"{}\","
         "\"flags\":{}",
-        i ? "," : "", e.pred, e.succ, e.arg, e.source, flags);
-    if (e.source == "tensormap") out += fmt::format(",\"overlap\":\"{}\"", e.overlap);
+        i ? "," : "", e.pred, e.succ, e.arg, e.source.raw, flags);
+    if (e.source == "tensormap") out += fmt::format(",\"overlap\":\"{}\"", x.overlap);
     if (e.source != "explicit")
       out += fmt::format(
           ",\"tensor_id\":\"{}\",\"consumer_dtype\":\"{}\",\"consumer_shape\":{},"
           "\"consumer_start_offset\":\"{}\",\"consumer_strides\":{}",
-          e.tensor_id, e.consumer_dtype, uint_array(e.consumer_shape), e.consumer_start_offset,
-          uint_array(e.consumer_strides));
+          e.tensor_id, x.consumer_dtype, uint_array(x.consumer_shape), x.consumer_start_offset,
+          uint_array(x.consumer_strides));
     if (e.source == "tensormap")
       out += fmt::format(
           ",\"producer_shape\":{},\"producer_start_offset\":\"{}\","
           "\"producer_strides\":{}",
-          uint_array(e.producer_shape), e.producer_start_offset, uint_array(e.producer_strides));
+          uint_array(x.producer_shape), x.producer_start_offset, uint_array(x.producer_strides));
     out += '}';
   }
   out += "]}\n";
@@ -158,7 +159,7 @@ std::vector<uint64_t> write_tensors(const ir::Program& p, pto::Deps& d) {
     pto::Tensor t;
     t.tensor_id = id[b];
     t.buffer_addr = next;
-    t.dtype = std::string(pto::dtype_name(buf.dtype));
+    t.dtype.raw = pto::dtype_name(buf.dtype);
     t.buffer_numel = static_cast<uint64_t>(std::max<int64_t>(buf.numel(), 1));
     d.tensors.push_back(std::move(t));
     next += (static_cast<uint64_t>(std::max<int64_t>(buf.nbytes(), 1)) + 4095) / 4096 * 4096;
@@ -181,10 +182,10 @@ void add_args(const ir::Program& p, const ir::Task& task, const Buffers& bs, pto
     const detail::Region reg = detail::region_of(p, task, b, output, kMaxTensorDims);
     pto::Arg a;
     a.idx = idx++;
-    a.type = type;
+    a.type.raw = type;
     a.has_tensor = true;
     a.tensor_id = bs.id[static_cast<size_t>(b)];
-    a.dtype = std::string(pto::dtype_name(buf.dtype));
+    a.dtype.raw = pto::dtype_name(buf.dtype);
     a.shape = x.add(reg.dims);
     a.strides = x.add(reg.strides);
     a.start_offset = static_cast<uint64_t>(reg.offset);
@@ -198,41 +199,43 @@ void add_args(const ir::Program& p, const ir::Task& task, const Buffers& bs, pto
     }
     pto::Arg a;  // a runtime-allocated output: no tensor until its consumers name it
     a.idx = idx++;
-    a.type = "OUTPUT";
+    a.type.raw = "OUTPUT";
     x.args.push_back(std::move(a));
   }
 }
 
-// The edge from producer q to `task`, on the tensor it reads of q's (explicit when none).
-pto::Edge edge_of(const ir::Program& p, const ir::Task& task, uint32_t q, const Buffers& bs) {
+// The edge from producer q to `task`, on the tensor it reads of q's (explicit when none), and its
+// details.
+pto::Edge edge_of(const ir::Program& p, const ir::Task& task, uint32_t q, const Buffers& bs,
+                  pto::EdgeDetail& x) {
   pto::Edge e;
-  e.flags = {"wait"};
+  x.flags = {"wait"};
   int64_t via = -1;
   for (size_t i = 0; i < task.inputs.size() && via < 0; ++i)
     if (bs.producer_of[static_cast<size_t>(task.inputs[i])] == q) via = static_cast<int64_t>(i);
   if (via < 0) {
-    e.source = "explicit";
-    e.flags = {"wait", "retain"};
+    e.source.raw = "explicit";
+    x.flags = {"wait", "retain"};
     return e;
   }
   const int64_t b = task.inputs[static_cast<size_t>(via)];
   const bool created = bs.created[static_cast<size_t>(b)];
-  e.source = created ? "creator" : "tensormap";
-  if (created) e.flags = {"wait", "retain"};
+  e.source.raw = created ? "creator" : "tensormap";
+  if (created) x.flags = {"wait", "retain"};
   e.arg = via;
-  e.overlap = "covered";
+  x.overlap = "covered";
   e.has_tensor = true;
   e.tensor_id = bs.id[static_cast<size_t>(b)];
-  e.consumer_dtype = std::string(pto::dtype_name(p.buffers[static_cast<size_t>(b)].dtype));
+  x.consumer_dtype = std::string(pto::dtype_name(p.buffers[static_cast<size_t>(b)].dtype));
   const detail::Region cr = detail::region_of(p, task, b, false, kMaxTensorDims);
   const detail::Region pr = detail::region_of(p, p.tasks[q], b, true, kMaxTensorDims);
-  e.consumer_shape = cr.dims;
-  e.consumer_strides = cr.strides;
-  e.consumer_start_offset = static_cast<uint64_t>(cr.offset);
-  e.producer_shape = pr.dims;
-  e.producer_strides = pr.strides;
-  e.producer_start_offset = static_cast<uint64_t>(pr.offset);
-  if (pr.dims != cr.dims || pr.offset != cr.offset) e.overlap = "other";
+  x.consumer_shape = cr.dims;
+  x.consumer_strides = cr.strides;
+  x.consumer_start_offset = static_cast<uint64_t>(cr.offset);
+  x.producer_shape = pr.dims;
+  x.producer_strides = pr.strides;
+  x.producer_start_offset = static_cast<uint64_t>(pr.offset);
+  if (pr.dims != cr.dims || pr.offset != cr.offset) x.overlap = "other";
   return e;
 }
 
@@ -313,7 +316,7 @@ ir::Result<PtoFiles> export_pto(const ir::Program& p, const PtoExport& o) {
     d.tasks.push_back(std::move(x));
     for (uint32_t slot : g.wait_slots(t))
       for (uint32_t q : g.producers(slot)) {
-        pto::Edge e = edge_of(p, task, q, bs);
+        pto::Edge e = edge_of(p, task, q, bs, d.details.emplace_back());
         e.pred = pto_id[q];
         e.succ = d.tasks.back().task_id;
         d.edges.push_back(std::move(e));

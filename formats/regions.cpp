@@ -71,25 +71,40 @@ void subtract(Box a, const Box& b, std::vector<Box>& out) {
 }
 
 // The reference layout of a tensor: the distinct strides its accesses use (descending, ending in
-// 1, each a multiple of the next), or empty when the accesses do not fit one row-major layout.
-// `each(f)` calls f(dims, strides) for every access.
+// 1, each a multiple of the next), or none (empty) when the accesses do not fit one row-major
+// layout. `each(f)` calls f(dims, strides) for every access.
+struct Layout {
+  std::array<int64_t, kMaxDims> stride{};
+  size_t n = 0;
+  std::span<const int64_t> strides() const { return {stride.data(), n}; }
+};
 template <class Each>
-std::vector<int64_t> reference_strides(Each each) {
-  std::vector<int64_t> r{1};
+Layout reference_strides(Each each) {
+  Layout r;
+  bool fits = true;
+  auto add = [&](int64_t s) {
+    if (std::find(r.stride.begin(), r.stride.begin() + r.n, s) != r.stride.begin() + r.n) return;
+    if (r.n == r.stride.size()) {
+      fits = false;
+      return;
+    }
+    r.stride[r.n++] = s;
+  };
+  add(1);
   each([&](std::span<const int64_t> dims, std::span<const int64_t> strides) {
     for (size_t k = 0; k < dims.size(); ++k)
-      if (dims[k] > 1) r.push_back(strides[k]);
+      if (dims[k] > 1) add(strides[k]);
   });
-  std::sort(r.begin(), r.end(), std::greater<>());
-  r.erase(std::unique(r.begin(), r.end()), r.end());
-  if (r.size() > static_cast<size_t>(kMaxDims) || r.back() != 1) return {};
-  for (size_t j = 0; j + 1 < r.size(); ++j)
-    if (r[j + 1] <= 0 || r[j] % r[j + 1] != 0) return {};
+  if (!fits) return {};
+  std::sort(r.stride.begin(), r.stride.begin() + r.n, std::greater<>());
+  if (r.stride[r.n - 1] != 1) return {};
+  for (size_t j = 0; j + 1 < r.n; ++j)
+    if (r.stride[j + 1] <= 0 || r.stride[j] % r.stride[j + 1] != 0) return {};
   return r;
 }
 
 // An access as a box of the reference layout `r`, or false when it does not fit it.
-bool to_box(const std::vector<int64_t>& r, int64_t offset, std::span<const int64_t> dims,
+bool to_box(std::span<const int64_t> r, int64_t offset, std::span<const int64_t> dims,
             std::span<const int64_t> strides, Box& b) {
   b.n = static_cast<int>(r.size());
   int64_t o = offset;
@@ -136,12 +151,13 @@ Box to_interval(int64_t offset, std::span<const int64_t> dims, std::span<const i
 // tensor's reference layout, or as intervals when they do not fit one.
 template <class Access>
 void boxes_of(size_t n, Access access, std::vector<Box>& boxes) {
-  const std::vector<int64_t> ref = reference_strides([&](auto f) {
+  const Layout layout = reference_strides([&](auto f) {
     for (size_t i = 0; i < n; ++i) {
       const auto [offset, dims, strides] = access(i);
       f(dims, strides);
     }
   });
+  const std::span<const int64_t> ref = layout.strides();
   boxes.resize(n);
   bool boxed = !ref.empty();
   for (size_t i = 0; boxed && i < n; ++i) {
@@ -282,7 +298,8 @@ void add_unique(std::vector<int64_t>& v, int64_t b) {
 // Reads are appended to `reads` as (task, buffer), for assign_inputs.
 void wire_tasks(ir::Program& p, const std::vector<uint32_t>& task_of, Flow& f, int64_t prior,
                 const std::vector<int64_t>& buf_of, const std::vector<Box>& boxes,
-                const std::vector<Box>& bbox, std::vector<std::pair<uint32_t, int64_t>>& reads) {
+                const std::vector<Box>& bbox, const std::vector<std::array<int64_t, 4>>& whole,
+                std::vector<std::pair<uint32_t, int64_t>>& reads) {
   Classes& cls = f.cls;
   const std::vector<int32_t>& write_cls = f.write_cls;
   const std::vector<uint8_t>& read_prior = f.read_prior;
@@ -299,16 +316,22 @@ void wire_tasks(ir::Program& p, const std::vector<uint32_t>& task_of, Flow& f, i
     const bool again =
         std::find(task.outputs.begin(), task.outputs.end(), buf_of[r]) != task.outputs.end();
     add_unique(task.outputs, buf_of[r]);
-    std::array<int64_t, 4> rc{}, whole{};
-    (void)flatten(bbox[r], bbox[r], whole);
-    const bool tile = !again && flatten(bbox[r], boxes[i], rc) && rc != whole &&
+    std::array<int64_t, 4> rc{};
+    const bool tile = !again && flatten(bbox[r], boxes[i], rc) && rc != whole[r] &&
                       rc[1] <= INT32_MAX && rc[3] <= INT32_MAX;
     const std::array<int64_t, 4> params{rc[0], rc[1] - rc[0], rc[2], rc[3] - rc[2]};
     static constexpr std::string_view kKeys[] = {"m_off", "M_tile", "n_off", "N_tile"};
     if (first) {
       if (!tile) continue;
       task.params.reserve(task.params.size() + 4);
-      for (size_t k = 0; k < 4; ++k) task.set_param(kKeys[k], ir::ParamValue::of_int(params[k]));
+      const bool none = task.params.empty();
+      for (size_t k = 0; k < 4; ++k) {
+        if (none) {
+          task.params.push_back({std::string(kKeys[k]), ir::ParamValue::of_int(params[k])});
+        } else {
+          task.set_param(kKeys[k], ir::ParamValue::of_int(params[k]));
+        }
+      }
       continue;
     }
     // Every output of a task shares its tile (TileRegion): a task whose outputs' rectangles
@@ -415,8 +438,8 @@ void RegionMap::reserve(size_t accesses, size_t extents) {
 
 void RegionMap::access(uint32_t task, int32_t tensor, bool write, int64_t offset,
                        std::span<const int64_t> dims, std::span<const int64_t> strides) {
-  accesses_.push_back(
-      {task, tensor, write, static_cast<uint32_t>(dims.size()), extents_.size(), offset});
+  accesses_.push_back({task, tensor, static_cast<uint32_t>(extents_.size()),
+                       static_cast<uint32_t>(dims.size()), write, offset});
   extents_.insert(extents_.end(), dims.begin(), dims.end());
   extents_.insert(extents_.end(), strides.begin(), strides.end());
 }
@@ -427,6 +450,7 @@ struct RegionMap::Scratch {
   std::vector<uint8_t> writes, has_box;
   std::vector<int64_t> buf_of;
   std::vector<uint32_t> task_of;
+  std::vector<std::array<int64_t, 4>> whole;  // each class root's rectangle (flatten)
   Flow flow;
   std::vector<std::pair<uint32_t, int64_t>> reads;  // (task, buffer)
 };
@@ -506,9 +530,11 @@ void RegionMap::build_tensor(ir::Program& p, const Tensor& t, std::span<const ui
                          {rc[1], rc[3]});
   }
   int n_classes = 0;
+  s.whole.resize(cls.parent.size());
   for (size_t c = 0; c < cls.parent.size(); ++c) {
     if (cls.find(static_cast<int32_t>(c)) != static_cast<int32_t>(c)) continue;
-    std::array<int64_t, 4> rc{};
+    std::array<int64_t, 4>& rc = s.whole[c];
+    rc = {};
     (void)flatten(bbox[c], bbox[c], rc);
     std::string name = n_classes == 0 ? t.name : t.name + "@" + std::to_string(n_classes);
     ++n_classes;
@@ -517,7 +543,7 @@ void RegionMap::build_tensor(ir::Program& p, const Tensor& t, std::span<const ui
   std::vector<uint32_t>& task_of = s.task_of;
   task_of.resize(accesses.size());
   for (size_t i = 0; i < accesses.size(); ++i) task_of[i] = accesses_[accesses[i]].task;
-  wire_tasks(p, task_of, f, prior, buf_of, boxes, bbox, s.reads);
+  wire_tasks(p, task_of, f, prior, buf_of, boxes, bbox, s.whole, s.reads);
   share_pages(p, buf_of, bbox);
 }
 

@@ -55,9 +55,9 @@ class RegionMap {
   struct Access {
     uint32_t task;
     int32_t tensor;
+    uint32_t extents;  // its dims, then its strides, in extents_
+    uint32_t rank;     // dims (and strides) of the access
     bool write;
-    uint32_t rank;   // dims (and strides) of the access
-    size_t extents;  // its dims, then its strides, in extents_
     int64_t offset;
   };
   struct Tensor {

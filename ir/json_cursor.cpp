@@ -167,8 +167,9 @@ bool JsonCursor::boolean(bool& out) {
   return false;
 }
 
-std::string JsonCursor::unescape(std::string_view raw) {
-  // raw_string's view stands between the quotes of its string in the text.
+std::string RawString::value() const {
+  if (!escaped) return std::string(raw);
+  // An escaped one is JsonCursor::raw_string's view, between the quotes of its string.
   detail::Lexer lx({raw.data() - 1, raw.size() + 2});
   std::string out;
   lx.read_string(out);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,17 @@
 #include "ir/result.h"
 
 namespace amk::ir {
+
+/// A JSON string as it stands in a text that outlives it: the bytes between its quotes, JSON
+/// escapes and all when `escaped` (value() decodes them); or a plain string a writer gives.
+struct RawString {
+  std::string_view raw;
+  bool escaped = false;
+  /// The string.
+  std::string value() const;
+  /// Whether the string is `s`.
+  bool operator==(std::string_view s) const { return escaped ? value() == s : raw == s; }
+};
 
 /// Walks one JSON text. object() and array() keep the pointer path; a value read with the wrong
 /// type is reported (json.type) and skipped. Syntax errors end the document (json.syntax); after
@@ -111,13 +123,37 @@ class JsonCursor : public detail::JsonReader {
     }
     return true;
   }
-  /// A top-level array of records, read by several threads when it is big (see
-  /// ir/json_read_parallel.h; R, the format's reader, is made from the text) and else element
-  /// after element by `each(item)`; `read_one(R&, item)` reads one element in a piece.
-  template <class R, typename T, typename Read, typename Each>
-  void records(std::vector<T>& out, std::string_view key, Read read_one, Each each) {
+  /// An array of records, appended to `out` (after those of the same key earlier in the
+  /// object): each record's `at` is its offset, then `read(record)` reads it. False (reported,
+  /// skipped) when the value is not an array.
+  template <class T, class F>
+  bool list(std::vector<T>& out, F read) {
+    return array("an array", [&] {
+      out.emplace_back();
+      out.back().at = offset();
+      read(out.back());
+    });
+  }
+  /// list() of a top-level array, read by several threads when it is big (see
+  /// ir/json_read_parallel.h): R is the format's reader (this one's class, made from the text),
+  /// `read_one(R&, record)` reads one record (and sets its `at`).
+  template <class R, typename T, typename Read>
+  bool records(std::vector<T>& out, std::string_view key, Read read_one) {
+    if (lx_.peek() != '[') {
+      type_error("an array");
+      return false;
+    }
+    std::vector<T> more;
     read_records<R>(
-        out, key, read_one, [&](T& x, size_t) { each(x); }, /*with_ids=*/false);
+        more, key, read_one, [&](T& x, size_t) { read_one(static_cast<R&>(*this), x); },
+        /*with_ids=*/false);
+    if (out.empty()) {
+      out = std::move(more);
+    } else {
+      out.insert(out.end(), std::make_move_iterator(more.begin()),
+                 std::make_move_iterator(more.end()));
+    }
+    return true;
   }
 
   /// An integer in [lo, hi]; false (reported) for anything else.
@@ -141,21 +177,18 @@ class JsonCursor : public detail::JsonReader {
     lx_.read_string(out);
     return true;
   }
-  /// A string as it stands in the text between its quotes: a view into the text, its JSON
-  /// escapes (`escaped`: it has some) not decoded.
-  bool raw_string(std::string_view& out, bool& escaped) {
+  /// A string as it stands in the text (which outlives `out`), its escapes not decoded.
+  bool raw_string(RawString& out) {
     if (lx_.peek() != '"') {
       type_error("a string");
       return false;
     }
     const size_t quote = lx_.offset();
     const std::string_view v = lx_.string_view_(value_scratch_);
-    out = text_.substr(quote + 1, lx_.offset() - quote - 2);
-    escaped = v.data() != out.data();
+    out.raw = std::string_view(text_.data() + quote + 1, lx_.offset() - quote - 2);
+    out.escaped = v.data() != out.raw.data();
     return true;
   }
-  /// The string that raw_string() read as `raw` (escapes decoded).
-  static std::string unescape(std::string_view raw);
   /// A string, as a view that the next read may end.
   bool text(std::string_view& out) {
     if (lx_.peek() != '"') {

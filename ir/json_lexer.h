@@ -60,7 +60,7 @@ class Lexer {
     if (e_ - p_ >= 3 && std::memcmp(p_, "\xEF\xBB\xBF", 3) == 0) p_ += 3;
   }
 
-  void ws() {
+  [[gnu::always_inline]] void ws() {
     // Most calls stand at a token already (after a key's ':' or a value's ','): no whitespace.
     if (p_<e_&& static_cast<unsigned char>(*p_)> ' ') return;
     if (e_ - p_ >= 2 && *p_ == ' ' && static_cast<unsigned char>(p_[1]) > ' ') {  // ": " in a pair
@@ -94,7 +94,7 @@ class Lexer {
       return;
     }
   }
-  int peek() {
+  [[gnu::always_inline]] int peek() {
     ws();
     return p_ < e_ ? static_cast<unsigned char>(*p_) : -1;
   }

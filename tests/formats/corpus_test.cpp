@@ -18,7 +18,7 @@ std::vector<std::string> lines(const validate::Result& r) {
 
 TEST(CapacityCorpus, EveryCaseHasItsExpectedDiagnosticsAndEverySiblingFits) {
   const auto cases = test::corpus_cases();
-  EXPECT_GE(cases.size(), 16u);
+  EXPECT_GE(cases.size(), 24u);
   for (const auto& dir : cases) {
     SCOPED_TRACE(dir.filename().string());
     const ir::Program p = test::must(test::corpus_program(dir));
