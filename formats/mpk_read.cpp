@@ -3,6 +3,7 @@
 #include <array>
 #include <deque>
 #include <iterator>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -11,11 +12,19 @@
 #include "formats/formats.h"
 #include "formats/mpk.h"
 #include "formats/sink.h"
+#include "ir/checked.h"
 #include "ir/json_cursor.h"
 #include "ir/parallel.h"
 
 namespace amk::formats {
 namespace {
+
+// A byte offset as elements of `et` (a 4-bit type has two per byte), or nullopt past int64.
+std::optional<int64_t> element_offset(int64_t bytes, const detail::ElemType& et) {
+  const std::optional<int64_t> whole = ir::checked_mul(bytes / et.bits, 8);
+  if (!whole) return std::nullopt;
+  return ir::checked_add(*whole, bytes % et.bits * 8 / et.bits);
+}
 
 using mpk::Event;
 using mpk::Graph;
@@ -110,13 +119,28 @@ class Parser : public ir::JsonCursor {
             at);
   }
 
-  void extents(mpk::Extents& e, int64_t lo) {
+  // False (the error reported) when the list or one of its values is not one MPK holds.
+  bool extents(mpk::Extents& e, int64_t lo) {
     e.n = 0;
-    (void)int_list_to(lo, INT32_MAX, [&](int64_t v) { e.push(static_cast<int32_t>(v)); });
+    return int_list_to(lo, INT32_MAX, [&](int64_t v) { e.push(static_cast<int32_t>(v)); });
+  }
+
+  // Whether the tensor's region in elements fits 64-bit arithmetic (its byte offset as elements
+  // of its type, then its dims and strides).
+  static bool region_fits(const Tensor& x, const detail::ElemType& et) {
+    const std::optional<int64_t> first = element_offset(x.offset, et);
+    if (!first) return false;
+    std::array<int64_t, mpk::kMaxDims> dims{}, strides{};
+    const size_t rank = x.dims.values().size();
+    std::copy_n(x.dims.v.begin(), rank, dims.begin());
+    std::copy_n(x.strides.v.begin(), rank, strides.begin());
+    return detail::region_fits(static_cast<uint64_t>(*first), {dims.data(), rank},
+                               {strides.data(), rank});
   }
 
   void tensor(Tensor& x) {
     const size_t at = offset();
+    bool lists_ok = true;
     static constexpr Field kFields[] = {
         {"base_ptr"}, {"offset"}, {"data_type"}, {"dims"}, {"strides"}};
     auto unknown = [&](std::string_view key) { this->unknown(key); };
@@ -134,22 +158,32 @@ class Parser : public ir::JsonCursor {
               return;
             }
             case 3:
-              return extents(x.dims, 0);
+              lists_ok = extents(x.dims, 0) && lists_ok;
+              return;
             default:
-              return extents(x.strides, INT32_MIN);
+              lists_ok = extents(x.strides, INT32_MIN) && lists_ok;
+              return;
           }
         },
         unknown);
-    if (!seen) return;
+    if (!seen || !lists_ok) return;  // a bad dims or strides value is the error to show
+    bool shape_ok = false;
     if (x.dims.n != x.strides.n)
       error("mpk.tensor",
             fmt::format("dims has {} entries but strides has {}", x.dims.n, x.strides.n), at);
     else if (x.dims.n > static_cast<size_t>(mpk::kMaxDims))
       error("mpk.limit",
             fmt::format("{} dims, more than MAX_TENSOR_DIMS={}", x.dims.n, mpk::kMaxDims), at);
+    else
+      shape_ok = true;
     detail::ElemType et;
     if ((*seen >> 2 & 1u) && !mpk::elem_type(x.data_type, et))
       error("mpk.data-type", fmt::format("unknown data_type {}", x.data_type), at);
+    else if (shape_ok && !region_fits(x, et))
+      error(
+          "mpk.tensor",
+          fmt::format("offset {} with these dims and strides reaches past 2^63 elements", x.offset),
+          at);
   }
 
   void event(Event& e) {
@@ -405,8 +439,9 @@ class Builder : public DiagnosticSink {
           const size_t rank = x.dims.values().size();
           std::copy_n(x.dims.v.begin(), rank, ext.begin());
           std::copy_n(x.strides.v.begin(), rank, ext.begin() + rank);
-          rm.access(static_cast<uint32_t>(i), tensor_of(name, x), write, x.offset * 8 / et.bits,
-                    {ext.data(), rank}, {ext.data() + rank, rank});
+          rm.access(static_cast<uint32_t>(i), tensor_of(name, x), write,
+                    element_offset(x.offset, et).value_or(0), {ext.data(), rank},
+                    {ext.data() + rank, rank});
         }
       t.inputs = {};
       t.outputs = {};

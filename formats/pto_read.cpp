@@ -78,7 +78,7 @@ class Builder : public DiagnosticSink {
             a.type != "OUTPUT_EXISTING")
           report("pto.arg-type", fmt::format("unknown argument type \"{}\"", a.type.value()),
                  aptr(), a.at);
-        if (a.has_tensor) arg_ref(a, aptr);
+        if (a.has_tensor) arg_ref(t, a, aptr);
       }
     }
     for (size_t i = 0; i < d_.edges.size(); ++i) edge_ref(i);
@@ -143,7 +143,7 @@ class Builder : public DiagnosticSink {
   }
 
   template <class Ptr>
-  void arg_ref(const Arg& a, Ptr ptr) {
+  void arg_ref(const pto::Task& t, const Arg& a, Ptr ptr) {
     if (tensors_.find(a.tensor_id) == detail::IdIndex::kNone)
       report("pto.tensor-ref",
              fmt::format("argument names tensor {} which tensors[] lacks", a.tensor_id),
@@ -156,6 +156,11 @@ class Builder : public DiagnosticSink {
       report("pto.arg-shape",
              fmt::format("shape has {} entries but strides has {}", a.shape.n, a.strides.n), ptr(),
              a.at);
+    else if (!detail::region_fits(a.start_offset, t.values(a.shape), t.values(a.strides)))
+      report("pto.arg-shape",
+             fmt::format("start_offset {} with this shape and strides reaches past 2^63 elements",
+                         a.start_offset),
+             ptr(), a.at);
   }
 
   void edge_ref(size_t i) {

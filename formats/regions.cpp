@@ -4,8 +4,11 @@
 #include <array>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <tuple>
+
+#include "ir/checked.h"
 
 namespace amk::formats::detail {
 namespace {
@@ -545,6 +548,19 @@ void RegionMap::build_tensor(ir::Program& p, const Tensor& t, std::span<const ui
   for (size_t i = 0; i < accesses.size(); ++i) task_of[i] = accesses_[accesses[i]].task;
   wire_tasks(p, task_of, f, prior, buf_of, boxes, bbox, s.whole, s.reads);
   share_pages(p, buf_of, bbox);
+}
+
+bool region_fits(uint64_t offset, std::span<const int64_t> dims, std::span<const int64_t> strides) {
+  if (offset > static_cast<uint64_t>(INT64_MAX) || dims.size() != strides.size()) return false;
+  int64_t lo = static_cast<int64_t>(offset), hi = lo;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    const std::optional<int64_t> span = ir::checked_mul(dims[k] - 1, strides[k]);
+    if (!span) return false;
+    const std::optional<int64_t> end = ir::checked_add(*span < 0 ? lo : hi, *span);
+    if (!end) return false;
+    (*span < 0 ? lo : hi) = *end;
+  }
+  return true;
 }
 
 }  // namespace amk::formats::detail

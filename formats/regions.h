@@ -27,6 +27,11 @@ struct ElemType {
   int64_t bits = 8;
 };
 
+/// Whether an access at element offset `offset` with these dims and strides touches only elements
+/// in [INT64_MIN, INT64_MAX] at both of its ends (regions are formed in 64-bit arithmetic; a
+/// reader refuses an access that does not fit rather than proving a wrapped one).
+bool region_fits(uint64_t offset, std::span<const int64_t> dims, std::span<const int64_t> strides);
+
 /// An amk task's access to buffer `b` as a strided region in elements: the whole buffer (row-major,
 /// at most `max_dims` dims, leading ones folded), or a GEMV/GEMM tile's columns (and rows) of its
 /// output.

@@ -190,6 +190,39 @@ TEST(MpkReader, MalformedFilesGetTheFilePointerAndLineColumn) {
   }
 }
 
+// A region is formed in 64-bit arithmetic: an access whose far end does not fit is refused at
+// its pointer, never proved with a wrapped offset; a list value out of range is the one error
+// shown (not a count mismatch that follows from it).
+TEST(MpkReader, ARegionPast64BitsIsRefusedAtItsTensor) {
+  nlohmann::ordered_json g = nlohmann::ordered_json::parse(mpk_example());
+  nlohmann::ordered_json& x = g["all_tasks"][3]["inputs"][0];
+  x["dims"] = {2147483647, 2147483647, 4};  // about 2^63 elements, less 2^34
+  x["strides"] = {2147483647, 2147483647, 1};
+  x["offset"] = int64_t{1} << 62;  // bytes: 2^61 bf16 elements more
+  ir::Diagnostic d = first_error(mpk(g.dump(2)));
+  EXPECT_EQ(d.code, "mpk.tensor");
+  EXPECT_EQ(d.pointer, "/all_tasks/3/inputs/0");
+  EXPECT_NE(d.message.find("2^63"), std::string::npos) << d.message;
+  x["offset"] = 0;  // the same extents from the start of the tensor fit
+  EXPECT_TRUE(mpk(g.dump(2)).ok());
+  x["dims"] = {-1, 1024};
+  const ir::Result<ir::Program> r = mpk(g.dump(2));
+  ASSERT_FALSE(r.ok());
+  for (const ir::Diagnostic& e : r.diagnostics) EXPECT_NE(e.code, "mpk.tensor") << e.message;
+  EXPECT_EQ(first_error(r).pointer, "/all_tasks/3/inputs/0/dims/0");
+}
+
+TEST(PtoReader, ARegionPast64BitsIsRefusedAtItsArgument) {
+  for (const char* start : {"9223372036854775800", "18446744073709551615"}) {
+    ir::Diagnostic d = first_error(pto(edit(pto_example(), "\"start_offset\":\"0\"",
+                                            std::string("\"start_offset\":\"") + start + "\""),
+                                       {}));
+    EXPECT_EQ(d.code, "pto.arg-shape");
+    EXPECT_EQ(d.pointer, "/tasks/0/args/0");
+    EXPECT_NE(d.message.find(start), std::string::npos) << d.message;
+  }
+}
+
 TEST(PtoReader, TheRuntimesOwnExampleIsAValidProgramWithItsScopes) {
   ir::Program p = test::must(pto(pto_example(), scope_stats_example()));
   ASSERT_EQ(p.tasks.size(), 5u);
