@@ -12,6 +12,7 @@
 #include "ir/graph.h"
 #include "ir/opcodes.h"
 #include "ir/program.h"
+#include "validate/image.h"
 #include "validate/reach.h"
 #include "validate/validate.h"
 
@@ -24,6 +25,37 @@ using ir::TileRegion;
 
 /// Diagnostics reported per rule code (kept or not).
 using RuleCounts = std::unordered_map<std::string, size_t>;
+
+/// The stages of a proof in emission order: the incremental proof runs Placement, Pages and
+/// Capacity again and takes the others' diagnostics from the last proof.
+enum class Stage : uint8_t {
+  Structure,  ///< buffers, the per-task pass, counters, cycles, races
+              ///< (check_buffers..check_hazards)
+  Placement,  ///< check_placement
+  Pages,      ///< check_pages
+  Outputs,    ///< check_outputs
+  Capacity,   ///< check_capacity
+};
+inline constexpr size_t kStages = 5;
+
+/// Where each stage's diagnostics end in a proof's lists (Context::finish's summaries come after).
+struct StageEnds {
+  std::array<size_t, kStages> errors{}, warnings{};
+  void mark(size_t stage, const Result& r) {
+    errors[stage] = r.errors.size();
+    warnings[stage] = r.warnings.size();
+  }
+};
+
+/// The last proof of a Validator::set_incremental validator, for the next one to reuse.
+struct LastProof {
+  bool valid = false;  ///< false until a proof completes (one that throws leaves it false)
+  ProgramImage image;  ///< the program proved
+  ProgramImage next;   ///< the program being proved (swapped in when done)
+  Result result;       ///< its result
+  RuleCounts counts;   ///< its diagnostics per code (kept or not)
+  StageEnds ends;
+};
 
 /// Reusable memory of a Validator.
 struct Scratch {
@@ -52,9 +84,12 @@ struct Scratch {
   std::vector<uint32_t> page_off;
   std::vector<int64_t> page_occ, page_order;
   std::vector<std::pair<uint32_t, int64_t>> written;
-  unsigned threads = 0;   // Validator::set_threads
-  bool screens = true;    // Validator::set_screens
-  RuleCounts rule_count;  // the run's (a part of a parallel pass counts in its own)
+  unsigned threads = 0;              // Validator::set_threads
+  bool screens = true;               // Validator::set_screens
+  bool incremental = false;          // Validator::set_incremental
+  ProofPath path = ProofPath::Full;  // Validator::last_path
+  LastProof last;                    // (incremental only)
+  RuleCounts rule_count;             // the run's (a part of a parallel pass counts in its own)
 };
 
 /// One run: the program, its graph, the result being filled and helpers for the rules.
@@ -132,6 +167,15 @@ void check_placement(Context& c);      // AMK steps 5b, 6 + negative SMs
 void check_pages(Context& c);          // page table integrity + AMK step 7 (acyclic only)
 void check_outputs(Context& c);        // AMK step 8
 void check_capacity(Context& c);       // the runtime's capacities (Program::runtime, config)
+
+/// The full proof of `p`; with `ends`, where each stage's diagnostics end.
+Result prove(Scratch& s, const ir::Program& p, StageEnds* ends);
+/// Runs the rules of one stage.
+void run_stage(Context& c, Stage stage);
+/// The stats of `p`, whose counter graph is `g`.
+Stats stats_of(const ir::Program& p, const ir::Graph& g);
+/// Validator::validate with set_incremental(true) (incremental.cpp).
+Result prove_incrementally(Scratch& s, const ir::Program& p);
 
 /// "task 3 (label)" as AMK's messages print a task.
 std::string task_ref(const ir::Task& t, size_t id);

@@ -56,6 +56,18 @@ std::span<const Rule> rules();
 
 struct Scratch;
 
+/// How Validator::validate reached its result.
+enum class ProofPath : uint8_t {
+  Full,            ///< every rule ran
+  Same,            ///< the program is the one proved last, bit for bit: that proof's result
+  Config,          ///< only the config changed: the capacity rules ran again
+  Placement,       ///< only tasks' SMs (and the config) changed: placement and capacity rules
+  Pages,           ///< only the page allocation (and the config) changed: page and capacity rules
+  PlacementPages,  ///< only both (and the config) changed: placement, page and capacity rules
+};
+/// "full", "same", "config", "placement", "pages", "placement+pages".
+std::string_view name(ProofPath p);
+
 /// A reusable validator: keeps its scratch memory across calls. One instance per thread; distinct
 /// instances validate concurrently.
 class Validator {
@@ -74,6 +86,13 @@ class Validator {
   /// screen finds something; false sends every task through the reporting itself (for tests:
   /// the result is the same).
   void set_screens(bool on);
+  /// With `on`, validate() compares each program with the one it proved last (off by default: it
+  /// keeps an image of the program and the result): where they differ only in tasks' SMs, the
+  /// page allocation or the config, it runs the rules those reach again and takes the rest from
+  /// the last proof; else it proves in full. The result is the full proof's, always.
+  void set_incremental(bool on);
+  /// How the last validate() reached its result.
+  ProofPath last_path() const;
   /// The counter graph of the program validated last (for the cost model: targets::estimate).
   const ir::Graph& graph() const;
   /// The SM-queue schedule graph (QueueEdges::Assigned) the last proof built over graph(), or
