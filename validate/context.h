@@ -26,8 +26,8 @@ using ir::TileRegion;
 /// Diagnostics reported per rule code (kept or not).
 using RuleCounts = std::unordered_map<std::string, size_t>;
 
-/// The stages of a proof in emission order: the incremental proof runs Placement, Pages and
-/// Capacity again and takes the others' diagnostics from the last proof.
+/// The stages of a proof in emission order: the incremental proof runs Placement, Pages, Outputs
+/// and Capacity again where they read what changed, and takes Structure from the last proof.
 enum class Stage : uint8_t {
   Structure,  ///< buffers, the per-task pass, counters, cycles, races
               ///< (check_buffers..check_hazards)
@@ -84,12 +84,12 @@ struct Scratch {
   std::vector<uint32_t> page_off;
   std::vector<int64_t> page_occ, page_order;
   std::vector<std::pair<uint32_t, int64_t>> written;
-  unsigned threads = 0;              // Validator::set_threads
-  bool screens = true;               // Validator::set_screens
-  bool incremental = false;          // Validator::set_incremental
-  ProofPath path = ProofPath::Full;  // Validator::last_path
-  LastProof last;                    // (incremental only)
-  RuleCounts rule_count;             // the run's (a part of a parallel pass counts in its own)
+  unsigned threads = 0;      // Validator::set_threads
+  bool screens = true;       // Validator::set_screens
+  bool incremental = false;  // Validator::set_incremental
+  ProofPath path;            // Validator::last_path
+  LastProof last;            // (incremental only)
+  RuleCounts rule_count;     // the run's (a part of a parallel pass counts in its own)
 };
 
 /// One run: the program, its graph, the result being filled and helpers for the rules.

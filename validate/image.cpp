@@ -253,12 +253,11 @@ bool ProgramImage::Words::operator==(const Words& o) const {
 }
 
 void ProgramImage::build(const ir::Program& p) {
-  const auto& [ir_version, abi_version, meta, target, buffers, counters, tasks, page_allocation,
-               schedule_config, extra, runtime] = p;
+  const auto& [ir_version, abi_version, program_meta, target, buffers, counters, tasks,
+               page_allocation, schedule_config, extra, runtime] = p;
   Writer w(core);
   w.str(ir_version);
   w.str(abi_version);
-  w.json(meta);
   w.u(target.has_value());
   if (target) put(w, *target);
   w.u(buffers.size());
@@ -282,6 +281,8 @@ void ProgramImage::build(const ir::Program& p) {
   }
   Writer pw(pages);
   put(pw, page_allocation);
+  Writer mw(meta);
+  mw.json(program_meta);
   Writer cw(config);
   put(cw, schedule_config);
 }

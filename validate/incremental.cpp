@@ -1,11 +1,11 @@
 // The incremental proof (Validator::set_incremental). A program equal to the one proved last in
-// everything but its tasks' SMs, its page allocation and its config is proved by running again the
-// stages of the proof that read those, and taking the other stages' diagnostics from the last
-// proof. Why the result is the full proof's:
+// everything but its tasks' SMs, its page allocation, its meta and its config is proved by running
+// again the stages of the proof that read what changed, and taking the other stages' diagnostics
+// from the last proof. Why the result is the full proof's:
 //  - Equal means word for word on ProgramImage: every field of the program, bit for bit.
-//  - Of the three, the proof reads tasks' SMs in check_placement, check_capacity and
-//    Stats::sm_assigned only; the page allocation in check_pages only; the config in
-//    check_capacity only. Every other stage reads none of them, so on an equal rest it reports
+//  - Of the four, the proof reads tasks' SMs in check_placement, check_capacity and
+//    Stats::sm_assigned only; the page allocation in check_pages only; meta in check_outputs
+//    only; the config in check_capacity only. A stage that reads none of what changed reports
 //    what it reported last time (a proof is a function of the program).
 //  - The scratch the re-run stages read (the counter graph, the buffers' writers and users) is a
 //    function of the rest, and is the last proof's; the SM-queue graph is built again with
@@ -13,64 +13,67 @@
 //  - Each rule code is reported by one stage only, so a stage run alone with fresh per-code counts
 //    keeps and counts what it kept and counted inside a full proof; the summaries of capped codes
 //    (Context::finish) are made again from the merged counts.
-// Any other change (tasks, buffers, counters, target, runtime, meta, versions) is proved in full.
+// Any other change (tasks, buffers, counters, target, runtime, versions) is proved in full.
 #include <algorithm>
+#include <string>
+#include <utility>
 
 #include "validate/context.h"
 
 namespace amk::validate {
 
-std::string_view name(ProofPath p) {
-  switch (p) {
-    case ProofPath::Full:
-      return "full";
-    case ProofPath::Same:
-      return "same";
-    case ProofPath::Config:
-      return "config";
-    case ProofPath::Placement:
-      return "placement";
-    case ProofPath::Pages:
-      return "pages";
-    case ProofPath::PlacementPages:
-      return "placement+pages";
-  }
-  return "full";
+std::string name(ProofPath p) {
+  if (p.full) return "full";
+  std::string out;
+  for (auto [ran, stage] : {std::pair{p.placement, "placement"},
+                            {p.pages, "pages"},
+                            {p.outputs, "outputs"},
+                            {p.capacity, "capacity"}})
+    if (ran) out += (out.empty() ? "" : "+") + std::string(stage);
+  return out.empty() ? "same" : out;
 }
 
 namespace {
 
+// The stages that read what changed: tasks' SMs (placement, capacity), the page allocation
+// (pages), meta (outputs), the config (capacity); anything else is proved in full.
 ProofPath path_between(const ProgramImage& last, const ProgramImage& next) {
-  if (last.core != next.core) return ProofPath::Full;
-  const bool sm = last.sm != next.sm, pages = last.pages != next.pages;
-  if (sm) return pages ? ProofPath::PlacementPages : ProofPath::Placement;
-  if (pages) return ProofPath::Pages;
-  return last.config != next.config ? ProofPath::Config : ProofPath::Same;
+  ProofPath path;
+  if (last.core != next.core) return path;
+  const bool sm = last.sm != next.sm;
+  path.full = false;
+  path.placement = sm;
+  path.pages = last.pages != next.pages;
+  path.outputs = last.meta != next.meta;
+  path.capacity = sm || last.config != next.config;
+  return path;
 }
 
-// Whether `path` runs `stage` again: the stages that read what changed (see the top of the file).
 bool reruns(ProofPath path, Stage stage) {
   switch (stage) {
-    case Stage::Placement:
-      return path == ProofPath::Placement || path == ProofPath::PlacementPages;
-    case Stage::Pages:
-      return path == ProofPath::Pages || path == ProofPath::PlacementPages;
-    case Stage::Capacity:
-      return path != ProofPath::Same;
     case Stage::Structure:
-    case Stage::Outputs:
       return false;
+    case Stage::Placement:
+      return path.placement;
+    case Stage::Pages:
+      return path.pages;
+    case Stage::Outputs:
+      return path.outputs;
+    case Stage::Capacity:
+      return path.capacity;
   }
   return true;
 }
 
-// The rule codes a re-runnable stage reports.
+// The rule codes a stage reports.
 std::span<const Rule> codes_of(Stage stage) {
   switch (stage) {
     case Stage::Placement:
       return placement_rules();
     case Stage::Pages:
       return page_rules();
+    case Stage::Outputs:
+      return output_rules();
     default:
       return capacity_rules();
   }
@@ -82,7 +85,7 @@ void append(List& to, const List& from, size_t begin, size_t end) {
             from.begin() + static_cast<std::ptrdiff_t>(end));
 }
 
-// The proof of `p` along `path` (not Full): the last proof's stages, with the stages `path` runs
+// The proof of `p` along `path` (not full): the last proof's stages, with the stages `path` runs
 // again in their places.
 Result reprove(Scratch& s, const ir::Program& p, ProofPath path, StageEnds& ends) {
   const LastProof& last = s.last;
@@ -122,10 +125,10 @@ Result reprove(Scratch& s, const ir::Program& p, ProofPath path, StageEnds& ends
 Result prove_incrementally(Scratch& s, const ir::Program& p) {
   LastProof& last = s.last;
   last.next.build(p);
-  const ProofPath path = last.valid ? path_between(last.image, last.next) : ProofPath::Full;
+  const ProofPath path = last.valid ? path_between(last.image, last.next) : ProofPath{};
   last.valid = false;
   StageEnds ends;
-  Result r = path == ProofPath::Full ? prove(s, p, &ends) : reprove(s, p, path, ends);
+  Result r = path.full ? prove(s, p, &ends) : reprove(s, p, path, ends);
   std::swap(last.image, last.next);
   last.result = r;
   last.counts = s.rule_count;

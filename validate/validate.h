@@ -56,17 +56,19 @@ std::span<const Rule> rules();
 
 struct Scratch;
 
-/// How Validator::validate reached its result.
-enum class ProofPath : uint8_t {
-  Full,            ///< every rule ran
-  Same,            ///< the program is the one proved last, bit for bit: that proof's result
-  Config,          ///< only the config changed: the capacity rules ran again
-  Placement,       ///< only tasks' SMs (and the config) changed: placement and capacity rules
-  Pages,           ///< only the page allocation (and the config) changed: page and capacity rules
-  PlacementPages,  ///< only both (and the config) changed: placement, page and capacity rules
+/// How Validator::validate reached its result: in full, or by running again only the stages of
+/// the proof that read what changed since the program it proved last (the rest is that proof's).
+struct ProofPath {
+  bool full = true;        ///< every rule ran
+  bool placement = false;  ///< on-chip buffers, SM queues and range (tasks' SMs)
+  bool pages = false;      ///< the page rules (the page allocation)
+  bool outputs = false;    ///< model outputs and meta.gpu (meta)
+  bool capacity = false;   ///< the runtime's capacities (tasks' SMs, the config)
+  bool operator==(const ProofPath&) const = default;
 };
-/// "full", "same", "config", "placement", "pages", "placement+pages".
-std::string_view name(ProofPath p);
+/// "full"; else the stages that ran again joined by '+' ("placement+outputs+capacity"), or
+/// "same" when the program is the one proved last.
+std::string name(ProofPath p);
 
 /// A reusable validator: keeps its scratch memory across calls. One instance per thread; distinct
 /// instances validate concurrently.
@@ -88,8 +90,8 @@ class Validator {
   void set_screens(bool on);
   /// With `on`, validate() compares each program with the one it proved last (off by default: it
   /// keeps an image of the program and the result): where they differ only in tasks' SMs, the
-  /// page allocation or the config, it runs the rules those reach again and takes the rest from
-  /// the last proof; else it proves in full. The result is the full proof's, always.
+  /// page allocation, meta or the config, it runs the stages that read those again and takes the
+  /// rest from the last proof; else it proves in full. The result is the full proof's, always.
   void set_incremental(bool on);
   /// How the last validate() reached its result.
   ProofPath last_path() const;

@@ -120,7 +120,7 @@ ProofPath Validator::last_path() const {
 Result Validator::validate(const ir::Program& p) {
   Scratch& s = *s_;
   if (s.incremental) return prove_incrementally(s, p);
-  s.path = ProofPath::Full;
+  s.path = ProofPath{};
   return prove(s, p, nullptr);
 }
 
