@@ -57,10 +57,22 @@ struct LastProof {
   StageEnds ends;
 };
 
+/// A buffer's parties in the page rule's all_before (check_pages.cpp): in Scratch::party_pool,
+/// [users_at, reps_at) one user per distinct counter, [reps_at, end) writers with distinct waits.
+struct PageParties {
+  uint32_t users_at = 0, reps_at = 0, end = 0;
+  bool done = false;
+};
+
+/// Scratch::buffer_bits: what the per-task screens ask of a buffer, without loading it.
+inline constexpr uint8_t kBufferRankAboveAbi = 1;  ///< rank > ir::kMaxRank
+inline constexpr uint8_t kBufferReadonly = 2;      ///< ir::is_readonly(kind)
+
 /// Reusable memory of a Validator.
 struct Scratch {
-  std::vector<TileRegion> regions;  // per task, filled by the per-task pass
-  std::vector<int64_t> numel;       // per buffer, filled by check_buffers
+  std::vector<TileRegion> regions;   // per task, filled by the per-task pass
+  std::vector<int64_t> numel;        // per buffer, filled by check_buffers
+  std::vector<uint8_t> buffer_bits;  // per buffer, kBuffer* bits, filled by check_buffers
   ir::Graph graph;
   std::optional<ir::ScheduleGraph>
       queues;                 // check_placement's SM-queue graph (kept for its memory)
@@ -68,7 +80,6 @@ struct Scratch {
   Reach reach;
   ir::BufferTasks writers, users;  // per buffer: its writers, its readers and writers
   std::vector<uint32_t> csr_fill;  // CSR scratch (check_pages)
-  std::vector<uint8_t> flags;
   std::vector<std::pair<size_t, size_t>> pairs;
   // check_hazards
   // Per buffer (CSR): each distinct counter its writers signal, with its first writer.
@@ -80,7 +91,10 @@ struct Scratch {
   std::vector<TileRegion> tile_scratch;
   // check_pages
   // all_before: the users' counters, one writer per distinct wait set, the queries asked.
-  std::vector<uint32_t> user_slots, writer_reps, ab_queries;
+  std::vector<uint32_t> ab_queries;
+  std::vector<PageParties> parties;  // per buffer
+  std::vector<uint32_t> party_pool;
+  std::vector<uint64_t> party_seen;  // per counter slot
   std::vector<uint32_t> page_off;
   std::vector<int64_t> page_occ, page_order;
   std::vector<std::pair<uint32_t, int64_t>> written;
@@ -113,14 +127,19 @@ struct Context {
   /// Buffer::numel of an existing buffer (computed once by check_buffers).
   int64_t numel(int64_t id) const { return s.numel[static_cast<size_t>(id)]; }
   /// Writers of a buffer, in task-list order (a task naming it twice appears twice).
-  std::span<const uint32_t> writers(int64_t b) const;
+  std::span<const uint32_t> writers(int64_t b) const { return s.writers.of(b); }
   /// Readers and writers of a buffer, in task-list order.
-  std::span<const uint32_t> users(int64_t b) const;
+  std::span<const uint32_t> users(int64_t b) const { return s.users.of(b); }
   /// True for a graph read from another runtime's file: its NOP tasks are that runtime's kernels
   /// (their buffers are footprints, not AMK opcodes' operands) and disjoint writes never race.
   bool foreign() const { return p.runtime && p.runtime->kind != ir::RuntimeKind::Amk; }
   /// True when `dst` waits directly on the counter `src` increments.
-  bool direct(uint32_t src, uint32_t dst) const;
+  bool direct(uint32_t src, uint32_t dst) const {
+    const uint32_t slot = g.out_slot(src);
+    for (uint32_t w : g.wait_slots(dst))
+      if (w == slot) return true;
+    return false;
+  }
 
   /// Reports an error of `rule` (declared beside its check; see rules()).
   void error(const Rule& rule, std::string msg, std::string pointer = {},
@@ -155,9 +174,10 @@ std::span<const Rule> capacity_rules();   // check_capacity.cpp
 // The rule passes. Per task, one fused pass runs refs, structure, shapes and waits (so a task's
 // diagnostics of those families come together); then the whole-graph passes in this order.
 void check_task_refs(Context& c, size_t id,
-                     const ir::ParamTable& pt);    // AMK step 1: refs, ABI caps, arity, params
-void check_buffers(Context& c);                    // dims, names, sizes; Scratch::numel
-void check_task_structure(Context& c, size_t id);  // readonly writes, finite params, recipes
+                     const ir::ParamTable& pt);  // AMK step 1: refs, ABI caps, arity, params
+void check_buffers(Context& c);                  // dims, names, sizes; Scratch::numel
+void check_task_structure(Context& c, size_t id,
+                          const ir::ParamTable& pt);  // readonly writes, finite params, recipes
 void check_task_shapes(Context& c, size_t id, const ir::ParamTable& pt);  // shapes, tile bounds
 void check_task_waits(Context& c, size_t id);  // AMK step 2 + counter init
 void check_counters(Context& c);               // counter init range

@@ -11,21 +11,6 @@
 
 namespace amk::validate {
 
-std::span<const uint32_t> Context::writers(int64_t b) const {
-  return s.writers.of(b);
-}
-
-std::span<const uint32_t> Context::users(int64_t b) const {
-  return s.users.of(b);
-}
-
-bool Context::direct(uint32_t src, uint32_t dst) const {
-  uint32_t slot = g.out_slot(src);
-  for (uint32_t w : g.wait_slots(dst))
-    if (w == slot) return true;
-  return false;
-}
-
 bool Context::admit(std::string_view code) {
   return ++counts[std::string(code)] <= kPerRuleCap;
 }
@@ -160,7 +145,7 @@ void prove_structure(Context& c) {
       const ir::ParamTable pt = ir::ParamTable::of(p.tasks[id]);
       s.regions[id] = ir::tile_region(p.tasks[id].op, pt, c.foreign());
       check_task_refs(ck, id, pt);
-      check_task_structure(ck, id);
+      check_task_structure(ck, id, pt);
       check_task_shapes(ck, id, pt);
       check_task_waits(ck, id);
     }
