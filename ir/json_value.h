@@ -26,6 +26,8 @@ class JsonValue {
   static JsonValue object();
   /// True when the value is JSON null (or was never set).
   bool is_null() const;
+  /// True when no value was ever set (a default JsonValue; is_null() holds too).
+  bool unset() const { return !p_; }
   /// True when the value is an object with no members, or null.
   bool empty() const;
   /// The wrapped value (a static null when empty).

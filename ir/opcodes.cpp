@@ -1,6 +1,7 @@
 #include "ir/opcodes.h"
 
 #include <array>
+#include <cmath>
 #include <limits>
 
 #include "ir/program.h"
@@ -168,11 +169,12 @@ const RequiredParams& required_params(Op op) {
 
 void ParamTable::set(const Task& t) {
   uint32_t seen = 0, is_int = 0, is_real = 0, nonpos = 0, neg = 0;
-  bool clean = true;
+  bool clean = true, all_finite = true;
   for (const Param& p : t.params) {
     const std::optional<ParamField> field = param_field(p.key);
     if (!field) {
       clean = false;
+      if (p.value.kind == ParamValue::Kind::Float) all_finite &= std::isfinite(p.value.f);
       continue;
     }
     const int k = static_cast<int>(*field);
@@ -194,6 +196,7 @@ void ParamTable::set(const Task& t) {
       case ParamValue::Kind::Float:
         is_real |= bit;
         f[k] = p.value.f;
+        all_finite &= std::isfinite(p.value.f);
         clean = clean && !int_field;
         break;
       case ParamValue::Kind::Bool:  // Python: a bool passes as a float, not as an int
@@ -210,6 +213,7 @@ void ParamTable::set(const Task& t) {
   nonpositive = nonpos;
   negative = neg;
   plain = clean;
+  finite = all_finite;
 }
 
 std::string_view quant_name(Quant q) {

@@ -81,6 +81,7 @@ struct ParamTable {
   uint32_t reals = 0;           ///< field holds an int or a float (value in f[])
   uint32_t nonpositive = 0;     ///< field was given an int <= 0 (some value, if named twice)
   uint32_t negative = 0;        ///< field was given an int < 0 (likewise)
+  bool finite = true;           ///< no float param (of a known key or not) is NaN or infinite
   int64_t i[kParamFieldCount];  // valid where `ints` has the bit (left uninitialised otherwise)
   double f[kParamFieldCount];   // valid where `reals` has the bit
   /// Decodes the known fields of a task's params (unknown keys are skipped).

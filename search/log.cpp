@@ -70,6 +70,8 @@ bool read_result(const json& j, const TrialField& f, Trial& t) {
           t.*m = j[key].get<bool>();
         } else if constexpr (std::is_same_v<T, int64_t>) {
           if (given && j[key].is_number_integer()) t.*m = j[key].get<int64_t>();
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          if (given && j[key].is_string()) t.*m = j[key].get<std::string>();
         } else if constexpr (std::is_same_v<T, ir::Diagnostics>) {
           if (given && j[key].is_array())
             for (const json& d : j[key])

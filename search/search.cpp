@@ -61,7 +61,8 @@ Evaluator::Evaluator(const lower::ModelSpec& m, const targets::TargetSpec& t,
                      const lower::LowerOptions& o)
     : impl_(std::make_unique<Impl>(Impl{
           t, o.runtime ? *o.runtime : targets::default_runtime(t), lower::Lowerer(m, t, o), {}})) {
-  impl_->validator.set_threads(1);  // a search runs evaluators in parallel, one per thread
+  impl_->validator.set_threads(1);         // a search runs evaluators in parallel, one per thread
+  impl_->validator.set_incremental(true);  // a candidate often differs from the last in one knob
 }
 Evaluator::~Evaluator() = default;
 Evaluator::Evaluator(Evaluator&&) noexcept = default;
@@ -86,6 +87,7 @@ void Evaluator::evaluate(Trial& t, Objective obj) {
   validate::Result v = validator.validate(p);
   const auto t2 = Clock::now();
   t.validate_us = std::chrono::duration<double, std::micro>(t2 - t1).count();
+  t.proof = validate::name(validator.last_path());
   if (!v.ok) {
     for (ir::Diagnostic& d : v.errors) {
       if (t.diagnostics.size() == kReasons) break;
@@ -199,6 +201,7 @@ std::span<const TrialField> trial_results() {
       {"lower_us", &Trial::lower_us, true},
       {"validate_us", &Trial::validate_us, true},
       {"cost_us", &Trial::cost_us, true},
+      {"proof", &Trial::proof, true},
       {"diagnostics", &Trial::diagnostics},
   };
   return kFields;

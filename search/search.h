@@ -66,7 +66,8 @@ struct Trial {
   std::optional<double> measured_us;  ///< --measure: the command's latency
   int64_t tasks = 0;
   double eval_us = 0;  ///< lower + validate + cost (0 for a duplicate or a replayed trial)
-  double lower_us = 0, validate_us = 0, cost_us = 0;       ///< eval_us by step
+  double lower_us = 0, validate_us = 0, cost_us = 0;  ///< eval_us by step
+  std::string proof;  ///< the validator's path (validate::name(ProofPath)); "" if not validated
   double score = std::numeric_limits<double>::infinity();  ///< the objective; +inf if invalid
 };
 
@@ -128,13 +129,15 @@ class Evaluator {
 };
 
 /// Where a result of a trial lives.
-using TrialMember = std::variant<bool Trial::*, int64_t Trial::*, double Trial::*,
-                                 std::optional<double> Trial::*, ir::Diagnostics Trial::*>;
+using TrialMember =
+    std::variant<bool Trial::*, int64_t Trial::*, double Trial::*, std::optional<double> Trial::*,
+                 std::string Trial::*, ir::Diagnostics Trial::*>;
 /// One result of a trial (what an evaluation fills), under its key in the log.
 struct TrialField {
   std::string_view name;
   TrialMember member;
-  bool timing = false;  ///< a time an evaluation took (0 where a result was copied)
+  bool timing = false;  ///< how an evaluation ran (a time, the proof's path): empty where a result
+                        ///< was copied, and not part of what a trial is
 };
 /// A trial's results in the order the log writes them (after index, source, config and
 /// duplicate_of): the one list the log's writer and reader, take_results and the summaries walk.

@@ -11,19 +11,6 @@
 
 namespace amk::validate {
 
-std::span<const std::pair<uint32_t, uint32_t>> Hazards::groups(int64_t b) const {
-  auto i = static_cast<size_t>(b);
-  return {c.s.writer_slots.data() + c.s.writer_slots_off[i],
-          c.s.writer_slots_off[i + 1] - c.s.writer_slots_off[i]};
-}
-
-bool Hazards::skip_read(int64_t b) const {
-  if (!c.buffer_ok(b)) return true;
-  const ir::Buffer& buf = c.buf(b);
-  if (ir::is_readonly(buf.kind)) return true;
-  return buf.kind == ir::BufferKind::KV_CACHE && c.writers(b).empty();  // prior-step state
-}
-
 void check_hazards(Context& c) {
   const ir::Program& p = c.p;
   const ir::Graph& g = c.g;

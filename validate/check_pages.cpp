@@ -51,28 +51,39 @@ struct AllBefore {
   bool impossible = false;
 };
 
+// The parties of all_before for buffer `b`, worked out on its first use in a page check: a user
+// per distinct counter its users increment, and its writers with distinct wait sets.
+const PageParties& parties(Context& c, int64_t b) {
+  PageParties& pp = c.s.parties[static_cast<size_t>(b)];
+  if (pp.done) return pp;
+  auto& pool = c.s.party_pool;
+  pp.users_at = static_cast<uint32_t>(pool.size());
+  auto& seen = c.s.party_seen;  // per counter slot: the last buffer (+ 1) that listed it
+  for (uint32_t u : c.users(b)) {
+    const uint32_t slot = c.g.out_slot(u);
+    if (seen[slot] == static_cast<uint64_t>(b) + 1) continue;
+    seen[slot] = static_cast<uint64_t>(b) + 1;
+    pool.push_back(c.g.producers(slot)[0]);
+  }
+  pp.reps_at = static_cast<uint32_t>(pool.size());
+  for (uint32_t w : c.writers(b)) {
+    bool same = false;
+    for (size_t k = pp.reps_at; k < pool.size() && !same; ++k) {
+      auto x = c.g.wait_slots(pool[k]), y = c.g.wait_slots(w);
+      same = std::equal(x.begin(), x.end(), y.begin(), y.end());
+    }
+    if (!same) pool.push_back(w);
+  }
+  pp.end = static_cast<uint32_t>(pool.size());
+  pp.done = true;
+  return pp;
+}
+
 AllBefore all_before(Context& c, int64_t x, int64_t y) {
   AllBefore ab;
   auto ys = c.writers(y);
   auto xs = c.users(x);
   if (ys.empty() || xs.empty()) return ab;
-  auto& user_slots = c.s.user_slots;
-  auto& writer_reps = c.s.writer_reps;
-  user_slots.clear();
-  writer_reps.clear();
-  for (uint32_t u : xs) {
-    uint32_t s = c.g.out_slot(u);
-    if (std::find(user_slots.begin(), user_slots.end(), s) == user_slots.end())
-      user_slots.push_back(s);
-  }
-  for (uint32_t w : ys) {
-    bool same = false;
-    for (uint32_t r : writer_reps) {
-      auto a = c.g.wait_slots(r), b = c.g.wait_slots(w);
-      same = same || std::equal(a.begin(), a.end(), b.begin(), b.end());
-    }
-    if (!same) writer_reps.push_back(w);
-  }
   // A task both using x and writing y? Both lists ascend (task-list order): one merge.
   for (size_t i = 0, j = 0; i < xs.size() && j < ys.size();) {
     if (xs[i] == ys[j]) {
@@ -81,14 +92,15 @@ AllBefore all_before(Context& c, int64_t x, int64_t y) {
     }
     xs[i] < ys[j] ? ++i : ++j;
   }
+  const PageParties& px = parties(c, x);
+  const PageParties& py = parties(c, y);
+  const auto& pool = c.s.party_pool;
   ab.first = static_cast<uint32_t>(c.s.ab_queries.size());
-  for (uint32_t s : user_slots) {
-    uint32_t u = c.g.producers(s)[0];
-    for (uint32_t w : writer_reps) {
-      if (c.direct(u, w)) continue;
-      c.s.ab_queries.push_back(static_cast<uint32_t>(c.s.reach.add(u, w)));
+  for (uint32_t i = px.users_at; i < px.reps_at; ++i)
+    for (uint32_t k = py.reps_at; k < py.end; ++k) {
+      if (c.direct(pool[i], pool[k])) continue;
+      c.s.ab_queries.push_back(static_cast<uint32_t>(c.s.reach.add(pool[i], pool[k])));
     }
-  }
   ab.count = static_cast<uint32_t>(c.s.ab_queries.size()) - ab.first;
   return ab;
 }
@@ -200,6 +212,9 @@ void check_page_reuse(Context& c) {
   Reach& reach = c.s.reach;
   reach.bind(c.g);
   c.s.ab_queries.clear();
+  c.s.parties.assign(c.p.buffers.size(), {});
+  c.s.party_pool.clear();
+  c.s.party_seen.assign(c.g.num_slots(), 0);
   const auto& pos = c.g.topo_pos();
   struct Pair {
     int64_t page, x, y;

@@ -204,7 +204,7 @@ void check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
   const ir::RequiredParams& rq = ir::required_params(t.op);
   const auto nb = static_cast<int64_t>(c.p.buffers.size());
   const auto nc = static_cast<int64_t>(c.p.counters.size());
-  const ir::Buffer* const bufs = c.p.buffers.data();
+  const uint8_t* const bits = c.s.buffer_bits.data();
   const size_t n_in = t.inputs.size(), n_out = t.outputs.size();
   bool report = !pt.plain || (rq.fields & ~pt.present) != 0 || !rq.others.empty() ||
                 t.out_counter < 0 || t.out_counter >= nc || n_in > ir::kMaxInputs ||
@@ -214,9 +214,9 @@ void check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
                   (spec.max_inputs != -1 && static_cast<int>(n_in) > spec.max_inputs) ||
                   (spec.n_outputs != -1 && static_cast<int>(n_out) != spec.n_outputs)));
   for (const int64_t b : t.inputs)
-    report = report || b < 0 || b >= nb || bufs[b].shape.size() > ir::kMaxRank;
+    report = report || b < 0 || b >= nb || (bits[b] & kBufferRankAboveAbi);
   for (const int64_t b : t.outputs)
-    report = report || b < 0 || b >= nb || bufs[b].shape.size() > ir::kMaxRank;
+    report = report || b < 0 || b >= nb || (bits[b] & kBufferRankAboveAbi);
   for (const ir::Wait& w : t.waits)
     report =
         report || w.counter < 0 || w.counter >= nc || w.threshold < 1 || w.counter == t.out_counter;
@@ -279,9 +279,13 @@ void check_buffers(Context& c) {
   auto& table = c.s.pairs;
   table.assign(cap, {0, SIZE_MAX});
   c.s.numel.resize(p.buffers.size());
+  c.s.buffer_bits.resize(p.buffers.size());
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     const ir::Buffer& buf = p.buffers[b];
     c.s.numel[b] = buf.numel();
+    c.s.buffer_bits[b] =
+        static_cast<uint8_t>((buf.shape.size() > ir::kMaxRank ? kBufferRankAboveAbi : 0) |
+                             (ir::is_readonly(buf.kind) ? kBufferReadonly : 0));
     for (size_t k = 0; k < buf.shape.size(); ++k) {
       if (buf.shape[k] <= 0) {
         c.error(kBufferDims,
@@ -366,17 +370,14 @@ namespace {
 
 }  // namespace
 
-void check_task_structure(Context& c, size_t id) {
+void check_task_structure(Context& c, size_t id, const ir::ParamTable& pt) {
   // Whether report_task_structure has anything to say (every condition it reports on).
   const ir::Task& t = c.p.tasks[id];
-  bool report = t.op == ir::Op::FUSED;
-  for (const ir::Param& prm : t.params)
-    report =
-        report || (prm.value.kind == ir::ParamValue::Kind::Float && !std::isfinite(prm.value.f));
+  bool report = t.op == ir::Op::FUSED || !pt.finite;
   const auto nb = static_cast<int64_t>(c.p.buffers.size());
   for (const int64_t b : t.outputs)
     report =
-        report || (b >= 0 && b < nb && ir::is_readonly(c.p.buffers[static_cast<size_t>(b)].kind));
+        report || (b >= 0 && b < nb && (c.s.buffer_bits[static_cast<size_t>(b)] & kBufferReadonly));
   if (report || !c.s.screens) report_task_structure(c, id);
 }
 

@@ -12,6 +12,7 @@
 #include "ir/graph.h"
 #include "ir/opcodes.h"
 #include "ir/program.h"
+#include "validate/image.h"
 #include "validate/reach.h"
 #include "validate/validate.h"
 
@@ -25,10 +26,53 @@ using ir::TileRegion;
 /// Diagnostics reported per rule code (kept or not).
 using RuleCounts = std::unordered_map<std::string, size_t>;
 
+/// The stages of a proof in emission order: the incremental proof runs Placement, Pages, Outputs
+/// and Capacity again where they read what changed, and takes Structure from the last proof.
+enum class Stage : uint8_t {
+  Structure,  ///< buffers, the per-task pass, counters, cycles, races
+              ///< (check_buffers..check_hazards)
+  Placement,  ///< check_placement
+  Pages,      ///< check_pages
+  Outputs,    ///< check_outputs
+  Capacity,   ///< check_capacity
+};
+inline constexpr size_t kStages = 5;
+
+/// Where each stage's diagnostics end in a proof's lists (Context::finish's summaries come after).
+struct StageEnds {
+  std::array<size_t, kStages> errors{}, warnings{};
+  void mark(size_t stage, const Result& r) {
+    errors[stage] = r.errors.size();
+    warnings[stage] = r.warnings.size();
+  }
+};
+
+/// The last proof of a Validator::set_incremental validator, for the next one to reuse.
+struct LastProof {
+  bool valid = false;  ///< false until a proof completes (one that throws leaves it false)
+  ProgramImage image;  ///< the program proved
+  ProgramImage next;   ///< the program being proved (swapped in when done)
+  Result result;       ///< its result
+  RuleCounts counts;   ///< its diagnostics per code (kept or not)
+  StageEnds ends;
+};
+
+/// A buffer's parties in the page rule's all_before (check_pages.cpp): in Scratch::party_pool,
+/// [users_at, reps_at) one user per distinct counter, [reps_at, end) writers with distinct waits.
+struct PageParties {
+  uint32_t users_at = 0, reps_at = 0, end = 0;
+  bool done = false;
+};
+
+/// Scratch::buffer_bits: what the per-task screens ask of a buffer, without loading it.
+inline constexpr uint8_t kBufferRankAboveAbi = 1;  ///< rank > ir::kMaxRank
+inline constexpr uint8_t kBufferReadonly = 2;      ///< ir::is_readonly(kind)
+
 /// Reusable memory of a Validator.
 struct Scratch {
-  std::vector<TileRegion> regions;  // per task, filled by the per-task pass
-  std::vector<int64_t> numel;       // per buffer, filled by check_buffers
+  std::vector<TileRegion> regions;   // per task, filled by the per-task pass
+  std::vector<int64_t> numel;        // per buffer, filled by check_buffers
+  std::vector<uint8_t> buffer_bits;  // per buffer, kBuffer* bits, filled by check_buffers
   ir::Graph graph;
   std::optional<ir::ScheduleGraph>
       queues;                 // check_placement's SM-queue graph (kept for its memory)
@@ -36,7 +80,6 @@ struct Scratch {
   Reach reach;
   ir::BufferTasks writers, users;  // per buffer: its writers, its readers and writers
   std::vector<uint32_t> csr_fill;  // CSR scratch (check_pages)
-  std::vector<uint8_t> flags;
   std::vector<std::pair<size_t, size_t>> pairs;
   // check_hazards
   // Per buffer (CSR): each distinct counter its writers signal, with its first writer.
@@ -48,13 +91,19 @@ struct Scratch {
   std::vector<TileRegion> tile_scratch;
   // check_pages
   // all_before: the users' counters, one writer per distinct wait set, the queries asked.
-  std::vector<uint32_t> user_slots, writer_reps, ab_queries;
+  std::vector<uint32_t> ab_queries;
+  std::vector<PageParties> parties;  // per buffer
+  std::vector<uint32_t> party_pool;
+  std::vector<uint64_t> party_seen;  // per counter slot
   std::vector<uint32_t> page_off;
   std::vector<int64_t> page_occ, page_order;
   std::vector<std::pair<uint32_t, int64_t>> written;
-  unsigned threads = 0;   // Validator::set_threads
-  bool screens = true;    // Validator::set_screens
-  RuleCounts rule_count;  // the run's (a part of a parallel pass counts in its own)
+  unsigned threads = 0;      // Validator::set_threads
+  bool screens = true;       // Validator::set_screens
+  bool incremental = false;  // Validator::set_incremental
+  ProofPath path;            // Validator::last_path
+  LastProof last;            // (incremental only)
+  RuleCounts rule_count;     // the run's (a part of a parallel pass counts in its own)
 };
 
 /// One run: the program, its graph, the result being filled and helpers for the rules.
@@ -78,14 +127,19 @@ struct Context {
   /// Buffer::numel of an existing buffer (computed once by check_buffers).
   int64_t numel(int64_t id) const { return s.numel[static_cast<size_t>(id)]; }
   /// Writers of a buffer, in task-list order (a task naming it twice appears twice).
-  std::span<const uint32_t> writers(int64_t b) const;
+  std::span<const uint32_t> writers(int64_t b) const { return s.writers.of(b); }
   /// Readers and writers of a buffer, in task-list order.
-  std::span<const uint32_t> users(int64_t b) const;
+  std::span<const uint32_t> users(int64_t b) const { return s.users.of(b); }
   /// True for a graph read from another runtime's file: its NOP tasks are that runtime's kernels
   /// (their buffers are footprints, not AMK opcodes' operands) and disjoint writes never race.
   bool foreign() const { return p.runtime && p.runtime->kind != ir::RuntimeKind::Amk; }
   /// True when `dst` waits directly on the counter `src` increments.
-  bool direct(uint32_t src, uint32_t dst) const;
+  bool direct(uint32_t src, uint32_t dst) const {
+    const uint32_t slot = g.out_slot(src);
+    for (uint32_t w : g.wait_slots(dst))
+      if (w == slot) return true;
+    return false;
+  }
 
   /// Reports an error of `rule` (declared beside its check; see rules()).
   void error(const Rule& rule, std::string msg, std::string pointer = {},
@@ -120,9 +174,10 @@ std::span<const Rule> capacity_rules();   // check_capacity.cpp
 // The rule passes. Per task, one fused pass runs refs, structure, shapes and waits (so a task's
 // diagnostics of those families come together); then the whole-graph passes in this order.
 void check_task_refs(Context& c, size_t id,
-                     const ir::ParamTable& pt);    // AMK step 1: refs, ABI caps, arity, params
-void check_buffers(Context& c);                    // dims, names, sizes; Scratch::numel
-void check_task_structure(Context& c, size_t id);  // readonly writes, finite params, recipes
+                     const ir::ParamTable& pt);  // AMK step 1: refs, ABI caps, arity, params
+void check_buffers(Context& c);                  // dims, names, sizes; Scratch::numel
+void check_task_structure(Context& c, size_t id,
+                          const ir::ParamTable& pt);  // readonly writes, finite params, recipes
 void check_task_shapes(Context& c, size_t id, const ir::ParamTable& pt);  // shapes, tile bounds
 void check_task_waits(Context& c, size_t id);  // AMK step 2 + counter init
 void check_counters(Context& c);               // counter init range
@@ -132,6 +187,15 @@ void check_placement(Context& c);      // AMK steps 5b, 6 + negative SMs
 void check_pages(Context& c);          // page table integrity + AMK step 7 (acyclic only)
 void check_outputs(Context& c);        // AMK step 8
 void check_capacity(Context& c);       // the runtime's capacities (Program::runtime, config)
+
+/// The full proof of `p`; with `ends`, where each stage's diagnostics end.
+Result prove(Scratch& s, const ir::Program& p, StageEnds* ends);
+/// Runs the rules of one stage.
+void run_stage(Context& c, Stage stage);
+/// The stats of `p`, whose counter graph is `g`.
+Stats stats_of(const ir::Program& p, const ir::Graph& g);
+/// Validator::validate with set_incremental(true) (incremental.cpp).
+Result prove_incrementally(Scratch& s, const ir::Program& p);
 
 /// "task 3 (label)" as AMK's messages print a task.
 std::string task_ref(const ir::Task& t, size_t id);

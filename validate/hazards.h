@@ -33,10 +33,18 @@ struct Hazards {
   std::vector<Waw> waws;
 
   /// A buffer's distinct writer counters (slots), each with its first writer in list order.
-  std::span<const std::pair<uint32_t, uint32_t>> groups(int64_t b) const;
+  std::span<const std::pair<uint32_t, uint32_t>> groups(int64_t b) const {
+    const auto i = static_cast<size_t>(b);
+    return {c.s.writer_slots.data() + c.s.writer_slots_off[i],
+            c.s.writer_slots_off[i + 1] - c.s.writer_slots_off[i]};
+  }
   /// True for reads the RAW rule skips: missing ids, read-only kinds, unwritten KV caches (the
   /// prior step's state).
-  bool skip_read(int64_t b) const;
+  bool skip_read(int64_t b) const {
+    if (!c.buffer_ok(b)) return true;
+    if (c.s.buffer_bits[static_cast<size_t>(b)] & kBufferReadonly) return true;
+    return c.writers(b).empty() && c.buf(b).kind == ir::BufferKind::KV_CACHE;  // prior-step state
+  }
 };
 
 /// The answer of a RAW query slot: the reader waits directly on the writer's counter.

@@ -19,12 +19,6 @@ void Reach::clear() {
   ans_.clear();
 }
 
-size_t Reach::add(uint32_t src, uint32_t dst) {
-  qsrc_.push_back(src);
-  qdst_.push_back(dst);
-  return qsrc_.size() - 1;
-}
-
 void Reach::solve() {
   const ir::Graph& g = *g_;
   const auto& pos = g.topo_pos();

@@ -19,7 +19,11 @@ class Reach {
   /// Drops all queries.
   void clear();
   /// Adds a query; returns its index.
-  size_t add(uint32_t src, uint32_t dst);
+  size_t add(uint32_t src, uint32_t dst) {
+    qsrc_.push_back(src);
+    qdst_.push_back(dst);
+    return qsrc_.size() - 1;
+  }
   /// Answers every pending query.
   void solve();
   /// The answer of query i (after solve()).

@@ -56,6 +56,20 @@ std::span<const Rule> rules();
 
 struct Scratch;
 
+/// How Validator::validate reached its result: in full, or by running again only the stages of
+/// the proof that read what changed since the program it proved last (the rest is that proof's).
+struct ProofPath {
+  bool full = true;        ///< every rule ran
+  bool placement = false;  ///< on-chip buffers, SM queues and range (tasks' SMs)
+  bool pages = false;      ///< the page rules (the page allocation)
+  bool outputs = false;    ///< model outputs and meta.gpu (meta)
+  bool capacity = false;   ///< the runtime's capacities (tasks' SMs, the config)
+  bool operator==(const ProofPath&) const = default;
+};
+/// "full"; else the stages that ran again joined by '+' ("placement+outputs+capacity"), or
+/// "same" when the program is the one proved last.
+std::string name(ProofPath p);
+
 /// A reusable validator: keeps its scratch memory across calls. One instance per thread; distinct
 /// instances validate concurrently.
 class Validator {
@@ -74,6 +88,13 @@ class Validator {
   /// screen finds something; false sends every task through the reporting itself (for tests:
   /// the result is the same).
   void set_screens(bool on);
+  /// With `on`, validate() compares each program with the one it proved last (off by default: it
+  /// keeps an image of the program and the result): where they differ only in tasks' SMs, the
+  /// page allocation, meta or the config, it runs the stages that read those again and takes the
+  /// rest from the last proof; else it proves in full. The result is the full proof's, always.
+  void set_incremental(bool on);
+  /// How the last validate() reached its result.
+  ProofPath last_path() const;
   /// The counter graph of the program validated last (for the cost model: targets::estimate).
   const ir::Graph& graph() const;
   /// The SM-queue schedule graph (QueueEdges::Assigned) the last proof built over graph(), or

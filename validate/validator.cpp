@@ -11,21 +11,6 @@
 
 namespace amk::validate {
 
-std::span<const uint32_t> Context::writers(int64_t b) const {
-  return s.writers.of(b);
-}
-
-std::span<const uint32_t> Context::users(int64_t b) const {
-  return s.users.of(b);
-}
-
-bool Context::direct(uint32_t src, uint32_t dst) const {
-  uint32_t slot = g.out_slot(src);
-  for (uint32_t w : g.wait_slots(dst))
-    if (w == slot) return true;
-  return false;
-}
-
 bool Context::admit(std::string_view code) {
   return ++counts[std::string(code)] <= kPerRuleCap;
 }
@@ -108,12 +93,29 @@ const ir::ScheduleGraph* Validator::queue_graph() const {
   return s_->queues_built ? &*s_->queues : nullptr;
 }
 
+void Validator::set_incremental(bool on) {
+  s_->incremental = on;
+  s_->last.valid = false;
+}
+
+ProofPath Validator::last_path() const {
+  return s_->path;
+}
+
 Result Validator::validate(const ir::Program& p) {
   Scratch& s = *s_;
-  s.rule_count.clear();
-  s.queues_built = false;
-  Result r;
-  Context c{p, s.graph, s, r, s.rule_count};
+  if (s.incremental) return prove_incrementally(s, p);
+  s.path = ProofPath{};
+  return prove(s, p, nullptr);
+}
+
+namespace {
+
+// The rules that only read tasks, buffers and counters (and the graph they make): buffers, the
+// per-task pass, counters, cycles and the race proofs.
+void prove_structure(Context& c) {
+  const ir::Program& p = c.p;
+  Scratch& s = c.s;
   // The counter graph, the buffers' writers and users, and the buffer rules (the first to report)
   // do not depend on each other: a big program's run them on two threads.
   const size_t parts = parallel_parts(p.tasks.size(), s.threads);
@@ -143,30 +145,60 @@ Result Validator::validate(const ir::Program& p) {
       const ir::ParamTable pt = ir::ParamTable::of(p.tasks[id]);
       s.regions[id] = ir::tile_region(p.tasks[id].op, pt, c.foreign());
       check_task_refs(ck, id, pt);
-      check_task_structure(ck, id);
+      check_task_structure(ck, id, pt);
       check_task_shapes(ck, id, pt);
       check_task_waits(ck, id);
     }
   });
   for (size_t k = 1; k < parts; ++k) c.absorb(part_results[k], part_counts[k]);
   check_counters(c);
-  bool acyclic = check_cycles(c).empty();
-  if (acyclic) {
+  if (check_cycles(c).empty()) {
     s.reach.bind(s.graph);
     check_hazards(c);
   }
-  check_placement(c);
-  check_pages(c);
-  check_outputs(c);
-  check_capacity(c);
+}
+
+}  // namespace
+
+void run_stage(Context& c, Stage stage) {
+  switch (stage) {
+    case Stage::Structure:
+      prove_structure(c);
+      return;
+    case Stage::Placement:
+      return check_placement(c);
+    case Stage::Pages:
+      return check_pages(c);
+    case Stage::Outputs:
+      return check_outputs(c);
+    case Stage::Capacity:
+      return check_capacity(c);
+  }
+}
+
+Stats stats_of(const ir::Program& p, const ir::Graph& g) {
+  Stats st;
+  st.tasks = p.tasks.size();
+  st.buffers = p.buffers.size();
+  st.counters = p.counters.size();
+  st.edges = g.edge_count();
+  st.acyclic = g.acyclic();
+  st.weight_mb = std::stod(ir::py_round2(static_cast<double>(p.total_weight_bytes()) / 1e6));
+  st.sm_assigned = p.sm_assigned();
+  return st;
+}
+
+Result prove(Scratch& s, const ir::Program& p, StageEnds* ends) {
+  s.rule_count.clear();
+  s.queues_built = false;
+  Result r;
+  Context c{p, s.graph, s, r, s.rule_count};
+  for (size_t k = 0; k < kStages; ++k) {
+    run_stage(c, static_cast<Stage>(k));
+    if (ends) ends->mark(k, r);
+  }
   c.finish();
-  r.stats.tasks = p.tasks.size();
-  r.stats.buffers = p.buffers.size();
-  r.stats.counters = p.counters.size();
-  r.stats.edges = s.graph.edge_count();
-  r.stats.acyclic = acyclic;
-  r.stats.weight_mb = std::stod(ir::py_round2(static_cast<double>(p.total_weight_bytes()) / 1e6));
-  r.stats.sm_assigned = p.sm_assigned();
+  r.stats = stats_of(p, s.graph);
   r.ok = r.errors.empty();
   return r;
 }

@@ -19,7 +19,7 @@ import amk.distributed
 ROOT = pathlib.Path(os.environ.get("AMK_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
 AMK = os.environ.get("AMK_BINARY", "amk")
 PROGRAMS = ROOT / "tests" / "conformance" / "programs"
-TIMING = ("eval_us", "lower_us", "validate_us", "cost_us")
+TIMING = ("eval_us", "lower_us", "validate_us", "cost_us", "proof")
 
 
 def same_search(a, b):

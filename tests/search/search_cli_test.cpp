@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "search/search.h"
 #include "support.h"
 
 namespace amk {
@@ -29,7 +30,8 @@ std::string trials_of(const fs::path& log) {
   for (std::string line; std::getline(in, line);) {
     auto j = nlohmann::json::parse(line);
     if (!j.contains("index")) continue;
-    for (const char* k : {"eval_us", "lower_us", "validate_us", "cost_us"}) j.erase(k);
+    for (const search::TrialField& f : search::trial_results())
+      if (f.timing) j.erase(std::string(f.name));
     out += j.dump() + "\n";
   }
   return out;

@@ -1,0 +1,145 @@
+// The incremental proof equals the full proof: each corpus program (invalid, valid, AMK's
+// conformance programs) and generated ones (with SMs, pages, an MPK runtime, capped rules), then
+// variants of it that move tasks between SMs, rebind or drop pages, change the config or change
+// the rest (the full path), are proved in a row by one incremental validator and each by a fresh
+// full one; every result must be the same, and each change must take the path it reaches.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "fixtures/gen.h"
+#include "fixtures/vary.h"
+#include "ir/json_io.h"
+#include "ir/rng.h"
+#include "ir/runtime.h"
+#include "support.h"
+#include "validate/validate.h"
+
+namespace amk::validate {
+namespace {
+
+namespace fs = std::filesystem;
+
+using Rng = ir::Rng;
+
+// Everything a result says: verdict, stats, and each diagnostic with its notes.
+std::string everything(const Result& r) {
+  return r.to_json() + "\n" + r.report();
+}
+
+// What changed from `last` to `p`, as the path the incremental proof should take: the stages
+// that read it (tasks' SMs: placement, capacity; pages; meta: outputs; config: capacity).
+ProofPath expected_path(const ir::Program& last, const ir::Program& p) {
+  ir::Program rest = last;
+  bool sm = false;
+  for (size_t t = 0; t < p.tasks.size() && t < rest.tasks.size(); ++t) {
+    sm = sm || rest.tasks[t].sm != p.tasks[t].sm;
+    rest.tasks[t].sm = p.tasks[t].sm;
+  }
+  ProofPath path;
+  path.placement = sm;
+  path.pages = rest.pages != p.pages;
+  path.outputs = !(rest.meta == p.meta);
+  path.capacity = sm || rest.config != p.config;
+  rest.pages = p.pages;
+  rest.meta = p.meta;
+  rest.config = p.config;
+  path.full = ir::write_program(rest) != ir::write_program(p);
+  return path.full ? ProofPath{} : path;
+}
+
+// Proves `base` and `variants` of it in a row with one incremental validator, each against a
+// fresh full proof; counts the paths taken.
+void prove_in_a_row(const ir::Program& base, uint64_t seed, int variants,
+                    std::map<std::string, int>& paths) {
+  Rng rng = Rng::seeded(seed, 46);
+  Validator incremental;
+  incremental.set_incremental(true);
+  ir::Program p = base, last;
+  for (int k = 0; k <= variants; ++k) {
+    if (k > 0) {
+      if (rng.below(5) == 0) p = base;  // back to the start: a search's incumbent
+      fixtures::vary(p, rng);
+    }
+    const Result got = incremental.validate(p);
+    Validator full;
+    const Result want = full.validate(p);
+    ASSERT_EQ(everything(got), everything(want)) << "variant " << k;
+    ASSERT_EQ(got.ok, want.ok);
+    const ProofPath path = k == 0 ? ProofPath{} : expected_path(last, p);
+    EXPECT_EQ(name(incremental.last_path()), name(path)) << "variant " << k;
+    ++paths[name(incremental.last_path())];
+    last = p;
+  }
+}
+
+std::vector<fs::path> corpus() {
+  std::vector<fs::path> v;
+  for (const char* dir :
+       {"tests/validate/invalid", "tests/validate/valid", "tests/conformance/programs"})
+    for (const auto& e : fs::directory_iterator(test::source_dir() / dir))
+      if (e.path().extension() == ".json") v.push_back(e.path());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TEST(Incremental, EveryCorpusProgramAndItsVariantsAreProvedAsInFull) {
+  std::map<std::string, int> paths;
+  uint64_t seed = 0;
+  for (const fs::path& f : corpus()) {
+    SCOPED_TRACE(f.filename().string());
+    ir::Result<ir::Program> p = ir::load_program(f.string());
+    if (!p) continue;  // a file the reader refuses has no proof
+    prove_in_a_row(*p, ++seed, 12, paths);
+  }
+  for (const char* path : {"full", "same", "capacity", "placement+capacity", "pages", "outputs",
+                           "placement+pages+outputs+capacity"})
+    EXPECT_GT(paths[path], 0) << path;
+}
+
+TEST(Incremental, GeneratedProgramsWithSmsPagesARuntimeAndCappedRulesAreProvedAsInFull) {
+  std::map<std::string, int> paths;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    fixtures::GenOptions o;
+    o.shape = seed % 3 == 0 ? fixtures::GenShape::Mesh : fixtures::GenShape::Llama;
+    o.seed = seed;
+    o.tasks = seed == 12 ? 3000 : 150 + seed * 40;
+    o.pages = seed % 2 == 0;
+    o.num_sms = seed % 4 == 1 ? 0 : 4;
+    ir::Program p = fixtures::generate(o).program;
+    if (seed % 4 == 3) {  // an MPK runtime: its capacities read the SMs
+      p.runtime.emplace();
+      p.runtime->kind = ir::RuntimeKind::Mpk;
+      p.runtime->set(ir::Cap::workers, {3});
+      p.runtime->set(ir::Cap::worker_queue, {int64_t(o.tasks / 8)});
+    }
+    if (seed == 12)  // more sm.negative errors than a rule keeps: the cap and its summary
+      for (ir::Task& t : p.tasks) t.sm = -1;
+    SCOPED_TRACE(seed);
+    prove_in_a_row(p, seed, 16, paths);
+  }
+  EXPECT_GT(paths["placement+capacity"], 0);
+  EXPECT_GT(paths["pages"], 0);
+}
+
+TEST(Incremental, IsOffByDefaultAndAFullProofAfterItIsTurnedOn) {
+  fixtures::GenOptions o;
+  o.num_sms = 4;
+  const ir::Program p = fixtures::generate(o).program;
+  Validator v;
+  v.validate(p);
+  v.validate(p);
+  EXPECT_EQ(name(v.last_path()), "full");
+  v.set_incremental(true);
+  v.validate(p);
+  EXPECT_EQ(name(v.last_path()), "full");
+  v.validate(p);
+  EXPECT_EQ(name(v.last_path()), "same");
+}
+
+}  // namespace
+}  // namespace amk::validate

@@ -1,0 +1,290 @@
+// Each record is taken apart by a structured binding that names every member, so a field added to
+// a record stops this file compiling until it is written here too: an image never misses one.
+#include "validate/image.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/runtime.h"
+
+namespace amk::validate {
+
+namespace {
+
+constexpr uint64_t kUnset = 0xFF;  // a JsonValue never set (JSON types are 0..9)
+
+// Appends values to ProgramImage::Words; every variable-length value is preceded by its
+// length.
+class Writer {
+ public:
+  explicit Writer(ProgramImage::Words& to) : to_(to), at_(to.w.data()), end_(at_ + to.w.size()) {}
+  ~Writer() { to_.n = static_cast<size_t>(at_ - to_.w.data()); }
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  // Makes room for `k` more words: put() then writes without looking.
+  void room(size_t k) {
+    if (static_cast<size_t>(end_ - at_) < k) grow(k);
+  }
+  void put(uint64_t v) { *at_++ = v; }
+  void u(uint64_t v) {
+    room(1);
+    put(v);
+  }
+  void i(int64_t v) { u(static_cast<uint64_t>(v)); }
+  void f(double v) { u(std::bit_cast<uint64_t>(v)); }
+  // The bytes 8 to a word, the last one padded with zeros.
+  void bytes(const void* data, size_t n) {
+    const size_t words = (n + 7) / 8;
+    if (static_cast<size_t>(end_ - at_) < words + 1) grow(words + 1);
+    *at_++ = n;
+    const auto* b = static_cast<const unsigned char*>(data);
+    for (size_t k = 0; k + 8 <= n; k += 8) std::memcpy(at_++, b + k, 8);
+    if (const size_t tail = n % 8) {
+      uint64_t last = 0;
+      auto* to = reinterpret_cast<unsigned char*>(&last);
+      const unsigned char* from = b + n - tail;
+      if (tail & 4) std::memcpy(to, from, 4);
+      if (tail & 2) std::memcpy(to + (tail & 4), from + (tail & 4), 2);
+      if (tail & 1) to[tail - 1] = from[tail - 1];
+      *at_++ = last;
+    }
+  }
+  void str(std::string_view s) { bytes(s.data(), s.size()); }
+  void ints(const std::vector<int64_t>& v) {
+    if (static_cast<size_t>(end_ - at_) < v.size() + 1) grow(v.size() + 1);
+    *at_++ = v.size();
+    for (int64_t x : v) *at_++ = static_cast<uint64_t>(x);
+  }
+  void num(const ir::Number& n) {
+    const auto& [is_int, iv, fv] = n;
+    u(is_int);
+    i(iv);
+    f(fv);
+  }
+  // JSON by its types (nlohmann's `==` calls 1 and 1.0 equal; a proof's messages do not).
+  void json(const nlohmann::ordered_json& j) {
+    using T = nlohmann::ordered_json::value_t;
+    u(static_cast<uint64_t>(j.type()));
+    switch (j.type()) {
+      case T::null:
+      case T::discarded:
+        return;
+      case T::boolean:
+        return u(j.get<bool>());
+      case T::number_integer:
+        return i(j.get<int64_t>());
+      case T::number_unsigned:
+        return u(j.get<uint64_t>());
+      case T::number_float:
+        return f(j.get<double>());
+      case T::string:
+        return str(j.get_ref<const std::string&>());
+      case T::array:
+        u(j.size());
+        for (const auto& e : j) json(e);
+        return;
+      case T::object:
+        u(j.size());
+        for (auto it = j.begin(); it != j.end(); ++it) {
+          str(it.key());
+          json(it.value());
+        }
+        return;
+      case T::binary: {
+        const auto& bin = j.get_binary();
+        bytes(bin.data(), bin.size());
+        u(bin.has_subtype());
+        return u(bin.has_subtype() ? bin.subtype() : 0);
+      }
+    }
+  }
+  void json(const ir::JsonValue& v) {
+    if (v.unset()) return u(kUnset);
+    json(v.json());
+  }
+
+ private:
+  void grow(size_t k) {
+    const auto n = static_cast<size_t>(at_ - to_.w.data());
+    to_.w.resize(std::max({to_.w.size() * 2, n + k, size_t{1024}}));
+    at_ = to_.w.data() + n;
+    end_ = to_.w.data() + to_.w.size();
+  }
+  ProgramImage::Words& to_;
+  uint64_t* at_;
+  uint64_t* end_;
+};
+
+// A JSON value in a task: one word when unset (the room for it is made by the caller).
+void put_json(Writer& w, const ir::JsonValue& v) {
+  if (v.unset())
+    w.put(kUnset);
+  else
+    w.json(v.json());
+}
+
+void put(Writer& w, const ir::Task& t) {
+  [[maybe_unused]] const auto& [op, inputs, outputs, out_counter, waits, params, sm, est_bytes,
+                                est_flops, label, extra] = t;  // sm: ProgramImage::sm
+  // Room for every word but those of set JSON values and of strings (which make their own).
+  w.room(8 + inputs.size() + outputs.size() + 3 * waits.size() + 5 * params.size());
+  w.put(static_cast<uint64_t>(op));
+  w.ints(inputs);
+  w.ints(outputs);
+  w.put(static_cast<uint64_t>(out_counter));
+  w.put(waits.size());
+  for (const ir::Wait& x : waits) {
+    const auto& [counter, threshold, wait_extra] = x;
+    w.put(static_cast<uint64_t>(counter));
+    w.put(static_cast<uint64_t>(threshold));
+    put_json(w, wait_extra);
+  }
+  w.put(params.size());
+  for (const ir::Param& x : params) {
+    const auto& [key, value] = x;
+    const auto& [kind, iv, fv, other] = value;
+    w.str(key);
+    w.room(4);
+    w.put(static_cast<uint64_t>(kind));
+    w.put(static_cast<uint64_t>(iv));
+    w.put(std::bit_cast<uint64_t>(fv));
+    put_json(w, other);
+  }
+  w.room(4);
+  w.put(static_cast<uint64_t>(est_bytes));
+  w.put(static_cast<uint64_t>(est_flops));
+  put_json(w, extra);
+  w.str(label);
+}
+
+void put(Writer& w, const ir::Buffer& b) {
+  const auto& [name, kind, dtype, shape, space, source, extra] = b;
+  w.str(name);
+  w.u(static_cast<uint64_t>(kind));
+  w.u(static_cast<uint64_t>(dtype));
+  w.ints(shape);
+  w.u(static_cast<uint64_t>(space));
+  w.u(source.has_value());
+  w.str(source ? *source : std::string_view());
+  w.json(extra);
+}
+
+void put(Writer& w, const ir::Target& t) {
+  const auto& [name, sm_arch, num_sms, smem_bytes_per_sm, smem_bytes_per_block_optin, regs_per_sm,
+               max_threads_per_sm, max_regs_per_thread, l2_bytes, hbm_bytes, hbm_bandwidth_gbs,
+               fp16_tflops, clock_ghz, supports_cooperative, wddm_tdr, measured_bw_gbs, note,
+               extra] = t;
+  w.str(name);
+  for (const ir::Number* n :
+       {&sm_arch, &num_sms, &smem_bytes_per_sm, &smem_bytes_per_block_optin, &regs_per_sm,
+        &max_threads_per_sm, &max_regs_per_thread, &l2_bytes, &hbm_bytes, &hbm_bandwidth_gbs,
+        &fp16_tflops, &clock_ghz, &measured_bw_gbs})
+    w.num(*n);
+  w.u(supports_cooperative);
+  w.u(wddm_tdr);
+  w.str(note);
+  w.json(extra);
+}
+
+void put(Writer& w, const ir::Runtime& r) {
+  const auto& [kind, caps, scopes, tasks, extra] = r;
+  w.u(static_cast<uint64_t>(kind));
+  for (const std::vector<int64_t>& c : caps) w.ints(c);
+  w.u(scopes.size());
+  for (const ir::RuntimeScope& s : scopes) {
+    const auto& [parent, depth, ring, site, begin, end] = s;
+    for (int64_t v : {int64_t{parent}, int64_t{depth}, int64_t{ring}, begin, end}) w.i(v);
+    w.str(site);
+  }
+  w.u(tasks.size());
+  for (const ir::ForeignTask& t : tasks) {
+    const auto& [id, task_kind, variant, scope, kernels, heap, fanin, early, manual] = t;
+    w.u(id);
+    for (int64_t v : {int64_t{task_kind}, int64_t{variant}, int64_t{scope}, int64_t{kernels[0]},
+                      int64_t{kernels[1]}, int64_t{kernels[2]}, heap, int64_t{fanin}})
+      w.i(v);
+    w.u(early);
+    w.u(manual);
+  }
+  w.json(extra);
+}
+
+void put(Writer& w, const std::optional<ir::PageAllocation>& pa) {
+  w.u(pa.has_value());
+  if (!pa) return;
+  const auto& [buffer_to_page, pages, extra] = *pa;
+  w.u(buffer_to_page.size());
+  for (const auto& [b, pg] : buffer_to_page) {
+    w.i(b);
+    w.i(pg);
+  }
+  w.u(pages.size());
+  for (const ir::Page& pg : pages) {
+    const auto& [space, nbytes, live_start, live_end, page_extra] = pg;
+    w.u(static_cast<uint64_t>(space));
+    w.i(nbytes);
+    w.i(live_start);
+    w.i(live_end);
+    w.json(page_extra);
+  }
+  w.json(extra);
+}
+
+void put(Writer& w, const std::optional<ir::ScheduleConfig>& c) {
+  w.u(c.has_value());
+  if (!c) return;
+  const auto& [tiling, fusion_grouping, sm_assignment, pipelining_depth, page_allocation,
+               threads_per_block, smem_bytes_per_block, extra] = *c;
+  for (const ir::JsonValue* v :
+       {&tiling, &fusion_grouping, &sm_assignment, &pipelining_depth, &page_allocation,
+        &threads_per_block, &smem_bytes_per_block, &extra})
+    w.json(*v);
+}
+
+}  // namespace
+
+bool ProgramImage::Words::operator==(const Words& o) const {
+  return n == o.n && std::equal(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(n), o.w.begin());
+}
+
+void ProgramImage::build(const ir::Program& p) {
+  const auto& [ir_version, abi_version, program_meta, target, buffers, counters, tasks,
+               page_allocation, schedule_config, extra, runtime] = p;
+  Writer w(core);
+  w.str(ir_version);
+  w.str(abi_version);
+  w.u(target.has_value());
+  if (target) put(w, *target);
+  w.u(buffers.size());
+  for (const ir::Buffer& b : buffers) put(w, b);
+  w.u(counters.size());
+  for (const ir::Counter& c : counters) {
+    const auto& [init, note, counter_extra] = c;
+    w.i(init);
+    w.str(note);
+    w.json(counter_extra);
+  }
+  w.u(tasks.size());
+  for (const ir::Task& t : tasks) put(w, t);
+  w.json(extra);
+  w.u(runtime.has_value());
+  if (runtime) put(w, *runtime);
+  Writer s(sm);
+  for (const ir::Task& t : tasks) {
+    s.u(t.sm.has_value());
+    s.i(t.sm.value_or(0));
+  }
+  Writer pw(pages);
+  put(pw, page_allocation);
+  Writer mw(meta);
+  mw.json(program_meta);
+  Writer cw(config);
+  put(cw, schedule_config);
+}
+
+}  // namespace amk::validate

@@ -1,0 +1,31 @@
+// Internal: an exact image of a program as words, in the parts the incremental proof tells apart.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ir/program.h"
+
+namespace amk::validate {
+
+/// Every field of a program, bit for bit, as words: two programs with equal images are equal in
+/// everything a proof reads (floats by their bits, JSON by its types, so -0.0 and 0.0, 1 and 1.0
+/// differ), whatever the proof reads. The tasks' SMs, the page allocation, meta and the config are
+/// kept apart; `core` holds everything else.
+struct ProgramImage {
+  /// Words and how many of them are in use (the memory only grows: a build writes no zeros).
+  struct Words {
+    std::vector<uint64_t> w;
+    size_t n = 0;
+    bool operator==(const Words& o) const;
+  };
+  Words core;    ///< versions, target, buffers, counters, tasks but their SMs, extra, runtime
+  Words sm;      ///< each task's SM: presence, value
+  Words pages;   ///< the page allocation
+  Words meta;    ///< meta
+  Words config;  ///< the schedule config
+  /// Writes the image of `p` (the memory is reused).
+  void build(const ir::Program& p);
+};
+
+}  // namespace amk::validate

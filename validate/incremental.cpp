@@ -1,0 +1,141 @@
+// The incremental proof (Validator::set_incremental). A program equal to the one proved last in
+// everything but its tasks' SMs, its page allocation, its meta and its config is proved by running
+// again the stages of the proof that read what changed, and taking the other stages' diagnostics
+// from the last proof. Why the result is the full proof's:
+//  - Equal means word for word on ProgramImage: every field of the program, bit for bit.
+//  - Of the four, the proof reads tasks' SMs in check_placement, check_capacity and
+//    Stats::sm_assigned only; the page allocation in check_pages only; meta in check_outputs
+//    only; the config in check_capacity only. A stage that reads none of what changed reports
+//    what it reported last time (a proof is a function of the program).
+//  - The scratch the re-run stages read (the counter graph, the buffers' writers and users) is a
+//    function of the rest, and is the last proof's; the SM-queue graph is built again with
+//    placement, or is the last proof's for the same SMs.
+//  - Each rule code is reported by one stage only, so a stage run alone with fresh per-code counts
+//    keeps and counts what it kept and counted inside a full proof; the summaries of capped codes
+//    (Context::finish) are made again from the merged counts.
+// Any other change (tasks, buffers, counters, target, runtime, versions) is proved in full.
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "validate/context.h"
+
+namespace amk::validate {
+
+std::string name(ProofPath p) {
+  if (p.full) return "full";
+  std::string out;
+  for (auto [ran, stage] : {std::pair{p.placement, "placement"},
+                            {p.pages, "pages"},
+                            {p.outputs, "outputs"},
+                            {p.capacity, "capacity"}})
+    if (ran) out += (out.empty() ? "" : "+") + std::string(stage);
+  return out.empty() ? "same" : out;
+}
+
+namespace {
+
+// The stages that read what changed: tasks' SMs (placement, capacity), the page allocation
+// (pages), meta (outputs), the config (capacity); anything else is proved in full.
+ProofPath path_between(const ProgramImage& last, const ProgramImage& next) {
+  ProofPath path;
+  if (last.core != next.core) return path;
+  const bool sm = last.sm != next.sm;
+  path.full = false;
+  path.placement = sm;
+  path.pages = last.pages != next.pages;
+  path.outputs = last.meta != next.meta;
+  path.capacity = sm || last.config != next.config;
+  return path;
+}
+
+bool reruns(ProofPath path, Stage stage) {
+  switch (stage) {
+    case Stage::Structure:
+      return false;
+    case Stage::Placement:
+      return path.placement;
+    case Stage::Pages:
+      return path.pages;
+    case Stage::Outputs:
+      return path.outputs;
+    case Stage::Capacity:
+      return path.capacity;
+  }
+  return true;
+}
+
+// The rule codes a stage reports.
+std::span<const Rule> codes_of(Stage stage) {
+  switch (stage) {
+    case Stage::Placement:
+      return placement_rules();
+    case Stage::Pages:
+      return page_rules();
+    case Stage::Outputs:
+      return output_rules();
+    default:
+      return capacity_rules();
+  }
+}
+
+template <class List>
+void append(List& to, const List& from, size_t begin, size_t end) {
+  to.insert(to.end(), from.begin() + static_cast<std::ptrdiff_t>(begin),
+            from.begin() + static_cast<std::ptrdiff_t>(end));
+}
+
+// The proof of `p` along `path` (not full): the last proof's stages, with the stages `path` runs
+// again in their places.
+Result reprove(Scratch& s, const ir::Program& p, ProofPath path, StageEnds& ends) {
+  const LastProof& last = s.last;
+  Result r;
+  RuleCounts counts = last.counts;
+  size_t error_from = 0, warning_from = 0;
+  for (size_t k = 0; k < kStages; ++k) {
+    const auto stage = static_cast<Stage>(k);
+    if (reruns(path, stage)) {
+      for (const Rule& rule : codes_of(stage)) counts.erase(std::string(rule.code));
+      if (stage == Stage::Placement) s.queues_built = false;
+      Result fresh;
+      RuleCounts fresh_counts;
+      Context c{p, s.graph, s, fresh, fresh_counts};
+      run_stage(c, stage);
+      std::move(fresh.errors.begin(), fresh.errors.end(), std::back_inserter(r.errors));
+      std::move(fresh.warnings.begin(), fresh.warnings.end(), std::back_inserter(r.warnings));
+      for (const auto& [code, n] : fresh_counts) counts[code] += n;
+    } else {
+      append(r.errors, last.result.errors, error_from, last.ends.errors[k]);
+      append(r.warnings, last.result.warnings, warning_from, last.ends.warnings[k]);
+    }
+    error_from = last.ends.errors[k];
+    warning_from = last.ends.warnings[k];
+    ends.mark(k, r);
+  }
+  Context c{p, s.graph, s, r, counts};
+  c.finish();
+  s.rule_count = std::move(counts);
+  r.stats = stats_of(p, s.graph);
+  r.ok = r.errors.empty();
+  return r;
+}
+
+}  // namespace
+
+Result prove_incrementally(Scratch& s, const ir::Program& p) {
+  LastProof& last = s.last;
+  last.next.build(p);
+  const ProofPath path = last.valid ? path_between(last.image, last.next) : ProofPath{};
+  last.valid = false;
+  StageEnds ends;
+  Result r = path.full ? prove(s, p, &ends) : reprove(s, p, path, ends);
+  std::swap(last.image, last.next);
+  last.result = r;
+  last.counts = s.rule_count;
+  last.ends = ends;
+  last.valid = true;
+  s.path = path;
+  return r;
+}
+
+}  // namespace amk::validate
