@@ -55,12 +55,16 @@ struct Evaluator::Impl {
   const targets::Runtime& runtime;
   lower::Lowerer lowerer;
   validate::Validator validator;
+  targets::Estimator estimator;
 };
 
 Evaluator::Evaluator(const lower::ModelSpec& m, const targets::TargetSpec& t,
                      const lower::LowerOptions& o)
-    : impl_(std::make_unique<Impl>(Impl{
-          t, o.runtime ? *o.runtime : targets::default_runtime(t), lower::Lowerer(m, t, o), {}})) {
+    : impl_(std::make_unique<Impl>(Impl{t,
+                                        o.runtime ? *o.runtime : targets::default_runtime(t),
+                                        lower::Lowerer(m, t, o),
+                                        {},
+                                        {}})) {
   impl_->validator.set_threads(1);  // a search runs evaluators in parallel, one per thread
 }
 Evaluator::~Evaluator() = default;
@@ -94,8 +98,8 @@ void Evaluator::evaluate(Trial& t, Objective obj) {
     t.eval_us = t.lower_us + t.validate_us;
     return;
   }
-  const targets::CostEstimate c = targets::estimate(p, impl_->target.record, impl_->runtime,
-                                                    validator.graph(), validator.queue_graph());
+  const targets::CostEstimate c = impl_->estimator(p, impl_->target.record, impl_->runtime,
+                                                   validator.graph(), validator.queue_graph());
   t.cost_us = us_since(t2);
   t.valid = true;
   t.predicted_us = c.makespan_us;

@@ -35,6 +35,7 @@ struct CostEstimate {
   std::string runtime;          ///< the runtime's name
   bool sm_assigned = false;     ///< the program places its tasks (else the runtime does)
   bool cyclic = false;          ///< dependency cycle: AMK's makespan = Σt, amk's the bound
+  bool operator==(const CostEstimate&) const = default;
 };
 
 /// Predicted microseconds of one task (AMK's formula; `depth` = pipelining depth: the exposed
@@ -50,6 +51,33 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg);
 /// an SM >= 0, where it is the loader's.
 CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const Runtime& rt,
                       const ir::Graph& g, const ir::ScheduleGraph* queues = nullptr);
+
+/// estimate() for program after program (a search's candidates), with the same results: its
+/// memory (the walk's input and state) is kept from one program to the next, and so are its last
+/// estimates, so that a program whose walk, machine and AMK task times equal those of a recent one
+/// (configs that differ in a knob the runtime or the placement does not read) is not walked again.
+class Estimator {
+ public:
+  Estimator();
+  ~Estimator();
+  Estimator(Estimator&&) noexcept;
+  Estimator& operator=(Estimator&&) noexcept;
+  /// estimate(p, tg, rt, g, queues).
+  CostEstimate operator()(const ir::Program& p, const ir::Target& tg, const Runtime& rt,
+                          const ir::Graph& g, const ir::ScheduleGraph* queues = nullptr);
+  /// How many estimates were recalled rather than walked.
+  uint64_t recalled() const { return recalled_; }
+
+ private:
+  struct Entry;
+  static constexpr size_t kRecall = 8;  // estimates kept
+  void remember(const Machine& m, double sms, const CostEstimate& r);
+  WalkInput in_;
+  Simulator sim_;
+  std::vector<double> times_;  // AMK's formula: each task's time
+  std::vector<Entry> recent_;
+  uint64_t clock_ = 0, recalled_ = 0;
+};
 
 /// A task's time on one worker by itself under `p`'s config (dispatch, streaming at a fair share
 /// of the bandwidth or computing, signalling): what a list scheduler weighs tasks by.
