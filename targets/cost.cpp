@@ -89,6 +89,41 @@ bool same_walk(const WalkInput& a, const WalkInput& b) {
 
 }  // namespace
 
+double streamed_weight_bytes(const ir::Program& p) {
+  // By weight buffer: the bytes EMBED tasks gather from it, or -1 once another task reads it
+  // (whole: the tiles of a projection read all of it between them).
+  std::vector<double> gathered(p.buffers.size(), 0.0);
+  const auto nb = static_cast<int64_t>(p.buffers.size());
+  for (const ir::Task& t : p.tasks)
+    for (int64_t b : t.inputs) {
+      if (b < 0 || b >= nb || p.buffers[static_cast<size_t>(b)].kind != ir::BufferKind::WEIGHT)
+        continue;
+      double& g = gathered[static_cast<size_t>(b)];
+      const ir::Buffer& table = p.buffers[static_cast<size_t>(b)];
+      const int64_t out = t.outputs.empty() ? -1 : t.outputs.front();
+      if (t.op != ir::Op::EMBED || g < 0 || out < 0 || out >= nb || table.shape.size() < 2 ||
+          table.shape.front() <= 0 || table.shape.back() <= 0) {
+        g = -1;
+        continue;
+      }
+      // Its rows: the output's elements over a row's; each row is the table's bytes over its rows.
+      const double rows = static_cast<double>(p.buffers[static_cast<size_t>(out)].numel()) /
+                          static_cast<double>(table.shape.back());
+      g += rows * static_cast<double>(table.nbytes()) / static_cast<double>(table.shape.front());
+    }
+  double total = 0;
+  for (size_t b = 0; b < p.buffers.size(); ++b)
+    if (p.buffers[b].kind == ir::BufferKind::WEIGHT) {
+      const auto whole = static_cast<double>(p.buffers[b].nbytes());
+      total += gathered[b] > 0 ? std::min(gathered[b], whole) : whole;
+    }
+  return total;
+}
+
+double weight_floor_us(const ir::Program& p, const ir::Target& tg) {
+  return tg.bandwidth_bound_us(streamed_weight_bytes(p));
+}
+
 double task_time_us(const ir::Program& p, const ir::Task& t, const ir::Target& tg, int64_t depth) {
   return finish(task_parts(ir::task_load(p, t), Rates(tg, depth)), t);
 }
@@ -128,7 +163,7 @@ CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, c
   CostEstimate r;
   r.runtime = rt.name;
   r.sm_assigned = p.sm_assigned();
-  r.floor_us = tg.bandwidth_bound_us(static_cast<double>(p.total_weight_bytes()));
+  r.floor_us = weight_floor_us(p, tg);
   std::optional<ir::ScheduleGraph> own;  // the placed program's queues, built once for all
   if (r.sm_assigned) queues = &placed_queues(p, g, queues, own);
   fill_walk_input(in_, p, g, queues);

@@ -28,7 +28,7 @@ struct CostEstimate {
   double queue_us = 0;          ///< the runtime's schedule: launch + the last task's finish
   double critical_path_us = 0;  ///< AMK's formula: the longest dependency chain
   double total_us = 0;          ///< AMK's formula: Σ task times
-  double floor_us = 0;          ///< total WEIGHT bytes at the target's spec bandwidth
+  double floor_us = 0;          ///< weight_floor_us: the weights streamed at spec bandwidth
   double bytes_in_flight = 0;   ///< per worker, from the runtime and the config's knobs
   double worker_gbs = 0;        ///< one worker's streaming rate alone
   Breakdown breakdown;          ///< where queue_us goes along its critical path
@@ -37,6 +37,13 @@ struct CostEstimate {
   bool cyclic = false;          ///< dependency cycle: AMK's makespan = Σt, amk's the bound
   bool operator==(const CostEstimate&) const = default;
 };
+
+/// The weight bytes one decode step streams: every WEIGHT buffer whole, except a table that only
+/// EMBED tasks read (an untied embedding), of which the rows they gather.
+double streamed_weight_bytes(const ir::Program& p);
+/// The weight-streaming floor no schedule of `p` beats: streamed_weight_bytes at `tg`'s spec
+/// bandwidth (NaN without one).
+double weight_floor_us(const ir::Program& p, const ir::Target& tg);
 
 /// Predicted microseconds of one task (AMK's formula; `depth` = pipelining depth: the exposed
 /// fraction of weight streaming is max(0.5, 1 / (1 + 0.6 depth))).

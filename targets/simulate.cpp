@@ -174,7 +174,8 @@ struct Simulator::State {
   std::vector<uint32_t> last;                        // the task it ran last
   std::vector<std::array<double, kRing>> lookahead;  // recent tasks' ready times (prefetch)
   std::vector<uint32_t> done, last_weights;  // tasks run; position of the last weight task + 1
-  std::optional<ir::FreeTimes> dyn;          // dynamic placement's earliest-free query
+  std::vector<double> drained;  // when the worker's last task had streamed what it had to stream
+  std::optional<ir::FreeTimes> dyn;  // dynamic placement's earliest-free query
   size_t depth = 0;
 
   void start(const WalkInput& input, const Machine& machine);
@@ -217,6 +218,7 @@ void Simulator::State::start(const WalkInput& input, const Machine& machine) {
   lookahead.resize(workers);
   done.assign(workers, 0);
   last_weights.assign(workers, 0);
+  drained.assign(workers, 0.0);
   depth = static_cast<size_t>(std::min<int64_t>(machine.depth, kRing));
   dyn.reset();
   if (!input.worker.empty()) {
@@ -309,7 +311,9 @@ inline double Simulator::State::prefetched(uint32_t v, uint32_t wk, double start
   } else {
     if (!in->streams[v]) return 0;
     const auto& seen = lookahead[wk];
-    double from = done[wk] ? seen[(done[wk] - 1) % kRing] : start;
+    // Into shared memory: through the worker's own loads, free once the task before had streamed
+    // its bytes.
+    double from = done[wk] ? drained[wk] : start;
     double fill = rate[v];
     if constexpr (P == Machine::Prefetch::L2) {
       const uint32_t since = done[wk] - last_weights[wk];
@@ -346,7 +350,8 @@ inline double Simulator::State::step(uint32_t v) {
     bound[v] = last[wk];
   }
   const double flops = in->flops[v];
-  const double ex = mc.exec_at(in->bytes[v], flops, prefetched<P>(v, wk, start, r), rate[v]);
+  const double pre = prefetched<P>(v, wk, start, r);
+  const double ex = mc.exec_at(in->bytes[v], flops, pre, rate[v]);
   const double f = r + ex + mc.sync;
   ready[v] = r;
   finish[v] = f;
@@ -357,6 +362,7 @@ inline double Simulator::State::step(uint32_t v) {
   last[wk] = v;
   if constexpr (P != Machine::Prefetch::None) {
     lookahead[wk][done[wk] % kRing] = r;
+    if constexpr (P == Machine::Prefetch::Shared) drained[wk] = r + (in->bytes[v] - pre) / rate[v];
     ++done[wk];
     if (in->streams[v]) last_weights[wk] = done[wk];
   }
