@@ -90,33 +90,45 @@ bool same_walk(const WalkInput& a, const WalkInput& b) {
 }  // namespace
 
 double streamed_weight_bytes(const ir::Program& p) {
-  // By weight buffer: the bytes EMBED tasks gather from it, or -1 once another task reads it
-  // (whole: the tiles of a projection read all of it between them).
-  std::vector<double> gathered(p.buffers.size(), 0.0);
   const auto nb = static_cast<int64_t>(p.buffers.size());
-  for (const ir::Task& t : p.tasks)
+  auto weight = [&](int64_t b) {
+    return b >= 0 && b < nb && p.buffers[static_cast<size_t>(b)].kind == ir::BufferKind::WEIGHT;
+  };
+  // The tables EMBED tasks gather from, with the bytes they gather (-1: read whole).
+  std::vector<std::pair<int64_t, double>> tables;
+  for (const ir::Task& t : p.tasks) {
+    if (t.op != ir::Op::EMBED) continue;
     for (int64_t b : t.inputs) {
-      if (b < 0 || b >= nb || p.buffers[static_cast<size_t>(b)].kind != ir::BufferKind::WEIGHT)
-        continue;
-      double& g = gathered[static_cast<size_t>(b)];
+      if (!weight(b)) continue;
+      auto it =
+          std::find_if(tables.begin(), tables.end(), [&](const auto& e) { return e.first == b; });
+      if (it == tables.end()) it = tables.insert(tables.end(), {b, 0.0});
       const ir::Buffer& table = p.buffers[static_cast<size_t>(b)];
       const int64_t out = t.outputs.empty() ? -1 : t.outputs.front();
-      if (t.op != ir::Op::EMBED || g < 0 || out < 0 || out >= nb || table.shape.size() < 2 ||
+      if (it->second < 0 || out < 0 || out >= nb || table.shape.size() < 2 ||
           table.shape.front() <= 0 || table.shape.back() <= 0) {
-        g = -1;
+        it->second = -1;
         continue;
       }
       // Its rows: the output's elements over a row's; each row is the table's bytes over its rows.
       const double rows = static_cast<double>(p.buffers[static_cast<size_t>(out)].numel()) /
                           static_cast<double>(table.shape.back());
-      g += rows * static_cast<double>(table.nbytes()) / static_cast<double>(table.shape.front());
+      it->second +=
+          rows * static_cast<double>(table.nbytes()) / static_cast<double>(table.shape.front());
     }
-  double total = 0;
-  for (size_t b = 0; b < p.buffers.size(); ++b)
-    if (p.buffers[b].kind == ir::BufferKind::WEIGHT) {
-      const auto whole = static_cast<double>(p.buffers[b].nbytes());
-      total += gathered[b] > 0 ? std::min(gathered[b], whole) : whole;
-    }
+  }
+  // A table another task reads too (a tied lm_head) is streamed whole.
+  if (!tables.empty())
+    for (const ir::Task& t : p.tasks)
+      if (t.op != ir::Op::EMBED)
+        for (int64_t b : t.inputs)
+          for (auto& [id, gathered] : tables)
+            if (id == b) gathered = -1;
+  auto total = static_cast<double>(p.total_weight_bytes());
+  for (const auto& [id, gathered] : tables) {
+    const auto whole = static_cast<double>(p.buffers[static_cast<size_t>(id)].nbytes());
+    if (gathered >= 0 && gathered < whole) total -= whole - gathered;
+  }
   return total;
 }
 
