@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "ir/assert.h"
@@ -117,13 +118,18 @@ double streamed_weight_bytes(const ir::Program& p) {
           rows * static_cast<double>(table.nbytes()) / static_cast<double>(table.shape.front());
     }
   }
-  // A table another task reads too (a tied lm_head) is streamed whole.
-  if (!tables.empty())
-    for (const ir::Task& t : p.tasks)
-      if (t.op != ir::Op::EMBED)
-        for (int64_t b : t.inputs)
-          for (auto& [id, gathered] : tables)
-            if (id == b) gathered = -1;
+  // A table another task reads too is streamed whole: a tied lm_head, found first from the end
+  // (the last op of a step), where the scan stops once every table is read whole.
+  size_t gathered_only =
+      std::count_if(tables.begin(), tables.end(), [](const auto& e) { return e.second >= 0; });
+  for (auto t = p.tasks.rbegin(); t != p.tasks.rend() && gathered_only > 0; ++t)
+    if (t->op != ir::Op::EMBED)
+      for (int64_t b : t->inputs)
+        for (auto& [id, gathered] : tables)
+          if (id == b && gathered >= 0) {
+            gathered = -1;
+            --gathered_only;
+          }
   auto total = static_cast<double>(p.total_weight_bytes());
   for (const auto& [id, gathered] : tables) {
     const auto whole = static_cast<double>(p.buffers[static_cast<size_t>(id)].nbytes());
@@ -214,7 +220,8 @@ CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, c
   return r;
 }
 
-// Keeps the estimate just made, in place of the least recently used one when kRecall are kept.
+// Keeps the estimate just made, in place of the least recently used one when kRecall are kept
+// (in_ and times_ are left holding that one's memory).
 void Estimator::remember(const Machine& m, double sms, const CostEstimate& r) {
   Entry* e = nullptr;
   if (recent_.size() < kRecall) {
@@ -223,8 +230,8 @@ void Estimator::remember(const Machine& m, double sms, const CostEstimate& r) {
     e = &*std::min_element(recent_.begin(), recent_.end(),
                            [](const Entry& a, const Entry& b) { return a.used < b.used; });
   }
-  e->in = in_;
-  e->times = times_;
+  std::swap(e->in, in_);  // the estimate's input moves in; the old one's memory is the next's
+  std::swap(e->times, times_);
   e->machine = m;
   e->floor_us = r.floor_us;
   e->sms = sms;

@@ -30,10 +30,6 @@ std::optional<double> knob(const ir::JsonValue& v) {
 
 }  // namespace
 
-bool streams_weights(const ir::Task& t) {
-  return t.op == ir::Op::GEMV_TILE || t.op == ir::Op::GEMM_TILE || t.op == ir::Op::FUSED;
-}
-
 // The queues of a placed program: AMK's loader puts an unassigned task on SM 0; the tasks of
 // another runtime's graph that no worker is dealt (MPK's scheduler-run ones) are in none.
 const ir::ScheduleGraph& placed_queues(const ir::Program& p, const ir::Graph& g,

@@ -123,7 +123,9 @@ void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
                      const ir::ScheduleGraph* queues);
 
 /// Whether a runtime may load a task's weights ahead: GEMV and GEMM tiles, fused tasks.
-bool streams_weights(const ir::Task& t);
+inline bool streams_weights(const ir::Task& t) {
+  return t.op == ir::Op::GEMV_TILE || t.op == ir::Op::GEMM_TILE || t.op == ir::Op::FUSED;
+}
 
 /// The walk of a program on a machine.
 struct Walk {
