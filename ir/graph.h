@@ -38,6 +38,12 @@ class Graph {
   std::span<const uint32_t> consumers(uint32_t task) const { return waiters(out_slot_[task]); }
   /// Distinct slots a task waits on, in the order of its first wait on each.
   std::span<const uint32_t> wait_slots(uint32_t task) const { return span(tw_off_, tw_, task); }
+  /// Every task's out slot, by task.
+  std::span<const uint32_t> out_slots() const { return out_slot_; }
+  /// wait_slots of every task as one CSR: the offsets (num_tasks() + 1 of them) into the list.
+  std::span<const uint32_t> wait_slot_offsets() const { return tw_off_; }
+  /// wait_slots of every task, one after another (see wait_slot_offsets).
+  std::span<const uint32_t> wait_slot_list() const { return tw_; }
   /// Number of producer -> consumer edges (unique pairs, self-edges included).
   uint64_t edge_count() const { return edges_; }
   /// Kahn order; shorter than num_tasks() when the graph has a cycle.

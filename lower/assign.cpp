@@ -29,6 +29,7 @@ struct Dag {
   // The runtime model's walk of the plan (its groups as counters), which scores placements.
   targets::WalkInput walk;
   std::optional<targets::Machine> machine;
+  targets::Simulator sim;  // one walk's memory for all the placements scored
   // The makespan the runtime model predicts for the tasks on `sm` emitted in `order` (empty:
   // task order), as estimate() will for the emitted program.
   double score(const std::vector<int64_t>& sm, const std::vector<uint32_t>& order) {
@@ -39,7 +40,7 @@ struct Dag {
     } else {
       walk.order = order;
     }
-    return targets::simulate(walk, *machine, false).makespan;
+    return sim.run(walk, *machine, false).makespan;
   }
 };
 

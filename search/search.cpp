@@ -28,10 +28,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr Source kSources[] = {Source::Start,    Source::Random,    Source::Mutate,
-                               Source::Neighbor, Source::Crossover, Source::Perturb};
-constexpr std::string_view kSourceNames[] = {"start",    "random",    "mutate",
-                                             "neighbor", "crossover", "perturb"};
+constexpr Source kSources[] = {Source::Start,     Source::Random,  Source::Mutate, Source::Neighbor,
+                               Source::Crossover, Source::Perturb, Source::Combine};
+constexpr std::string_view kSourceNames[] = {"start",     "random",  "mutate", "neighbor",
+                                             "crossover", "perturb", "combine"};
 constexpr size_t kReasons = 3;  // rejection diagnostics kept per trial (AMK keeps 3 messages)
 
 double us_since(Clock::time_point t0) {
@@ -55,12 +55,16 @@ struct Evaluator::Impl {
   const targets::Runtime& runtime;
   lower::Lowerer lowerer;
   validate::Validator validator;
+  targets::Estimator estimator;
 };
 
 Evaluator::Evaluator(const lower::ModelSpec& m, const targets::TargetSpec& t,
                      const lower::LowerOptions& o)
-    : impl_(std::make_unique<Impl>(Impl{
-          t, o.runtime ? *o.runtime : targets::default_runtime(t), lower::Lowerer(m, t, o), {}})) {
+    : impl_(std::make_unique<Impl>(Impl{t,
+                                        o.runtime ? *o.runtime : targets::default_runtime(t),
+                                        lower::Lowerer(m, t, o),
+                                        {},
+                                        {}})) {
   impl_->validator.set_threads(1);         // a search runs evaluators in parallel, one per thread
   impl_->validator.set_incremental(true);  // a candidate often differs from the last in one knob
 }
@@ -96,8 +100,8 @@ void Evaluator::evaluate(Trial& t, Objective obj) {
     t.eval_us = t.lower_us + t.validate_us;
     return;
   }
-  const targets::CostEstimate c = targets::estimate(p, impl_->target.record, impl_->runtime,
-                                                    validator.graph(), validator.queue_graph());
+  const targets::CostEstimate c = impl_->estimator(p, impl_->target.record, impl_->runtime,
+                                                   validator.graph(), validator.queue_graph());
   t.cost_us = us_since(t2);
   t.valid = true;
   t.predicted_us = c.makespan_us;

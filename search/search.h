@@ -32,8 +32,9 @@ enum class Source : uint8_t {
   Neighbor,   ///< one knob of the descent's current point changed (every value, in turn)
   Crossover,  ///< knobs of two good points mixed
   Perturb,    ///< the incumbent with several knobs changed (leaves a local optimum)
+  Combine,    ///< the descent's current point with every knob that improved it alone changed
 };
-/// "start", "random", "mutate", "neighbor", "crossover", "perturb".
+/// "start", "random", "mutate", "neighbor", "crossover", "perturb", "combine".
 std::string_view name(Source s);
 /// The source of a name, or nullopt.
 std::optional<Source> parse_source(std::string_view s);
@@ -46,8 +47,9 @@ enum class Objective : uint8_t {
 
 /// How it proposes configs.
 enum class Algorithm : uint8_t {
-  Descent,  ///< the default: steepest one-knob descent from the start, then crossover of the
-            ///< best points and perturbations of the incumbent, descending again
+  Descent,  ///< the default: steepest one-knob descent from the start (each step also tries the
+            ///< knobs that improved alone, together), then crossover of the best points and
+            ///< perturbations of the incumbent, descending again
   Amk,      ///< AMK's policy: the start, a 0.35 share of random configs, then one-knob mutations
             ///< of the incumbent, one at a time, kept iff strictly better
 };

@@ -1,6 +1,7 @@
 #include "search/strategy.h"
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <unordered_set>
 
@@ -81,10 +82,12 @@ class AmkStrategy : public Strategy {
 };
 
 // The default: steepest descent over every one-knob neighbour of the current point (a batch the
-// workers evaluate together); at a local optimum, a diversification batch (crossovers of the
-// best points, perturbations of the incumbent, random points) whose best becomes the new current
-// point, and descent resumes. Knobs that keep the tiling come first in a batch, so the workers'
-// lowerings reuse their tile/fuse/deps work.
+// workers evaluate together); when two or more knobs improved the point alone, their changes
+// together (one more trial: where knobs act independently, several steps at once) before the
+// descent moves to the better of that and the best neighbour; at a local optimum, a
+// diversification batch (crossovers of the best points, perturbations of the incumbent, random
+// points) whose best becomes the new current point, and descent resumes. Knobs that keep the
+// tiling come first in a batch, so the workers' lowerings reuse their tile/fuse/deps work.
 class DescentStrategy : public Strategy {
  public:
   DescentStrategy(const Space& s, uint64_t seed, int64_t min_batch, KeyOf key_of)
@@ -93,16 +96,29 @@ class DescentStrategy : public Strategy {
         key_of_(std::move(key_of)) {}
   std::vector<Proposal> next(const History& h) override {
     if (current_ < 0) current_ = 0;  // the start
-    if (!last_.empty()) {            // the results of the previous batch
+    if (!last_.empty()) {            // the results of the previous batch (remember clears them)
       int64_t best = -1;
       for (int64_t i : last_)
         if (best < 0 || h.score(i) < h.score(best)) best = i;
-      if (diversifying_ || h.score(best) < h.score(current_))
+      if (combining_) {  // the combination (and a widened batch's others) against the best
+                         // neighbour
+        current_ = h.score(best) < h.score(moving_to_) ? best : moving_to_;
+        combining_ = false;
+      } else if (diversifying_ || h.score(best) < h.score(current_)) {
+        const bool descended = !diversifying_;
+        diversifying_ = false;
+        if (std::optional<Point> both = descended ? combined(h, best) : std::nullopt) {
+          moving_to_ = best;
+          combining_ = true;
+          std::vector<Proposal> batch = {{std::move(*both), Source::Combine}};
+          if (min_batch_ > 1) widen(h, batch);
+          return remember(h, std::move(batch));
+        }
         current_ = best;
-      else
+      } else {
         stuck_ = true;
-      diversifying_ = false;
-      last_.clear();
+        diversifying_ = false;
+      }
     }
     std::vector<Proposal> batch;
     if (!stuck_) {
@@ -114,9 +130,7 @@ class DescentStrategy : public Strategy {
       diversifying_ = true;
       stuck_ = false;
     }
-    const int64_t first = static_cast<int64_t>(h.trials.size());
-    for (size_t i = 0; i < batch.size(); ++i) last_.push_back(first + static_cast<int64_t>(i));
-    return batch;
+    return remember(h, std::move(batch));
   }
 
  private:
@@ -210,6 +224,45 @@ class DescentStrategy : public Strategy {
     return batch;
   }
 
+  // Notes the trials a batch will be, whose results the next call reads.
+  std::vector<Proposal> remember(const History& h, std::vector<Proposal> batch) {
+    const int64_t first = static_cast<int64_t>(h.trials.size());
+    last_.clear();
+    for (size_t i = 0; i < batch.size(); ++i) last_.push_back(first + static_cast<int64_t>(i));
+    return batch;
+  }
+
+  // The current point with each knob set to the value that improved it most alone, among the
+  // last batch's one-knob neighbours of it (the earliest among equals); nullopt when fewer than
+  // two knobs improved it (the best neighbour is that point) or the combination was tried.
+  std::optional<Point> combined(const History& h, int64_t best) const {
+    const Point& at = h.points[static_cast<size_t>(current_)];
+    const double base = h.score(current_);
+    std::vector<int64_t> by_knob(at.size(), -1);  // the best improving neighbour per knob
+    for (int64_t i : last_) {
+      const Point& p = h.points[static_cast<size_t>(i)];
+      size_t changed = at.size(), differ = 0;
+      for (size_t k = 0; k < at.size(); ++k)
+        if (p[k] != at[k]) {
+          changed = k;
+          ++differ;
+        }
+      if (differ != 1 || !(h.score(i) < base)) continue;
+      int64_t& b = by_knob[changed];
+      if (b < 0 || h.score(i) < h.score(b)) b = i;
+    }
+    Point both = at;
+    size_t knobs = 0;
+    for (size_t k = 0; k < at.size(); ++k)
+      if (by_knob[k] >= 0) {
+        both[k] = h.points[static_cast<size_t>(by_knob[k])][k];
+        ++knobs;
+      }
+    if (knobs < 2 || both == h.points[static_cast<size_t>(best)] || seen(h, both))
+      return std::nullopt;
+    return both;
+  }
+
   static bool seen(const History& h, const Point& p) { return h.seen.count(p) > 0; }
 
   static constexpr size_t kDiversify = 8;
@@ -217,8 +270,9 @@ class DescentStrategy : public Strategy {
   size_t min_batch_;  // 0: the neighbourhood as it comes
   KeyOf key_of_;
   int64_t current_ = -1;
+  int64_t moving_to_ = -1;  // while combining: the best neighbour, the move without it
   std::vector<int64_t> last_;
-  bool diversifying_ = false, stuck_ = false;
+  bool diversifying_ = false, stuck_ = false, combining_ = false;
 };
 
 }  // namespace

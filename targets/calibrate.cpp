@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/graph.h"
+#include "targets/cost.h"
 #include "targets/simulate.h"
 
 namespace amk::targets {
@@ -168,9 +169,7 @@ double rank_correlation(std::span<const double> a, std::span<const double> b) {
 
 double predict_us(const Measurement& m, const Runtime& rt) {
   const ir::Graph g = ir::Graph::build(m.program);
-  return predict({&m, walk_input(m.program, g, nullptr),
-                  m.target.bandwidth_bound_us(static_cast<double>(m.program.total_weight_bytes()))},
-                 rt);
+  return predict({&m, walk_input(m.program, g, nullptr), weight_floor_us(m.program, m.target)}, rt);
 }
 
 ir::Result<Calibration> calibrate(std::span<const Measurement> points, const Runtime& start,
@@ -183,8 +182,7 @@ ir::Result<Calibration> calibrate(std::span<const Measurement> points, const Run
                                                   m.label, m.measured_us));
     const ir::Graph g = ir::Graph::build(m.program);
     prepared.push_back(
-        {&m, walk_input(m.program, g, nullptr),
-         m.target.bandwidth_bound_us(static_cast<double>(m.program.total_weight_bytes()))});
+        {&m, walk_input(m.program, g, nullptr), weight_floor_us(m.program, m.target)});
     if (!prepared.back().in.acyclic)
       return ir::error("runtime.fit", fmt::format("{}: the program has a cycle", m.label));
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "ir/assert.h"
@@ -27,8 +28,7 @@ struct Rates {
         tf(tg.fp16_tflops.as_double()) {}
 };
 
-Parts task_parts(const ir::Program& p, const ir::Task& t, const Rates& r) {
-  const ir::TaskLoad load = ir::task_load(p, t);
+Parts task_parts(const ir::TaskLoad& load, const Rates& r) {
   const double hbm = r.bw > 0 ? load.bytes / (r.bw * 1e3 * 0.80) : 0.0;
   return {hbm * r.exposed, r.tf > 0 ? load.flops / (r.tf * 1e6 * 0.70) : 0.0};
 }
@@ -37,17 +37,26 @@ double finish(const Parts& q, const ir::Task& t) {
   return std::max(q.mem_us, q.compute_us) + 1.5 + (t.op == ir::Op::GEMV_TILE ? 0.05 : 0.0);
 }
 
-// AMK's formula: its makespan, critical path and Σ task times into `r`.
-void amk_formula(const ir::Program& p, const ir::Target& tg, const ir::Graph& g,
-                 const ir::ScheduleGraph* queues, CostEstimate& r) {
+// AMK's formula's task times into `t` (`in`: the walk's input of `p`, whose loads it reads); their
+// sum.
+double amk_times(const ir::Program& p, const ir::Target& tg, const WalkInput& in,
+                 std::vector<double>& t) {
   const int64_t depth = p.config ? p.config->depth() : 2;
   const size_t n = p.tasks.size();
-  std::vector<double> t(n);
+  t.resize(n);
   const Rates rates(tg, depth);
+  double total = 0;
   for (size_t i = 0; i < n; ++i) {
-    t[i] = finish(task_parts(p, p.tasks[i], rates), p.tasks[i]);
-    r.total_us += t[i];
+    t[i] = finish(task_parts({in.bytes[i], in.flops[i]}, rates), p.tasks[i]);
+    total += t[i];
   }
+  return total;
+}
+
+// AMK's formula over the task times `t`: its makespan and critical path into `r` (whose total_us
+// is their sum).
+void amk_paths(const ir::Program& p, const ir::Target& tg, const ir::Graph& g,
+               const ir::ScheduleGraph* queues, const std::vector<double>& t, CostEstimate& r) {
   const ir::ScheduleGraph deps(p, g, ir::QueueEdges::None);
   if (!deps.acyclic()) {
     r.cyclic = true;
@@ -72,10 +81,69 @@ void amk_formula(const ir::Program& p, const ir::Target& tg, const ir::Graph& g,
   }
 }
 
+// Whether two walk inputs are the same, the fields that tell a search's programs apart first.
+bool same_walk(const WalkInput& a, const WalkInput& b) {
+  return a.slots == b.slots && a.acyclic == b.acyclic && a.worker == b.worker &&
+         a.order == b.order && a.bytes == b.bytes && a.flops == b.flops && a.streams == b.streams &&
+         a.out == b.out && a.wait_off == b.wait_off && a.waits == b.waits && a.est == b.est;
+}
+
 }  // namespace
 
+double streamed_weight_bytes(const ir::Program& p) {
+  const auto nb = static_cast<int64_t>(p.buffers.size());
+  auto weight = [&](int64_t b) {
+    return b >= 0 && b < nb && p.buffers[static_cast<size_t>(b)].kind == ir::BufferKind::WEIGHT;
+  };
+  // The tables EMBED tasks gather from, with the bytes they gather (-1: read whole).
+  std::vector<std::pair<int64_t, double>> tables;
+  for (const ir::Task& t : p.tasks) {
+    if (t.op != ir::Op::EMBED) continue;
+    for (int64_t b : t.inputs) {
+      if (!weight(b)) continue;
+      auto it =
+          std::find_if(tables.begin(), tables.end(), [&](const auto& e) { return e.first == b; });
+      if (it == tables.end()) it = tables.insert(tables.end(), {b, 0.0});
+      const ir::Buffer& table = p.buffers[static_cast<size_t>(b)];
+      const int64_t out = t.outputs.empty() ? -1 : t.outputs.front();
+      if (it->second < 0 || out < 0 || out >= nb || table.shape.size() < 2 ||
+          table.shape.front() <= 0 || table.shape.back() <= 0) {
+        it->second = -1;
+        continue;
+      }
+      // Its rows: the output's elements over a row's; each row is the table's bytes over its rows.
+      const double rows = static_cast<double>(p.buffers[static_cast<size_t>(out)].numel()) /
+                          static_cast<double>(table.shape.back());
+      it->second +=
+          rows * static_cast<double>(table.nbytes()) / static_cast<double>(table.shape.front());
+    }
+  }
+  // A table another task reads too is streamed whole: a tied lm_head, found first from the end
+  // (the last op of a step), where the scan stops once every table is read whole.
+  size_t gathered_only =
+      std::count_if(tables.begin(), tables.end(), [](const auto& e) { return e.second >= 0; });
+  for (auto t = p.tasks.rbegin(); t != p.tasks.rend() && gathered_only > 0; ++t)
+    if (t->op != ir::Op::EMBED)
+      for (int64_t b : t->inputs)
+        for (auto& [id, gathered] : tables)
+          if (id == b && gathered >= 0) {
+            gathered = -1;
+            --gathered_only;
+          }
+  auto total = static_cast<double>(p.total_weight_bytes());
+  for (const auto& [id, gathered] : tables) {
+    const auto whole = static_cast<double>(p.buffers[static_cast<size_t>(id)].nbytes());
+    if (gathered >= 0 && gathered < whole) total -= whole - gathered;
+  }
+  return total;
+}
+
+double weight_floor_us(const ir::Program& p, const ir::Target& tg) {
+  return tg.bandwidth_bound_us(streamed_weight_bytes(p));
+}
+
 double task_time_us(const ir::Program& p, const ir::Task& t, const ir::Target& tg, int64_t depth) {
-  return finish(task_parts(p, t, Rates(tg, depth)), t);
+  return finish(task_parts(ir::task_load(p, t), Rates(tg, depth)), t);
 }
 
 CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const Runtime& rt) {
@@ -88,18 +156,56 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg) {
 
 CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const Runtime& rt,
                       const ir::Graph& g, const ir::ScheduleGraph* queues) {
+  return Estimator()(p, tg, rt, g, queues);
+}
+
+// An estimate and what decides it: the walk's input and machine, AMK's task times, and what the
+// formulas read of the target.
+struct Estimator::Entry {
+  WalkInput in;
+  std::vector<double> times;
+  std::optional<Machine> machine;
+  double floor_us = 0, sms = 0;
+  uint64_t used = 0;
+  CostEstimate result;
+};
+
+Estimator::Estimator() = default;
+Estimator::~Estimator() = default;
+Estimator::Estimator(Estimator&&) noexcept = default;
+Estimator& Estimator::operator=(Estimator&&) noexcept = default;
+
+CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, const Runtime& rt,
+                                   const ir::Graph& g, const ir::ScheduleGraph* queues) {
   AMK_ASSERT(g.num_tasks() == p.tasks.size(), "estimate: a graph of another program");
   CostEstimate r;
   r.runtime = rt.name;
   r.sm_assigned = p.sm_assigned();
-  r.floor_us = tg.bandwidth_bound_us(static_cast<double>(p.total_weight_bytes()));
-  std::optional<ir::ScheduleGraph> own;  // the placed program's queues, built once for both
+  r.floor_us = weight_floor_us(p, tg);
+  std::optional<ir::ScheduleGraph> own;  // the placed program's queues, built once for all
   if (r.sm_assigned) queues = &placed_queues(p, g, queues, own);
-  amk_formula(p, tg, g, queues, r);
+  fill_walk_input(in_, p, g, queues);
+  r.total_us = amk_times(p, tg, in_, times_);
   const Machine m(p.config ? &*p.config : nullptr, tg, rt);
+  const double sms = tg.num_sms.as_double();
+  // The walk's input holds the SM queues of AMK's loader, not those of another runtime's graph,
+  // where a task may be in none.
+  const bool recallable = !p.runtime || p.runtime->kind == ir::RuntimeKind::Amk;
+  ++clock_;
+  if (recallable)
+    for (Entry& e : recent_)
+      if (e.machine == m && e.floor_us == r.floor_us && e.sms == sms &&
+          e.result.sm_assigned == r.sm_assigned && e.times == times_ && same_walk(e.in, in_)) {
+        e.used = clock_;
+        ++recalled_;
+        r = e.result;
+        r.runtime = rt.name;
+        return r;
+      }
+  amk_paths(p, tg, g, queues, times_, r);
   r.bytes_in_flight = m.in_flight;
   r.worker_gbs = m.stream * 1e-3;
-  const Walk w = simulate(walk_input(p, g, queues), m, false);
+  const Walk w = sim_.run(in_, m, false);
   r.bandwidth_us = w.bytes / m.hbm;
   if (!w.acyclic) {  // a deadlock has no schedule: the tasks one after another, as AMK's Σt
     r.cyclic = true;
@@ -110,7 +216,27 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const Runtime&
     r.breakdown = w.breakdown;
   }
   r.makespan_us = bounded_makespan(r.queue_us, w, m, r.floor_us);
+  if (recallable) remember(m, sms, r);
   return r;
+}
+
+// Keeps the estimate just made, in place of the least recently used one when kRecall are kept
+// (in_ and times_ are left holding that one's memory).
+void Estimator::remember(const Machine& m, double sms, const CostEstimate& r) {
+  Entry* e = nullptr;
+  if (recent_.size() < kRecall) {
+    e = &recent_.emplace_back();
+  } else {
+    e = &*std::min_element(recent_.begin(), recent_.end(),
+                           [](const Entry& a, const Entry& b) { return a.used < b.used; });
+  }
+  std::swap(e->in, in_);  // the estimate's input moves in; the old one's memory is the next's
+  std::swap(e->times, times_);
+  e->machine = m;
+  e->floor_us = r.floor_us;
+  e->sms = sms;
+  e->used = clock_;
+  e->result = r;
 }
 
 TaskCoster::TaskCoster(const ir::Program& p, const ir::Target& tg, const Runtime& rt,

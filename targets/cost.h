@@ -28,14 +28,22 @@ struct CostEstimate {
   double queue_us = 0;          ///< the runtime's schedule: launch + the last task's finish
   double critical_path_us = 0;  ///< AMK's formula: the longest dependency chain
   double total_us = 0;          ///< AMK's formula: Σ task times
-  double floor_us = 0;          ///< total WEIGHT bytes at the target's spec bandwidth
+  double floor_us = 0;          ///< weight_floor_us: the weights streamed at spec bandwidth
   double bytes_in_flight = 0;   ///< per worker, from the runtime and the config's knobs
   double worker_gbs = 0;        ///< one worker's streaming rate alone
   Breakdown breakdown;          ///< where queue_us goes along its critical path
   std::string runtime;          ///< the runtime's name
   bool sm_assigned = false;     ///< the program places its tasks (else the runtime does)
   bool cyclic = false;          ///< dependency cycle: AMK's makespan = Σt, amk's the bound
+  bool operator==(const CostEstimate&) const = default;
 };
+
+/// The weight bytes one decode step streams: every WEIGHT buffer whole, except a table that only
+/// EMBED tasks read (an untied embedding), of which the rows they gather.
+double streamed_weight_bytes(const ir::Program& p);
+/// The weight-streaming floor no schedule of `p` beats: streamed_weight_bytes at `tg`'s spec
+/// bandwidth (NaN without one).
+double weight_floor_us(const ir::Program& p, const ir::Target& tg);
 
 /// Predicted microseconds of one task (AMK's formula; `depth` = pipelining depth: the exposed
 /// fraction of weight streaming is max(0.5, 1 / (1 + 0.6 depth))).
@@ -50,6 +58,33 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg);
 /// an SM >= 0, where it is the loader's.
 CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const Runtime& rt,
                       const ir::Graph& g, const ir::ScheduleGraph* queues = nullptr);
+
+/// estimate() for program after program (a search's candidates), with the same results: its
+/// memory (the walk's input and state) is kept from one program to the next, and so are its last
+/// estimates, so that a program whose walk, machine and AMK task times equal those of a recent one
+/// (configs that differ in a knob the runtime or the placement does not read) is not walked again.
+class Estimator {
+ public:
+  Estimator();
+  ~Estimator();
+  Estimator(Estimator&&) noexcept;
+  Estimator& operator=(Estimator&&) noexcept;
+  /// estimate(p, tg, rt, g, queues).
+  CostEstimate operator()(const ir::Program& p, const ir::Target& tg, const Runtime& rt,
+                          const ir::Graph& g, const ir::ScheduleGraph* queues = nullptr);
+  /// How many estimates were recalled rather than walked.
+  uint64_t recalled() const { return recalled_; }
+
+ private:
+  struct Entry;
+  static constexpr size_t kRecall = 8;  // estimates kept
+  void remember(const Machine& m, double sms, const CostEstimate& r);
+  WalkInput in_;
+  Simulator sim_;
+  std::vector<double> times_;  // AMK's formula: each task's time
+  std::vector<Entry> recent_;
+  uint64_t clock_ = 0, recalled_ = 0;
+};
 
 /// A task's time on one worker by itself under `p`'s config (dispatch, streaming at a fair share
 /// of the bandwidth or computing, signalling): what a list scheduler weighs tasks by.

@@ -45,7 +45,8 @@ const RuntimeField kFields[] = {
      &Runtime::staging, nullptr, kStaging},
     {"prefetch", "",
      "whether a task's weights start loading before its dependency wait: none, l2 (a hint that "
-     "warms L2, up to pipelining_depth tasks ahead) or shared (into the staging buffers)",
+     "warms L2, up to pipelining_depth tasks ahead) or shared (into the staging buffers, "
+     "through the worker's own loads once the task before has streamed its bytes)",
      &Runtime::prefetch, nullptr, kPrefetch},
     {"launch_us",
      "us",

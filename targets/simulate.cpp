@@ -30,37 +30,6 @@ std::optional<double> knob(const ir::JsonValue& v) {
 
 }  // namespace
 
-bool streams_weights(const ir::Task& t) {
-  return t.op == ir::Op::GEMV_TILE || t.op == ir::Op::GEMM_TILE || t.op == ir::Op::FUSED;
-}
-
-void LatestFinish::add(double f, uint32_t w, uint32_t t) {
-  if (f > f1) {
-    if (w != w1 || t1 == kNoTask) {
-      f2 = f1;
-      t2 = t1;
-    }
-    f1 = f;
-    w1 = w;
-    t1 = t;
-  } else if (w != w1 && f > f2) {
-    f2 = f;
-    t2 = t;
-  }
-}
-
-double LatestFinish::ready_on(uint32_t w, double cross, uint32_t* who) const {
-  if (t1 == kNoTask) return kNone;
-  double c = f1 + (w1 != w ? cross : 0.0);
-  uint32_t by = t1;
-  if (w1 == w && t2 != kNoTask && f2 + cross > c) {
-    c = f2 + cross;
-    by = t2;
-  }
-  if (who) *who = by;
-  return c;
-}
-
 // The queues of a placed program: AMK's loader puts an unassigned task on SM 0; the tasks of
 // another runtime's graph that no worker is dealt (MPK's scheduler-run ones) are in none.
 const ir::ScheduleGraph& placed_queues(const ir::Program& p, const ir::Graph& g,
@@ -126,251 +95,305 @@ Machine::Machine(const ir::ScheduleConfig* c, const ir::Target& hw, const Runtim
   }
 }
 
-double Machine::rate(double k) const {
-  return std::min(stream, hbm / std::max(1.0, k));
-}
-
-double Machine::exec(double bytes, double flops, double pre, double k) const {
-  const double r = rate(k);
-  double mem = (bytes - pre) / r;
-  if (prefetch == Prefetch::L2) mem += pre / hot;
-  return std::max(mem, flops / compute);
-}
-
 namespace {
 
 // AMK's loader: each task in Kahn order to the SM with the least (Σest_bytes, Σest_flops, count,
 // index).
-std::vector<uint32_t> loader_placement(const WalkInput& in, uint32_t sms) {
+void loader_placement(const WalkInput& in, uint32_t sms, std::vector<uint32_t>& w) {
   using Key = std::tuple<int64_t, int64_t, int64_t, uint32_t>;
   std::priority_queue<Key, std::vector<Key>, std::greater<>> heap;
   for (uint32_t s = 0; s < sms; ++s) heap.emplace(0, 0, 0, s);
-  std::vector<uint32_t> w(in.out.size(), 0);
+  w.assign(in.out.size(), 0);
   for (uint32_t v : in.order) {
     auto [b, f, n, s] = heap.top();
     heap.pop();
     w[v] = s;
     heap.emplace(b + in.est[v].first, f + in.est[v].second, n + 1, s);
   }
-  return w;
 }
-
-// How many weight-streaming tasks share a task's last dependency: the workers streaming beside it.
-std::vector<float> concurrency(const WalkInput& in, uint32_t workers) {
-  const size_t n = in.out.size();
-  std::vector<uint32_t> count(in.slots + 1, 0);
-  auto key = [&](uint32_t v) {
-    return in.wait_off[v + 1] > in.wait_off[v] ? in.waits[in.wait_off[v + 1] - 1] : in.slots;
-  };
-  for (uint32_t v = 0; v < n; ++v)
-    if (in.bytes[v] > 0) ++count[key(v)];
-  std::vector<float> k(n, 1.0f);
-  for (uint32_t v = 0; v < n; ++v)
-    k[v] = static_cast<float>(std::clamp<uint32_t>(count[key(v)], 1, workers));
-  return k;
-}
-
-// The per-worker state of the walk.
-struct Workers {
-  std::vector<double> free;
-  std::vector<uint32_t> last;                    // the task it ran last
-  std::vector<std::array<double, kRing>> ready;  // L2 lookahead: recent tasks' ready times
-  std::vector<uint32_t> done, last_weights;      // tasks run; position of the last weight task + 1
-  ir::FreeTimes dyn;                             // dynamic placement's earliest-free query
-  bool dynamic;
-  Workers(uint32_t n, bool d)
-      : free(n, 0.0),
-        last(n, kNoTask),
-        ready(n),
-        done(n, 0),
-        last_weights(n, 0),
-        dyn(n),
-        dynamic(d) {}
-};
 
 }  // namespace
 
-WalkInput walk_input(const ir::Program& p, const ir::Graph& g, const ir::ScheduleGraph* queues) {
-  WalkInput in;
+void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
+                     const ir::ScheduleGraph* queues) {
   const size_t n = p.tasks.size();
   const bool placed = p.sm_assigned();
   std::optional<ir::ScheduleGraph> own;
-  in.order = placed ? placed_queues(p, g, queues, own).order() : g.topo_order();
+  const std::vector<uint32_t>& order =
+      placed ? placed_queues(p, g, queues, own).order() : g.topo_order();
+  in.order.assign(order.begin(), order.end());
   in.acyclic = in.order.size() == n;
+  in.slots = g.num_slots();
+  in.out.assign(g.out_slots().begin(), g.out_slots().end());
+  in.wait_off.assign(g.wait_slot_offsets().begin(), g.wait_slot_offsets().end());
+  in.waits.assign(g.wait_slot_list().begin(), g.wait_slot_list().end());
   in.bytes.resize(n);
   in.flops.resize(n);
   in.streams.resize(n);
-  in.out.resize(n);
-  in.slots = g.num_slots();
-  if (placed)
-    in.worker.resize(n);
-  else
-    in.est.resize(n);
+  in.worker.resize(placed ? n : 0);
+  in.est.resize(placed ? 0 : n);
   for (uint32_t i = 0; i < n; ++i) {
     const ir::Task& t = p.tasks[i];
     const ir::TaskLoad l = ir::task_load(p, t);
     in.bytes[i] = l.bytes;
     in.flops[i] = l.flops;
     in.streams[i] = l.bytes > 0 && streams_weights(t);
-    in.out[i] = g.out_slot(i);
-    const auto ws = g.wait_slots(i);
-    in.waits.insert(in.waits.end(), ws.begin(), ws.end());
-    in.wait_off.push_back(static_cast<uint32_t>(in.waits.size()));
     if (placed)
       in.worker[i] = static_cast<uint32_t>(std::max<int64_t>(0, t.sm.value_or(0)));
     else
       in.est[i] = {t.est_bytes, t.est_flops};
   }
+}
+
+WalkInput walk_input(const ir::Program& p, const ir::Graph& g, const ir::ScheduleGraph* queues) {
+  WalkInput in;
+  fill_walk_input(in, p, g, queues);
   return in;
 }
 
-namespace {
+// One walk: each task in order on its worker, paying what the machine charges. Its memory is kept
+// from one walk to the next.
+struct Simulator::State {
+  const WalkInput* in = nullptr;
+  const Machine* m = nullptr;
+  std::vector<float> k;             // by task: the workers streaming beside it (concurrency)
+  std::vector<double> rate;         // by task: its streaming rate, m->rate(k)
+  std::vector<uint32_t> count;      // scratch: weight-streaming tasks per last dependency
+  std::vector<uint32_t> last_wait;  // scratch: each task's last dependency
+  std::vector<double> rate_of;      // scratch: m->rate(c) by concurrency c
+  std::vector<LatestFinish> slots;
+  std::vector<double> ready, finish, comp;
+  std::vector<uint32_t> bound, worker, where;
+  std::span<const uint32_t> at;  // by task: its worker (where, or the input's own)
+  // The per-worker state.
+  std::vector<double> free;
+  std::vector<uint32_t> last;                        // the task it ran last
+  std::vector<std::array<double, kRing>> lookahead;  // recent tasks' ready times (prefetch)
+  std::vector<uint32_t> done, last_weights;  // tasks run; position of the last weight task + 1
+  std::vector<double> drained;  // when the worker's last task had streamed what it had to stream
+  std::optional<ir::FreeTimes> dyn;  // dynamic placement's earliest-free query
+  size_t depth = 0;
 
-// One walk: each task in order on its worker, paying what the machine charges.
-class Walker {
- public:
-  Walker(const WalkInput& in, const Machine& m)
-      : in_(in),
-        m_(m),
-        n_(in.out.size()),
-        k_(concurrency(in, m.workers)),
-        slots_(in.slots),
-        ready_(n_),
-        finish_(n_),
-        comp_(n_),
-        bound_(n_, kNoTask),
-        worker_(n_),
-        ws_(m.workers, in.worker.empty() && m.dynamic),
-        depth_(static_cast<size_t>(std::min<int64_t>(m.depth, kRing))) {
-    if (!in.worker.empty()) {
-      where_.resize(n_);
-      for (size_t i = 0; i < n_; ++i) where_[i] = in.worker[i] % m.workers;
-    } else if (!m.dynamic) {
-      where_ = loader_placement(in, m.workers);
-    }
-  }
-
-  // Walks every task; the task that finishes last.
-  uint32_t run() {
-    double end = 0;
-    uint32_t last = kNoTask;
-    for (uint32_t v : in_.order) {
-      const double f = step(v);
-      if (f > end || last == kNoTask) {
-        end = f;
-        last = v;
-      }
-    }
-    return last;
-  }
-
-  // The critical path back from `last` through what each task waited on, and where its time went.
-  std::vector<uint32_t> trace(uint32_t last, Breakdown& b) const {
-    b.launch_us = m_.launch;
-    std::vector<uint32_t> path;
-    for (uint32_t v = last; v != kNoTask;) {
-      path.push_back(v);
-      const uint32_t from = bound_[v];
-      b.sync_us += m_.barrier;
-      b.dispatch_us += m_.dispatch;
-      b.dependency_us += m_.signal;  // storing its outputs and signalling: across the boundary
-      b.compute_us += comp_[v];
-      b.memory_us += finish_[v] - ready_[v] - m_.sync - comp_[v];
-      if (from != kNoTask && (from & kByProducer)) {
-        const uint32_t q = from & ~kByProducer;
-        b.dependency_us += ready_[v] - m_.dispatch - finish_[q];
-        v = q;
-      } else {
-        b.dependency_us += ready_[v] - m_.dispatch - (from == kNoTask ? 0.0 : finish_[from]);
-        v = from;
-      }
-    }
-    return {path.rbegin(), path.rend()};
-  }
-
-  std::vector<double> take_ready() { return std::move(ready_); }
-  std::vector<double> take_finish() { return std::move(finish_); }
-  std::vector<uint32_t> take_worker() { return std::move(worker_); }
-
- private:
+  void start(const WalkInput& input, const Machine& machine);
+  void concurrency();
+  uint32_t run();
+  template <Machine::Prefetch P, bool Dynamic>
+  uint32_t walk();
+  std::vector<uint32_t> trace(uint32_t last_task, Breakdown& b) const;
   std::span<const uint32_t> waits(uint32_t v) const {
-    return {in_.waits.data() + in_.wait_off[v], in_.wait_off[v + 1] - in_.wait_off[v]};
+    return {in->waits.data() + in->wait_off[v], in->wait_off[v + 1] - in->wait_off[v]};
   }
-
-  // The worker of task v: its own, the loader's, or the first free when its producers are done.
-  uint32_t worker_of(uint32_t v) {
-    if (!where_.empty()) return where_[v];
-    double deps = 0;
-    for (uint32_t s : waits(v)) deps = std::max(deps, slots_[s].f1);
-    return static_cast<uint32_t>(ws_.dyn.earliest(deps));
-  }
-
-  // Bytes of task v loaded before it started at `r`: into the staging buffers from the start of
-  // the task before it on the worker (a loader fills pages the running task frees), or into L2
-  // from the ready time of the task that issued the prefetch (the earliest within `depth` since
-  // the last one that streamed weights).
-  double prefetched(uint32_t v, uint32_t wk, double start, double r) const {
-    if (!in_.streams[v] || m_.prefetch == Machine::Prefetch::None) return 0;
-    double from = ws_.done[wk] ? ws_.ready[wk][(ws_.done[wk] - 1) % kRing] : start;
-    double fill = m_.rate(k_[v]);
-    if (m_.prefetch == Machine::Prefetch::L2) {
-      const uint32_t since = ws_.done[wk] - ws_.last_weights[wk];
-      const size_t dist = std::min<size_t>(depth_, ws_.last_weights[wk] ? since + 1 : since);
-      from = dist == 0 ? start : ws_.ready[wk][(ws_.done[wk] - dist) % kRing];
-      fill = std::min(m_.peak, m_.hbm / k_[v]);  // a hint holds no register: HBM's share
-    }
-    return std::min({in_.bytes[v], m_.prefetch_cap, std::max(0.0, r - from) * fill});
-  }
-
-  // Runs task v; its finish.
-  double step(uint32_t v) {
-    const uint32_t wk = worker_of(v);
-    const double start = ws_.free[wk];
-    double deps = kNone;
-    uint32_t by = kNoTask;
-    for (uint32_t s : waits(v)) {
-      uint32_t who = kNoTask;
-      if (const double c = slots_[s].ready_on(wk, m_.remote, &who); c > deps) {
-        deps = c;
-        by = who;
-      }
-    }
-    double r;  // when its inputs are seen ready, then it is set up (dispatch)
-    if (by != kNoTask && deps + m_.poll_half > start) {  // blocked: it sees the signal late
-      r = deps + m_.poll_half + m_.wait + m_.dispatch;
-      bound_[v] = by | kByProducer;
-    } else {
-      r = start + (waits(v).empty() ? 0.0 : m_.wait) + m_.dispatch;
-      bound_[v] = ws_.last[wk];
-    }
-    const double ex = m_.exec(in_.bytes[v], in_.flops[v], prefetched(v, wk, start, r), k_[v]);
-    const double f = r + ex + m_.sync;
-    ready_[v] = r;
-    finish_[v] = f;
-    worker_[v] = wk;
-    comp_[v] = std::min(ex, in_.flops[v] / m_.compute);
-    slots_[in_.out[v]].add(f, wk, v);
-    ws_.free[wk] = f;
-    ws_.last[wk] = v;
-    ws_.ready[wk][ws_.done[wk] % kRing] = r;
-    ++ws_.done[wk];
-    if (in_.streams[v]) ws_.last_weights[wk] = ws_.done[wk];
-    if (ws_.dynamic) ws_.dyn.set(wk, f);
-    return f;
-  }
-
-  const WalkInput& in_;
-  const Machine& m_;
-  size_t n_;
-  std::vector<float> k_;
-  std::vector<LatestFinish> slots_;
-  std::vector<double> ready_, finish_, comp_;
-  std::vector<uint32_t> bound_, worker_, where_;
-  Workers ws_;
-  size_t depth_;
+  template <bool Dynamic>
+  uint32_t worker_of(uint32_t v);
+  template <Machine::Prefetch P>
+  double prefetched(uint32_t v, uint32_t wk, double start, double r) const;
+  template <Machine::Prefetch P, bool Dynamic>
+  double step(uint32_t v);
 };
 
-}  // namespace
+Simulator::Simulator() : s_(std::make_unique<State>()) {}
+Simulator::~Simulator() = default;
+Simulator::Simulator(Simulator&&) noexcept = default;
+Simulator& Simulator::operator=(Simulator&&) noexcept = default;
+
+// Sizes the state for a walk of `input` on `machine` and places the tasks when the input does not.
+void Simulator::State::start(const WalkInput& input, const Machine& machine) {
+  in = &input;
+  m = &machine;
+  const size_t n = input.out.size();
+  const uint32_t workers = machine.workers;
+  concurrency();
+  slots.assign(input.slots, LatestFinish{});
+  ready.resize(n);
+  finish.resize(n);
+  comp.resize(n);
+  bound.assign(n, kNoTask);
+  worker.resize(n);
+  free.assign(workers, 0.0);
+  last.assign(workers, kNoTask);
+  lookahead.resize(workers);
+  done.assign(workers, 0);
+  last_weights.assign(workers, 0);
+  drained.assign(workers, 0.0);
+  depth = static_cast<size_t>(std::min<int64_t>(machine.depth, kRing));
+  dyn.reset();
+  if (!input.worker.empty()) {
+    const bool in_range = std::all_of(input.worker.begin(), input.worker.end(),
+                                      [&](uint32_t w) { return w < workers; });
+    if (in_range) {
+      at = input.worker;
+      return;
+    }
+    where.resize(n);
+    for (size_t i = 0; i < n; ++i) where[i] = input.worker[i] % workers;
+  } else if (!machine.dynamic) {
+    loader_placement(input, workers, where);
+  } else {
+    dyn.emplace(workers);
+    at = {};
+    return;
+  }
+  at = where;
+}
+
+// How many weight-streaming tasks share a task's last dependency: the workers streaming beside it,
+// and the rate each task streams at.
+void Simulator::State::concurrency() {
+  const size_t n = in->out.size();
+  count.assign(in->slots + 1, 0);
+  last_wait.resize(n);  // a task's last dependency (the slots count stands for none)
+  for (uint32_t v = 0; v < n; ++v) {
+    const uint32_t end = in->wait_off[v + 1];
+    last_wait[v] = end > in->wait_off[v] ? in->waits[end - 1] : in->slots;
+    if (in->bytes[v] > 0) ++count[last_wait[v]];
+  }
+  // The rate of each concurrency from 1 to the workers, worked out once.
+  rate_of.resize(m->workers + 1);
+  for (uint32_t c = 1; c <= m->workers; ++c) rate_of[c] = m->rate(static_cast<float>(c));
+  k.resize(n);
+  rate.resize(n);
+  for (uint32_t v = 0; v < n; ++v) {
+    const uint32_t c = std::clamp<uint32_t>(count[last_wait[v]], 1, m->workers);
+    k[v] = static_cast<float>(c);
+    rate[v] = rate_of[c];
+  }
+}
+
+// The critical path back from `last_task` through what each task waited on, and where its time
+// went.
+std::vector<uint32_t> Simulator::State::trace(uint32_t last_task, Breakdown& b) const {
+  b.launch_us = m->launch;
+  std::vector<uint32_t> path;
+  for (uint32_t v = last_task; v != kNoTask;) {
+    path.push_back(v);
+    const uint32_t from = bound[v];
+    b.sync_us += m->barrier;
+    b.dispatch_us += m->dispatch;
+    b.dependency_us += m->signal;  // storing its outputs and signalling: across the boundary
+    b.compute_us += comp[v];
+    b.memory_us += finish[v] - ready[v] - m->sync - comp[v];
+    if (from != kNoTask && (from & kByProducer)) {
+      const uint32_t q = from & ~kByProducer;
+      b.dependency_us += ready[v] - m->dispatch - finish[q];
+      v = q;
+    } else {
+      b.dependency_us += ready[v] - m->dispatch - (from == kNoTask ? 0.0 : finish[from]);
+      v = from;
+    }
+  }
+  return {path.rbegin(), path.rend()};
+}
+
+// The worker of task v: its own, the loader's, or the first free when its producers are done.
+template <bool Dynamic>
+inline uint32_t Simulator::State::worker_of(uint32_t v) {
+  if constexpr (!Dynamic) {
+    return at[v];
+  } else {
+    double deps = 0;
+    for (uint32_t s : waits(v)) deps = std::max(deps, slots[s].f1);
+    return static_cast<uint32_t>(dyn->earliest(deps));
+  }
+}
+
+// Bytes of task v loaded before it started at `r`: into the staging buffers from the start of the
+// task before it on the worker (a loader fills pages the running task frees), or into L2 from the
+// ready time of the task that issued the prefetch (the earliest within `depth` since the last one
+// that streamed weights).
+template <Machine::Prefetch P>
+inline double Simulator::State::prefetched(uint32_t v, uint32_t wk, double start, double r) const {
+  if constexpr (P == Machine::Prefetch::None) {
+    return 0;
+  } else {
+    if (!in->streams[v]) return 0;
+    const auto& seen = lookahead[wk];
+    // Into shared memory: through the worker's own loads, free once the task before had streamed
+    // its bytes.
+    double from = done[wk] ? drained[wk] : start;
+    double fill = rate[v];
+    if constexpr (P == Machine::Prefetch::L2) {
+      const uint32_t since = done[wk] - last_weights[wk];
+      const size_t dist = std::min<size_t>(depth, last_weights[wk] ? since + 1 : since);
+      from = dist == 0 ? start : seen[(done[wk] - dist) % kRing];
+      fill = std::min(m->peak, m->hbm / k[v]);  // a hint holds no register: HBM's share
+    }
+    return std::min({in->bytes[v], m->prefetch_cap, std::max(0.0, r - from) * fill});
+  }
+}
+
+// Runs task v; its finish.
+template <Machine::Prefetch P, bool Dynamic>
+inline double Simulator::State::step(uint32_t v) {
+  const Machine& mc = *m;
+  const uint32_t wk = worker_of<Dynamic>(v);
+  const double start = free[wk];
+  const std::span<const uint32_t> ws = waits(v);
+  double deps = kNone;
+  uint32_t by = kNoTask;
+  for (uint32_t s : ws) {
+    uint32_t who = kNoTask;
+    if (const double c = slots[s].ready_on(wk, mc.remote, &who); c > deps) {
+      deps = c;
+      by = who;
+    }
+  }
+  double r;  // when its inputs are seen ready, then it is set up (dispatch)
+  if (by != kNoTask && deps + mc.poll_half > start) {  // blocked: it sees the signal late
+    r = deps + mc.poll_half + mc.wait + mc.dispatch;
+    bound[v] = by | kByProducer;
+  } else {
+    r = start + (ws.empty() ? 0.0 : mc.wait) + mc.dispatch;
+    bound[v] = last[wk];
+  }
+  const double flops = in->flops[v];
+  const double pre = prefetched<P>(v, wk, start, r);
+  const double ex = mc.exec_at(in->bytes[v], flops, pre, rate[v]);
+  const double f = r + ex + mc.sync;
+  ready[v] = r;
+  finish[v] = f;
+  worker[v] = wk;
+  comp[v] = std::min(ex, flops / mc.compute);
+  slots[in->out[v]].add(f, wk, v);
+  free[wk] = f;
+  last[wk] = v;
+  if constexpr (P != Machine::Prefetch::None) {
+    lookahead[wk][done[wk] % kRing] = r;
+    if constexpr (P == Machine::Prefetch::Shared) drained[wk] = r + (in->bytes[v] - pre) / rate[v];
+    ++done[wk];
+    if (in->streams[v]) last_weights[wk] = done[wk];
+  }
+  if constexpr (Dynamic) dyn->set(wk, f);
+  return f;
+}
+
+// Walks every task; the task that finishes last.
+uint32_t Simulator::State::run() {
+  using enum Machine::Prefetch;
+  switch (m->prefetch) {
+    case None:
+      return dyn ? walk<None, true>() : walk<None, false>();
+    case L2:
+      return dyn ? walk<L2, true>() : walk<L2, false>();
+    case Shared:
+      return dyn ? walk<Shared, true>() : walk<Shared, false>();
+  }
+  return kNoTask;
+}
+
+// run() for a machine that prefetches as P, placing the tasks as they come (Dynamic) or not.
+template <Machine::Prefetch P, bool Dynamic>
+uint32_t Simulator::State::walk() {
+  double end = 0;
+  uint32_t last_task = kNoTask;
+  for (uint32_t v : in->order) {
+    const double f = step<P, Dynamic>(v);
+    if (f > end || last_task == kNoTask) {
+      end = f;
+      last_task = v;
+    }
+  }
+  return last_task;
+}
 
 double bounded_makespan(double makespan_us, const Walk& w, const Machine& m, double floor_us) {
   const double r =
@@ -378,27 +401,29 @@ double bounded_makespan(double makespan_us, const Walk& w, const Machine& m, dou
   return std::isfinite(floor_us) ? std::max(r, floor_us) : r;
 }
 
-Walk simulate(const WalkInput& in, const Machine& m, bool times) {
+Walk Simulator::run(const WalkInput& in, const Machine& m, bool times) {
   Walk w;
   for (double b : in.bytes) w.bytes += b;
   if (!in.acyclic) {
     w.acyclic = false;
     return w;
   }
-  Walker walker(in, m);
-  const uint32_t last = walker.run();
-  double end = 0;
-  std::vector<uint32_t> path = walker.trace(last, w.breakdown);
-  std::vector<double> finish = walker.take_finish();
-  if (last != kNoTask) end = finish[last];
-  w.makespan = m.launch + end;
+  State& st = *s_;
+  st.start(in, m);
+  const uint32_t last = st.run();
+  std::vector<uint32_t> path = st.trace(last, w.breakdown);
+  w.makespan = m.launch + (last != kNoTask ? st.finish[last] : 0.0);
   if (times) {
     w.path = std::move(path);
-    w.ready = walker.take_ready();
-    w.finish = std::move(finish);
-    w.worker = walker.take_worker();
+    w.ready = st.ready;
+    w.finish = st.finish;
+    w.worker = st.worker;
   }
   return w;
+}
+
+Walk simulate(const WalkInput& in, const Machine& m, bool times) {
+  return Simulator().run(in, m, times);
 }
 
 }  // namespace amk::targets

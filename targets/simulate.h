@@ -3,8 +3,10 @@
 // barriers) and streaming its bytes at the rate its bytes in flight and its share of HBM give.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -37,10 +39,19 @@ struct Machine {
   /// AMK's defaults, 256 threads, no shared memory asked for, depth 2).
   Machine(const ir::ScheduleConfig* cfg, const ir::Target& hw, const Runtime& rt);
   /// A worker's streaming rate while `k` workers stream at once.
-  double rate(double k) const;
+  double rate(double k) const { return std::min(stream, hbm / std::max(1.0, k)); }
   /// A task's execution once its inputs are ready: max(streaming what was not prefetched,
   /// computing), with `pre` of its `bytes` loaded ahead.
-  double exec(double bytes, double flops, double pre, double k) const;
+  double exec(double bytes, double flops, double pre, double k) const {
+    return exec_at(bytes, flops, pre, rate(k));
+  }
+  /// Likewise at the streaming rate `r` (rate(k)).
+  double exec_at(double bytes, double flops, double pre, double r) const {
+    double mem = (bytes - pre) / r;
+    if (prefetch == Prefetch::L2) mem += pre / hot;
+    return std::max(mem, flops / compute);
+  }
+  bool operator==(const Machine&) const = default;
 };
 
 /// The producers of one counter so far: the latest finish (its worker and task), and the latest
@@ -50,10 +61,33 @@ struct LatestFinish {
   double f1 = -std::numeric_limits<double>::infinity(), f2 = f1;
   uint32_t w1 = 0, t1 = kNoTask, t2 = kNoTask;
   /// Records a producer finishing at `f` on worker `w` (task `t`).
-  void add(double f, uint32_t w, uint32_t t);
+  void add(double f, uint32_t w, uint32_t t) {
+    if (f > f1) {
+      if (w != w1 || t1 == kNoTask) {
+        f2 = f1;
+        t2 = t1;
+      }
+      f1 = f;
+      w1 = w;
+      t1 = t;
+    } else if (w != w1 && f > f2) {
+      f2 = f;
+      t2 = t;
+    }
+  }
   /// When a waiter on worker `w` sees them all, a finish on another worker arriving `cross`
   /// later; `who` gets the producer that decides it. -inf without producers.
-  double ready_on(uint32_t w, double cross, uint32_t* who = nullptr) const;
+  double ready_on(uint32_t w, double cross, uint32_t* who = nullptr) const {
+    if (t1 == kNoTask) return -std::numeric_limits<double>::infinity();
+    double c = f1 + (w1 != w ? cross : 0.0);
+    uint32_t by = t1;
+    if (w1 == w && t2 != kNoTask && f2 + cross > c) {
+      c = f2 + cross;
+      by = t2;
+    }
+    if (who) *who = by;
+    return c;
+  }
 };
 
 /// Where the walk's time went along its critical path (sums to Walk::makespan).
@@ -65,6 +99,7 @@ struct Breakdown {
   double sync_us = 0;        ///< block-wide barriers
   double memory_us = 0;      ///< streaming weights that was not hidden behind compute or waits
   double compute_us = 0;     ///< computing
+  bool operator==(const Breakdown&) const = default;
 };
 
 /// What the walk reads of a program's tasks, in flat arrays: made from a program (walk_input) or
@@ -83,9 +118,14 @@ struct WalkInput {
 /// The walk's input of a placed or unplaced program (`g`: its counter graph; `queues` as
 /// estimate() takes it).
 WalkInput walk_input(const ir::Program& p, const ir::Graph& g, const ir::ScheduleGraph* queues);
+/// Likewise into `in`, reusing its memory.
+void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
+                     const ir::ScheduleGraph* queues);
 
 /// Whether a runtime may load a task's weights ahead: GEMV and GEMM tiles, fused tasks.
-bool streams_weights(const ir::Task& t);
+inline bool streams_weights(const ir::Task& t) {
+  return t.op == ir::Op::GEMV_TILE || t.op == ir::Op::GEMM_TILE || t.op == ir::Op::FUSED;
+}
 
 /// The walk of a program on a machine.
 struct Walk {
@@ -111,5 +151,21 @@ double bounded_makespan(double makespan_us, const Walk& w, const Machine& m, dou
 /// Walks the tasks on `m`; `times` fills ready, finish, worker and path (else only makespan,
 /// bytes and the breakdown).
 Walk simulate(const WalkInput& in, const Machine& m, bool times);
+
+/// simulate() for walk after walk (a search's candidates, a placement's tries), keeping the walk's
+/// memory from one to the next.
+class Simulator {
+ public:
+  Simulator();
+  ~Simulator();
+  Simulator(Simulator&&) noexcept;
+  Simulator& operator=(Simulator&&) noexcept;
+  /// simulate(in, m, times).
+  Walk run(const WalkInput& in, const Machine& m, bool times);
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 }  // namespace amk::targets

@@ -206,6 +206,24 @@ TEST(KnobPhysics, NoPredictionIsBelowTheWeightStreamingFloor) {
   EXPECT_GT(checked, 200);
 }
 
+TEST(KnobPhysics, TheFloorStreamsTheRowsAnUntiedEmbeddingGathers) {
+  // small-4L's embedding is its own table (32000 x 2048), read one row per decode step; Llama's
+  // is tied to lm_head, which reads all of it.
+  for (const char* m : {"small-4L", "llama-3.2-1b"}) {
+    LowerResult r = lower(model(m), target("h100"), config(json::object()), {});
+    ASSERT_TRUE(r) << m;
+    const double all = static_cast<double>(r.value->total_weight_bytes());
+    const double table = 32000.0 * 2048 * 4;
+    const double streamed = targets::streamed_weight_bytes(*r.value);
+    if (std::string(m) == "small-4L")
+      EXPECT_EQ(streamed, all - table + 2048 * 4) << m;
+    else
+      EXPECT_EQ(streamed, all) << m;
+    EXPECT_EQ(targets::weight_floor_us(*r.value, target("h100").record),
+              target("h100").record.bandwidth_bound_us(streamed));
+  }
+}
+
 TEST(Calibrate, RecoversKnownConstantsFromNoisyMeasurements) {
   // Measurements made by a known runtime (amk-cuda with three constants changed) with 2% noise;
   // calibrate starts from amk-cuda and must find the three again.

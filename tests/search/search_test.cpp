@@ -99,6 +99,33 @@ std::vector<size_t> batch_sizes(const lower::ModelSpec& m, const targets::Target
   return sizes;
 }
 
+TEST(Search, DescentTriesTheKnobsThatImprovedAloneTogether) {
+  // A separable objective (no lowering): depth 4, 512 threads and 96 KiB of shared memory each
+  // win alone, so the first neighbourhood shows all three and the next trial combines them.
+  const auto m = ts::model("toy-2L");
+  const auto t = ts::target("h100");
+  SearchOptions o = options(60, 1, Algorithm::Descent, 1);
+  o.evaluate = [](const std::vector<Trial*>& batch) -> ir::Status {
+    for (Trial* x : batch) {
+      const nlohmann::json c = nlohmann::json::parse(ir::config_key(x->config));
+      x->valid = true;
+      x->score = 100.0 + 10.0 * std::abs(c["pipelining_depth"].get<double>() - 4) +
+                 (c["threads_per_block"] == 512 ? 0 : 5) +
+                 (c["smem_bytes_per_block"] == 98304 ? 0 : 3);
+      x->predicted_us = x->score;
+    }
+    return {};
+  };
+  const SearchResult r = run(m, t, o);
+  const auto first = std::find_if(r.trials.begin() + 1, r.trials.end(),
+                                  [](const Trial& x) { return x.source != Source::Neighbor; });
+  ASSERT_NE(first, r.trials.end());
+  EXPECT_EQ(first->source, Source::Combine) << "right after the first neighbourhood";
+  EXPECT_EQ(first->score, 100.0) << first->key;
+  EXPECT_EQ(r.best, first->index);
+  EXPECT_EQ(parse_source("combine"), Source::Combine);
+}
+
 TEST(Search, MinBatchWidensEveryDescentBatchAndTheTrialsStillDependOnNoWorkerCount) {
   const auto m = ts::model("smollm2-135m");
   const auto t = ts::target("h100");

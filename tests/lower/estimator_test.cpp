@@ -1,0 +1,97 @@
+// The warm cost model of a search (targets::Estimator): over sequences of lowered programs like a
+// search's (random configs and their one-knob neighbours, on several targets and runtimes, one
+// estimator throughout), every estimate equals the cold estimate() of the same program, whether it
+// was walked or recalled.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/digraph.h"
+#include "ir/graph.h"
+#include "ir/json_io.h"
+#include "lower/lower.h"
+#include "lower/random_config.h"
+#include "lower_support.h"
+#include "targets/cost.h"
+#include "targets/runtime.h"
+
+namespace amk::lower {
+namespace {
+
+using test_support::model;
+using test_support::target;
+using json = nlohmann::ordered_json;
+
+// Every field of two estimates, bit for bit.
+void expect_same(const targets::CostEstimate& warm, const targets::CostEstimate& cold,
+                 const std::string& what) {
+  EXPECT_EQ(warm.makespan_us, cold.makespan_us) << what;
+  EXPECT_EQ(warm.amk_makespan_us, cold.amk_makespan_us) << what;
+  EXPECT_EQ(warm.queue_us, cold.queue_us) << what;
+  EXPECT_EQ(warm.critical_path_us, cold.critical_path_us) << what;
+  EXPECT_EQ(warm.total_us, cold.total_us) << what;
+  EXPECT_EQ(warm.runtime, cold.runtime) << what;
+  EXPECT_TRUE(warm == cold) << what << ": another field differs";
+}
+
+// A config with one knob of `c` set to `v` (a search's neighbour).
+ir::ScheduleConfig with(ir::ScheduleConfig c, const char* knob, const json& v) {
+  json j = json::parse(ir::config_key(c));
+  j[knob] = v;
+  return test_support::config(j);
+}
+
+TEST(Estimator, EqualsAColdEstimateOverManyConfigsTargetsAndRuntimes) {
+  struct Case {
+    const char* model;
+    const char* target;
+    const char* runtime;
+  };
+  const Case cases[] = {{"toy-2L", "h100", "amk-cuda"}, {"toy-2L", "a2a3", "pto"},
+                        {"toy-2L", "tx8", "tx8"},       {"toy-1L", "b200", "hazy"},
+                        {"toy-2L", "h100", "mpk"},      {"small-4L", "h100", "amk-cuda"}};
+  targets::Estimator warm;  // one for every case: what a case left must not answer another
+  size_t programs = 0;
+  for (const Case& k : cases) {
+    const ModelSpec m = model(k.model);
+    const targets::TargetSpec t = target(k.target);
+    const targets::Runtime& rt = *targets::builtin_runtime(k.runtime);
+    LowerOptions o;
+    o.runtime = &rt;
+    Lowerer lowerer(m, t, o);
+    for (uint64_t seed = 0; seed < 12; ++seed) {
+      const ir::ScheduleConfig base = random_config(seed, m, t);
+      // The config, then neighbours in knobs a runtime may not read, then the config again.
+      const std::vector<ir::ScheduleConfig> configs = {base,
+                                                       with(base, "page_allocation", "none"),
+                                                       with(base, "threads_per_block", 512),
+                                                       with(base, "smem_bytes_per_block", 49152),
+                                                       with(base, "pipelining_depth", 0),
+                                                       base};
+      for (size_t i = 0; i < configs.size(); ++i) {
+        const std::string what = std::string(k.model) + "/" + k.target + "/" + k.runtime +
+                                 " seed " + std::to_string(seed) + " step " + std::to_string(i);
+        LowerResult lr = lowerer.run(configs[i]);
+        ASSERT_FALSE(ir::has_errors(lr.diagnostics)) << what;
+        const ir::Program& p = lowerer.program();
+        const ir::Graph g = ir::Graph::build(p);
+        const ir::ScheduleGraph queues(p, g, ir::QueueEdges::Loader);
+        const targets::CostEstimate cold = targets::estimate(p, t.record, rt);
+        expect_same(warm(p, t.record, rt, g, i % 2 ? &queues : nullptr), cold, what);
+        // The same program under the target's other runtime: never the first one's estimate.
+        const targets::Runtime& other = targets::default_runtime(t.record);
+        expect_same(warm(p, t.record, other, g), targets::estimate(p, t.record, other),
+                    what + " on " + other.name);
+        ++programs;
+      }
+    }
+  }
+  EXPECT_GT(warm.recalled(), programs / 4) << "the sequences hold programs the estimator recalls";
+  EXPECT_LT(warm.recalled(), 2 * programs) << "and programs it walks";
+}
+
+}  // namespace
+}  // namespace amk::lower
