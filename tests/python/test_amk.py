@@ -115,7 +115,10 @@ def test_models_targets_cost_and_diff():
 
 
 def strip(trial):
-    return {k: v for k, v in trial.items() if not k.endswith("_us") or k in ("predicted_us", "amk_formula_us")}
+    """A trial without what depends on the run rather than the config: its timings, and its proof
+    path (which job took it, and what that job's validator proved last)."""
+    return {k: v for k, v in trial.items()
+            if k != "proof" and (not k.endswith("_us") or k in ("predicted_us", "amk_formula_us"))}
 
 
 def test_search_gives_the_trials_and_best_of_the_cli(tmp_path):
