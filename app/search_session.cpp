@@ -43,20 +43,20 @@ ir::Result<std::unique_ptr<SearchSession>> SearchSession::create(SearchRequest r
       if (!req.start_origin.empty()) ir::set_file(k.diagnostics, req.start_origin);
       return std::move(k.diagnostics);
     }
+  ir::Result<targets::Runtime> rt = targets::resolve_runtime(req.runtime, s->target_.record);
+  if (!rt) return std::move(rt.diagnostics);
+  s->runtime_ = req.runtime.empty() ? targets::default_runtime(s->target_) : std::move(*rt.value);
   const ir::ScheduleConfig base = req.start ? *req.start : lower::default_config();
   ir::Result<search::Space> space = [&]() -> ir::Result<search::Space> {
-    if (req.space.empty()) return search::default_space(s->model_, s->target_, base);
+    if (req.space.empty()) return search::default_space(s->model_, s->target_, base, &s->runtime_);
     ir::Result<std::string> text = ir::read_file(req.space);
     if (!text) return std::move(text.diagnostics);
-    return search::parse_space(*text, req.space, s->model_, s->target_, base);
+    return search::parse_space(*text, req.space, s->model_, s->target_, base, &s->runtime_);
   }();
   if (!space) return std::move(space.diagnostics);
   s->space_ = std::move(*space.value);
   s->options_ = std::move(req.options);
   s->options_.start = req.start;
-  ir::Result<targets::Runtime> rt = targets::resolve_runtime(req.runtime, s->target_.record);
-  if (!rt) return std::move(rt.diagnostics);
-  s->runtime_ = req.runtime.empty() ? targets::default_runtime(s->target_) : std::move(*rt.value);
   s->options_.lower.runtime = &s->runtime_;
   s->header_ = search::header_of(s->model_, s->target_, s->space_, s->options_);
   if (!req.resume.empty()) {

@@ -218,7 +218,9 @@ struct ServiceWorker {
     ojson j = ojson::object();
     j["tasks"] = r->program.tasks.size();
     j["cost"] = cost_json(r->cost);
-    j["warnings"] = ir::to_json(r->verdict.warnings);
+    ir::Diagnostics warnings = r->verdict.warnings;
+    ir::append(warnings, r.diagnostics);  // what the runtime's launch refuses
+    j["warnings"] = ir::to_json(warnings);
     const std::string text = ir::write_program(r->program);
     if (!output.empty()) {
       if (ir::Status st = ir::write_file_atomic(output, text); !st)

@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/lowering.h"
+#include "ir/diagnostic_json.h"
 #include "ir/json_io.h"
 #include "ir/pyjson.h"
 #include "lower/compile.h"
@@ -60,6 +61,8 @@ int cmd_lower(int argc, char** argv) {
     name_config(c.diagnostics, *la);
     return fail(c.diagnostics, "amk lower", json);
   }
+  name_config(c.diagnostics, *la);
+  if (!json) print_diagnostics(c.diagnostics, "amk lower");
   const auto out = args.get<std::string>("output");
   if (!write_output(out, ir::write_program(c->program))) return kUnreadable;
   const ir::Program& p = c->program;
@@ -79,6 +82,7 @@ int cmd_lower(int argc, char** argv) {
     j["runtime"] = c->cost.runtime;
     j["predicted_us"] = c->cost.makespan_us;
     j["floor_us"] = c->cost.floor_us;
+    j["warnings"] = ir::to_json(c.diagnostics);
     std::cout << ir::dump_text(j, 2) << "\n";
     return kOk;
   }

@@ -124,7 +124,8 @@ ir::Result<LoweringArgs> resolve_lowering(const Args& args, lower::ModelSpec mod
 void name_config(ir::Diagnostics& d, const LoweringArgs& la) {
   if (la.config_origin.empty()) return;
   for (ir::Diagnostic& x : d)
-    if (x.code.starts_with("config.") && x.file.empty()) x.file = la.config_origin;
+    if ((x.code.starts_with("config.") || x.code == "runtime.limit") && x.file.empty())
+      x.file = la.config_origin;  // their pointers are the config's
 }
 
 }  // namespace amk::cli

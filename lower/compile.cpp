@@ -20,13 +20,17 @@ ir::Result<Compiled> compile(const ModelSpec& m, const targets::TargetSpec& t,
     return d;
   }
   Compiled c;
-  c.cost =
-      targets::estimate(*lr, t.record, opt.runtime ? *opt.runtime : targets::default_runtime(t));
+  const targets::Runtime& runtime = opt.runtime ? *opt.runtime : targets::default_runtime(t);
+  c.cost = targets::estimate(*lr, t.record, runtime);
+  ir::Diagnostics warnings =
+      lr->config ? targets::runtime_limits(runtime, *lr->config) : ir::Diagnostics{};
   c.program = std::move(*lr.value);
   c.verdict = std::move(verdict);
   c.log = std::move(lr.log);
   c.lower_s = lr.seconds;
-  return c;
+  ir::Result<Compiled> out(std::move(c));
+  out.diagnostics = std::move(warnings);
+  return out;
 }
 
 }  // namespace amk::lower

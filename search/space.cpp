@@ -140,26 +140,44 @@ ir::Status read_domain(const json& dom, const std::string& ptr, Knob& k) {
   return {};
 }
 
-// The bound "bounds" sets on knob `path`: a numeric target field's value (nullopt: none, or a
-// field of 0 or 1).
+// One bound's value: a numeric target field ("max_threads_per_sm") or a runtime's
+// ("runtime.max_threads_per_block"), or nullopt when `name` is neither.
+std::optional<double> bound_value(std::string_view name, const targets::TargetSpec& t,
+                                  const targets::Runtime& rt) {
+  if (!name.starts_with("runtime.")) return ir::target_number(t.record, name);
+  for (const targets::RuntimeField& f : targets::runtime_fields())
+    if (f.number && f.key == name.substr(8)) return rt.*f.number;
+  return std::nullopt;
+}
+
+// The bound "bounds" sets on knob `path`: the least of the fields it names (one or a list; a
+// field of 0 or 1 sets none), or nullopt for none.
 ir::Result<std::optional<double>> read_bound(const json& bounds, const std::string& path,
-                                             const targets::TargetSpec& t) {
+                                             const targets::TargetSpec& t,
+                                             const targets::Runtime& rt) {
   if (!bounds.contains(path)) return std::optional<double>();
   const json& b = bounds[path];
-  std::optional<double> bound =
-      b.is_string() ? ir::target_number(t.record, b.get<std::string>()) : std::nullopt;
-  if (!bound)
-    return space_error("must name a numeric target field (max_threads_per_sm, ...)",
-                       "/bounds/" + ir::pointer_token(path));
-  if (*bound <= 1) bound.reset();
-  return bound;
+  const json names = b.is_array() ? b : json::array({b});
+  std::optional<double> least;
+  for (const json& n : names) {
+    const std::optional<double> v =
+        n.is_string() ? bound_value(n.get<std::string>(), t, rt) : std::nullopt;
+    if (!v)
+      return space_error(
+          "must name numeric target or runtime fields (max_threads_per_sm, "
+          "runtime.max_threads_per_block, ...), one or a list",
+          "/bounds/" + ir::pointer_token(path));
+    if (*v > 1 && (!least || *v < *least)) least = *v;
+  }
+  return least;
 }
 
 }  // namespace
 
 ir::Result<Space> parse_space(std::string_view text, std::string_view origin,
                               const lower::ModelSpec& m, const targets::TargetSpec& t,
-                              const ir::ScheduleConfig& base) {
+                              const ir::ScheduleConfig& base, const targets::Runtime* runtime) {
+  const targets::Runtime& rt = runtime ? *runtime : targets::default_runtime(t);
   auto fail = [&](std::string msg, std::string pointer) {
     ir::Diagnostic d = ir::error("space.invalid", std::move(msg), std::move(pointer));
     d.file = origin;
@@ -177,7 +195,7 @@ ir::Result<Space> parse_space(std::string_view text, std::string_view origin,
   if (!j.contains("knobs") || !j["knobs"].is_object() || j["knobs"].empty())
     return fail("must be an object of knob paths and their domains", "/knobs");
   const json bounds = j.contains("bounds") ? j["bounds"] : json::object();
-  if (!bounds.is_object()) return fail("must be an object {knob: target field}", "/bounds");
+  if (!bounds.is_object()) return fail("must be an object {knob: field or [fields]}", "/bounds");
   Space s;
   const json& knobs = j["knobs"];
   for (auto it = knobs.begin(); it != knobs.end(); ++it) {
@@ -189,9 +207,9 @@ ir::Result<Space> parse_space(std::string_view text, std::string_view origin,
     const json& dom = it.value();
     if (ir::Status st = read_domain(dom, ptr, k); !st)
       return with_file(std::move(st.diagnostics), origin);
-    // Every value must be one the lowering accepts for this target; values above a bound are
-    // dropped (a target field of 0 or 1 sets no bound).
-    ir::Result<std::optional<double>> bound = read_bound(bounds, k.path, t);
+    // Every value must be one the lowering accepts for this target; values above a bound (the
+    // target's, or the runtime's launch) are dropped.
+    ir::Result<std::optional<double>> bound = read_bound(bounds, k.path, t, rt);
     if (!bound) return with_file(std::move(bound.diagnostics), origin);
     Knob kept{k.path, {}, {}};
     std::string dropped;  // why the first preset dropped was dropped
@@ -239,8 +257,8 @@ ir::Result<Space> parse_space(std::string_view text, std::string_view origin,
 }
 
 ir::Result<Space> default_space(const lower::ModelSpec& m, const targets::TargetSpec& t,
-                                const ir::ScheduleConfig& base) {
-  return parse_space(default_space_text(), "schedules/space.json", m, t, base);
+                                const ir::ScheduleConfig& base, const targets::Runtime* runtime) {
+  return parse_space(default_space_text(), "schedules/space.json", m, t, base, runtime);
 }
 
 }  // namespace amk::search

@@ -13,6 +13,7 @@
 #include "ir/program.h"
 #include "ir/result.h"
 #include "lower/model.h"
+#include "targets/runtime.h"
 #include "targets/target.h"
 
 namespace amk::search {
@@ -41,16 +42,18 @@ struct Space {
   double size() const;
 };
 
-/// Parses a space file for `m` on `t`: unknown knobs, empty domains and values the lowering
-/// refuses are errors with a JSON pointer (and a line:column for syntax); values above the
-/// target's bounds and fusion presets no tiling of the model can fuse are dropped. `base` is the
-/// config the knobs are set on.
+/// Parses a space file for `m` on `t` under `runtime` (null: the target's): unknown knobs, empty
+/// domains and values the lowering refuses are errors with a JSON pointer (and a line:column for
+/// syntax); values above the bounds (the target's and the runtime's fields) and fusion presets no
+/// tiling of the model can fuse are dropped. `base` is the config the knobs are set on.
 ir::Result<Space> parse_space(std::string_view text, std::string_view origin,
                               const lower::ModelSpec& m, const targets::TargetSpec& t,
-                              const ir::ScheduleConfig& base);
-/// The built-in space (schedules/space.json) for `m` on `t`.
+                              const ir::ScheduleConfig& base,
+                              const targets::Runtime* runtime = nullptr);
+/// The built-in space (schedules/space.json) for `m` on `t` under `runtime` (null: the target's).
 ir::Result<Space> default_space(const lower::ModelSpec& m, const targets::TargetSpec& t,
-                                const ir::ScheduleConfig& base);
+                                const ir::ScheduleConfig& base,
+                                const targets::Runtime* runtime = nullptr);
 /// The built-in space file's text.
 std::string_view default_space_text();
 

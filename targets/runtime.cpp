@@ -191,6 +191,17 @@ const RuntimeField kFields[] = {
      1e-6,
      1e6,
      true},
+    {"max_threads_per_block",
+     "",
+     "the most threads_per_block its launch takes (absent or 0: what the target takes); the "
+     "search keeps below it and lower warns above it",
+     nullptr,
+     &Runtime::max_threads_per_block,
+     {},
+     0,
+     1e6,
+     false,
+     true},
 };
 
 // The offset of top-level key `key` in a JSON object's text (npos when absent): where a
@@ -226,7 +237,7 @@ void set_position(ir::Diagnostic& d, std::string_view text, size_t off) {
 
 // Reads one field; an error names its pointer.
 std::optional<std::string> read_field(const json& j, const RuntimeField& f, Runtime& r) {
-  if (!j.contains(f.key)) return std::string("missing");
+  if (!j.contains(f.key)) return f.optional ? std::nullopt : std::optional<std::string>("missing");
   const json& v = j[std::string(f.key)];
   if (f.number) {
     if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < f.min ||
@@ -297,6 +308,7 @@ std::string write_runtime(const Runtime& r) {
       continue;
     }
     const double v = r.*f.number;
+    if (f.optional && v == 0) continue;
     if (v == std::floor(v) && std::abs(v) < 1e15)
       j[std::string(f.key)] = static_cast<int64_t>(v);
     else
@@ -347,6 +359,20 @@ const Runtime& default_runtime(const ir::Target& t) {
   const auto it = kByTarget.find(t.name);
   const Runtime* r = builtin_runtime(it == kByTarget.end() ? "amk-cuda" : it->second);
   return r ? *r : *builtin_runtime("amk-cuda");
+}
+
+ir::Diagnostics runtime_limits(const Runtime& r, const ir::ScheduleConfig& c) {
+  ir::Diagnostics d;
+  const json& threads = c.threads_per_block.json();
+  if (r.max_threads_per_block > 0 && threads.is_number() &&
+      threads.get<double>() > r.max_threads_per_block)
+    d.push_back(ir::warning(
+        "runtime.limit",
+        fmt::format("threads_per_block {} is more than runtime {} launches ({}): its prediction "
+                    "is for an executor that would take it",
+                    threads.get<double>(), r.name, r.max_threads_per_block),
+        "/threads_per_block"));
+  return d;
 }
 
 ir::Result<Runtime> resolve_runtime(std::string_view arg, const ir::Target& t) {

@@ -42,8 +42,9 @@ struct Runtime {
   double worker_bytes_per_cycle = 0;
   double peak_fraction = 0;
   double flops_per_thread_cycle = 0;
-  ir::JsonValue sources;  ///< {"field": "where its value comes from"}
-  ir::JsonValue fit;      ///< amk calibrate's report (kept verbatim)
+  double max_threads_per_block = 0;  ///< the most threads its launch takes (0: the target's)
+  ir::JsonValue sources;             ///< {"field": "where its value comes from"}
+  ir::JsonValue fit;                 ///< amk calibrate's report (kept verbatim)
   bool operator==(const Runtime&) const = default;
 };
 
@@ -58,6 +59,7 @@ struct RuntimeField {
   std::span<const std::string_view> choices = {};
   double min = 0, max = 0;  ///< a number's range
   bool fit = false;         ///< a constant `amk calibrate` may move
+  bool optional = false;    ///< absent: 0, and written only when not 0
 };
 
 /// The fields of a runtime file in file order: the one list the reader, the writer, `amk
@@ -79,6 +81,10 @@ const Runtime* builtin_runtime(std::string_view name);
 const Runtime& default_runtime(const ir::Target& t);
 /// Likewise for a target file's record.
 const Runtime& default_runtime(const TargetSpec& t);
+/// Warnings (`runtime.limit`, at the config field) for what `c` asks of runtime `r` that its
+/// launch refuses (threads_per_block above max_threads_per_block): a prediction for such a
+/// config is one for an executor that would take it.
+ir::Diagnostics runtime_limits(const Runtime& r, const ir::ScheduleConfig& c);
 /// `arg` (a name or a file) when given, else the target's default runtime.
 ir::Result<Runtime> resolve_runtime(std::string_view arg, const ir::Target& t);
 

@@ -347,6 +347,19 @@ TEST(CliLower, OptionsThatDoLessThanTheConfigSaysSayIt) {
   r = run_amk({"lower", "toy-2L", "--target", "h100", "--config",
                R"({"tiling": {"gemv": {"N_tile": 32}}})", "-o", out});
   EXPECT_EQ(r.err.find("config.note"), std::string::npos) << r.err;
+  // A config the runtime's launch refuses is lowered (amk's VM runs it) but said to be one.
+  const std::string cfg = (test::temp_dir() / "c.json").string();
+  std::ofstream(cfg) << R"({"tiling": {"gemv": {"N_tile": 32}}, "threads_per_block": 512})";
+  r = run_amk({"lower", "toy-2L", "--target", "h100", "--config", cfg, "-o", out});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find(cfg + ": /threads_per_block: warning[runtime.limit]: threads_per_block 512 "
+                             "is more than runtime amk-cuda launches (256)"),
+            std::string::npos)
+      << r.err;
+  r = run_amk({"lower", "toy-2L", "--target", "h100", "--runtime", "mpk", "--config", cfg, "-o",
+               out, "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["warnings"], nlohmann::json::array()) << r.out;
   const fs::path dir = test::temp_dir();
   const std::string m = (dir / "m.json").string();
   ASSERT_EQ(run_amk({"gen", "--shape", "mesh", "--nop", "--tasks", "20", "-o", m}).rc, 0);

@@ -100,7 +100,7 @@ std::vector<size_t> batch_sizes(const lower::ModelSpec& m, const targets::Target
 }
 
 TEST(Search, DescentTriesTheKnobsThatImprovedAloneTogether) {
-  // A separable objective (no lowering): depth 4, 512 threads and 96 KiB of shared memory each
+  // A separable objective (no lowering): depth 4, 128 threads and 96 KiB of shared memory each
   // win alone, so the first neighbourhood shows all three and the next trial combines them.
   const auto m = ts::model("toy-2L");
   const auto t = ts::target("h100");
@@ -110,7 +110,7 @@ TEST(Search, DescentTriesTheKnobsThatImprovedAloneTogether) {
       const nlohmann::json c = nlohmann::json::parse(ir::config_key(x->config));
       x->valid = true;
       x->score = 100.0 + 10.0 * std::abs(c["pipelining_depth"].get<double>() - 4) +
-                 (c["threads_per_block"] == 512 ? 0 : 5) +
+                 (c["threads_per_block"] == 128 ? 0 : 5) +
                  (c["smem_bytes_per_block"] == 98304 ? 0 : 3);
       x->predicted_us = x->score;
     }
@@ -571,6 +571,17 @@ TEST(Space, TheBuiltInSpaceIsBoundedByTheTargetAndCanonicalises) {
   EXPECT_EQ(knob(h100, "smem_bytes_per_block").values.size(), 4u);
   EXPECT_EQ(knob(t4, "smem_bytes_per_block").values.size(), 3u) << "98304 B is more than a T4 has";
   EXPECT_GT(h100.size(), 1e5);
+  // The runtime bounds what its launch takes: amk-cuda's loader no more than 256 threads.
+  EXPECT_EQ(knob(h100, "threads_per_block").labels.back(), "256");
+  const targets::Runtime* mpk = targets::builtin_runtime("mpk");
+  ASSERT_NE(mpk, nullptr);
+  const auto under_mpk = must(default_space(m, ts::target("h100"), lower::default_config(), mpk));
+  EXPECT_EQ(knob(under_mpk, "threads_per_block").labels.back(), "512");
+  auto bad = parse_space(
+      R"({"knobs": {"threads_per_block": [128]}, "bounds": {"threads_per_block": ["runtime.nope"]}})",
+      "s.json", m, ts::target("h100"), lower::default_config());
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.diagnostics.front().pointer, "/bounds/threads_per_block");
   // Equal programs have equal configs: base_width is left out beside an N_tile.
   Point p = h100.point_of(lower::default_config());
   const Knob& base_width = knob(h100, "tiling.gemv.base_width");

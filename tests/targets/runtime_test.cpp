@@ -122,13 +122,45 @@ TEST(Runtimes, TheFieldTableDocumentsEveryFieldOnce) {
       EXPECT_LT(f.min, f.max) << f.key;
     }
   }
-  // Every field is written: a profile's JSON has exactly the table's keys (and no free-form ones
-  // when it has none).
+  // Every field is written (an optional one when it is set): a profile's JSON has exactly the
+  // table's keys (and no free-form ones when it has none).
   Runtime r = must_runtime("mpk");
   r.sources = {};
   r.fit = {};
-  const auto j = nlohmann::ordered_json::parse(write_runtime(r));
-  EXPECT_EQ(j.size(), keys.size());
+  size_t optional = 0;
+  for (const RuntimeField& f : runtime_fields()) {
+    optional += f.optional;
+    EXPECT_TRUE(!f.optional || f.number) << f.key << ": only a number may be optional";
+    if (f.optional) r.*f.number = f.max;
+  }
+  EXPECT_EQ(nlohmann::ordered_json::parse(write_runtime(r)).size(), keys.size());
+  for (const RuntimeField& f : runtime_fields())
+    if (f.optional) r.*f.number = 0;
+  EXPECT_EQ(nlohmann::ordered_json::parse(write_runtime(r)).size(), keys.size() - optional);
+}
+
+TEST(Runtimes, ALaunchLimitIsOptionalAndAConfigAboveItIsAWarning) {
+  const Runtime cuda = must_runtime("amk-cuda"), mpk = must_runtime("mpk");
+  EXPECT_EQ(cuda.max_threads_per_block, 256) << "amk-cuda's loader refuses more";
+  EXPECT_EQ(mpk.max_threads_per_block, 0) << "not in its file: no limit but the target's";
+  ir::ScheduleConfig c = ir::ScheduleConfig::defaults();
+  c.threads_per_block = ir::JsonValue(nlohmann::ordered_json(512));
+  const ir::Diagnostics d = runtime_limits(cuda, c);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].code, "runtime.limit");
+  EXPECT_EQ(d[0].severity, ir::Severity::Warning);
+  EXPECT_EQ(d[0].pointer, "/threads_per_block");
+  EXPECT_TRUE(runtime_limits(mpk, c).empty());
+  c.threads_per_block = ir::JsonValue(nlohmann::ordered_json(256));
+  EXPECT_TRUE(runtime_limits(cuda, c).empty());
+  // Out of range is an error with its pointer, like any number field.
+  std::string text = write_runtime(cuda);
+  const std::string at = "\"max_threads_per_block\": 256";
+  ASSERT_NE(text.find(at), std::string::npos) << text;
+  text.replace(text.find(at), at.size(), "\"max_threads_per_block\": -3");
+  auto bad = parse_runtime(text, "r.json");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.diagnostics.front().pointer, "/max_threads_per_block");
 }
 
 // A chain of `n` weight-streaming tasks (1 MiB each), task i on worker `sm(i)`, under `cfg`.
