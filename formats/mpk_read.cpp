@@ -443,8 +443,8 @@ class Builder : public DiagnosticSink {
                     element_offset(x.offset, et).value_or(0), {ext.data(), rank},
                     {ext.data() + rank, rank});
         }
-      t.inputs = {};
-      t.outputs = {};
+      t.inputs = std::vector<Tensor>();  // (= {} would keep the memory)
+      t.outputs = std::vector<Tensor>();
     }
     rm.build(p);
   }

@@ -349,7 +349,7 @@ class Builder : public DiagnosticSink {
         std::vector<int32_t>(d_.tensors.size(), -1), detail::IdIndex(d_.tensors.size()), {}};
     size_t n = 0, extents = 0;
     const std::vector<std::vector<uint64_t>> created = created_outputs(n, extents);
-    d_.edges = {};
+    d_.edges = std::vector<Edge>();  // (= {} would keep the memory)
     rm.reserve(n, extents);
     for (size_t i = 0; i < d_.tasks.size(); ++i) {
       pto::Task& t = d_.tasks[i];
@@ -381,8 +381,8 @@ class Builder : public DiagnosticSink {
         heap += (bytes + pto::kOutputAlign - 1) / pto::kOutputAlign * pto::kOutputAlign;
       }
       rt.tasks[i].heap = heap;
-      t.args = {};
-      t.extents = {};
+      t.args = std::vector<Arg>();
+      t.extents = std::vector<int64_t>();
     }
     rm.build(p);
   }

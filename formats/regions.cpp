@@ -259,14 +259,19 @@ void flow_of(const std::vector<Box>& boxes, const std::vector<uint8_t>& writes, 
     if (writes[i]) {
       const int32_t c = cls.make();
       f.write_cls[i] = c;
-      f.next.clear();
-      for (const Piece& pc : f.live) {
-        f.rest.clear();
-        subtract(pc.box, b, f.rest);
-        for (const Box& r : f.rest) f.next.push_back({r, pc.cls});
+      // Each piece it overlaps gives way, in its place, to what is left of it.
+      const auto hit = std::find_if(f.live.begin(), f.live.end(),
+                                    [&](const Piece& pc) { return pc.box.overlaps(b); });
+      if (hit != f.live.end()) {
+        f.next.assign(f.live.begin(), hit);
+        for (auto it = hit; it != f.live.end(); ++it) {
+          f.rest.clear();
+          subtract(it->box, b, f.rest);
+          for (const Box& r : f.rest) f.next.push_back({r, it->cls});
+        }
+        f.live.swap(f.next);
       }
-      f.next.push_back({b, c});
-      f.live.swap(f.next);
+      f.live.push_back({b, c});
       f.read_end[i] = static_cast<uint32_t>(f.read_cls.size());
       continue;
     }
@@ -537,7 +542,7 @@ void add_parts(ir::Program& p, std::vector<Part>& parts) {
   for (Part& part : parts) {
     part.buffer_base = static_cast<int64_t>(p.buffers.size());
     std::move(part.buffers.begin(), part.buffers.end(), std::back_inserter(p.buffers));
-    part.buffers = {};
+    part.buffers = std::vector<ir::Buffer>();
     if (!part.page_table) continue;
     if (!p.pages) p.pages.emplace();
     const auto page_base = static_cast<int64_t>(p.pages->pages.size());
