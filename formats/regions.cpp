@@ -629,8 +629,8 @@ void RegionMap::reserve(size_t accesses, size_t extents) {
 
 void RegionMap::access(uint32_t task, int32_t tensor, bool write, int64_t offset,
                        std::span<const int64_t> dims, std::span<const int64_t> strides) {
-  accesses_.push_back({task, tensor, static_cast<uint32_t>(extents_.size()),
-                       static_cast<uint32_t>(dims.size()), write, offset});
+  accesses_.push_back({offset, task, tensor, static_cast<uint32_t>(extents_.size()),
+                       static_cast<uint32_t>(dims.size()), write});
   extents_.insert(extents_.end(), dims.begin(), dims.end());
   extents_.insert(extents_.end(), strides.begin(), strides.end());
 }
@@ -664,6 +664,7 @@ void RegionMap::build(ir::Program& p, size_t threads) {
     const uint32_t k = by_size[item];
     plan_part(g, part_first[k], part_first[k + 1], parts[k], effects, scratch[w]);
   });
+  extents_ = std::vector<int64_t>();  // planned: only the tasks' effects are left to take
   add_parts(p, parts);
   // Each task's effects, on pieces of the accesses that each start at a task's first access.
   const size_t n = accesses_.size();

@@ -59,12 +59,12 @@ class RegionMap {
 
   /// An access as access() took it: its dims, then its strides, at `extents` in the extents.
   struct Access {
+    int64_t offset;
     uint32_t task;
     int32_t tensor;
     uint32_t extents;
-    uint32_t rank;  // dims (and strides) of the access
-    bool write;
-    int64_t offset;
+    uint32_t rank : 31;  // dims (and strides) of the access
+    uint32_t write : 1;
   };
   /// A tensor as tensor() took it.
   struct Tensor {
