@@ -4,12 +4,12 @@
 #include <deque>
 #include <iterator>
 #include <optional>
-#include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "formats/formats.h"
+#include "formats/id_index.h"
 #include "formats/mpk.h"
 #include "formats/sink.h"
 #include "ir/checked.h"
@@ -408,14 +408,20 @@ class Builder : public DiagnosticSink {
   // that the buffers and the tasks' lists reuse their memory.
   void regions(ir::Program& p) {
     detail::RegionMap rm;
-    std::unordered_map<std::string_view, int32_t> ids;  // base_ptr -> tensor, numbered by first use
-    std::deque<std::string> unescaped;                  // the names written with JSON escapes
+    // base_ptr -> tensor, numbered by first use: by the name's hash (FNV-1a), then the name.
+    detail::IdIndex ids;
+    std::vector<std::string_view> names;  // by tensor
+    std::deque<std::string> unescaped;    // the names written with JSON escapes
     auto tensor_of = [&](std::string_view name, const Tensor& x) {
-      if (auto it = ids.find(name); it != ids.end()) return it->second;
+      uint64_t h = 0xcbf29ce484222325ull;
+      for (const char c : name) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+      const uint32_t known = ids.find(h, [&](uint32_t t) { return names[t] == name; });
+      if (known != detail::IdIndex::kNone) return static_cast<int32_t>(known);
       detail::ElemType et;
       (void)mpk::elem_type(x.data_type, et);
       const int32_t id = rm.tensor(std::string(name), et);
-      ids.emplace(name, id);
+      ids.add(h, static_cast<uint32_t>(id));
+      names.push_back(name);
       return id;
     };
     size_t n = 0, extents = 0;
@@ -425,7 +431,6 @@ class Builder : public DiagnosticSink {
         for (const Tensor& x : *list) extents += 2 * x.dims.values().size();
       }
     rm.reserve(n, extents);
-    ids.reserve(n);
     for (size_t i = 0; i < g_.tasks.size(); ++i) {
       Task& t = g_.tasks[i];
       for (bool write : {false, true})
@@ -443,8 +448,8 @@ class Builder : public DiagnosticSink {
                     element_offset(x.offset, et).value_or(0), {ext.data(), rank},
                     {ext.data() + rank, rank});
         }
-      t.inputs = {};
-      t.outputs = {};
+      t.inputs = std::vector<Tensor>();  // (= {} would keep the memory)
+      t.outputs = std::vector<Tensor>();
     }
     rm.build(p);
   }

@@ -19,16 +19,27 @@ struct Extent {
   uint32_t at = 0, n = 0;
 };
 
+/// An argument's type: what its task does with its tensor.
+enum class ArgType : uint8_t { Unknown, Input, Output, Inout, OutputExisting };
+
 // A read file's strings are views of its text (ir::RawString); a writer's are names it gives.
+// The reader classifies them as it reads (kind, dtype_at, creator).
 struct Arg {
   int64_t idx = 0;
   ir::RawString type;  ///< INPUT, OUTPUT, INOUT, OUTPUT_EXISTING
   bool has_tensor = false;
+  ArgType kind = ArgType::Unknown;  ///< type's
+  int8_t dtype_at = -1;             ///< dtype's dtype_index()
+  uint32_t tensor = UINT32_MAX;     ///< the position of tensor_id in Deps::tensors, once looked up
   uint64_t tensor_id = 0;
   ir::RawString dtype;
   Extent shape, strides;
   uint64_t start_offset = 0;
   size_t at = 0;
+  /// Whether its task reads the tensor (INPUT, INOUT).
+  bool reads() const { return kind == ArgType::Input || kind == ArgType::Inout; }
+  /// Whether its task writes the tensor in place (OUTPUT_EXISTING, INOUT).
+  bool writes() const { return kind == ArgType::OutputExisting || kind == ArgType::Inout; }
 };
 
 struct Task {
@@ -54,6 +65,7 @@ struct Tensor {
   uint64_t tensor_id = 0, buffer_addr = 0, buffer_numel = 0;
   int64_t version = 0;
   ir::RawString dtype;
+  int8_t dtype_at = -1;  ///< dtype's dtype_index()
   size_t at = 0;
 };
 
@@ -62,6 +74,7 @@ struct Edge {
   uint64_t pred = 0, succ = 0;
   int64_t arg = -1;
   ir::RawString source;  ///< tensormap, creator, explicit
+  bool creator = false;  ///< source is "creator"
   bool has_tensor = false;
   uint64_t tensor_id = 0;
   size_t at = 0;
@@ -113,10 +126,14 @@ std::string write_deps(const Deps& d);
 std::string write_scope_stats(const ScopeStats& s);
 /// PTO's tensor_id of an address and version (FNV-1a over their bytes).
 uint64_t tensor_id(uint64_t buffer_addr, int32_t version);
-/// amk's element type for a PTO dtype name, or false.
-bool elem_type(std::string_view dtype, detail::ElemType& out);
-/// Bytes of one element of a PTO dtype name (0 when unknown).
-int64_t elem_bytes(std::string_view dtype);
+/// The position of a dtype name in PTO's type table, or -1 when PTO has no such type.
+int8_t dtype_index(const ir::RawString& dtype);
+/// amk's element type of the PTO type at `index` (a dtype_index() >= 0).
+detail::ElemType elem_type(int8_t index);
+/// Bytes of one element of the PTO type at `index` (a dtype_index() >= 0).
+int64_t elem_bytes(int8_t index);
+/// What an argument's type names (ArgType::Unknown when none).
+ArgType arg_type(const ir::RawString& type);
 /// The PTO dtype name for an amk dtype.
 std::string_view dtype_name(ir::DType d);
 

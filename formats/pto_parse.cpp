@@ -150,6 +150,8 @@ class Parser : public ir::JsonCursor {
           return extent(a.strides);
       }
     });
+    a.kind = arg_type(a.type);
+    a.dtype_at = dtype_index(a.dtype);
   }
 
   // A task; its args and their extents are gathered in args_ and extents_, then kept in one
@@ -213,6 +215,7 @@ class Parser : public ir::JsonCursor {
           return (void)decimal_string(t.buffer_numel);
       }
     });
+    t.dtype_at = dtype_index(t.dtype);
   }
 
   // An edge as the reader needs it: pred, succ, arg, source and tensor_id kept; the other fields
@@ -261,6 +264,7 @@ class Parser : public ir::JsonCursor {
           return u32s();
       }
     });
+    e.creator = e.source == "creator";
   }
 };
 
@@ -302,20 +306,29 @@ ir::Diagnostics parse_scope_stats(std::string_view text, ScopeStats& s) {
   return out;
 }
 
-bool elem_type(std::string_view dtype, detail::ElemType& out) {
-  for (const Named& n : kTypes)
-    if (n.name == dtype) {
-      out.dtype = n.dtype;
-      out.bits = n.bytes * 8;
-      return true;
-    }
-  return false;
+int8_t dtype_index(const ir::RawString& dtype) {
+  const std::string decoded = dtype.escaped ? dtype.value() : std::string();
+  const std::string_view name = dtype.escaped ? std::string_view(decoded) : dtype.raw;
+  for (size_t k = 0; k < std::size(kTypes); ++k)
+    if (kTypes[k].name == name) return static_cast<int8_t>(k);
+  return -1;
 }
 
-int64_t elem_bytes(std::string_view dtype) {
-  for (const Named& n : kTypes)
-    if (n.name == dtype) return n.bytes;
-  return 0;
+detail::ElemType elem_type(int8_t index) {
+  const Named& n = kTypes[static_cast<size_t>(index)];
+  return {n.dtype, n.bytes * 8};
+}
+
+int64_t elem_bytes(int8_t index) {
+  return kTypes[static_cast<size_t>(index)].bytes;
+}
+
+ArgType arg_type(const ir::RawString& type) {
+  if (type == "INPUT") return ArgType::Input;
+  if (type == "OUTPUT_EXISTING") return ArgType::OutputExisting;
+  if (type == "INOUT") return ArgType::Inout;
+  if (type == "OUTPUT") return ArgType::Output;
+  return ArgType::Unknown;
 }
 
 std::string_view dtype_name(ir::DType d) {

@@ -34,7 +34,7 @@ class Builder : public DiagnosticSink {
         index_(d.tasks.size()),
         tensors_(d.tensors.size()) {}
 
-  // Task, tensor and edge references; fills the indexes the build uses.
+  // Task, tensor and edge references; fills the indexes the build uses, and lets the edges go.
   ir::Diagnostics check() {
     std::array<int64_t, ir::kPtoRings> last_local;
     last_local.fill(-1);
@@ -43,13 +43,12 @@ class Builder : public DiagnosticSink {
       if (!tensors_.emplace(t.tensor_id, static_cast<uint32_t>(i)).second)
         report("pto.tensor-id", fmt::format("tensor_id {} appears twice", t.tensor_id),
                fmt::format("/tensors/{}", i), t.at);
-      detail::ElemType et;
-      if (!pto::elem_type(t.dtype.value(), et))
+      if (t.dtype_at < 0)
         report("pto.dtype", fmt::format("unknown dtype \"{}\"", t.dtype.value()),
                fmt::format("/tensors/{}/dtype", i), t.at);
     }
     for (size_t i = 0; i < d_.tasks.size(); ++i) {
-      const pto::Task& t = d_.tasks[i];
+      pto::Task& t = d_.tasks[i];
       auto ptr = [i] { return fmt::format("/tasks/{}/task_id", i); };
       const uint64_t ring = t.task_id >> 32;
       const auto local = static_cast<int64_t>(t.task_id & 0xffffffffull);
@@ -72,16 +71,16 @@ class Builder : public DiagnosticSink {
                ptr(), t.at);
       last_local[ring] = std::max(last_local[ring], local);
       for (size_t k = 0; k < t.args.size(); ++k) {
-        const Arg& a = t.args[k];
+        Arg& a = t.args[k];
         auto aptr = [i, k] { return fmt::format("/tasks/{}/args/{}", i, k); };
-        if (a.type != "INPUT" && a.type != "OUTPUT" && a.type != "INOUT" &&
-            a.type != "OUTPUT_EXISTING")
+        if (a.kind == pto::ArgType::Unknown)
           report("pto.arg-type", fmt::format("unknown argument type \"{}\"", a.type.value()),
                  aptr(), a.at);
         if (a.has_tensor) arg_ref(t, a, aptr);
       }
     }
     for (size_t i = 0; i < d_.edges.size(); ++i) edge_ref(i);
+    d_.edges = std::vector<Edge>();  // all the build needs of them is taken (= {} would keep it)
     return take();
   }
 
@@ -117,7 +116,7 @@ class Builder : public DiagnosticSink {
     // pages; the tasks' heap bytes), are other members: they are built side by side.
     ir::run_parts(2, 2, [&](size_t part, size_t, size_t) {
       if (part == 0) {
-        counters(p);
+        counters(p, n);
       } else {
         regions(p, rt);
       }
@@ -132,24 +131,26 @@ class Builder : public DiagnosticSink {
  private:
   Deps& d_;  // its edges and tasks' args are let go once regions() took them
   const ReadOptions& opt_;
-  detail::IdIndex index_;                        // task_id -> position
-  detail::IdIndex tensors_;                      // tensor_id -> position
-  std::vector<std::pair<size_t, size_t>> deps_;  // (pred, succ) positions, deduplicated later
-  detail::IdIndex creator_;                      // consumer << 32 | arg -> creating task
-  std::vector<int32_t> fanin_;                   // distinct producers per task
+  detail::IdIndex index_;                            // task_id -> position
+  detail::IdIndex tensors_;                          // tensor_id -> position
+  std::vector<std::pair<size_t, size_t>> deps_;      // (pred, succ) positions, deduplicated later
+  detail::IdIndex creator_;                          // consumer << 32 | arg -> creating task
+  std::vector<std::pair<uint32_t, uint32_t>> made_;  // (creator, tensor) of creator edges
+  std::vector<int32_t> fanin_;                       // distinct producers per task
 
   static uint64_t creator_key(size_t consumer, int64_t arg) {
     return static_cast<uint64_t>(consumer) << 32 | static_cast<uint32_t>(arg);
   }
 
+  // Also finds the argument's tensor (Arg::tensor).
   template <class Ptr>
-  void arg_ref(const pto::Task& t, const Arg& a, Ptr ptr) {
-    if (tensors_.find(a.tensor_id) == detail::IdIndex::kNone)
+  void arg_ref(const pto::Task& t, Arg& a, Ptr ptr) {
+    a.tensor = tensors_.find(a.tensor_id);
+    if (a.tensor == detail::IdIndex::kNone)
       report("pto.tensor-ref",
              fmt::format("argument names tensor {} which tensors[] lacks", a.tensor_id),
              ptr() + "/tensor_id", a.at);
-    detail::ElemType et;
-    if (!pto::elem_type(a.dtype.value(), et))
+    if (a.dtype_at < 0)
       report("pto.dtype", fmt::format("unknown dtype \"{}\"", a.dtype.value()), ptr() + "/dtype",
              a.at);
     if (a.shape.n != a.strides.n)
@@ -181,12 +182,14 @@ class Builder : public DiagnosticSink {
              ptr(), e.at);
       return;
     }
-    if (e.has_tensor && tensors_.find(e.tensor_id) == detail::IdIndex::kNone)
+    const uint32_t tensor = e.has_tensor ? tensors_.find(e.tensor_id) : detail::IdIndex::kNone;
+    if (e.has_tensor && tensor == detail::IdIndex::kNone)
       report("pto.tensor-ref",
              fmt::format("edge names tensor {} which tensors[] lacks", e.tensor_id),
              ptr() + "/tensor_id", e.at);
     deps_.emplace_back(p, s);
-    if (e.source == "creator") creator_.emplace(creator_key(s, e.arg), p);
+    if (e.creator) creator_.emplace(creator_key(s, e.arg), p);
+    if (e.creator && e.has_tensor) made_.emplace_back(p, tensor);
   }
 
   static ir::PtoShape shape_of(const pto::Task& t) {
@@ -222,9 +225,9 @@ class Builder : public DiagnosticSink {
     if (s.tensormap_max > 0) rt.set(ir::Cap::tensormap, {s.tensormap_max});
   }
 
-  // Producers with the same consumers share a counter; a consumer waits for all of a group.
-  void counters(ir::Program& p) {
-    const size_t n = d_.tasks.size();
+  // Producers with the same consumers share a counter; a consumer waits for all of a group (of
+  // the n tasks: regions() lets the dump's tasks go meanwhile).
+  void counters(ir::Program& p, size_t n) {
     fanin_.assign(n, 0);
     std::sort(deps_.begin(), deps_.end());
     deps_.erase(std::unique(deps_.begin(), deps_.end()), deps_.end());
@@ -287,17 +290,14 @@ class Builder : public DiagnosticSink {
     detail::IdIndex by_address;
     std::map<std::pair<uint64_t, size_t>, int32_t> created_by;
   };
-  int32_t memory(detail::RegionMap& rm, Memories& m, uint64_t tensor_id, size_t creator) {
-    const uint32_t pos = tensors_.find(tensor_id);
+  int32_t memory(detail::RegionMap& rm, Memories& m, uint32_t pos, size_t creator) {
     const pto::Tensor& t = d_.tensors[pos];
     auto fresh = [&] {
-      detail::ElemType et;
-      (void)pto::elem_type(t.dtype.value(), et);
       std::array<char, 24> hex{};
       const auto end = std::to_chars(hex.data(), hex.data() + hex.size(), t.buffer_addr, 16).ptr;
       std::string name = "t" + std::string(hex.data(), end);
       if (creator != SIZE_MAX) name += "@" + label_id(d_.tasks[creator].task_id);
-      return rm.tensor(std::move(name), et);
+      return rm.tensor(std::move(name), pto::elem_type(t.dtype_at));
     };
     if (creator != SIZE_MAX) {
       auto [it, is_new] = m.created_by.try_emplace({t.buffer_addr, creator}, 0);
@@ -315,75 +315,89 @@ class Builder : public DiagnosticSink {
     return m.plain[pos];
   }
 
-  // Each creator's outputs: the tensors its consumers read through creator edges. Counts the
-  // accesses regions() takes, and their dims and strides, in `n` and `extents`.
-  std::vector<std::vector<uint64_t>> created_outputs(size_t& n, size_t& extents) const {
-    std::vector<std::vector<uint64_t>> created(d_.tasks.size());
-    n = extents = 0;
-    for (const Edge& e : d_.edges) {
-      if (e.source != "creator" || !e.has_tensor) continue;
-      const uint32_t pred = index_.find(e.pred);
-      if (pred == detail::IdIndex::kNone) continue;
-      auto& v = created[pred];
-      if (std::find(v.begin(), v.end(), e.tensor_id) == v.end()) v.push_back(e.tensor_id);
-      n += 1;
-      extents += 2;
+  // Each creator's outputs, the tensors its consumers read through creator edges (positions in
+  // tensors[], each once, in edge order): task i's are tensor[first[i], first[i + 1]).
+  struct Created {
+    std::vector<uint32_t> first, tensor;
+    std::span<const uint32_t> of(size_t i) const {
+      return {tensor.data() + first[i], first[i + 1] - first[i]};
     }
-    for (const pto::Task& t : d_.tasks)
-      for (const Arg& a : t.args) {
-        const size_t uses =
-            (a.type == "INPUT") + (a.type == "OUTPUT_EXISTING") + 2 * (a.type == "INOUT");
-        n += uses;
-        extents += uses * (a.shape.n + a.strides.n);
-      }
-    return created;
+  };
+  Created created_outputs() {
+    std::vector<std::pair<uint32_t, uint32_t>> made = std::move(made_);  // in edge order
+    std::stable_sort(made.begin(), made.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    Created c;
+    c.first.assign(d_.tasks.size() + 1, 0);
+    size_t from = 0;  // where the current creator's tensors start in c.tensor
+    for (size_t k = 0; k < made.size(); ++k) {
+      const auto [pred, tensor] = made[k];
+      if (k == 0 || made[k - 1].first != pred) from = c.tensor.size();
+      const auto mine = c.tensor.begin() + static_cast<std::ptrdiff_t>(from);
+      if (std::find(mine, c.tensor.end(), tensor) != c.tensor.end()) continue;
+      c.tensor.push_back(tensor);
+      ++c.first[pred + 1];
+    }
+    for (size_t i = 0; i < d_.tasks.size(); ++i) c.first[i + 1] += c.first[i];
+    return c;
   }
 
   // Tensor regions: external tensors by buffer address; a runtime-allocated output by its
   // creator (heap addresses are reused once reclaimed, which the ring orders, not the graph).
-  // The dump's edges and the tasks' args are let go once taken, so that the buffers and the
-  // tasks' lists reuse their memory.
+  // The dump's tasks are let go once taken, so that the buffers and the tasks' lists reuse their
+  // memory.
   void regions(ir::Program& p, ir::Runtime& rt) {
     detail::RegionMap rm;
     Memories mem{
         std::vector<int32_t>(d_.tensors.size(), -1), detail::IdIndex(d_.tensors.size()), {}};
-    size_t n = 0, extents = 0;
-    const std::vector<std::vector<uint64_t>> created = created_outputs(n, extents);
-    d_.edges = {};
+    const Created created = created_outputs();
+    size_t n = created.tensor.size(), extents = 2 * n;
+    for (const pto::Task& t : d_.tasks)
+      for (const Arg& a : t.args) {
+        const size_t uses = a.has_tensor ? size_t{a.reads()} + size_t{a.writes()} : 0;
+        n += uses;
+        extents += uses * (a.shape.n + a.strides.n);
+      }
     rm.reserve(n, extents);
     for (size_t i = 0; i < d_.tasks.size(); ++i) {
       pto::Task& t = d_.tasks[i];
       auto creator_of = [&](int64_t arg) {
-        const uint32_t c = creator_.find(creator_key(i, arg));
+        const uint32_t c =
+            creator_.empty() ? detail::IdIndex::kNone : creator_.find(creator_key(i, arg));
         return c == detail::IdIndex::kNone ? SIZE_MAX : size_t{c};
       };
       auto touch = [&](const Arg& a, bool write) {
-        const int32_t m = memory(rm, mem, a.tensor_id, creator_of(a.idx));
+        const int32_t m = memory(rm, mem, a.tensor, creator_of(a.idx));
         rm.access(static_cast<uint32_t>(i), m, write, static_cast<int64_t>(a.start_offset),
                   t.values(a.shape), t.values(a.strides));
       };
       for (const Arg& a : t.args)
-        if (a.has_tensor && (a.type == "INPUT" || a.type == "INOUT")) touch(a, false);
+        if (a.has_tensor && a.reads()) touch(a, false);
       for (const Arg& a : t.args)
-        if (a.has_tensor && (a.type == "OUTPUT_EXISTING" || a.type == "INOUT")) touch(a, true);
+        if (a.has_tensor && a.writes()) touch(a, true);
       // Runtime-allocated outputs: written whole; their bytes come from the task's ring heap.
       std::vector<uint64_t> addrs;
       int64_t heap = 0;
-      for (uint64_t id : created[i]) {
-        const pto::Tensor& x = d_.tensors[tensors_.find(id)];
-        const int32_t m = memory(rm, mem, id, i);
+      for (uint32_t pos : created.of(i)) {
+        const pto::Tensor& x = d_.tensors[pos];
+        const int32_t m = memory(rm, mem, pos, i);
         const auto numel = static_cast<int64_t>(x.buffer_numel);
         const int64_t whole[] = {numel, 1};  // its dims, then its strides
         rm.access(static_cast<uint32_t>(i), m, true, 0, {whole, 1}, {whole + 1, 1});
         if (std::find(addrs.begin(), addrs.end(), x.buffer_addr) != addrs.end()) continue;
         addrs.push_back(x.buffer_addr);
-        const int64_t bytes = numel * pto::elem_bytes(x.dtype.value());
+        const int64_t bytes = numel * pto::elem_bytes(x.dtype_at);
         heap += (bytes + pto::kOutputAlign - 1) / pto::kOutputAlign * pto::kOutputAlign;
       }
       rt.tasks[i].heap = heap;
-      t.args = {};
-      t.extents = {};
+      t.args = std::vector<Arg>();
+      t.extents = std::vector<int64_t>();
     }
+    d_.tasks = std::vector<pto::Task>();
+    d_.tensors = std::vector<pto::Tensor>();
+    index_ = detail::IdIndex();
+    tensors_ = detail::IdIndex();
+    creator_ = detail::IdIndex();
     rm.build(p);
   }
 

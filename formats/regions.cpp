@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -9,6 +10,8 @@
 #include <tuple>
 
 #include "ir/checked.h"
+#include "ir/parallel.h"
+#include "ir/pool.h"
 
 namespace amk::formats::detail {
 namespace {
@@ -256,14 +259,19 @@ void flow_of(const std::vector<Box>& boxes, const std::vector<uint8_t>& writes, 
     if (writes[i]) {
       const int32_t c = cls.make();
       f.write_cls[i] = c;
-      f.next.clear();
-      for (const Piece& pc : f.live) {
-        f.rest.clear();
-        subtract(pc.box, b, f.rest);
-        for (const Box& r : f.rest) f.next.push_back({r, pc.cls});
+      // Each piece it overlaps gives way, in its place, to what is left of it.
+      const auto hit = std::find_if(f.live.begin(), f.live.end(),
+                                    [&](const Piece& pc) { return pc.box.overlaps(b); });
+      if (hit != f.live.end()) {
+        f.next.assign(f.live.begin(), hit);
+        for (auto it = hit; it != f.live.end(); ++it) {
+          f.rest.clear();
+          subtract(it->box, b, f.rest);
+          for (const Box& r : f.rest) f.next.push_back({r, it->cls});
+        }
+        f.live.swap(f.next);
       }
-      f.next.push_back({b, c});
-      f.live.swap(f.next);
+      f.live.push_back({b, c});
       f.read_end[i] = static_cast<uint32_t>(f.read_cls.size());
       continue;
     }
@@ -290,85 +298,42 @@ void flow_of(const std::vector<Box>& boxes, const std::vector<uint8_t>& writes, 
     f.read_prior[i] = seen < b.volume();
   }
 }
-
-// Each access's task reads the buffers of the classes it reads (and the prior contents), writes
-// its class's buffer, and names the rectangle it writes as m_off/M_tile/n_off/N_tile when that is
-// a tile of the buffer.
 void add_unique(std::vector<int64_t>& v, int64_t b) {
   if (std::find(v.begin(), v.end(), b) == v.end()) v.push_back(b);
 }
 
-// Reads are appended to `reads` as (task, buffer), for assign_inputs.
-void wire_tasks(ir::Program& p, const std::vector<uint32_t>& task_of, Flow& f, int64_t prior,
-                const std::vector<int64_t>& buf_of, const std::vector<Box>& boxes,
-                const std::vector<Box>& bbox, const std::vector<std::array<int64_t, 4>>& whole,
-                std::vector<std::pair<uint32_t, int64_t>>& reads) {
-  Classes& cls = f.cls;
-  const std::vector<int32_t>& write_cls = f.write_cls;
-  const std::vector<uint8_t>& read_prior = f.read_prior;
-  for (size_t i = 0; i < task_of.size(); ++i) {
-    if (write_cls[i] < 0) {
-      if (read_prior[i]) reads.emplace_back(task_of[i], prior);
-      for (int32_t c : f.reads(i))
-        reads.emplace_back(task_of[i], buf_of[static_cast<size_t>(cls.find(c))]);
-      continue;
-    }
-    ir::Task& task = p.tasks[task_of[i]];
-    const auto r = static_cast<size_t>(cls.find(write_cls[i]));
-    const bool first = task.outputs.empty();
-    const bool again =
-        std::find(task.outputs.begin(), task.outputs.end(), buf_of[r]) != task.outputs.end();
-    add_unique(task.outputs, buf_of[r]);
-    std::array<int64_t, 4> rc{};
-    const bool tile = !again && flatten(bbox[r], boxes[i], rc) && rc != whole[r] &&
-                      rc[1] <= INT32_MAX && rc[3] <= INT32_MAX;
-    const std::array<int64_t, 4> params{rc[0], rc[1] - rc[0], rc[2], rc[3] - rc[2]};
-    static constexpr std::string_view kKeys[] = {"m_off", "M_tile", "n_off", "N_tile"};
-    if (first) {
-      if (!tile) continue;
-      task.params.reserve(task.params.size() + 4);
-      const bool none = task.params.empty();
-      for (size_t k = 0; k < 4; ++k) {
-        if (none) {
-          task.params.push_back({std::string(kKeys[k]), ir::ParamValue::of_int(params[k])});
-        } else {
-          task.set_param(kKeys[k], ir::ParamValue::of_int(params[k]));
-        }
-      }
-      continue;
-    }
-    // Every output of a task shares its tile (TileRegion): a task whose outputs' rectangles
-    // differ is modelled writing each whole.
-    bool same = tile;
-    for (size_t k = 0; k < 4 && same; ++k) {
-      const std::optional<int64_t> v = task.int_param(kKeys[k]);
-      same = v && *v == params[k];
-    }
-    if (!same)
-      std::erase_if(task.params, [](const ir::Param& prm) {
-        return std::find(std::begin(kKeys), std::end(kKeys), prm.key) != std::end(kKeys);
-      });
-  }
-}
+// The buffers and pages of consecutive tensors, numbered from 0 within the part, and what each
+// of their accesses does to its task.
+struct Part {
+  std::vector<ir::Buffer> buffers;
+  std::vector<int32_t> reads;                 // the buffers each read reads, access after access
+  std::vector<std::array<int64_t, 4>> tiles;  // m_off, M_tile, n_off, N_tile of tile writes
+  std::vector<ir::Page> pages;
+  std::vector<std::pair<int32_t, int32_t>> to_page;  // (buffer, page)
+  bool page_table = false;  // a tensor has two classes or more: the program gets a page table
+  int64_t buffer_base = 0;  // its buffers' ids in the program start here
+};
 
-// Each task's inputs: the buffers `reads` names for it, in order, each once (one allocation).
-void assign_inputs(ir::Program& p, const std::vector<std::pair<uint32_t, int64_t>>& reads) {
-  std::vector<uint32_t> end(p.tasks.size() + 1, 0);
-  for (const auto& [task, b] : reads) ++end[task + 1];
-  for (size_t t = 0; t < p.tasks.size(); ++t) end[t + 1] += end[t];
-  std::vector<int64_t> bufs(reads.size());
-  std::vector<uint32_t> at(end.begin(), end.end() - 1);
-  for (const auto& [task, b] : reads) bufs[at[task]++] = b;
-  for (size_t t = 0; t < p.tasks.size(); ++t) {
-    if (end[t] == end[t + 1]) continue;
-    std::vector<int64_t>& in = p.tasks[t].inputs;
-    in.reserve(in.size() + end[t + 1] - end[t]);
-    for (uint32_t k = end[t]; k < end[t + 1]; ++k) add_unique(in, bufs[k]);
-  }
+// What one access does to its task: a write writes buffers[buf] (the rectangle tiles[at] of it
+// when n is 1); a read reads buffers reads[at, at + n).
+struct Effect {
+  int32_t buf = -1;
+  uint32_t at = 0, n = 0;
+};
+
+int32_t add_buffer(Part& part, std::string name, ir::BufferKind kind, ir::DType dtype,
+                   const std::array<int64_t, 4>& rc) {
+  ir::Buffer b;
+  b.name = std::move(name);
+  b.kind = kind;
+  b.dtype = dtype;
+  b.shape = {rc[1], rc[3]};
+  part.buffers.push_back(std::move(b));
+  return static_cast<int32_t>(part.buffers.size() - 1);
 }
 
 // Pages: classes whose written footprints overlap share one (write-after-read/-write proofs).
-void share_pages(ir::Program& p, const std::vector<int64_t>& buf_of, const std::vector<Box>& bbox) {
+void share_pages(Part& part, const std::vector<int32_t>& buf_of, const std::vector<Box>& bbox) {
   std::vector<size_t> roots;
   for (size_t c = 0; c < buf_of.size(); ++c)
     if (buf_of[c] >= 0) roots.push_back(c);
@@ -382,23 +347,246 @@ void share_pages(ir::Program& p, const std::vector<int64_t>& buf_of, const std::
   for (size_t a = 0; a < roots.size(); ++a)
     for (size_t b = a + 1; b < roots.size(); ++b)
       if (bbox[roots[a]].overlaps(bbox[roots[b]])) comp[find(b)] = find(a);
-  if (!p.pages) p.pages.emplace();
-  std::vector<int64_t> page_of(roots.size(), -1);
+  part.page_table = true;
+  std::vector<int32_t> page_of(roots.size(), -1);
   for (size_t a = 0; a < roots.size(); ++a) {
     const size_t head = find(a);
     bool shared = false;
     for (size_t b = 0; b < roots.size() && !shared; ++b) shared = b != a && find(b) == head;
     if (!shared) continue;
-    const ir::Buffer& buf = p.buffers[static_cast<size_t>(buf_of[roots[a]])];
+    const int32_t buf = buf_of[roots[a]];
     if (page_of[head] < 0) {
-      page_of[head] = static_cast<int64_t>(p.pages->pages.size());
+      page_of[head] = static_cast<int32_t>(part.pages.size());
       ir::Page pg;
       pg.space = ir::MemSpace::HBM;
-      p.pages->pages.push_back(pg);
+      part.pages.push_back(pg);
     }
-    ir::Page& pg = p.pages->pages[static_cast<size_t>(page_of[head])];
-    pg.nbytes = std::max(pg.nbytes, buf.nbytes());
-    p.pages->buffer_to_page.emplace_back(buf_of[roots[a]], page_of[head]);
+    ir::Page& pg = part.pages[static_cast<size_t>(page_of[head])];
+    pg.nbytes = std::max(pg.nbytes, part.buffers[static_cast<size_t>(buf)].nbytes());
+    part.to_page.emplace_back(buf, page_of[head]);
+  }
+}
+
+// One thread's working vectors, kept from tensor to tensor.
+struct Scratch {
+  std::vector<Box> boxes, bbox;
+  std::vector<uint8_t> writes, has_box;
+  std::vector<int32_t> buf_of;
+  std::vector<std::array<int64_t, 4>> whole;  // each class root's rectangle (flatten)
+  Flow flow;
+  std::vector<uint32_t> mine;  // a task's accesses, by tensor
+};
+
+// One tensor's buffers (its prior contents when read, then one per class root) and pages in
+// `part`, and the effect of each of its `n` accesses in effect(i) (access(i): its offset, dims
+// and strides; write(i): whether it writes).
+template <class Access, class Write, class Out>
+void plan_tensor(const std::string& name, const ElemType& ty, size_t n, Access access, Write write,
+                 Out effect, Part& part, Scratch& s) {
+  boxes_of(n, access, s.boxes);
+  const std::vector<Box>& boxes = s.boxes;
+  s.writes.resize(n);
+  for (size_t i = 0; i < n; ++i) s.writes[i] = write(i);
+  Flow& f = s.flow;
+  flow_of(boxes, s.writes, f);
+  Classes& cls = f.cls;
+  const size_t nc = cls.parent.size();
+  std::vector<Box>& bbox = s.bbox;
+  bbox.resize(nc);
+  s.has_box.assign(nc, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (f.write_cls[i] < 0) continue;
+    const auto r = static_cast<size_t>(cls.find(f.write_cls[i]));
+    if (s.has_box[r]) {
+      bbox[r].grow(boxes[i]);
+    } else {
+      bbox[r] = boxes[i];
+      s.has_box[r] = 1;
+    }
+  }
+  int32_t prior = -1;
+  if (std::find(f.read_prior.begin(), f.read_prior.end(), 1) != f.read_prior.end()) {
+    Box pb{};
+    bool first = true;
+    for (size_t i = 0; i < n; ++i) {
+      if (!f.read_prior[i]) continue;
+      if (first) {
+        pb = boxes[i];
+        first = false;
+      } else {
+        pb.grow(boxes[i]);
+      }
+    }
+    std::array<int64_t, 4> rc{};
+    (void)flatten(pb, pb, rc);
+    prior = add_buffer(part, nc > 0 ? name + "@in" : name, ir::BufferKind::IO_INPUT, ty.dtype, rc);
+  }
+  s.buf_of.assign(nc, -1);
+  s.whole.resize(nc);
+  int n_classes = 0;
+  for (size_t c = 0; c < nc; ++c) {
+    if (cls.find(static_cast<int32_t>(c)) != static_cast<int32_t>(c)) continue;
+    std::array<int64_t, 4>& rc = s.whole[c];
+    rc = {};
+    (void)flatten(bbox[c], bbox[c], rc);
+    std::string bn = n_classes == 0 ? name : name + "@" + std::to_string(n_classes);
+    ++n_classes;
+    s.buf_of[c] = add_buffer(part, std::move(bn), ir::BufferKind::ACTIVATION, ty.dtype, rc);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    Effect& e = effect(i);
+    if (f.write_cls[i] < 0) {  // the prior contents and the classes it reads
+      e.at = static_cast<uint32_t>(part.reads.size());
+      if (f.read_prior[i]) part.reads.push_back(prior);
+      for (int32_t c : f.reads(i)) part.reads.push_back(s.buf_of[static_cast<size_t>(cls.find(c))]);
+      e.n = static_cast<uint32_t>(part.reads.size()) - e.at;
+      continue;
+    }
+    // Its class's buffer, and the rectangle it writes when that is a tile of the buffer.
+    const auto r = static_cast<size_t>(cls.find(f.write_cls[i]));
+    e.buf = s.buf_of[r];
+    std::array<int64_t, 4> rc{};
+    if (flatten(bbox[r], boxes[i], rc) && rc != s.whole[r] && rc[1] <= INT32_MAX &&
+        rc[3] <= INT32_MAX) {
+      e.at = static_cast<uint32_t>(part.tiles.size());
+      e.n = 1;
+      part.tiles.push_back({rc[0], rc[1] - rc[0], rc[2], rc[3] - rc[2]});
+    }
+  }
+  share_pages(part, s.buf_of, bbox);
+}
+
+constexpr std::string_view kTileKeys[] = {"m_off", "M_tile", "n_off", "N_tile"};
+
+// A write's effect on its task: the buffer among its outputs, and the rectangle it writes as
+// m_off/M_tile/n_off/N_tile while every output of the task is that same tile of its buffer
+// (TileRegion; a task whose outputs' rectangles differ is modelled writing each whole).
+void wire_write(ir::Task& task, int64_t buf, const std::array<int64_t, 4>* tile) {
+  const bool first = task.outputs.empty();
+  const bool again = std::find(task.outputs.begin(), task.outputs.end(), buf) != task.outputs.end();
+  add_unique(task.outputs, buf);
+  if (again) tile = nullptr;
+  if (first) {
+    if (!tile) return;
+    task.params.reserve(task.params.size() + 4);
+    const bool none = task.params.empty();
+    for (size_t k = 0; k < 4; ++k) {
+      if (none) {
+        task.params.push_back({std::string(kTileKeys[k]), ir::ParamValue::of_int((*tile)[k])});
+      } else {
+        task.set_param(kTileKeys[k], ir::ParamValue::of_int((*tile)[k]));
+      }
+    }
+    return;
+  }
+  bool same = tile != nullptr;
+  for (size_t k = 0; k < 4 && same; ++k) {
+    const std::optional<int64_t> v = task.int_param(kTileKeys[k]);
+    same = v && *v == (*tile)[k];
+  }
+  if (!same)
+    std::erase_if(task.params, [](const ir::Param& prm) {
+      return std::find(std::begin(kTileKeys), std::end(kTileKeys), prm.key) != std::end(kTileKeys);
+    });
+}
+
+// A RegionMap's accesses grouped by tensor: tensor t's are order[first[t], first[t + 1]), in
+// program order.
+struct Grouped {
+  std::span<const RegionMap::Tensor> tensors;
+  std::span<const RegionMap::Access> accesses;
+  std::span<const int64_t> extents;
+  std::vector<uint32_t> first, order;
+  Grouped(std::span<const RegionMap::Tensor> t, std::span<const RegionMap::Access> a,
+          std::span<const int64_t> e)
+      : tensors(t), accesses(a), extents(e), first(t.size() + 1, 0), order(a.size()) {
+    for (const RegionMap::Access& x : a) ++first[static_cast<size_t>(x.tensor) + 1];
+    for (size_t k = 0; k < t.size(); ++k) first[k + 1] += first[k];
+    std::vector<uint32_t> at(first.begin(), first.end() - 1);
+    for (size_t k = 0; k < a.size(); ++k)
+      order[at[static_cast<size_t>(a[k].tensor)]++] = static_cast<uint32_t>(k);
+  }
+  std::span<const uint32_t> of(size_t t) const {
+    return {order.data() + first[t], first[t + 1] - first[t]};
+  }
+  std::span<const int64_t> dims(const RegionMap::Access& x) const {
+    return extents.subspan(x.extents, x.rank);
+  }
+  std::span<const int64_t> strides(const RegionMap::Access& x) const {
+    return extents.subspan(x.extents + x.rank, x.rank);
+  }
+};
+
+// Plans tensors [from, to) into `part`, and the effects of their accesses (by access).
+void plan_part(const Grouped& g, size_t from, size_t to, Part& part, std::vector<Effect>& effects,
+               Scratch& s) {
+  for (size_t t = from; t < to; ++t) {
+    const std::span<const uint32_t> acc = g.of(t);
+    if (acc.empty()) continue;
+    plan_tensor(
+        g.tensors[t].name, g.tensors[t].type, acc.size(),
+        [&](size_t i) {
+          const RegionMap::Access& a = g.accesses[acc[i]];
+          return std::tuple(a.offset, g.dims(a), g.strides(a));
+        },
+        [&](size_t i) { return g.accesses[acc[i]].write; },
+        [&](size_t i) -> Effect& { return effects[acc[i]]; }, part, s);
+  }
+}
+
+// The parts' buffers and pages, in order, into the program.
+void add_parts(ir::Program& p, std::vector<Part>& parts) {
+  size_t n = 0;
+  for (const Part& part : parts) n += part.buffers.size();
+  p.buffers.reserve(p.buffers.size() + n);
+  for (Part& part : parts) {
+    part.buffer_base = static_cast<int64_t>(p.buffers.size());
+    std::move(part.buffers.begin(), part.buffers.end(), std::back_inserter(p.buffers));
+    part.buffers = std::vector<ir::Buffer>();
+    if (!part.page_table) continue;
+    if (!p.pages) p.pages.emplace();
+    const auto page_base = static_cast<int64_t>(p.pages->pages.size());
+    p.pages->pages.insert(p.pages->pages.end(), part.pages.begin(), part.pages.end());
+    for (const auto& [buf, page] : part.to_page)
+      p.pages->buffer_to_page.emplace_back(part.buffer_base + buf, page_base + page);
+  }
+}
+
+// Task `task`'s accesses [from, to) in tensor order (each tensor's in program order): the
+// buffers its reads read become its inputs, each once, and its writes its outputs.
+void wire_task(ir::Task& task, const Grouped& g, size_t from, size_t to,
+               const std::vector<Part>& parts, const std::vector<uint32_t>& part_of,
+               const std::vector<Effect>& effects, std::vector<uint32_t>& mine) {
+  mine.resize(to - from);
+  std::iota(mine.begin(), mine.end(), static_cast<uint32_t>(from));
+  auto tensor = [&](uint32_t a) { return g.accesses[a].tensor; };
+  if (mine.size() <= 32) {  // insertion sort: stable, no allocation
+    for (size_t i = 1; i < mine.size(); ++i)
+      for (size_t j = i; j > 0 && tensor(mine[j - 1]) > tensor(mine[j]); --j)
+        std::swap(mine[j - 1], mine[j]);
+  } else {
+    std::stable_sort(mine.begin(), mine.end(),
+                     [&](uint32_t a, uint32_t b) { return tensor(a) < tensor(b); });
+  }
+  size_t reads = 0, writes = 0;
+  for (uint32_t a : mine) {
+    if (effects[a].buf < 0) {
+      reads += effects[a].n;
+    } else {
+      ++writes;
+    }
+  }
+  if (reads > 0) task.inputs.reserve(task.inputs.size() + reads);
+  if (writes > 0) task.outputs.reserve(task.outputs.size() + writes);
+  for (uint32_t a : mine) {
+    const Effect& e = effects[a];
+    const Part& part = parts[part_of[static_cast<size_t>(tensor(a))]];
+    if (e.buf < 0) {
+      for (uint32_t k = e.at; k < e.at + e.n; ++k)
+        add_unique(task.inputs, part.buffer_base + part.reads[k]);
+    } else {
+      wire_write(task, part.buffer_base + e.buf, e.n ? &part.tiles[e.at] : nullptr);
+    }
   }
 }
 
@@ -441,115 +629,61 @@ void RegionMap::reserve(size_t accesses, size_t extents) {
 
 void RegionMap::access(uint32_t task, int32_t tensor, bool write, int64_t offset,
                        std::span<const int64_t> dims, std::span<const int64_t> strides) {
-  accesses_.push_back({task, tensor, static_cast<uint32_t>(extents_.size()),
-                       static_cast<uint32_t>(dims.size()), write, offset});
+  accesses_.push_back({offset, task, tensor, static_cast<uint32_t>(extents_.size()),
+                       static_cast<uint32_t>(dims.size()), write});
   extents_.insert(extents_.end(), dims.begin(), dims.end());
   extents_.insert(extents_.end(), strides.begin(), strides.end());
 }
 
-// One tensor's working vectors, kept from tensor to tensor, and the reads of every tensor.
-struct RegionMap::Scratch {
-  std::vector<Box> boxes, bbox;
-  std::vector<uint8_t> writes, has_box;
-  std::vector<int64_t> buf_of;
-  std::vector<uint32_t> task_of;
-  std::vector<std::array<int64_t, 4>> whole;  // each class root's rectangle (flatten)
-  Flow flow;
-  std::vector<std::pair<uint32_t, int64_t>> reads;  // (task, buffer)
-};
-
-void RegionMap::build(ir::Program& p) {
-  // Each tensor's accesses, in program order: order[first[t], first[t + 1]).
-  std::vector<uint32_t> first(tensors_.size() + 1, 0), order(accesses_.size());
-  for (const Access& a : accesses_) ++first[static_cast<size_t>(a.tensor) + 1];
-  for (size_t t = 0; t < tensors_.size(); ++t) first[t + 1] += first[t];
-  std::vector<uint32_t> at(first.begin(), first.end() - 1);
-  for (size_t a = 0; a < accesses_.size(); ++a)
-    order[at[static_cast<size_t>(accesses_[a].tensor)]++] = static_cast<uint32_t>(a);
-  // At most a buffer of prior contents per tensor and one per write.
-  size_t writes = 0;
-  for (const Access& a : accesses_) writes += a.write;
-  p.buffers.reserve(p.buffers.size() + tensors_.size() + writes);
-  Scratch s;
-  for (size_t t = 0; t < tensors_.size(); ++t)
-    build_tensor(p, tensors_[t], {order.data() + first[t], first[t + 1] - first[t]}, s);
-  assign_inputs(p, s.reads);
-}
-
-void RegionMap::build_tensor(ir::Program& p, const Tensor& t, std::span<const uint32_t> accesses,
-                             Scratch& s) {
-  if (accesses.empty()) return;
-  std::vector<Box>& boxes = s.boxes;
-  boxes_of(
-      accesses.size(),
-      [&](size_t i) {
-        const Access& a = accesses_[accesses[i]];
-        return std::tuple(a.offset, dims(a), strides(a));
-      },
-      boxes);
-  std::vector<uint8_t>& writes = s.writes;
-  writes.resize(accesses.size());
-  for (size_t i = 0; i < accesses.size(); ++i) writes[i] = accesses_[accesses[i]].write;
-  Flow& f = s.flow;
-  flow_of(boxes, writes, f);
-  Classes& cls = f.cls;
-  const std::vector<int32_t>& write_cls = f.write_cls;
-  const std::vector<uint8_t>& read_prior = f.read_prior;
-  // Buffers: the tensor's prior contents (when read), then one per class root.
-  const ElemType& ty = t.type;
-  std::vector<int64_t>& buf_of = s.buf_of;
-  std::vector<Box>& bbox = s.bbox;
-  std::vector<uint8_t>& has_box = s.has_box;
-  buf_of.assign(cls.parent.size(), -1);
-  bbox.resize(cls.parent.size());
-  has_box.assign(cls.parent.size(), 0);
-  for (size_t i = 0; i < accesses.size(); ++i) {
-    if (write_cls[i] < 0) continue;
-    const auto r = static_cast<size_t>(cls.find(write_cls[i]));
-    if (has_box[r]) {
-      bbox[r].grow(boxes[i]);
-    } else {
-      bbox[r] = boxes[i];
-      has_box[r] = 1;
+// Every tensor is planned on its own: its buffers and pages (numbered within a part of
+// consecutive tensors) and the effect of each of its accesses, parts on several threads. Then
+// the parts' buffers and pages join the program in tensor order, and each task takes the effects
+// of its accesses in tensor order, tasks on several threads: the program of planning and
+// applying one tensor after the other, whatever the threads.
+void RegionMap::build(ir::Program& p, size_t threads) {
+  const Grouped g(tensors_, accesses_, extents_);
+  // Parts: runs of tensors of at least kPartAccesses accesses (the last one may have fewer).
+  constexpr uint32_t kPartAccesses = 2048;
+  std::vector<uint32_t> part_first{0}, part_of(tensors_.size());
+  for (size_t t = 0; t < tensors_.size(); ++t) {
+    part_of[t] = static_cast<uint32_t>(part_first.size() - 1);
+    if (g.first[t + 1] - g.first[part_first.back()] >= kPartAccesses || t + 1 == tensors_.size())
+      part_first.push_back(static_cast<uint32_t>(t + 1));
+  }
+  std::vector<Part> parts(part_first.size() - 1);
+  std::vector<Effect> effects(accesses_.size());
+  ir::Pool pool(threads == 0 ? ir::max_threads() : threads);
+  std::vector<Scratch> scratch(pool.size());
+  // The biggest parts first, so that a big one does not start last.
+  std::vector<uint32_t> by_size(parts.size());
+  std::iota(by_size.begin(), by_size.end(), 0u);
+  auto size = [&](uint32_t k) { return g.first[part_first[k + 1]] - g.first[part_first[k]]; };
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [&](uint32_t a, uint32_t b) { return size(a) > size(b); });
+  pool.run(parts.size(), [&](size_t w, size_t item) {
+    const uint32_t k = by_size[item];
+    plan_part(g, part_first[k], part_first[k + 1], parts[k], effects, scratch[w]);
+  });
+  extents_ = std::vector<int64_t>();  // planned: only the tasks' effects are left to take
+  add_parts(p, parts);
+  // Each task's effects, on pieces of the accesses that each start at a task's first access.
+  const size_t n = accesses_.size();
+  const size_t pieces = std::min<size_t>(pool.size() * 4, n / kPartAccesses + 1);
+  std::vector<size_t> cut(pieces + 1, n);
+  for (size_t k = 0; k < pieces; ++k) {
+    size_t a = n * k / pieces;
+    while (a > 0 && a < n && accesses_[a].task == accesses_[a - 1].task) ++a;
+    cut[k] = a;
+  }
+  pool.run(pieces, [&](size_t w, size_t k) {
+    for (size_t a = cut[k]; a < cut[k + 1];) {
+      size_t b = a + 1;
+      while (b < cut[k + 1] && accesses_[b].task == accesses_[a].task) ++b;
+      wire_task(p.tasks[accesses_[a].task], g, a, b, parts, part_of, effects, scratch[w].mine);
+      a = b;
     }
-  }
-  const bool written = !cls.parent.empty();
-  int64_t prior = -1;
-  if (std::find(read_prior.begin(), read_prior.end(), 1) != read_prior.end()) {
-    Box pb{};
-    bool first = true;
-    for (size_t i = 0; i < accesses.size(); ++i) {
-      if (!read_prior[i]) continue;
-      if (first) {
-        pb = boxes[i];
-        first = false;
-      } else {
-        pb.grow(boxes[i]);
-      }
-    }
-    std::array<int64_t, 4> rc{};
-    (void)flatten(pb, pb, rc);
-    prior = p.add_buffer(written ? t.name + "@in" : t.name, ir::BufferKind::IO_INPUT, ty.dtype,
-                         {rc[1], rc[3]});
-  }
-  int n_classes = 0;
-  s.whole.resize(cls.parent.size());
-  for (size_t c = 0; c < cls.parent.size(); ++c) {
-    if (cls.find(static_cast<int32_t>(c)) != static_cast<int32_t>(c)) continue;
-    std::array<int64_t, 4>& rc = s.whole[c];
-    rc = {};
-    (void)flatten(bbox[c], bbox[c], rc);
-    std::string name = n_classes == 0 ? t.name : t.name + "@" + std::to_string(n_classes);
-    ++n_classes;
-    buf_of[c] = p.add_buffer(std::move(name), ir::BufferKind::ACTIVATION, ty.dtype, {rc[1], rc[3]});
-  }
-  std::vector<uint32_t>& task_of = s.task_of;
-  task_of.resize(accesses.size());
-  for (size_t i = 0; i < accesses.size(); ++i) task_of[i] = accesses_[accesses[i]].task;
-  wire_tasks(p, task_of, f, prior, buf_of, boxes, bbox, s.whole, s.reads);
-  share_pages(p, buf_of, bbox);
+  });
 }
-
 bool region_fits(uint64_t offset, std::span<const int64_t> dims, std::span<const int64_t> strides) {
   if (offset > static_cast<uint64_t>(INT64_MAX) || dims.size() != strides.size()) return false;
   int64_t lo = static_cast<int64_t>(offset), hi = lo;

@@ -53,34 +53,29 @@ class RegionMap {
   /// as many of each). Calls must come in task order; a task's reads before its writes.
   void access(uint32_t task, int32_t tensor, bool write, int64_t offset,
               std::span<const int64_t> dims, std::span<const int64_t> strides);
-  /// Creates the buffers and pages in `p` and fills its tasks' inputs, outputs and tile params.
-  void build(ir::Program& p);
+  /// Creates the buffers and pages in `p` and fills its tasks' inputs, outputs and tile params,
+  /// on `threads` threads (0: ir::max_threads()); the program is the same for any count.
+  void build(ir::Program& p, size_t threads = 0);
 
- private:
+  /// An access as access() took it: its dims, then its strides, at `extents` in the extents.
   struct Access {
+    int64_t offset;
     uint32_t task;
     int32_t tensor;
-    uint32_t extents;  // its dims, then its strides, in extents_
-    uint32_t rank;     // dims (and strides) of the access
-    bool write;
-    int64_t offset;
+    uint32_t extents;
+    uint32_t rank : 31;  // dims (and strides) of the access
+    uint32_t write : 1;
   };
+  /// A tensor as tensor() took it.
   struct Tensor {
     std::string name;
     ElemType type;
   };
+
+ private:
   std::vector<Tensor> tensors_;
   std::vector<Access> accesses_;
   std::vector<int64_t> extents_;
-  std::span<const int64_t> dims(const Access& a) const {
-    return {extents_.data() + a.extents, a.rank};
-  }
-  std::span<const int64_t> strides(const Access& a) const {
-    return {extents_.data() + a.extents + a.rank, a.rank};
-  }
-  struct Scratch;
-  void build_tensor(ir::Program& p, const Tensor& t, std::span<const uint32_t> accesses,
-                    Scratch& s);
 };
 
 }  // namespace amk::formats::detail

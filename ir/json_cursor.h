@@ -4,6 +4,8 @@
 // problem a diagnostic with a JSON pointer and a line:column, as the program reader reports them.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <iterator>
 #include <optional>
@@ -208,6 +210,17 @@ class JsonCursor : public detail::JsonReader {
   /// A list of integers in [lo, hi], each handed to `put(v)`.
   template <class Put>
   bool int_list_to(int64_t lo, int64_t hi, Put put) {
+    if (lx_.peek() == '[') {  // the common list: short, plain integers in range, read at once
+      const size_t at = lx_.offset();
+      std::array<int64_t, 16> v;
+      const int n = lx_.small_int_list(v.data(), static_cast<int>(v.size()));
+      if (n >= 0 &&
+          std::all_of(v.begin(), v.begin() + n, [&](int64_t x) { return x >= lo && x <= hi; })) {
+        for (int k = 0; k < n; ++k) put(v[static_cast<size_t>(k)]);
+        return true;
+      }
+      lx_.seek(at);
+    }
     bool ok = true;
     const bool is_array = array("an array of integers", [&] {
       int64_t v = 0;

@@ -172,6 +172,29 @@ class Lexer {
     return true;
   }
 
+  /// A list of at most `max` integers, each one small_int() reads, from the '[' at the position
+  /// through its ']': their count, with their values in `out`; -1, with nothing consumed, for
+  /// any other list or value (read then one element after the other).
+  int small_int_list(int64_t* out, int max) {
+    const char* const start = p_;
+    ++p_;
+    ws();
+    if (p_ < e_ && *p_ == ']') {
+      ++p_;
+      return 0;
+    }
+    for (int n = 0; n < max && small_int(out[n]);) {
+      ++n;
+      ws();
+      const char c = p_ < e_ ? *p_++ : '\0';
+      if (c == ']') return n;
+      if (c != ',') break;
+      ws();
+    }
+    p_ = start;
+    return -1;
+  }
+
   /// The digits that lead the 8 bytes at `q` (all readable), at most 8: their count, and their
   /// value in `v`.
   static int eight_digits(const char* q, uint64_t& v) {

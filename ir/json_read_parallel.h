@@ -131,7 +131,7 @@ bool JsonReader::read_in_parallel(std::vector<T>& out, std::string_view key, Rea
   out.reserve(n);
   for (size_t k = 1; k <= used; ++k) {
     for (T& x : got[k].items) out.push_back(std::move(x));
-    got[k].items = {};
+    got[k].items = std::vector<T>();  // (= {} would keep the memory)
   }
   lx_.seek(got[used].end);
   return true;
