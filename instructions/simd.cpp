@@ -1,5 +1,7 @@
 #include "instructions/simd.h"
 
+#include <cpuid.h>
+
 #include <cstdlib>
 #include <string_view>
 
@@ -70,7 +72,6 @@ void f16_to_f32_scalar(const uint16_t* h, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(h[i]);
 }
 
-// The portable path: the scalar kernels above, in the shape of a vector set's table.
 // The portable path: the scalar kernels above, in the shape of a vector set's table (with one
 // lane, x permuted in blocks of two is x itself, so dot_bf16 is the bf16 row).
 const WideKernels kScalarKernels{
@@ -83,12 +84,18 @@ struct Table {
   const WideKernels* k;
 };
 
+// F16C (CPUID leaf 1, ECX): asked of cpuid itself, as clang's __builtin_cpu_supports knows no
+// "f16c" before clang 16.
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+
 Table pick() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
     return {"avx512", &avx512_kernels()};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c"))
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
     return {"avx2", &avx2_kernels()};
   return {"scalar", &kScalarKernels};
 }
