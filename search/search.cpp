@@ -28,10 +28,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr Source kSources[] = {Source::Start,     Source::Random,  Source::Mutate, Source::Neighbor,
-                               Source::Crossover, Source::Perturb, Source::Combine};
-constexpr std::string_view kSourceNames[] = {"start",     "random",  "mutate", "neighbor",
-                                             "crossover", "perturb", "combine"};
+constexpr Source kSources[] = {Source::Start,    Source::Random,    Source::Mutate,
+                               Source::Neighbor, Source::Crossover, Source::Perturb,
+                               Source::Combine,  Source::Repair};
+constexpr std::string_view kSourceNames[] = {"start",     "random",  "mutate",  "neighbor",
+                                             "crossover", "perturb", "combine", "repair"};
 constexpr size_t kReasons = 3;  // rejection diagnostics kept per trial (AMK keeps 3 messages)
 
 double us_since(Clock::time_point t0) {

@@ -33,8 +33,9 @@ enum class Source : uint8_t {
   Crossover,  ///< knobs of two good points mixed
   Perturb,    ///< the incumbent with several knobs changed (leaves a local optimum)
   Combine,    ///< the descent's current point with every knob that improved it alone changed
+  Repair,     ///< a refused neighbour with the knob its error names changed too
 };
-/// "start", "random", "mutate", "neighbor", "crossover", "perturb", "combine".
+/// "start", "random", "mutate", "neighbor", "crossover", "perturb", "combine", "repair".
 std::string_view name(Source s);
 /// The source of a name, or nullopt.
 std::optional<Source> parse_source(std::string_view s);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <random>
+#include <string_view>
 #include <unordered_set>
 
 namespace amk::search {
@@ -81,19 +82,39 @@ class AmkStrategy : public Strategy {
   int64_t explore_, explored_ = 0;
 };
 
+// The knob at which `p` differs from `at`, when it differs at exactly one.
+std::optional<size_t> one_knob_apart(const Point& at, const Point& p) {
+  std::optional<size_t> changed;
+  for (size_t k = 0; k < at.size(); ++k)
+    if (p[k] != at[k]) {
+      if (changed) return std::nullopt;
+      changed = k;
+    }
+  return changed;
+}
+
 // The default: steepest descent over every one-knob neighbour of the current point (a batch the
 // workers evaluate together); when two or more knobs improved the point alone, their changes
 // together (one more trial: where knobs act independently, several steps at once) before the
-// descent moves to the better of that and the best neighbour; at a local optimum, a
-// diversification batch (crossovers of the best points, perturbations of the incumbent, random
-// points) whose best becomes the new current point, and descent resumes. Knobs that keep the
-// tiling come first in a batch, so the workers' lowerings reuse their tile/fuse/deps work.
+// descent moves to the better of that and the best neighbour; at a local optimum, first the
+// repairs of the neighbours the lowering refused because of another knob (a smaller N_tile
+// refused for a fusion preset that cannot fuse it is tried with each other preset: the two
+// knobs move together where neither moves alone), then a diversification batch (crossovers of the
+// best points, perturbations of the incumbent, random points) whose best becomes the new current
+// point, and descent resumes. Knobs that keep the tiling come first in a batch, so the workers'
+// lowerings reuse their tile/fuse/deps work.
 class DescentStrategy : public Strategy {
  public:
   DescentStrategy(const Space& s, uint64_t seed, int64_t min_batch, KeyOf key_of)
       : mv_{s, std::mt19937_64(seed)},
         min_batch_(static_cast<size_t>(std::max<int64_t>(min_batch, 0))),
-        key_of_(std::move(key_of)) {}
+        key_of_(std::move(key_of)) {
+    for (const Knob& k : s.knobs) {  // "tiling.gemv.N_tile" -> "/config/tiling/gemv/N_tile"
+      std::string ptr = "/config/" + k.path;
+      std::replace(ptr.begin() + 8, ptr.end(), '.', '/');
+      pointers_.push_back(std::move(ptr));
+    }
+  }
   std::vector<Proposal> next(const History& h) override {
     if (current_ < 0) current_ = 0;  // the start
     if (!last_.empty()) {            // the results of the previous batch (remember clears them)
@@ -125,6 +146,15 @@ class DescentStrategy : public Strategy {
       neighbours(h, h.points[static_cast<size_t>(current_)], batch);
       if (!batch.empty() && batch.size() < min_batch_) widen(h, batch);
     }
+    if (batch.empty() && repaired_ != current_) {  // a local optimum: its repairs first
+      repaired_ = current_;
+      repairs(h, batch);
+      if (!batch.empty()) {
+        if (batch.size() < min_batch_) widen(h, batch);
+        stuck_ = false;
+        return remember(h, std::move(batch));
+      }
+    }
     if (batch.empty()) {  // a local optimum (or every neighbour already seen): diversify
       batch = diversify(h);
       diversifying_ = true;
@@ -152,6 +182,38 @@ class DescentStrategy : public Strategy {
     }
     batch.insert(batch.end(), same_tiling.begin(), same_tiling.end());
     batch.insert(batch.end(), retile.begin(), retile.end());
+  }
+
+  // The knob a config error's pointer names (npos: none).
+  size_t knob_named(std::string_view pointer) const {
+    for (size_t k = 0; k < pointers_.size(); ++k)
+      if (pointer.starts_with(pointers_[k]) &&
+          (pointer.size() == pointers_[k].size() || pointer[pointers_[k].size()] == '/'))
+        return k;
+    return std::string::npos;
+  }
+
+  // Appends the repairs of the current point's refused neighbours: each one-knob neighbour the
+  // lowering or the proof refused, where its first error names another knob, with that knob at
+  // each of its other values (unseen points only, in trial order).
+  void repairs(const History& h, std::vector<Proposal>& batch) const {
+    const Point& at = h.points[static_cast<size_t>(current_)];
+    for (size_t i = 0; i < h.trials.size(); ++i) {
+      const Trial& t = h.trials[i];
+      if (t.valid || t.diagnostics.empty()) continue;
+      const std::optional<size_t> changed = one_knob_apart(at, h.points[i]);
+      const size_t j = knob_named(t.diagnostics.front().pointer);
+      if (!changed || j == std::string::npos || j == *changed) continue;
+      for (size_t v = 0; v < mv_.space.knobs[j].values.size(); ++v) {
+        Point p = h.points[i];
+        if (v == p[j]) continue;
+        p[j] = static_cast<uint16_t>(v);
+        if (seen(h, p) || std::any_of(batch.begin(), batch.end(),
+                                      [&](const Proposal& q) { return q.point == p; }))
+          continue;
+        batch.push_back({std::move(p), Source::Repair});
+      }
+    }
   }
 
   // A batch of at least min_batch new configs: the neighbours of the next best valid points (by
@@ -240,15 +302,9 @@ class DescentStrategy : public Strategy {
     const double base = h.score(current_);
     std::vector<int64_t> by_knob(at.size(), -1);  // the best improving neighbour per knob
     for (int64_t i : last_) {
-      const Point& p = h.points[static_cast<size_t>(i)];
-      size_t changed = at.size(), differ = 0;
-      for (size_t k = 0; k < at.size(); ++k)
-        if (p[k] != at[k]) {
-          changed = k;
-          ++differ;
-        }
-      if (differ != 1 || !(h.score(i) < base)) continue;
-      int64_t& b = by_knob[changed];
+      const std::optional<size_t> changed = one_knob_apart(at, h.points[static_cast<size_t>(i)]);
+      if (!changed || !(h.score(i) < base)) continue;
+      int64_t& b = by_knob[*changed];
       if (b < 0 || h.score(i) < h.score(b)) b = i;
     }
     Point both = at;
@@ -271,6 +327,8 @@ class DescentStrategy : public Strategy {
   KeyOf key_of_;
   int64_t current_ = -1;
   int64_t moving_to_ = -1;  // while combining: the best neighbour, the move without it
+  int64_t repaired_ = -1;   // the last local optimum whose refused neighbours were repaired
+  std::vector<std::string> pointers_;  // each knob's JSON pointer in a lowering's errors
   std::vector<int64_t> last_;
   bool diversifying_ = false, stuck_ = false, combining_ = false;
 };

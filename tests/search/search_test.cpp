@@ -126,6 +126,42 @@ TEST(Search, DescentTriesTheKnobsThatImprovedAloneTogether) {
   EXPECT_EQ(parse_source("combine"), Source::Combine);
 }
 
+TEST(Search, DescentRepairsANeighbourRefusedForAnotherKnobAtALocalOptimum) {
+  // N_tile 16 wins, but only at pipelining depth 0, and depth 0 alone loses: every one-knob
+  // neighbour of the start is worse, refused (naming the depth) or equal, a local optimum that a
+  // descent of one knob at a time cannot leave; the refused neighbour repaired at depth 0 can.
+  const auto m = ts::model("toy-2L");
+  const auto t = ts::target("h100");
+  SearchOptions o = options(60, 1, Algorithm::Descent, 1);
+  o.evaluate = [](const std::vector<Trial*>& batch) -> ir::Status {
+    for (Trial* x : batch) {
+      const nlohmann::json c = nlohmann::json::parse(ir::config_key(x->config));
+      const bool small = c["tiling"].contains("gemv") && c["tiling"]["gemv"].contains("N_tile") &&
+                         c["tiling"]["gemv"]["N_tile"] == 16;
+      const double depth = c["pipelining_depth"].get<double>();
+      x->valid = !small || depth == 0;
+      if (!x->valid) {
+        x->diagnostics = {ir::error("config.invalid", "N_tile 16 needs depth 0",
+                                    "/config/pipelining_depth")};
+        continue;
+      }
+      x->score = 110.0 - (small ? 10 : 0) + (depth == 0 ? 5 : 0);
+      x->predicted_us = x->score;
+    }
+    return {};
+  };
+  const SearchResult r = run(m, t, o);
+  const auto first = std::find_if(r.trials.begin() + 1, r.trials.end(),
+                                  [](const Trial& x) { return x.source != Source::Neighbor; });
+  ASSERT_NE(first, r.trials.end());
+  EXPECT_EQ(first->source, Source::Repair) << "right after the first neighbourhood";
+  ASSERT_GE(r.best, 0);
+  const Trial& best = r.trials[static_cast<size_t>(r.best)];
+  EXPECT_EQ(best.score, 105.0) << best.key;
+  EXPECT_EQ(best.source, Source::Repair) << best.key;
+  EXPECT_EQ(parse_source("repair"), Source::Repair);
+}
+
 TEST(Search, MinBatchWidensEveryDescentBatchAndTheTrialsStillDependOnNoWorkerCount) {
   const auto m = ts::model("smollm2-135m");
   const auto t = ts::target("h100");
