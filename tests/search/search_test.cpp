@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -99,27 +101,37 @@ std::vector<size_t> batch_sizes(const lower::ModelSpec& m, const targets::Target
   return sizes;
 }
 
-TEST(Search, DescentTriesTheKnobsThatImprovedAloneTogether) {
-  // A separable objective (no lowering): depth 4, 128 threads and 96 KiB of shared memory each
-  // win alone, so the first neighbourhood shows all three and the next trial combines them.
-  const auto m = ts::model("toy-2L");
-  const auto t = ts::target("h100");
+// A descent of toy-2L on h100 (budget 60, one job) under a synthetic objective, no lowering:
+// `score` sets a trial's validity, score and diagnostics from its canonical config's JSON. Gives
+// the result and the first trial after the start's neighbourhood.
+std::pair<SearchResult, std::optional<Trial>> synthetic_descent(
+    const std::function<void(Trial&, const nlohmann::json&)>& score) {
   SearchOptions o = options(60, 1, Algorithm::Descent, 1);
-  o.evaluate = [](const std::vector<Trial*>& batch) -> ir::Status {
+  o.evaluate = [&](const std::vector<Trial*>& batch) -> ir::Status {
     for (Trial* x : batch) {
-      const nlohmann::json c = nlohmann::json::parse(ir::config_key(x->config));
-      x->valid = true;
-      x->score = 100.0 + 10.0 * std::abs(c["pipelining_depth"].get<double>() - 4) +
-                 (c["threads_per_block"] == 128 ? 0 : 5) +
-                 (c["smem_bytes_per_block"] == 98304 ? 0 : 3);
+      score(*x, nlohmann::json::parse(ir::config_key(x->config)));
       x->predicted_us = x->score;
     }
     return {};
   };
-  const SearchResult r = run(m, t, o);
+  SearchResult r = run(ts::model("toy-2L"), ts::target("h100"), o);
   const auto first = std::find_if(r.trials.begin() + 1, r.trials.end(),
                                   [](const Trial& x) { return x.source != Source::Neighbor; });
-  ASSERT_NE(first, r.trials.end());
+  std::optional<Trial> after;
+  if (first != r.trials.end()) after = *first;
+  return {std::move(r), std::move(after)};
+}
+
+TEST(Search, DescentTriesTheKnobsThatImprovedAloneTogether) {
+  // A separable objective: depth 4, 128 threads and 96 KiB of shared memory each win alone, so
+  // the first neighbourhood shows all three and the next trial combines them.
+  const auto [r, first] = synthetic_descent([](Trial& x, const nlohmann::json& c) {
+    x.valid = true;
+    x.score = 100.0 + 10.0 * std::abs(c["pipelining_depth"].get<double>() - 4) +
+              (c["threads_per_block"] == 128 ? 0 : 5) +
+              (c["smem_bytes_per_block"] == 98304 ? 0 : 3);
+  });
+  ASSERT_TRUE(first);
   EXPECT_EQ(first->source, Source::Combine) << "right after the first neighbourhood";
   EXPECT_EQ(first->score, 100.0) << first->key;
   EXPECT_EQ(r.best, first->index);
@@ -130,30 +142,18 @@ TEST(Search, DescentRepairsANeighbourRefusedForAnotherKnobAtALocalOptimum) {
   // N_tile 16 wins, but only at pipelining depth 0, and depth 0 alone loses: every one-knob
   // neighbour of the start is worse, refused (naming the depth) or equal, a local optimum that a
   // descent of one knob at a time cannot leave; the refused neighbour repaired at depth 0 can.
-  const auto m = ts::model("toy-2L");
-  const auto t = ts::target("h100");
-  SearchOptions o = options(60, 1, Algorithm::Descent, 1);
-  o.evaluate = [](const std::vector<Trial*>& batch) -> ir::Status {
-    for (Trial* x : batch) {
-      const nlohmann::json c = nlohmann::json::parse(ir::config_key(x->config));
-      const bool small = c["tiling"].contains("gemv") && c["tiling"]["gemv"].contains("N_tile") &&
-                         c["tiling"]["gemv"]["N_tile"] == 16;
-      const double depth = c["pipelining_depth"].get<double>();
-      x->valid = !small || depth == 0;
-      if (!x->valid) {
-        x->diagnostics = {ir::error("config.invalid", "N_tile 16 needs depth 0",
-                                    "/config/pipelining_depth")};
-        continue;
-      }
-      x->score = 110.0 - (small ? 10 : 0) + (depth == 0 ? 5 : 0);
-      x->predicted_us = x->score;
-    }
-    return {};
-  };
-  const SearchResult r = run(m, t, o);
-  const auto first = std::find_if(r.trials.begin() + 1, r.trials.end(),
-                                  [](const Trial& x) { return x.source != Source::Neighbor; });
-  ASSERT_NE(first, r.trials.end());
+  const auto [r, first] = synthetic_descent([](Trial& x, const nlohmann::json& c) {
+    const bool small = c["tiling"].contains("gemv") && c["tiling"]["gemv"].contains("N_tile") &&
+                       c["tiling"]["gemv"]["N_tile"] == 16;
+    const double depth = c["pipelining_depth"].get<double>();
+    x.valid = !small || depth == 0;
+    if (!x.valid)
+      x.diagnostics = {
+          ir::error("config.invalid", "N_tile 16 needs depth 0", "/config/pipelining_depth")};
+    else
+      x.score = 110.0 - (small ? 10 : 0) + (depth == 0 ? 5 : 0);
+  });
+  ASSERT_TRUE(first);
   EXPECT_EQ(first->source, Source::Repair) << "right after the first neighbourhood";
   ASSERT_GE(r.best, 0);
   const Trial& best = r.trials[static_cast<size_t>(r.best)];
