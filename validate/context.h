@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -58,9 +59,11 @@ struct LastProof {
 };
 
 /// A buffer's parties in the page rule's all_before (check_pages.cpp): in Scratch::party_pool,
-/// [users_at, reps_at) one user per distinct counter, [reps_at, end) writers with distinct waits.
+/// [users_at, reps_at) one user per distinct counter, [reps_at, end) writers with distinct waits;
+/// first_write: the topological position of its first writer (UINT32_MAX when it has none).
 struct PageParties {
   uint32_t users_at = 0, reps_at = 0, end = 0;
+  uint32_t first_write = UINT32_MAX;
   bool done = false;
 };
 
