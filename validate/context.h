@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -24,8 +25,13 @@ namespace amk::validate {
 /// else writes the whole buffer.
 using ir::TileRegion;
 
+/// Hashes a rule code held as any string type, so that RuleCounts is searched by string_view.
+struct CodeHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view code) const { return std::hash<std::string_view>{}(code); }
+};
 /// Diagnostics reported per rule code (kept or not).
-using RuleCounts = std::unordered_map<std::string, size_t>;
+using RuleCounts = std::unordered_map<std::string, size_t, CodeHash, std::equal_to<>>;
 
 /// The stages of a proof in emission order: the incremental proof runs Placement, Pages, Outputs
 /// and Capacity again where they read what changed, and takes Structure from the last proof.
