@@ -57,9 +57,8 @@ struct AllBefore {
 // The parties of all_before for buffer `b`, worked out on its first use in a page check: a user
 // per distinct counter its users increment, its writers with distinct wait sets, and the
 // topological position of its first writer.
-const PageParties& parties(Context& c, int64_t b) {
+[[gnu::noinline]] const PageParties& work_out_parties(Context& c, int64_t b) {
   PageParties& pp = c.s.parties[static_cast<size_t>(b)];
-  if (pp.done) return pp;
   const auto& pos = c.g.topo_pos();
   for (uint32_t w : c.writers(b)) pp.first_write = std::min(pp.first_write, pos[w]);
   auto& pool = c.s.party_pool;
@@ -83,6 +82,11 @@ const PageParties& parties(Context& c, int64_t b) {
   pp.end = static_cast<uint32_t>(pool.size());
   pp.done = true;
   return pp;
+}
+// The parties of `b`, worked out once (most calls find them known).
+inline const PageParties& parties(Context& c, int64_t b) {
+  const PageParties& pp = c.s.parties[static_cast<size_t>(b)];
+  return pp.done ? pp : work_out_parties(c, b);
 }
 
 AllBefore all_before(Context& c, int64_t x, int64_t y) {
