@@ -6,7 +6,10 @@
 // direction holds, so a page is clean iff its written occupants, sorted by the topological position
 // of their first writer, satisfy all_before for each consecutive pair: O(occupants) checks instead
 // of O(occupants^2). When a page fails, the exact AMK pairs are enumerated (small pages) so the
-// messages match AMK's.
+// messages match AMK's. Two facts answer many of those pairs without a query: all_before(x, y)
+// needs x's first writer (a task touching x) strictly before y's first writer, so it fails when x
+// is written no earlier than y; and a run of holding links of the chain orders its ends
+// (transitivity through written buffers).
 #include <algorithm>
 #include <unordered_map>
 
@@ -52,10 +55,12 @@ struct AllBefore {
 };
 
 // The parties of all_before for buffer `b`, worked out on its first use in a page check: a user
-// per distinct counter its users increment, and its writers with distinct wait sets.
-const PageParties& parties(Context& c, int64_t b) {
+// per distinct counter its users increment, its writers with distinct wait sets, and the
+// topological position of its first writer.
+[[gnu::noinline]] const PageParties& work_out_parties(Context& c, int64_t b) {
   PageParties& pp = c.s.parties[static_cast<size_t>(b)];
-  if (pp.done) return pp;
+  const auto& pos = c.g.topo_pos();
+  for (uint32_t w : c.writers(b)) pp.first_write = std::min(pp.first_write, pos[w]);
   auto& pool = c.s.party_pool;
   pp.users_at = static_cast<uint32_t>(pool.size());
   auto& seen = c.s.party_seen;  // per counter slot: the last buffer (+ 1) that listed it
@@ -78,12 +83,24 @@ const PageParties& parties(Context& c, int64_t b) {
   pp.done = true;
   return pp;
 }
+// The parties of `b`, worked out once (most calls find them known).
+inline const PageParties& parties(Context& c, int64_t b) {
+  const PageParties& pp = c.s.parties[static_cast<size_t>(b)];
+  return pp.done ? pp : work_out_parties(c, b);
+}
 
 AllBefore all_before(Context& c, int64_t x, int64_t y) {
   AllBefore ab;
   auto ys = c.writers(y);
   auto xs = c.users(x);
   if (ys.empty() || xs.empty()) return ab;
+  const PageParties& px = parties(c, x);
+  const PageParties& py = parties(c, y);
+  // x's first writer must be a strict ancestor of y's first writer, so come before it.
+  if (px.first_write != UINT32_MAX && px.first_write >= py.first_write) {
+    ab.impossible = true;
+    return ab;
+  }
   // A task both using x and writing y? Both lists ascend (task-list order): one merge.
   for (size_t i = 0, j = 0; i < xs.size() && j < ys.size();) {
     if (xs[i] == ys[j]) {
@@ -92,8 +109,6 @@ AllBefore all_before(Context& c, int64_t x, int64_t y) {
     }
     xs[i] < ys[j] ? ++i : ++j;
   }
-  const PageParties& px = parties(c, x);
-  const PageParties& py = parties(c, y);
   const auto& pool = c.s.party_pool;
   ab.first = static_cast<uint32_t>(c.s.ab_queries.size());
   for (uint32_t i = px.users_at; i < px.reps_at; ++i)
@@ -215,24 +230,26 @@ void check_page_reuse(Context& c) {
   c.s.parties.assign(c.p.buffers.size(), {});
   c.s.party_pool.clear();
   c.s.party_seen.assign(c.g.num_slots(), 0);
-  const auto& pos = c.g.topo_pos();
   struct Pair {
     int64_t page, x, y;
     AllBefore ab;
   };
   std::vector<Pair> chain;
   auto& written = c.s.written;  // (first writer position, buffer)
+  // A page's written occupants in chain order (its links join consecutive ones).
+  auto list_written = [&](std::span<const int64_t> o) {
+    written.clear();
+    for (int64_t b : o)
+      if (c.buffer_ok(b) && !c.writers(b).empty())
+        written.emplace_back(parties(c, b).first_write, b);
+    std::sort(written.begin(), written.end());
+  };
+  std::vector<std::pair<int64_t, size_t>> page_links;  // (page, its first link in chain)
   for (int64_t pg : page_order) {
     auto o = occupants(pg);
     if (o.size() < 2) continue;
-    written.clear();
-    for (int64_t b : o) {
-      if (!c.buffer_ok(b) || c.writers(b).empty()) continue;
-      uint32_t first = UINT32_MAX;
-      for (uint32_t w : c.writers(b)) first = std::min(first, pos[w]);
-      written.emplace_back(first, b);
-    }
-    std::sort(written.begin(), written.end());
+    list_written(o);
+    page_links.emplace_back(pg, chain.size());
     for (size_t k = 0; k + 1 < written.size(); ++k)
       chain.push_back({pg, written[k].second, written[k + 1].second,
                        all_before(c, written[k].second, written[k + 1].second)});
@@ -256,14 +273,36 @@ void check_page_reuse(Context& c) {
   };
   std::vector<Check> checks;
   std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> fallback;
+  std::vector<int32_t> rank;     // per occupant: its place in the page's chain, -1 when unwritten
+  std::vector<uint32_t> broken;  // per place in the chain: failing links before it
   for (int64_t pg : page_order) {
     if (std::find(bad_pages.begin(), bad_pages.end(), pg) == bad_pages.end()) continue;
     auto o = occupants(pg);
     if (o.size() <= kExactPairsMax) {
+      list_written(o);
+      size_t first_link = 0;  // the page's first link in the chain
+      for (const auto& [page, at] : page_links)
+        if (page == pg) first_link = at;
+      broken.assign(written.size(), 0);
+      for (size_t k = 0; k + 1 < written.size(); ++k)
+        broken[k + 1] = broken[k] + !chain_ok[first_link + k];
+      rank.assign(o.size(), -1);
+      for (size_t i = 0; i < o.size(); ++i)
+        if (c.buffer_ok(o[i]) && !c.writers(o[i]).empty())
+          rank[i] = static_cast<int32_t>(
+              std::lower_bound(written.begin(), written.end(),
+                               std::make_pair(parties(c, o[i]).first_write, o[i])) -
+              written.begin());
+      // all_before(o[i], o[j]); holding when a run of holding links leads from o[i] to o[j].
+      auto ordered = [&](size_t i, size_t j) {
+        if (rank[i] >= 0 && rank[i] < rank[j] && broken[rank[i]] == broken[rank[j]])
+          return AllBefore{};
+        return all_before(c, o[i], o[j]);
+      };
       for (size_t i = 0; i < o.size(); ++i)
         for (size_t j = i + 1; j < o.size(); ++j) {
           if (!c.buffer_ok(o[i]) || !c.buffer_ok(o[j])) continue;
-          checks.push_back({pg, o[i], o[j], all_before(c, o[i], o[j]), all_before(c, o[j], o[i])});
+          checks.push_back({pg, o[i], o[j], ordered(i, j), ordered(j, i)});
         }
     } else {
       for (size_t k = 0; k < chain.size(); ++k)

@@ -58,10 +58,14 @@ void query_reads(Hazards& h) {
       qs.emplace_back(w, tid);
       return static_cast<int64_t>(qs.size() - 1);
     };
+    // The arrays the scan reads, through locals (its pushes would otherwise reload them).
+    const uint32_t* const topo_at = topo.data();
+    const ir::Task* const tasks = c.p.tasks.data();
+    const uint32_t* const out_slot = g.out_slots().data();
     for (size_t i = begin; i < end; ++i) {
-      const uint32_t tid = topo[i];
-      const ir::Task& t = c.p.tasks[tid];
-      const uint32_t own = g.out_slot(tid);
+      const uint32_t tid = topo_at[i];
+      const ir::Task& t = tasks[tid];
+      const uint32_t own = out_slot[tid];
       for (uint32_t k_in = 0; k_in < t.inputs.size(); ++k_in) {
         const int64_t b = t.inputs[k_in];
         if (h.skip_read(b)) continue;

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -23,8 +25,13 @@ namespace amk::validate {
 /// else writes the whole buffer.
 using ir::TileRegion;
 
+/// Hashes a rule code held as any string type, so that RuleCounts is searched by string_view.
+struct CodeHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view code) const { return std::hash<std::string_view>{}(code); }
+};
 /// Diagnostics reported per rule code (kept or not).
-using RuleCounts = std::unordered_map<std::string, size_t>;
+using RuleCounts = std::unordered_map<std::string, size_t, CodeHash, std::equal_to<>>;
 
 /// The stages of a proof in emission order: the incremental proof runs Placement, Pages, Outputs
 /// and Capacity again where they read what changed, and takes Structure from the last proof.
@@ -58,9 +65,11 @@ struct LastProof {
 };
 
 /// A buffer's parties in the page rule's all_before (check_pages.cpp): in Scratch::party_pool,
-/// [users_at, reps_at) one user per distinct counter, [reps_at, end) writers with distinct waits.
+/// [users_at, reps_at) one user per distinct counter, [reps_at, end) writers with distinct waits;
+/// first_write: the topological position of its first writer (UINT32_MAX when it has none).
 struct PageParties {
   uint32_t users_at = 0, reps_at = 0, end = 0;
+  uint32_t first_write = UINT32_MAX;
   bool done = false;
 };
 

@@ -48,16 +48,25 @@ void Reach::solve() {
       hi = std::max(hi, pos[qdst_[order_[j]]]);
     }
     if (hi > lo) {
+      // The sweep reads the arrays through locals: its stores (touched_ included) would
+      // otherwise make the compiler load every vector's data pointer again at each step.
+      const uint32_t* const topo_at = topo.data();
+      const uint32_t* const woff = g.wait_slot_offsets().data();
+      const uint32_t* const wlist = g.wait_slot_list().data();
+      const uint32_t* const out_slot = g.out_slots().data();
+      const uint8_t* const bit = bit_.data();
+      uint64_t* const cmask = cmask_.data();
+      uint64_t* const vmask = vmask_.data();
       for (uint32_t p = lo; p <= hi; ++p) {
-        uint32_t v = topo[p];
+        const uint32_t v = topo_at[p];
         uint64_t m = 0;
-        for (uint32_t s : g.wait_slots(v)) m |= cmask_[s];
-        vmask_[v] = m;
-        uint64_t out = m | (bit_[v] ? uint64_t{1} << (bit_[v] - 1) : 0);
+        for (uint32_t k = woff[v]; k < woff[v + 1]; ++k) m |= cmask[wlist[k]];
+        vmask[v] = m;
+        const uint64_t out = m | (bit[v] ? uint64_t{1} << (bit[v] - 1) : 0);
         if (out) {
-          uint32_t s = g.out_slot(v);
-          if (!cmask_[s]) touched_.push_back(s);
-          cmask_[s] |= out;
+          const uint32_t s = out_slot[v];
+          if (!cmask[s]) touched_.push_back(s);
+          cmask[s] |= out;
         }
       }
       work_ += hi - lo + 1;

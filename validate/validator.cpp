@@ -12,7 +12,9 @@
 namespace amk::validate {
 
 bool Context::admit(std::string_view code) {
-  return ++counts[std::string(code)] <= kPerRuleCap;
+  auto it = counts.find(code);
+  if (it == counts.end()) it = counts.emplace(code, 0).first;
+  return ++it->second <= kPerRuleCap;
 }
 
 void Context::error(const Rule& rule, std::string msg, std::string pointer,
@@ -51,7 +53,7 @@ void Context::absorb(Result& part, const RuleCounts& part_counts) {
 
 void Context::finish() {
   for (const Rule& rule : rules()) {
-    const auto it = counts.find(std::string(rule.code));
+    const auto it = counts.find(rule.code);
     if (it == counts.end() || it->second <= kPerRuleCap) continue;
     const std::string code(rule.code);
     const size_t n = it->second;
