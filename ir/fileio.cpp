@@ -391,10 +391,19 @@ Status write_via_temp(const std::string& path, const std::string& real, std::str
   fs::path dir = target.parent_path();
   if (dir.empty()) dir = ".";
   std::string tmpl = fmt::format("{}/.{}.tmp.XXXXXX", dir.string(), target.filename().string());
-  // A signal between mkstemp and the registration (a few instructions) leaves the file behind.
+  // The signals the handler catches wait from before mkstemp until the file is registered, so
+  // that none finds the file there unregistered (and leaves it behind).
+  sigset_t ending, was;
+  ::sigemptyset(&ending);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaddset(&ending, sig);
+  ::pthread_sigmask(SIG_BLOCK, &ending, &was);
   int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) return fail_with(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
-  const TempFile registered(tmpl);
+  const int mkstemp_errno = errno;
+  std::optional<TempFile> registered;
+  if (fd >= 0) registered.emplace(tmpl);
+  ::pthread_sigmask(SIG_SETMASK, &was, nullptr);
+  if (fd < 0)
+    return fail_with(fmt::format("cannot write '{}': {}", path, std::strerror(mkstemp_errno)));
   auto fail = [&](const char* what) {
     int e = errno;
     ::close(fd);
