@@ -26,8 +26,8 @@ std::optional<Format> detect_format(std::string_view text);
 
 /// How to read a program beyond its bytes.
 struct FormatOptions {
-  std::optional<Format> format;     ///< forced (`--format`); nullopt: detected
-  std::string scope_stats;          ///< PTO: scope_stats.jsonl (load_program: "" finds it beside the file)
+  std::optional<Format> format;  ///< forced (`--format`); nullopt: detected
+  std::string scope_stats;  ///< PTO: scope_stats.jsonl (load_program: "" finds it beside the file)
   std::vector<std::string> launch;  ///< `--launch KEY=VALUE` overrides of the runtime record
   std::string target;               ///< chip for the foreign runtimes' defaults ("": theirs)
 };
