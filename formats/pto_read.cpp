@@ -96,32 +96,28 @@ class Builder : public DiagnosticSink {
       if (!opt_.launch.caps[static_cast<size_t>(c.key)].empty())
         rt.caps[static_cast<size_t>(c.key)] = opt_.launch.caps[static_cast<size_t>(c.key)];
     const size_t n = d_.tasks.size();
-    p.tasks.reserve(n);
-    rt.tasks.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-      const pto::Task& t = d_.tasks[i];
-      ir::ForeignTask ft;
-      ft.id = t.task_id;
-      ft.kind = static_cast<int32_t>(shape_of(t));
-      ft.variant = static_cast<int32_t>(t.block_num);
-      for (size_t k = 0; k < 3; ++k) ft.kernels[k] = static_cast<int32_t>(t.kernel_ids[k]);
-      ft.early = t.early_dispatch;
-      ft.manual = t.scope == "manual";
-      rt.tasks.push_back(ft);
-      ir::Task task;
-      task.label = label(t);
-      p.add_task(std::move(task));
-    }
-    // Counters and waits, and the tensor regions (inputs, outputs and tile params; buffers and
-    // pages; the tasks' heap bytes), are other members: they are built side by side.
+    // The tasks with their counters and waits, and the tensors' accesses, side by side; then the
+    // accesses become buffers, pages and the tasks' inputs, outputs and tile params.
+    detail::RegionMap rm;
+    std::vector<int64_t> heap(n, 0);
     ir::run_parts(2, 2, [&](size_t part, size_t, size_t) {
       if (part == 0) {
+        tasks(p, rt);
         counters(p, n);
       } else {
-        regions(p, rt);
+        accesses(rm, heap);
       }
     });
-    for (size_t i = 0; i < n; ++i) rt.tasks[i].fanin = fanin_[i];
+    d_.tasks = std::vector<pto::Task>();  // their args went in accesses(); tasks() read the rest
+    d_.tensors = std::vector<pto::Tensor>();
+    index_ = detail::IdIndex();
+    tensors_ = detail::IdIndex();
+    creator_ = detail::IdIndex();
+    rm.build(p);
+    for (size_t i = 0; i < n; ++i) {
+      rt.tasks[i].fanin = fanin_[i];
+      rt.tasks[i].heap = heap[i];
+    }
     scopes(stats, rt);
     joins(p, rt);
     p.runtime = std::move(rt);
@@ -129,7 +125,7 @@ class Builder : public DiagnosticSink {
   }
 
  private:
-  Deps& d_;  // its edges and tasks' args are let go once regions() took them
+  Deps& d_;  // its edges and tasks' args are let go once accesses() took them
   const ReadOptions& opt_;
   detail::IdIndex index_;                            // task_id -> position
   detail::IdIndex tensors_;                          // tensor_id -> position
@@ -192,6 +188,28 @@ class Builder : public DiagnosticSink {
     if (e.creator && e.has_tensor) made_.emplace_back(p, tensor);
   }
 
+  // A task and its foreign record per task of the dump (of which accesses() reads only args and
+  // extents meanwhile).
+  void tasks(ir::Program& p, ir::Runtime& rt) {
+    const size_t n = d_.tasks.size();
+    p.tasks.reserve(n);
+    rt.tasks.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      const pto::Task& t = d_.tasks[i];
+      ir::ForeignTask ft;
+      ft.id = t.task_id;
+      ft.kind = static_cast<int32_t>(shape_of(t));
+      ft.variant = static_cast<int32_t>(t.block_num);
+      for (size_t k = 0; k < 3; ++k) ft.kernels[k] = static_cast<int32_t>(t.kernel_ids[k]);
+      ft.early = t.early_dispatch;
+      ft.manual = t.scope == "manual";
+      rt.tasks.push_back(ft);
+      ir::Task task;
+      task.label = label(t);
+      p.add_task(std::move(task));
+    }
+  }
+
   static ir::PtoShape shape_of(const pto::Task& t) {
     const bool aic = t.kernel_ids[0] >= 0, aiv = t.kernel_ids[1] >= 0 || t.kernel_ids[2] >= 0;
     if (aic && aiv) return ir::PtoShape::Mix;
@@ -226,7 +244,7 @@ class Builder : public DiagnosticSink {
   }
 
   // Producers with the same consumers share a counter; a consumer waits for all of a group (of
-  // the n tasks: regions() lets the dump's tasks go meanwhile).
+  // the n tasks: accesses() lets the dump's tasks' args go meanwhile).
   void counters(ir::Program& p, size_t n) {
     fanin_.assign(n, 0);
     std::sort(deps_.begin(), deps_.end());
@@ -344,10 +362,9 @@ class Builder : public DiagnosticSink {
 
   // Tensor regions: external tensors by buffer address; a runtime-allocated output by its
   // creator (heap addresses are reused once reclaimed, which the ring orders, not the graph).
-  // The dump's tasks are let go once taken, so that the buffers and the tasks' lists reuse their
-  // memory.
-  void regions(ir::Program& p, ir::Runtime& rt) {
-    detail::RegionMap rm;
+  // Each task's args are let go once taken, so that the buffers and the tasks' lists reuse their
+  // memory; each task's heap bytes go to `heap`.
+  void accesses(detail::RegionMap& rm, std::vector<int64_t>& heap) {
     Memories mem{
         std::vector<int32_t>(d_.tensors.size(), -1), detail::IdIndex(d_.tensors.size()), {}};
     const Created created = created_outputs();
@@ -377,7 +394,7 @@ class Builder : public DiagnosticSink {
         if (a.has_tensor && a.writes()) touch(a, true);
       // Runtime-allocated outputs: written whole; their bytes come from the task's ring heap.
       std::vector<uint64_t> addrs;
-      int64_t heap = 0;
+      int64_t bytes_on_heap = 0;
       for (uint32_t pos : created.of(i)) {
         const pto::Tensor& x = d_.tensors[pos];
         const int32_t m = memory(rm, mem, pos, i);
@@ -387,18 +404,12 @@ class Builder : public DiagnosticSink {
         if (std::find(addrs.begin(), addrs.end(), x.buffer_addr) != addrs.end()) continue;
         addrs.push_back(x.buffer_addr);
         const int64_t bytes = numel * pto::elem_bytes(x.dtype_at);
-        heap += (bytes + pto::kOutputAlign - 1) / pto::kOutputAlign * pto::kOutputAlign;
+        bytes_on_heap += (bytes + pto::kOutputAlign - 1) / pto::kOutputAlign * pto::kOutputAlign;
       }
-      rt.tasks[i].heap = heap;
+      heap[i] = bytes_on_heap;
       t.args = std::vector<Arg>();
       t.extents = std::vector<int64_t>();
     }
-    d_.tasks = std::vector<pto::Task>();
-    d_.tensors = std::vector<pto::Tensor>();
-    index_ = detail::IdIndex();
-    tensors_ = detail::IdIndex();
-    creator_ = detail::IdIndex();
-    rm.build(p);
   }
 
   // Scopes from scope_stats' begin/end samples; without them, one derived scope per ring.
