@@ -39,7 +39,8 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-py::object load_error;  // amk.LoadError, set at import
+py::object load_error;   // amk.LoadError, set at import
+py::object amk_warning;  // amk.AmkWarning, set at import
 
 // Raises amk.LoadError with every error rendered (file, line:column, pointer, code, message).
 [[noreturn]] void raise(const ir::Diagnostics& d, const std::string& where) {
@@ -56,6 +57,16 @@ template <class T>
 T take(ir::Result<T> r, const std::string& where) {
   if (!r) raise(r.diagnostics, where);
   return std::move(*r);
+}
+
+// Issues each warning of `d` as an amk.AmkWarning (Python's warnings module: shown once per place
+// by default, filterable, an error under -W error).
+void warn(const ir::Diagnostics& d, const std::string& where) {
+  for (const ir::Diagnostic& x : d)
+    if (x.severity == ir::Severity::Warning &&
+        PyErr_WarnEx(amk_warning.ptr(), ir::valid_utf8(ir::format_diagnostic(x, where)).c_str(),
+                     1) != 0)
+      throw py::error_already_set();
 }
 
 // A string for Python: valid UTF-8, U+FFFD for what is not (a lone surrogate read from "\ud800").
@@ -331,6 +342,12 @@ void bind_types(py::module_& m) {
   load_error = py::exception<std::runtime_error>(m, "LoadError", PyExc_ValueError);
   m.attr("LoadError").attr("__doc__") =
       "Malformed input: the message names the file, line:column and JSON pointer.";
+  amk_warning = py::reinterpret_steal<py::object>(
+      PyErr_NewExceptionWithDoc("amk._amk.AmkWarning",
+                                "What amk warns of (a config beyond its runtime's limits): the "
+                                "message names the code and the JSON pointer.",
+                                PyExc_UserWarning, nullptr));
+  m.attr("AmkWarning") = amk_warning;
 
   py::class_<Program>(m, "Program", "A megakernel schedule (AMK's MegakernelProgram).")
       .def(
@@ -440,6 +457,7 @@ void bind_lowering(py::module_& m) {
           py::gil_scoped_release free;
           c = lower::compile(ms, ts, cfg, o);
         }
+        if (c) warn(c.diagnostics, "lower " + model);
         return Program{take(std::move(c), "lower " + model).program};
       },
       py::arg("model"), py::arg("target"), py::arg("config") = py::none(), py::arg("pos") = 0,

@@ -7,11 +7,12 @@ import json as _json
 import time as _time
 
 from . import _amk
-from ._amk import LoadError, Program, Result, cost, diff, load, loads, lower, models, runtimes
+from ._amk import AmkWarning, LoadError, Program, Result, cost, diff, load, loads, lower, models
+from ._amk import runtimes
 from ._amk import targets, validate
 
-__all__ = ["LoadError", "Program", "Result", "cost", "diff", "load", "loads", "lower", "models",
-           "runtimes", "targets", "validate", "search", "call"]
+__all__ = ["AmkWarning", "LoadError", "Program", "Result", "cost", "diff", "load", "loads", "lower",
+           "models", "runtimes", "targets", "validate", "search", "call"]
 
 # How often a batch whose worker was lost (a killed process, a lost connection) is submitted again
 # before the search gives up.

@@ -5,6 +5,7 @@ import os
 import pathlib
 import subprocess
 import threading
+import warnings
 
 import pytest
 
@@ -97,6 +98,22 @@ def test_lower_takes_configs_as_dicts_text_files_or_auto_and_refuses_bad_ones(tm
     refused = subprocess.run([AMK, "lower", "toy-1L", "--dtype", "I32", "-o", "-"],
                              capture_output=True, text=True)
     assert refused.returncode == 2 and "use F32, BF16 or F16" in refused.stderr
+
+
+def test_lower_warns_of_a_config_beyond_its_runtimes_launch_as_the_cli_does():
+    config = {"tiling": {"gemv": {"N_tile": 32}}, "threads_per_block": 512}
+    with pytest.warns(amk.AmkWarning) as caught:
+        p = amk.lower("toy-2L", "h100", config)  # amk-cuda launches 256 threads a block
+    assert len(p) > 0 and issubclass(amk.AmkWarning, UserWarning)
+    (w,) = caught
+    assert "/threads_per_block" in str(w.message) and "runtime.limit" in str(w.message)
+    assert "more than runtime amk-cuda launches (256)" in str(w.message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing to say: no warning at all
+        amk.lower("toy-2L", "h100", config, runtime="mpk")
+        amk.lower("toy-2L", "h100", {"tiling": {"gemv": {"N_tile": 32}}})
+        with pytest.raises(amk.AmkWarning):  # -W error makes it an exception, as Python's own
+            amk.lower("toy-2L", "h100", config)
 
 
 def test_models_targets_cost_and_diff():
