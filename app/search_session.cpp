@@ -47,6 +47,10 @@ ir::Result<std::unique_ptr<SearchSession>> SearchSession::create(SearchRequest r
   if (!rt) return std::move(rt.diagnostics);
   s->runtime_ = req.runtime.empty() ? targets::default_runtime(s->target_) : std::move(*rt.value);
   const ir::ScheduleConfig base = req.start ? *req.start : lower::default_config();
+  // The space keeps to the runtime's launch; a start beyond it is searched from as given.
+  ir::Diagnostics limits = targets::runtime_limits(s->runtime_, base);
+  if (!req.start_origin.empty()) ir::set_file(limits, req.start_origin);
+  ir::append(warnings, std::move(limits));
   ir::Result<search::Space> space = [&]() -> ir::Result<search::Space> {
     if (req.space.empty()) return search::default_space(s->model_, s->target_, base, &s->runtime_);
     ir::Result<std::string> text = ir::read_file(req.space);

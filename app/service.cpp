@@ -404,6 +404,7 @@ struct ServiceWorker {
     }
     ir::Result<std::unique_ptr<SearchSession>> s = SearchSession::create(std::move(req));
     if (!s) return std::move(s.diagnostics);
+    ir::append(warnings, std::move(s.diagnostics));  // the model's, the start's, the log's
     ir::Result<search::SearchResult> r = (*s)->run();
     if (!r) return std::move(r.diagnostics);
     ojson j = search_summary_json(**s, *r);

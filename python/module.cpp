@@ -292,8 +292,10 @@ py::dict run_search(const std::string& model, const std::string& target, int64_t
                            ? lower::config_origin(start.cast<std::string>(), "start")
                            : "start";
   }
-  std::unique_ptr<app::SearchSession> session =
-      take(app::SearchSession::create(std::move(req)), "search");
+  ir::Result<std::unique_ptr<app::SearchSession>> created =
+      app::SearchSession::create(std::move(req));
+  if (created) warn(created.diagnostics, "search");
+  std::unique_ptr<app::SearchSession> session = take(std::move(created), "search");
   std::exception_ptr failure;  // a Python exception from on_trial stops the search
   std::function<bool(const search::Trial&)> hook;
   if (!on_trial.is_none())

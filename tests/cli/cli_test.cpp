@@ -356,6 +356,11 @@ TEST(CliLower, OptionsThatDoLessThanTheConfigSaysSayIt) {
                              "is more than runtime amk-cuda launches (256)"),
             std::string::npos)
       << r.err;
+  // A search's start beyond it too: searched from as given, and said to be.
+  r = run_amk({"search", "toy-2L", "--target", "h100", "--budget", "3", "--start", cfg});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find(cfg + ": /threads_per_block: warning[runtime.limit]"), std::string::npos)
+      << r.err;
   r = run_amk({"lower", "toy-2L", "--target", "h100", "--runtime", "mpk", "--config", cfg, "-o",
                out, "--json"});
   ASSERT_EQ(r.rc, 0) << r.err;

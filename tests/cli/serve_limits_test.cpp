@@ -306,6 +306,26 @@ TEST(ServeLimits, AnAnswerIsNoBiggerThanARequestMayBe) {
   EXPECT_EQ(amk.wait()->first, 0);
 }
 
+TEST(ServeLimits, ASearchFromAStartBeyondItsRuntimesLaunchSaysSo) {
+  Child amk({"serve", "--stdio"});
+  amk.send(json{{"id", 1},
+                {"op", "search"},
+                {"model", "toy-1L"},
+                {"target", "h100"},
+                {"budget", 3},
+                {"start", {{"threads_per_block", 512}}}}
+               .dump());
+  const std::optional<json> a = amk.answer();
+  ASSERT_TRUE(a);
+  ASSERT_TRUE((*a)["ok"].get<bool>()) << a->dump();
+  ASSERT_EQ((*a)["warnings"].size(), 1u) << a->dump();
+  EXPECT_EQ((*a)["warnings"][0]["code"], "runtime.limit");
+  EXPECT_EQ((*a)["warnings"][0]["pointer"], "/threads_per_block");
+  EXPECT_EQ((*a)["warnings"][0]["file"], "/start");
+  amk.close_in();
+  EXPECT_EQ(amk.wait()->first, 0);
+}
+
 TEST(ServeLimits, ASearchsJobsAreCappedAtTheServersJobs) {
   Child amk({"serve", "--stdio", "--jobs", "2"});
   amk.send(json{

@@ -184,6 +184,11 @@ def test_search_takes_and_refuses_what_the_cli_takes_and_refuses(tmp_path):
         amk.search("toy-1L", "h100", budget=5, start=str(bad))
     with pytest.raises(amk.LoadError, match="no-such.json"):
         amk.search("toy-1L", "h100", budget=5, start=str(tmp_path / "no-such.json"))
+    # A start beyond the runtime's launch is searched from, and said to be (as amk search does).
+    wide = tmp_path / "wide.json"
+    wide.write_text('{"threads_per_block": 512}')
+    with pytest.warns(amk.AmkWarning, match=r"wide\.json.*/threads_per_block.*runtime\.limit"):
+        assert amk.search("toy-1L", "h100", budget=3, start=str(wide))["trials"]
 
 
 def test_on_trial_can_stop_the_search_and_its_exceptions_propagate():
