@@ -18,14 +18,12 @@ namespace {
 // transparent huge pages only on request (the "madvise" mode) every 4 KiB of new heap is a page
 // fault. Asked to, glibc's malloc requests huge pages for its heaps (hugetlb=1); a top pad of
 // 64 MiB makes every heap a thread's arena opens writable and huge-paged at once (without it an
-// arena grows a few pages at a time, and the loader's second thread took twice as long as the
-// first on the same bytes); an mmap threshold of 32 MiB keeps blocks up to that size on the heap
-// (a fixed top pad turns glibc's dynamic threshold off, and every block over 128 KiB would be
-// mapped and faulted in anew). Validating a 1M-task program went from 4.4 s to 2.5 s with the
-// first, and to 1.7 s with all three, on this machine. glibc reads them only at start-up, so amk
-// starts itself again once with those the environment does not set already (AMK_SMALL_PAGES set:
-// none), and then puts GLIBC_TUNABLES back as it was, so that what amk runs (a --measure
-// command, git) sees the user's environment.
+// arena grows a few pages at a time, and a loader's second thread is slowed by its faults); an
+// mmap threshold of 32 MiB keeps blocks up to that size on the heap (a fixed top pad turns
+// glibc's dynamic threshold off, and every block over 128 KiB would be mapped and faulted in
+// anew). glibc reads them only at start-up, so amk starts itself again once with those the
+// environment does not set already (AMK_SMALL_PAGES set: none), and then puts GLIBC_TUNABLES back
+// as it was, so that what amk runs (a --measure command, git) sees the user's environment.
 constexpr const char* kTunablesBefore = "AMK_GLIBC_TUNABLES_BEFORE";  // "=VALUE", or "" for unset
 
 // Puts GLIBC_TUNABLES back as `before` (kTunablesBefore's value) records it.

@@ -145,7 +145,7 @@ const float* aligned_x(const float* x, int64_t K, float* scratch) {
 void gemv_f32(const float* x, const float* w, int64_t ld, int64_t K, int64_t rows, float* out,
               float* scratch) {
   // One weight row at a time: a tile's rows are contiguous, so the loads stream in address
-  // order (four rows in flight measured 30% slower from memory here).
+  // order (several rows in flight read memory slower).
   const float* xa = aligned_x(x, K, scratch);
   const WideKernels& k = kernels_in_use();
   for (int64_t r = 0; r < rows; ++r) out[r] = k.dot_f32(xa, w + r * ld, K);
@@ -181,7 +181,7 @@ bool gemv_u4(const float* x, const uint8_t* w, int64_t ld, int64_t n_groups, int
   float* xs = aligned(scratch);
   permute_blocks(x, K, wide ? 128 : 64, 8, xs);
   if (wide) {
-    // Row after row: two rows in flight share their loads of x but read memory 15% slower.
+    // Row after row: two rows in flight would share their loads of x but read memory slower.
     for (int64_t r = 0; r < rows; ++r)
       u4_rows512<1>(xs, w + r * ld, ld, n_groups, group, s + r * n_groups,
                     z ? z + r * n_groups : nullptr, out + r);

@@ -189,7 +189,7 @@ py::dict diagnostic(const ir::Diagnostic& d) {
 
 // Setting MALLOC_TRIM_THRESHOLD_ (Dask's nanny does, for every worker) turns off glibc's dynamic
 // mmap threshold, so every block over 128 KiB a lowering allocates is mmap'ed and faulted in
-// anew: evaluations ran 1.6x slower. A process that evaluates candidates for a search keeps such
+// anew, evaluation after evaluation. A process that evaluates candidates for a search keeps such
 // blocks on its heap instead (trimming still returns the heap's top).
 void keep_large_blocks_on_the_heap() {
   static const bool once = [] {
