@@ -20,31 +20,9 @@ std::string describe(std::string_view text, size_t off) {
 }  // namespace
 
 void JsonCursor::run_document(std::string_view what, const std::function<void()>& read) {
-  try {
-    if (text_.size() >= 3 && std::memcmp(text_.data(), "\xEF\xBB\xBF", 3) == 0) {
-      warn("json.bom", "file starts with a UTF-8 byte-order mark (ignored)", 0);
-      lx_.skip_bom();
-    }
-    const int c = lx_.peek();
-    if (c < 0) lx_.fail("Expecting value (empty file)");
-    const size_t off = lx_.offset();
-    if (c != '{') {
-      skip_any(0);
-      if (!lx_.at_end()) lx_.fail("Extra data");
-      error("json.type",
-            fmt::format("{} must be a JSON object, got {}", what, describe(text_, off)), off);
-    } else {
-      read();
-      if (!lx_.at_end()) lx_.fail("Extra data");
-    }
-  } catch (const detail::SyntaxError& e) {
-    JsonReader::error("json.syntax", e.message, e.offset, /*allow_past_cap=*/true);
-  } catch (const detail::TooManyErrors&) {
-    diags_.push_back(ir::error("json.too-many-errors",
-                               fmt::format("stopped after {} errors", detail::kMaxErrors)));
-    offsets_.push_back(std::string::npos);
-  }
-  fill_line_columns();
+  read_document(
+      what, [&] { skip_any(0); }, [&](size_t off) { return describe(text_, off); },
+      [&](size_t) { read(); });
 }
 
 // Any value, checked for syntax only: a number of any size, no NaN or Infinity.
@@ -154,15 +132,7 @@ bool JsonCursor::decimal_string(uint64_t& out) {
 }
 
 bool JsonCursor::boolean(bool& out) {
-  const int c = lx_.peek();
-  if (c == 't' && lx_.literal("true")) {
-    out = true;
-    return true;
-  }
-  if (c == 'f' && lx_.literal("false")) {
-    out = false;
-    return true;
-  }
+  if (bool_literal(out)) return true;
   type_error("a boolean");
   return false;
 }

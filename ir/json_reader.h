@@ -84,31 +84,9 @@ class JsonReader {
   template <class T, class F>
   Result<T> document(std::string_view what, F&& read) {
     T value{};
-    try {
-      if (text_.size() >= 3 && std::memcmp(text_.data(), "\xEF\xBB\xBF", 3) == 0) {
-        warn("json.bom", "file starts with a UTF-8 byte-order mark (ignored)", 0);
-        lx_.skip_bom();
-      }
-      int c = lx_.peek();
-      if (c < 0) lx_.fail("Expecting value (empty file)");
-      const size_t off = lx_.offset();
-      if (c != '{') {
-        skip_value(0);
-        if (!lx_.at_end()) lx_.fail("Extra data");
-        error("json.type",
-              fmt::format("{} must be a JSON object, got {}", what, describe_at(text_, off)), off);
-      } else {
-        read(value, off);
-        if (!lx_.at_end()) lx_.fail("Extra data");
-      }
-    } catch (const SyntaxError& e) {
-      error("json.syntax", e.message, e.offset, /*allow_past_cap=*/true);
-    } catch (const TooManyErrors&) {
-      diags_.push_back(
-          ir::error("json.too-many-errors", fmt::format("stopped after {} errors", kMaxErrors)));
-      offsets_.push_back(std::string::npos);
-    }
-    fill_line_columns();
+    read_document(
+        what, [&] { skip_value(0); }, [&](size_t off) { return describe_at(text_, off); },
+        [&](size_t off) { read(value, off); });
     if (has_errors(diags_)) return std::move(diags_);
     Result<T> res(std::move(value));
     res.diagnostics = std::move(diags_);
@@ -181,6 +159,39 @@ class JsonReader {
     add(Severity::Warning, std::move(code), std::move(msg), off, false);
   }
   void fill_line_columns() { ir::fill_line_columns(text_, diags_, offsets_); }
+
+  // The frame of a document that must be one object (`what`): a leading BOM is a warning, an
+  // empty text or data after the value a syntax error, any other value a json.type error (it is
+  // skipped by `skip()`, and `kind_of(offset)` says what it is); `read(offset)` reads the object. A
+  // syntax error or the error cap ends it; the diagnostics then get their line:column.
+  template <class Skip, class Got, class Read>
+  void read_document(std::string_view what, Skip skip, Got kind_of, Read read) {
+    try {
+      if (text_.size() >= 3 && std::memcmp(text_.data(), "\xEF\xBB\xBF", 3) == 0) {
+        warn("json.bom", "file starts with a UTF-8 byte-order mark (ignored)", 0);
+        lx_.skip_bom();
+      }
+      const int c = lx_.peek();
+      if (c < 0) lx_.fail("Expecting value (empty file)");
+      const size_t off = lx_.offset();
+      if (c != '{') {
+        skip();
+        if (!lx_.at_end()) lx_.fail("Extra data");
+        error("json.type", fmt::format("{} must be a JSON object, got {}", what, kind_of(off)),
+              off);
+      } else {
+        read(off);
+        if (!lx_.at_end()) lx_.fail("Extra data");
+      }
+    } catch (const SyntaxError& e) {
+      error("json.syntax", e.message, e.offset, /*allow_past_cap=*/true);
+    } catch (const TooManyErrors&) {
+      diags_.push_back(
+          ir::error("json.too-many-errors", fmt::format("stopped after {} errors", kMaxErrors)));
+      offsets_.push_back(std::string::npos);
+    }
+    fill_line_columns();
+  }
 
   static std::string describe_at(std::string_view text, size_t off) {
     return std::string(json_kind_at(text, off));
@@ -358,9 +369,9 @@ class JsonReader {
         return false;
     }
   }
-  bool read_bool(bool& out) {
-    size_t off = lx_.offset();
-    int c = lx_.peek();
+  // A `true` or `false` literal into `out`; false (nothing read) when the next value is neither.
+  bool bool_literal(bool& out) {
+    const int c = lx_.peek();
     if (c == 't' && lx_.literal("true")) {
       out = true;
       return true;
@@ -369,6 +380,11 @@ class JsonReader {
       out = false;
       return true;
     }
+    return false;
+  }
+  bool read_bool(bool& out) {
+    const size_t off = lx_.offset();
+    if (bool_literal(out)) return true;
     type_error("a boolean", off);
     return false;
   }
