@@ -127,7 +127,11 @@ void check_placement(Context& c) {
     }
   }
   if (!p.sm_assigned()) return;
-  const size_t queue_errors_before = c.counts["sm.queue-order"];
+  auto queue_errors = [&] {
+    const auto it = c.counts.find(kSmQueueOrder.code);
+    return it == c.counts.end() ? size_t{0} : it->second;
+  };
+  const size_t queue_errors_before = queue_errors();
   for (uint32_t a = 0; a < c.g.num_tasks(); ++a) {
     const auto& sa = p.tasks[a].sm;
     if (!sa) continue;
@@ -143,7 +147,7 @@ void check_placement(Context& c) {
                   ir::task_pointer(a, "sm")}});
     }
   }
-  if (c.g.acyclic() && c.counts["sm.queue-order"] == queue_errors_before) check_queue_deadlock(c);
+  if (c.g.acyclic() && queue_errors() == queue_errors_before) check_queue_deadlock(c);
   for (size_t t = 0; t < p.tasks.size(); ++t) {
     const auto& sm = p.tasks[t].sm;
     if (!sm) continue;
