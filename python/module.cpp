@@ -39,8 +39,8 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-py::object load_error;   // amk.LoadError, set at import
-py::object amk_warning;  // amk.AmkWarning, set at import
+py::object load_error;            // amk.LoadError, set at import
+PyObject* amk_warning = nullptr;  // amk.AmkWarning, set at import (kept to the end: no decref)
 
 // Raises amk.LoadError with every error rendered (file, line:column, pointer, code, message).
 [[noreturn]] void raise(const ir::Diagnostics& d, const std::string& where) {
@@ -64,8 +64,7 @@ T take(ir::Result<T> r, const std::string& where) {
 void warn(const ir::Diagnostics& d, const std::string& where) {
   for (const ir::Diagnostic& x : d)
     if (x.severity == ir::Severity::Warning &&
-        PyErr_WarnEx(amk_warning.ptr(), ir::valid_utf8(ir::format_diagnostic(x, where)).c_str(),
-                     1) != 0)
+        PyErr_WarnEx(amk_warning, ir::valid_utf8(ir::format_diagnostic(x, where)).c_str(), 1) != 0)
       throw py::error_already_set();
 }
 
@@ -344,12 +343,13 @@ void bind_types(py::module_& m) {
   load_error = py::exception<std::runtime_error>(m, "LoadError", PyExc_ValueError);
   m.attr("LoadError").attr("__doc__") =
       "Malformed input: the message names the file, line:column and JSON pointer.";
-  amk_warning = py::reinterpret_steal<py::object>(
-      PyErr_NewExceptionWithDoc("amk._amk.AmkWarning",
-                                "What amk warns of (a config beyond its runtime's limits): the "
-                                "message names the code and the JSON pointer.",
-                                PyExc_UserWarning, nullptr));
-  m.attr("AmkWarning") = amk_warning;
+  amk_warning = PyErr_NewExceptionWithDoc("amk._amk.AmkWarning",
+                                          "What amk warns of (a config beyond its runtime's "
+                                          "limits): the message names the code and the JSON "
+                                          "pointer.",
+                                          PyExc_UserWarning, nullptr);
+  if (!amk_warning) throw py::error_already_set();
+  m.attr("AmkWarning") = py::reinterpret_borrow<py::object>(amk_warning);
 
   py::class_<Program>(m, "Program", "A megakernel schedule (AMK's MegakernelProgram).")
       .def(
