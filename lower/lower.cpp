@@ -180,6 +180,22 @@ uint64_t Lowerer::cache_hits() const {
   return impl_->hits;
 }
 
+std::string Lowerer::structure_of(const ir::ScheduleConfig& cfg) {
+  Impl& w = *impl_;
+  ir::Result<Knobs> knobs = parse_knobs(cfg, w.t);
+  if (!knobs) return {};
+  Plan& p = w.p;
+  if (!w.graph_built) p.graph = build_decoder_graph(w.m);
+  w.graph_built = true;
+  p.model = &w.m;  // as run() sets them
+  p.target = &w.t;
+  p.opt = w.opt;
+  std::swap(p.knobs, *knobs);  // the last run's knobs go back after
+  std::string key = structure_key(p);
+  std::swap(p.knobs, *knobs);
+  return key;
+}
+
 namespace {
 
 // The options a lowering takes, checked before any pass.

@@ -59,6 +59,10 @@ class Lowerer {
   ir::Program take();
   /// How many run()s reused a cached (tiling, fusion) point.
   uint64_t cache_hits() const;
+  /// The key of the structure (tasks, buffers, dependencies) `cfg` lowers to, as run() keys its
+  /// cache: configs with one key differ only in what the later passes read (placement, pages,
+  /// the launch). "" when the config's knobs are refused.
+  std::string structure_of(const ir::ScheduleConfig& cfg);
 
  private:
   struct Impl;

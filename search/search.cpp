@@ -111,6 +111,10 @@ void Evaluator::evaluate(Trial& t, Objective obj) {
   t.eval_us = t.lower_us + t.validate_us + t.cost_us;
 }
 
+std::string Evaluator::structure_of(const ir::ScheduleConfig& c) {
+  return impl_->lowerer.structure_of(c);
+}
+
 std::string structure_text(const ir::ScheduleConfig& c) {
   std::string text;
   ir::append_json_value(text, c.tiling.json(), 0);
@@ -352,9 +356,10 @@ class Run {
       for (size_t k : todo) remote.push_back(&trials[k]);
       return remote.empty() ? ir::Status{} : o_.evaluate(remote);
     }
-    std::vector<const ir::ScheduleConfig*> configs;
-    for (size_t k : todo) configs.push_back(&trials[k].config);
-    const std::vector<std::string> texts = structure_texts(configs);
+    // Units by the structure the lowering keys: configs whose tilings differ only in knobs the
+    // tiling ignores are one unit, so their proofs after the first are incremental.
+    std::vector<std::string> texts;
+    for (size_t k : todo) texts.push_back(workers_[0].structure_of(trials[k].config));
     std::vector<std::vector<size_t>> units = units_of(texts, workers_.size());
     longest_first(units, texts, lowered_);
     if (h_.trials.empty() && units.size() == 1 && workers_.size() > 1) {

@@ -125,6 +125,10 @@ class Evaluator {
   /// Fills `t`'s valid, diagnostics (the first rejection reasons), scores, tasks and timings from
   /// its config.
   void evaluate(Trial& t, Objective objective);
+  /// The structure `c` lowers to (lower::Lowerer::structure_of): configs with one structure share
+  /// the lowering's tile, fuse and dependency work, and their programs differ only where the
+  /// incremental proof reruns what changed.
+  std::string structure_of(const ir::ScheduleConfig& c);
 
  private:
   struct Impl;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -533,13 +534,18 @@ TEST(Property, RandomValidConfigsOfSmallModelsAlwaysValidate) {
   RecordProperty("configs_checked", checked);
 }
 
-// Each step: the config, whether the warm lowerer reuses the previous step's structure.
+// Each step: the config, whether the warm lowerer reuses the previous step's structure; and
+// structure_of() names a structure run() reuses, and only such a one, by a key seen before.
 void expect_reuse(const ModelSpec& m, const LowerOptions& o,
                   const std::vector<std::pair<json, bool>>& steps) {
   const targets::TargetSpec t = target("h100");
   Lowerer warm(m, t, o);
+  std::set<std::string> keys;
   for (size_t i = 0; i < steps.size(); ++i) {
     const ir::ScheduleConfig c = config(steps[i].first);
+    const std::string key = warm.structure_of(c);
+    EXPECT_FALSE(key.empty()) << "step " << i;
+    EXPECT_EQ(!keys.insert(key).second, steps[i].second) << "step " << i << ": " << key;
     const uint64_t before = warm.cache_hits();
     const LowerResult w = warm.run(c);
     ASSERT_FALSE(ir::has_errors(w.diagnostics)) << amk::test::text(w.diagnostics);
@@ -580,6 +586,20 @@ TEST(Lowerer, ConfigsTheTilingTreatsAlikeShareAStructureAndNoOthers) {
                    {tiling(n64, {{"kv_block", 16}}), false},  // 7 partitions, capped at 8
                    {tiling(n64, {{"n_partitions", 2}}), false},
                });
+}
+
+TEST(Lowerer, StructureOfIsEmptyForKnobsTheLoweringRefusesAndLeavesTheLastProgram) {
+  const ModelSpec m = model("toy-2L");
+  const targets::TargetSpec t = target("h100");
+  Lowerer warm(m, t, {});
+  EXPECT_EQ(warm.structure_of(config(json{{"tiling", {{"gemv", {{"N_tile", 0}}}}}})), "");
+  const ir::ScheduleConfig c = config(json{{"tiling", {{"gemv", {{"N_tile", 32}}}}}});
+  ASSERT_FALSE(ir::has_errors(warm.run(c).diagnostics));
+  const std::string before = ir::write_program(warm.program());
+  EXPECT_NE(warm.structure_of(config(json{{"tiling", {{"gemv", {{"N_tile", 16}}}}}})), "");
+  EXPECT_EQ(ir::write_program(warm.program()), before);
+  ASSERT_FALSE(ir::has_errors(warm.run(c).diagnostics));  // and runs on as before
+  EXPECT_EQ(ir::write_program(warm.program()), before);
 }
 
 TEST(Lowerer, RecallsAPlacementOrPagesOnlyWhereTheKnobsTheyReadAreTheSame) {
