@@ -73,7 +73,7 @@ Evaluator::~Evaluator() = default;
 Evaluator::Evaluator(Evaluator&&) noexcept = default;
 Evaluator& Evaluator::operator=(Evaluator&&) noexcept = default;
 
-void Evaluator::evaluate(Trial& t, Objective obj) {
+void Evaluator::evaluate(Trial& t, Objective obj, validate::Reuse reuse) {
   lower::Lowerer& lowerer = impl_->lowerer;
   validate::Validator& validator = impl_->validator;
   const auto t0 = Clock::now();
@@ -89,7 +89,7 @@ void Evaluator::evaluate(Trial& t, Objective obj) {
   }
   const ir::Program& p = lowerer.program();
   t.tasks = static_cast<int64_t>(p.tasks.size());
-  validate::Result v = validator.validate(p);
+  validate::Result v = validator.validate(p, reuse);
   const auto t2 = Clock::now();
   t.validate_us = std::chrono::duration<double, std::micro>(t2 - t1).count();
   t.proof = validate::name(validator.last_path());
@@ -378,9 +378,12 @@ class Run {
       });
       return {};
     }
+    // A unit of one config: the structures before and after it on its evaluator are others, so
+    // its program is not kept for a comparison that cannot succeed.
     pool_.run(units.size(), [&](size_t w, size_t u) {
+      const auto reuse = units[u].size() == 1 ? validate::Reuse::Alone : validate::Reuse::Compare;
       for (size_t k : units[u])
-        if (!stopped()) workers_[w].evaluate(trials[todo[k]], o_.objective);
+        if (!stopped()) workers_[w].evaluate(trials[todo[k]], o_.objective, reuse);
     });
     return {};
   }

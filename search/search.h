@@ -21,6 +21,7 @@
 #include "lower/model.h"
 #include "search/space.h"
 #include "targets/target.h"
+#include "validate/validate.h"
 
 namespace amk::search {
 
@@ -124,7 +125,9 @@ class Evaluator {
   Evaluator& operator=(Evaluator&&) noexcept;
   /// Fills `t`'s valid, diagnostics (the first rejection reasons), scores, tasks and timings from
   /// its config.
-  void evaluate(Trial& t, Objective objective);
+  /// `reuse` is the validator's hint: validate::Reuse::Alone for a config whose structure this
+  /// evaluator's previous and next configs do not share.
+  void evaluate(Trial& t, Objective objective, validate::Reuse reuse = validate::Reuse::Compare);
   /// The structure `c` lowers to (lower::Lowerer::structure_of): configs with one structure share
   /// the lowering's tile, fuse and dependency work, and their programs differ only where the
   /// incremental proof reruns what changed.

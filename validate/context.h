@@ -204,7 +204,7 @@ void run_stage(Context& c, Stage stage);
 /// The stats of `p`, whose counter graph is `g`.
 Stats stats_of(const ir::Program& p, const ir::Graph& g);
 /// Validator::validate with set_incremental(true) (incremental.cpp).
-Result prove_incrementally(Scratch& s, const ir::Program& p);
+Result prove_incrementally(Scratch& s, const ir::Program& p, Reuse reuse);
 
 /// "task 3 (label)" as AMK's messages print a task.
 std::string task_ref(const ir::Task& t, size_t id);

@@ -122,8 +122,13 @@ Result reprove(Scratch& s, const ir::Program& p, ProofPath path, StageEnds& ends
 
 }  // namespace
 
-Result prove_incrementally(Scratch& s, const ir::Program& p) {
+Result prove_incrementally(Scratch& s, const ir::Program& p, Reuse reuse) {
   LastProof& last = s.last;
+  if (reuse == Reuse::Alone) {  // no image: the next call has nothing to compare with
+    last.valid = false;
+    s.path = ProofPath{};
+    return prove(s, p, nullptr);
+  }
   last.next.build(p);
   const ProofPath path = last.valid ? path_between(last.image, last.next) : ProofPath{};
   last.valid = false;

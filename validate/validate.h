@@ -70,6 +70,14 @@ struct ProofPath {
 /// "same" when the program is the one proved last.
 std::string name(ProofPath p);
 
+/// What Validator::validate may take from the program proved last and keep for the next one, when
+/// incremental (set_incremental): a caller who knows a program shares nothing with the last one
+/// nor with the next saves the work of telling.
+enum class Reuse : uint8_t {
+  Compare,  ///< compared with the program proved last, and kept for the next (the default)
+  Alone,    ///< proved in full, and nothing kept: the next call is proved in full too
+};
+
 /// A reusable validator: keeps its scratch memory across calls. One instance per thread; distinct
 /// instances validate concurrently.
 class Validator {
@@ -78,8 +86,9 @@ class Validator {
   ~Validator();
   Validator(Validator&&) noexcept;
   Validator& operator=(Validator&&) noexcept;
-  /// Runs every rule on an in-memory program; never throws on a malformed program.
-  Result validate(const ir::Program& p);
+  /// Runs every rule on an in-memory program; never throws on a malformed program. `reuse` is a
+  /// hint for an incremental validator: the result is the same whatever it says.
+  Result validate(const ir::Program& p, Reuse reuse = Reuse::Compare);
   /// The threads validate() may use: 0 (the default) splits the per-task passes of a program of
   /// 2^16 tasks or more over the hardware's threads (at most 8); n >= 1 over n, at any size. The
   /// result is the same for every n.

@@ -104,9 +104,9 @@ ProofPath Validator::last_path() const {
   return s_->path;
 }
 
-Result Validator::validate(const ir::Program& p) {
+Result Validator::validate(const ir::Program& p, Reuse reuse) {
   Scratch& s = *s_;
-  if (s.incremental) return prove_incrementally(s, p);
+  if (s.incremental) return prove_incrementally(s, p, reuse);
   s.path = ProofPath{};
   return prove(s, p, nullptr);
 }

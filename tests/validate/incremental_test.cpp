@@ -141,5 +141,26 @@ TEST(Incremental, IsOffByDefaultAndAFullProofAfterItIsTurnedOn) {
   EXPECT_EQ(name(v.last_path()), "same");
 }
 
+TEST(Incremental, AProgramSaidToStandAloneIsProvedInFullAndLeavesNothingToCompareWith) {
+  fixtures::GenOptions o;
+  o.num_sms = 4;
+  const ir::Program p = fixtures::generate(o).program;
+  o.seed = 7;
+  o.defect = fixtures::GenDefect::DropWait;
+  const ir::Program bad = fixtures::generate(o).program;
+  Validator v;
+  v.set_incremental(true);
+  v.validate(p);
+  EXPECT_EQ(everything(v.validate(bad, Reuse::Alone)), everything(Validator().validate(bad)));
+  EXPECT_EQ(name(v.last_path()), "full");
+  v.validate(bad);  // nothing was kept of the lone program: in full again
+  EXPECT_EQ(name(v.last_path()), "full");
+  v.validate(bad);
+  EXPECT_EQ(name(v.last_path()), "same");
+  EXPECT_EQ(everything(v.validate(p, Reuse::Alone)), everything(Validator().validate(p)));
+  v.validate(p);
+  EXPECT_EQ(name(v.last_path()), "full");
+}
+
 }  // namespace
 }  // namespace amk::validate
