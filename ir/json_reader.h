@@ -164,8 +164,8 @@ class JsonReader {
   // empty text or data after the value a syntax error, any other value a json.type error (it is
   // skipped by `skip()`, and `kind_of(offset)` says what it is); `read(offset)` reads the object. A
   // syntax error or the error cap ends it; the diagnostics then get their line:column.
-  template <class Skip, class Got, class Read>
-  void read_document(std::string_view what, Skip skip, Got kind_of, Read read) {
+  template <class Skip, class Kind, class Read>
+  void read_document(std::string_view what, Skip skip, Kind kind_of, Read read) {
     try {
       if (text_.size() >= 3 && std::memcmp(text_.data(), "\xEF\xBB\xBF", 3) == 0) {
         warn("json.bom", "file starts with a UTF-8 byte-order mark (ignored)", 0);

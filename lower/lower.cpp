@@ -129,6 +129,13 @@ struct Lowerer::Impl {
   // instead of being tiled again.
   std::vector<std::pair<std::string, ir::Diagnostics>> refused;
 
+  // Points the plan at this lowerer's model, target and options (what every pass reads).
+  void bind() {
+    p.model = &m;
+    p.target = &t;
+    p.opt = opt;
+  }
+
   // The fusion's errors when it refused `key` before (warm), else nullptr.
   const ir::Diagnostics* refusal(const std::string& key) const {
     if (warm)
@@ -187,9 +194,7 @@ std::string Lowerer::structure_of(const ir::ScheduleConfig& cfg) {
   Plan& p = w.p;
   if (!w.graph_built) p.graph = build_decoder_graph(w.m);
   w.graph_built = true;
-  p.model = &w.m;  // as run() sets them
-  p.target = &w.t;
-  p.opt = w.opt;
+  w.bind();
   std::swap(p.knobs, *knobs);  // the last run's knobs go back after
   std::string key = structure_key(p);
   std::swap(p.knobs, *knobs);
@@ -389,9 +394,7 @@ LowerResult Lowerer::run(const std::optional<ir::ScheduleConfig>& cfg) {
     r.diagnostics = !st ? std::move(st.diagnostics) : std::move(knobs.diagnostics);
     return r;
   }
-  p.model = &w.m;
-  p.target = &w.t;
-  p.opt = w.opt;
+  w.bind();
   p.log.clear();
   p.knobs = std::move(*knobs);
   p.program.target = w.t.record;

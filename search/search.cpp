@@ -490,7 +490,7 @@ class Run {
   History h_;
   ir::Pool pool_;
   std::vector<Evaluator> workers_;
-  std::unordered_set<std::string> lowered_;  // the structures (structure_text) evaluated so far
+  std::unordered_set<std::string> lowered_;  // the structures (structure_of) evaluated so far
   // A log's evaluations by config: a proposal the log evaluated takes its result, whatever its
   // index there (a search of another budget: AMK's random share depends on it).
   std::unordered_map<std::string, const Trial*> replay_by_key_;

@@ -8,8 +8,7 @@ import time as _time
 
 from . import _amk
 from ._amk import AmkWarning, LoadError, Program, Result, cost, diff, load, loads, lower, models
-from ._amk import runtimes
-from ._amk import targets, validate
+from ._amk import runtimes, targets, validate
 
 __all__ = ["AmkWarning", "LoadError", "Program", "Result", "cost", "diff", "load", "loads", "lower",
            "models", "runtimes", "targets", "validate", "search", "call"]
