@@ -44,15 +44,20 @@ class Writer {
     *at_++ = n;
     const auto* b = static_cast<const unsigned char*>(data);
     for (size_t k = 0; k + 8 <= n; k += 8) std::memcpy(at_++, b + k, 8);
-    if (const size_t tail = n % 8) {
-      uint64_t last = 0;
-      auto* to = reinterpret_cast<unsigned char*>(&last);
-      const unsigned char* from = b + n - tail;
-      if (tail & 4) std::memcpy(to, from, 4);
-      if (tail & 2) std::memcpy(to + (tail & 4), from + (tail & 4), 2);
-      if (tail & 1) to[tail - 1] = from[tail - 1];
-      *at_++ = last;
+    if (const size_t tail = n % 8) *at_++ = tail_word(b + n - tail, tail);
+  }
+  // The `t` (1 to 7) bytes at `p` as a word, zero-padded (as memcpy into a zeroed word puts
+  // them), formed in registers: bytes stored into a word in pieces and read back as one word
+  // stall that load until the stores retire.
+  static uint64_t tail_word(const unsigned char* p, size_t t) {
+    if (t >= 4) {  // two loads of 4 that overlap where t < 8
+      uint32_t lo = 0, hi = 0;
+      std::memcpy(&lo, p, 4);
+      std::memcpy(&hi, p + t - 4, 4);
+      return lo | uint64_t{hi} << (8 * (t - 4));
     }
+    return uint64_t{p[0]} | uint64_t{p[t >> 1]} << (8 * (t >> 1)) |
+           uint64_t{p[t - 1]} << (8 * (t - 1));
   }
   void str(std::string_view s) { bytes(s.data(), s.size()); }
   void ints(const std::vector<int64_t>& v) {
