@@ -170,7 +170,8 @@ struct Simulator::State {
   std::vector<uint32_t> last;                        // the task it ran last
   std::vector<std::array<double, kRing>> lookahead;  // recent tasks' ready times (prefetch)
   std::vector<uint32_t> done, last_weights;  // tasks run; position of the last weight task + 1
-  std::vector<double> drained;  // when the worker's last task had streamed what it had to stream
+  std::vector<double> drained;     // when the worker's last task had streamed what it had to stream
+  std::vector<double> drain_rate;  // the rate it streamed at (L2: its last weight-streaming task)
   std::optional<ir::FreeTimes> dyn;  // dynamic placement's earliest-free query
   size_t depth = 0;
 
@@ -215,6 +216,7 @@ void Simulator::State::start(const WalkInput& input, const Machine& machine) {
   done.assign(workers, 0);
   last_weights.assign(workers, 0);
   drained.assign(workers, 0.0);
+  drain_rate.assign(workers, 0.0);
   depth = static_cast<size_t>(std::min<int64_t>(machine.depth, kRing));
   dyn.reset();
   if (!input.worker.empty()) {
@@ -299,7 +301,8 @@ inline uint32_t Simulator::State::worker_of(uint32_t v) {
 // Bytes of task v loaded before it started at `r`: into the staging buffers from the start of the
 // task before it on the worker (a loader fills pages the running task frees), or into L2 from the
 // ready time of the task that issued the prefetch (the earliest within `depth` since the last one
-// that streamed weights).
+// that streamed weights), at the worker's share of HBM less what the task before it streams
+// meanwhile (the two share the worker's part of the chip's bandwidth).
 template <Machine::Prefetch P>
 inline double Simulator::State::prefetched(uint32_t v, uint32_t wk, double start, double r) const {
   if constexpr (P == Machine::Prefetch::None) {
@@ -315,7 +318,16 @@ inline double Simulator::State::prefetched(uint32_t v, uint32_t wk, double start
       const uint32_t since = done[wk] - last_weights[wk];
       const size_t dist = std::min<size_t>(depth, last_weights[wk] ? since + 1 : since);
       from = dist == 0 ? start : seen[(done[wk] - dist) % kRing];
-      fill = std::min(m->peak, m->hbm / k[v]);  // a hint holds no register: HBM's share
+      // A hint holds no register: the worker's share of HBM, less what the task before takes of
+      // it while it still streams.
+      const double share = std::min(m->peak, m->hbm / k[v]);
+      if (done[wk] && drained[wk] > from) {
+        const double busy = std::max(0.0, std::min(r, drained[wk]) - from);
+        const double idle = std::max(0.0, r - drained[wk]);
+        return std::min({in->bytes[v], m->prefetch_cap,
+                         busy * std::max(0.0, share - drain_rate[wk]) + idle * share});
+      }
+      fill = share;
     }
     return std::min({in->bytes[v], m->prefetch_cap, std::max(0.0, r - from) * fill});
   }
@@ -358,7 +370,12 @@ inline double Simulator::State::step(uint32_t v) {
   last[wk] = v;
   if constexpr (P != Machine::Prefetch::None) {
     lookahead[wk][done[wk] % kRing] = r;
-    if constexpr (P == Machine::Prefetch::Shared) drained[wk] = r + (in->bytes[v] - pre) / rate[v];
+    if (in->streams[v]) {
+      drained[wk] = r + (in->bytes[v] - pre) / rate[v];
+      drain_rate[wk] = rate[v];
+    } else if constexpr (P == Machine::Prefetch::Shared) {
+      drained[wk] = r + (in->bytes[v] - pre) / rate[v];
+    }
     ++done[wk];
     if (in->streams[v]) last_weights[wk] = done[wk];
   }

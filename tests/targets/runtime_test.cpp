@@ -207,6 +207,44 @@ TEST(RuntimeModel, ADependencyAcrossWorkersCostsTheRemoteSignal) {
   EXPECT_GT(across.breakdown.dependency_us, same.breakdown.dependency_us);
 }
 
+TEST(RuntimeModel, AnL2PrefetchSharesTheWorkersPartOfHbmWithTheTaskBeforeIt) {
+  // Waves of tiles, one per SM, each wave after the whole wave before it: every SM streams at its
+  // share of HBM. AMK's VM hints each next tile into L2 before its wait; the hint and the tile
+  // still streaming share that part, so the schedule itself moves no more than HBM carries (it
+  // is not the prediction's bandwidth bound that keeps it there).
+  const ir::Target h = load_target("h100")->record;
+  const Runtime& rt = *builtin_runtime("amk-cuda");
+  ASSERT_EQ(rt.prefetch, "l2");
+  const int sms = static_cast<int>(h.num_sms.i), waves = 8;
+  for (int64_t bytes : {64 << 10, 256 << 10, 1 << 20})
+    for (int threads : {256, 1024})
+      for (int depth : {0, 1, 4}) {
+        ir::Program p;
+        const int64_t w = p.add_buffer("w", ir::BufferKind::WEIGHT, ir::DType::BF16, {512, 1024});
+        for (int j = 0; j < waves; ++j) {
+          p.add_counter();
+          for (int s = 0; s < sms; ++s) {
+            ir::Task t;
+            t.op = ir::Op::GEMV_TILE;
+            t.inputs = {w};
+            t.out_counter = j;
+            t.est_bytes = bytes;
+            t.est_flops = bytes;
+            t.sm = s;
+            if (j > 0) t.waits.push_back({j - 1, sms, {}});
+            p.tasks.push_back(t);
+          }
+        }
+        p.config = with(threads, 0, depth);
+        const CostEstimate c = estimate(p, h, rt);
+        const double streaming_us = c.queue_us - c.breakdown.launch_us;
+        RecordProperty(fmt::format("{}B/{}t/d{}", bytes, threads, depth),
+                       fmt::format("{:.1f} of {:.1f} us", streaming_us, c.bandwidth_us));
+        EXPECT_GE(streaming_us, c.bandwidth_us * (1 - 1e-9))
+            << bytes << " B, " << threads << " threads, depth " << depth;
+      }
+}
+
 TEST(RuntimeModel, MoreBytesInFlightIsNeverSlowerAndSaturates) {
   const ir::Target h = load_target("h100")->record;
   for (const char* name : {"amk-cuda", "mpk", "pto"}) {
