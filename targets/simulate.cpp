@@ -171,7 +171,7 @@ struct Simulator::State {
   std::vector<std::array<double, kRing>> lookahead;  // recent tasks' ready times (prefetch)
   std::vector<uint32_t> done, last_weights;  // tasks run; position of the last weight task + 1
   std::vector<double> drained;     // when the worker's last task had streamed what it had to stream
-  std::vector<double> drain_rate;  // the rate it streamed at (L2: its last weight-streaming task)
+  std::vector<double> drain_rate;  // the rate it streamed at
   std::optional<ir::FreeTimes> dyn;  // dynamic placement's earliest-free query
   size_t depth = 0;
 
@@ -370,11 +370,9 @@ inline double Simulator::State::step(uint32_t v) {
   last[wk] = v;
   if constexpr (P != Machine::Prefetch::None) {
     lookahead[wk][done[wk] % kRing] = r;
-    if (in->streams[v]) {
+    if (P == Machine::Prefetch::Shared || in->streams[v]) {  // L2: the last that streamed
       drained[wk] = r + (in->bytes[v] - pre) / rate[v];
       drain_rate[wk] = rate[v];
-    } else if constexpr (P == Machine::Prefetch::Shared) {
-      drained[wk] = r + (in->bytes[v] - pre) / rate[v];
     }
     ++done[wk];
     if (in->streams[v]) last_weights[wk] = done[wk];
