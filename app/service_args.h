@@ -52,8 +52,14 @@ struct Args {
                      "/" + ir::pointer_token(k));
   }
 
-  bool has(std::string_view k) const { return j.contains(k) && !j[std::string(k)].is_null(); }
-  const ojson& at(std::string_view k) const { return j[std::string(k)]; }
+  bool has(std::string_view k) const { return !at(k).is_null(); }
+  // The value of `k`, null when the request has none (a const json's [] of a missing key reads
+  // past its members).
+  const ojson& at(std::string_view k) const {
+    static const ojson none;
+    const auto it = j.find(k);
+    return it == j.end() ? none : *it;
+  }
   std::string str(std::string_view k, std::string fallback = {}) {
     if (!has(k)) return fallback;
     if (!at(k).is_string()) {

@@ -100,6 +100,31 @@ TEST(Serve, AnswersEveryOperationInOrderWithTheRequestsId) {
             out[9]["result"]["start"]["score"].get<double>());
 }
 
+TEST(Serve, InfoNamesTheFileOfAPathAndNoneForTextOrAnInlineProgram) {
+  // The program of info comes by "path", "text" or "program"; only a path or a "program" that is a
+  // path is a file to name. A request without "program" is never read as if it had one: the
+  // first one's four members fill their allocation, so that under ASan a read of a fifth fails.
+  const fs::path toy = program("toy_1L_auto.json");
+  const std::string text = test::slurp(toy);
+  const std::vector<json> out = exchange(
+      {"serve", "--stdio"}, {req({{"id", 1}, {"op", "info"}, {"text", text}, {"unsafe", false}}),
+                             req({{"id", 2}, {"op", "info"}, {"path", toy}}),
+                             req({{"id", 3}, {"op", "info"}, {"program", toy.string()}}),
+                             req({{"id", 4}, {"op", "info"}, {"program", json::parse(text)}})});
+  ASSERT_EQ(out.size(), 4u);
+  for (const json& r : out) ASSERT_TRUE(r["ok"].get<bool>()) << r.dump();
+  EXPECT_EQ(out[0]["result"]["file"], "<program>");
+  EXPECT_EQ(out[1]["result"]["file"], toy.string());
+  EXPECT_EQ(out[2]["result"]["file"], toy.string());
+  EXPECT_EQ(out[3]["result"]["file"], "<program>");
+  auto unnamed = [](json r) {
+    r.erase("file");
+    return r;
+  };
+  for (size_t i = 1; i < out.size(); ++i)  // the same program by every route
+    EXPECT_EQ(unnamed(out[i]["result"]), unnamed(out[0]["result"])) << i;
+}
+
 TEST(Serve, MalformedLinesGetAnErrorResponseAndTheWorkerGoesOn) {
   const std::vector<json> out = exchange(
       {"serve", "--stdio"},
