@@ -163,18 +163,27 @@ TEST(Runtimes, ALaunchLimitIsOptionalAndAConfigAboveItIsAWarning) {
   EXPECT_EQ(bad.diagnostics.front().pointer, "/max_threads_per_block");
 }
 
+// A weight-streaming tile of `bytes` (and as many flops) of p's weight buffer `w`, counting on
+// `counter`.
+ir::Task tile(int64_t w, int64_t counter, int64_t bytes) {
+  ir::Task t;
+  t.op = ir::Op::GEMV_TILE;
+  t.inputs = {w};
+  t.out_counter = counter;
+  t.est_bytes = bytes;
+  t.est_flops = bytes;
+  return t;
+}
+int64_t weights(ir::Program& p) {
+  return p.add_buffer("w", ir::BufferKind::WEIGHT, ir::DType::BF16, {512, 1024});
+}
+
 // A chain of `n` weight-streaming tasks (1 MiB each), task i on worker `sm(i)`, under `cfg`.
 ir::Program chain(int n, const std::function<int64_t(int)>& sm, ir::ScheduleConfig cfg) {
   ir::Program p;
-  const int64_t w = p.add_buffer("w", ir::BufferKind::WEIGHT, ir::DType::BF16, {512, 1024});
+  const int64_t w = weights(p);
   for (int i = 0; i < n; ++i) {
-    p.add_counter();
-    ir::Task t;
-    t.op = ir::Op::GEMV_TILE;
-    t.inputs = {w};
-    t.out_counter = i;
-    t.est_bytes = 1 << 20;
-    t.est_flops = 1 << 20;
+    ir::Task t = tile(w, p.add_counter(), 1 << 20);
     t.sm = sm(i);
     if (i > 0) t.waits.push_back({i - 1, 1, {}});
     p.tasks.push_back(t);
@@ -220,18 +229,13 @@ TEST(RuntimeModel, AnL2PrefetchSharesTheWorkersPartOfHbmWithTheTaskBeforeIt) {
     for (int threads : {256, 1024})
       for (int depth : {0, 1, 4}) {
         ir::Program p;
-        const int64_t w = p.add_buffer("w", ir::BufferKind::WEIGHT, ir::DType::BF16, {512, 1024});
+        const int64_t w = weights(p);
         for (int j = 0; j < waves; ++j) {
-          p.add_counter();
+          const int64_t counter = p.add_counter();
           for (int s = 0; s < sms; ++s) {
-            ir::Task t;
-            t.op = ir::Op::GEMV_TILE;
-            t.inputs = {w};
-            t.out_counter = j;
-            t.est_bytes = bytes;
-            t.est_flops = bytes;
+            ir::Task t = tile(w, counter, bytes);
             t.sm = s;
-            if (j > 0) t.waits.push_back({j - 1, sms, {}});
+            if (j > 0) t.waits.push_back({counter - 1, sms, {}});
             p.tasks.push_back(t);
           }
         }
@@ -307,17 +311,8 @@ TEST(Calibration, RankCorrelationIsSpearmans) {
 // `k` independent weight-streaming tasks of `bytes` each, placed by the runtime.
 ir::Program wave(int k, int64_t bytes) {
   ir::Program p;
-  const int64_t w = p.add_buffer("w", ir::BufferKind::WEIGHT, ir::DType::BF16, {512, 1024});
-  for (int i = 0; i < k; ++i) {
-    p.add_counter();
-    ir::Task t;
-    t.op = ir::Op::GEMV_TILE;
-    t.inputs = {w};
-    t.out_counter = i;
-    t.est_bytes = bytes;
-    t.est_flops = bytes;
-    p.tasks.push_back(t);
-  }
+  const int64_t w = weights(p);
+  for (int i = 0; i < k; ++i) p.tasks.push_back(tile(w, p.add_counter(), bytes));
   p.config = with(256, 0, 0);  // no L2 prefetch: a later tile is not loaded before its turn
   return p;
 }
