@@ -43,10 +43,11 @@ int print_predictions(std::span<const targets::Measurement> points, const target
   const double rms = std::sqrt(sq / static_cast<double>(points.size()));
   const double rho = targets::rank_correlation(measured, predicted);
   if (json)
-    std::cout << ir::dump_text(
-                     nlohmann::ordered_json{
-                         {"runtime", rt.name}, {"rms_log_error", rms}, {"points", std::move(all)}},
-                     2)
+    std::cout << ir::dump_text(nlohmann::ordered_json{{"runtime", rt.name},
+                                                      {"rms_log_error", rms},
+                                                      {"rank_correlation", rho},
+                                                      {"points", std::move(all)}},
+                               2)
               << "\n";
   else
     std::cout << fmt::format(

@@ -186,6 +186,17 @@ bool Program::sm_assigned() const {
 
 TaskLoad task_load(const Program& p, const Task& t) {
   TaskLoad l{static_cast<double>(t.est_bytes), static_cast<double>(t.est_flops)};
+  if (t.op == Op::ATTENTION_TILE) {
+    // A batched tile (a rank-3 query) walks each sequence's window for each of its heads.
+    double batch = 1;
+    if (!t.inputs.empty() && t.inputs[0] >= 0 &&
+        t.inputs[0] < static_cast<int64_t>(p.buffers.size())) {
+      const Buffer& q = p.buffers[static_cast<size_t>(t.inputs[0])];
+      if (q.shape.size() == 3 && q.shape[0] > 0) batch = static_cast<double>(q.shape[0]);
+    }
+    l.heads = static_cast<double>(std::max<int64_t>(0, t.int_param("n_heads").value_or(1)));
+    l.steps = batch * static_cast<double>(std::max<int64_t>(0, t.int_param("kv_len").value_or(0)));
+  }
   if (l.bytes != 0 || l.flops != 0) return l;
   bool weight = false;
   for (int64_t b : t.inputs) {

@@ -237,6 +237,15 @@ ir::Result<Space> parse_space(std::string_view text, std::string_view origin,
                                 ir::error_messages(ok.diagnostics)),
                     vptr);
       }
+      // A value the runtime cannot run (runtime_limits warns at its field) is left out.
+      const std::string field = "/" + k.path.substr(0, k.path.find('.'));
+      const ir::Diagnostics limits = targets::runtime_limits(rt, c);
+      const auto limit = std::find_if(limits.begin(), limits.end(),
+                                      [&](const ir::Diagnostic& d) { return d.pointer == field; });
+      if (limit != limits.end()) {
+        if (dropped.empty()) dropped = fmt::format(" (value {}: {})", k.labels[i], limit->message);
+        continue;
+      }
       kept.values.push_back(k.values[i]);
       kept.labels.push_back(k.labels[i]);
     }

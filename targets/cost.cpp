@@ -85,7 +85,8 @@ void amk_paths(const ir::Program& p, const ir::Target& tg, const ir::Graph& g,
 bool same_walk(const WalkInput& a, const WalkInput& b) {
   return a.slots == b.slots && a.acyclic == b.acyclic && a.worker == b.worker &&
          a.order == b.order && a.bytes == b.bytes && a.flops == b.flops && a.streams == b.streams &&
-         a.out == b.out && a.wait_off == b.wait_off && a.waits == b.waits && a.est == b.est;
+         a.chain == b.chain && a.out == b.out && a.wait_off == b.wait_off && a.waits == b.waits &&
+         a.est == b.est;
 }
 
 }  // namespace
@@ -245,7 +246,7 @@ TaskCoster::TaskCoster(const ir::Program& p, const ir::Target& tg, const Runtime
 
 double TaskCoster::operator()(const ir::Task& t) const {
   const ir::TaskLoad l = ir::task_load(p_, t);
-  return m_.dispatch + m_.exec(l.bytes, l.flops, 0.0, m_.workers) + m_.sync;
+  return m_.dispatch + m_.exec(l, 0.0, m_.workers) + m_.sync;
 }
 
 TaskTimes predicted_times(const ir::Program& p, const ir::Target& tg, const Runtime& rt,

@@ -27,6 +27,7 @@ namespace {
 constexpr std::array<std::string_view, 2> kPlacement = {"loader", "dynamic"};
 constexpr std::array<std::string_view, 3> kStaging = {"registers", "shared", "fixed"};
 constexpr std::array<std::string_view, 3> kPrefetch = {"none", "l2", "shared"};
+constexpr std::array<std::string_view, 2> kFused = {"run", "trap"};
 constexpr double kBig = 1e12;
 
 // The one list of a runtime file's fields (besides "sources" and "fit", which are free-form).
@@ -48,6 +49,11 @@ const RuntimeField kFields[] = {
      "warms L2, up to pipelining_depth tasks ahead) or shared (into the staging buffers, "
      "through the worker's own loads once the task before has streamed its bytes)",
      &Runtime::prefetch, nullptr, kPrefetch},
+    {"fused_tasks", "",
+     "whether it executes FUSED tasks (a fusion_grouping's groups): run, or trap (its executor "
+     "has no such opcode and aborts the run); lower warns about a config that fuses for a runtime "
+     "that traps, and a search leaves fusion out. Absent: run",
+     &Runtime::fused_tasks, nullptr, kFused, 0, 0, false, true},
     {"launch_us",
      "us",
      "once per run: the launch and the entry/exit barriers",
@@ -191,6 +197,18 @@ const RuntimeField kFields[] = {
      1e-6,
      1e6,
      true},
+    {"kv_step_ns",
+     "ns",
+     "per KV position an attention head's online softmax walks one after another (a dependent "
+     "load, a warp reduction, the rescale), the tile's heads dealt over the worker's warps "
+     "(threads / 32); absent or 0: attention is no serial chain in this runtime",
+     nullptr,
+     &Runtime::kv_step_ns,
+     {},
+     0,
+     1e7,
+     true,
+     true},
     {"max_threads_per_block",
      "",
      "the most threads_per_block its launch takes (absent or 0: what the target takes); the "
@@ -304,7 +322,7 @@ std::string write_runtime(const Runtime& r) {
   json j = json::object();
   for (const RuntimeField& f : kFields) {
     if (f.text) {
-      j[std::string(f.key)] = r.*f.text;
+      if (!f.optional || !(r.*f.text).empty()) j[std::string(f.key)] = r.*f.text;
       continue;
     }
     const double v = r.*f.number;
@@ -372,6 +390,15 @@ ir::Diagnostics runtime_limits(const Runtime& r, const ir::ScheduleConfig& c) {
                     "is for an executor that would take it",
                     threads.get<double>(), r.name, r.max_threads_per_block),
         "/threads_per_block"));
+  const json& groups = c.fusion_grouping.json();
+  if (r.fused_tasks == "trap" && groups.is_array() && !groups.empty())
+    d.push_back(ir::warning(
+        "runtime.limit",
+        fmt::format(
+            "fusion_grouping makes FUSED tasks, which runtime {} cannot execute (its "
+            "executor traps on them): its prediction is for an executor that would run them",
+            r.name),
+        "/fusion_grouping"));
   return d;
 }
 

@@ -20,13 +20,14 @@ struct TargetSpec;
 /// field table (runtime_fields) says what each one means, its unit and its range.
 struct Runtime {
   std::string name;
-  std::string family;     ///< the chips it runs on: "gpu", "ascend", "tx8", "cpu"
-  std::string note;       ///< what it is and where its numbers come from
-  std::string placement;  ///< an unplaced program's tasks go to workers: "loader" or "dynamic"
-  std::string staging;    ///< where weight loads land: "registers", "shared" or "fixed"
-  std::string prefetch;   ///< the next task's weights load before its dependency wait into:
-                          ///< "none", "l2" or "shared"
-  double launch_us = 0;   ///< once per run
+  std::string family;       ///< the chips it runs on: "gpu", "ascend", "tx8", "cpu"
+  std::string note;         ///< what it is and where its numbers come from
+  std::string placement;    ///< an unplaced program's tasks go to workers: "loader" or "dynamic"
+  std::string staging;      ///< where weight loads land: "registers", "shared" or "fixed"
+  std::string prefetch;     ///< the next task's weights load before its dependency wait into:
+                            ///< "none", "l2" or "shared"
+  std::string fused_tasks;  ///< "run" (or empty) or "trap": whether it executes FUSED tasks
+  double launch_us = 0;     ///< once per run
   double dispatch_ns = 0;
   double barrier_ns = 0;
   double signal_ns = 0;
@@ -42,6 +43,7 @@ struct Runtime {
   double worker_bytes_per_cycle = 0;
   double peak_fraction = 0;
   double flops_per_thread_cycle = 0;
+  double kv_step_ns = 0;             ///< 0: attention's KV positions are no serial chain here
   double max_threads_per_block = 0;  ///< the most threads its launch takes (0: the target's)
   ir::JsonValue sources;             ///< {"field": "where its value comes from"}
   ir::JsonValue fit;                 ///< amk calibrate's report (kept verbatim)
@@ -82,8 +84,9 @@ const Runtime& default_runtime(const ir::Target& t);
 /// Likewise for a target file's record.
 const Runtime& default_runtime(const TargetSpec& t);
 /// Warnings (`runtime.limit`, at the config field) for what `c` asks of runtime `r` that its
-/// launch refuses (threads_per_block above max_threads_per_block): a prediction for such a
-/// config is one for an executor that would take it.
+/// launch refuses (threads_per_block above max_threads_per_block) or its executor cannot run
+/// (fusion_grouping where it traps on FUSED tasks): a prediction for such a config is one for an
+/// executor that would take it.
 ir::Diagnostics runtime_limits(const Runtime& r, const ir::ScheduleConfig& c);
 /// `arg` (a name or a file) when given, else the target's default runtime.
 ir::Result<Runtime> resolve_runtime(std::string_view arg, const ir::Target& t);

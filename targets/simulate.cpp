@@ -77,6 +77,8 @@ Machine::Machine(const ir::ScheduleConfig* c, const ir::Target& hw, const Runtim
   const double tf = hw.fp16_tflops.as_double() * 1e6 / static_cast<double>(workers);
   compute = threads * rt.flops_per_thread_cycle * clock * 1e3;
   if (tf > 0) compute = std::min(compute, tf);
+  kv_step = rt.kv_step_ns * 1e-3;
+  warps = std::max(1.0, std::ceil(threads / 32));
   launch = rt.launch_us;
   dispatch = rt.dispatch_ns * 1e-3;
   barrier = rt.barrier_ns * 1e-3;
@@ -130,6 +132,7 @@ void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
   in.bytes.resize(n);
   in.flops.resize(n);
   in.streams.resize(n);
+  in.chain.resize(n);
   in.worker.resize(placed ? n : 0);
   in.est.resize(placed ? 0 : n);
   for (uint32_t i = 0; i < n; ++i) {
@@ -138,6 +141,7 @@ void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
     in.bytes[i] = l.bytes;
     in.flops[i] = l.flops;
     in.streams[i] = l.bytes > 0 && streams_weights(t);
+    in.chain[i] = {static_cast<float>(l.heads), static_cast<float>(l.steps)};
     if (placed)
       in.worker[i] = static_cast<uint32_t>(std::max<int64_t>(0, t.sm.value_or(0)));
     else
@@ -359,7 +363,8 @@ inline double Simulator::State::step(uint32_t v) {
   }
   const double flops = in->flops[v];
   const double pre = prefetched<P>(v, wk, start, r);
-  const double ex = mc.exec_at(in->bytes[v], flops, pre, rate[v]);
+  const auto [heads, steps] = in->chain[v];
+  const double ex = mc.exec_at(in->bytes[v], flops, pre, rate[v], mc.chain(heads, steps));
   const double f = r + ex + mc.sync;
   ready[v] = r;
   finish[v] = f;

@@ -130,13 +130,41 @@ TEST(Runtimes, TheFieldTableDocumentsEveryFieldOnce) {
   size_t optional = 0;
   for (const RuntimeField& f : runtime_fields()) {
     optional += f.optional;
-    EXPECT_TRUE(!f.optional || f.number) << f.key << ": only a number may be optional";
-    if (f.optional) r.*f.number = f.max;
+    EXPECT_TRUE(!f.optional || f.number || !f.choices.empty())
+        << f.key << ": an optional text field has choices";
+    if (f.optional && f.number) r.*f.number = f.max;
+    if (f.optional && f.text) r.*f.text = std::string(f.choices.back());
   }
   EXPECT_EQ(nlohmann::ordered_json::parse(write_runtime(r)).size(), keys.size());
-  for (const RuntimeField& f : runtime_fields())
-    if (f.optional) r.*f.number = 0;
+  EXPECT_EQ(*parse_runtime(write_runtime(r), "written").value, r);
+  for (const RuntimeField& f : runtime_fields()) {
+    if (f.optional && f.number) r.*f.number = 0;
+    if (f.optional && f.text) r.*f.text = {};
+  }
   EXPECT_EQ(nlohmann::ordered_json::parse(write_runtime(r)).size(), keys.size() - optional);
+}
+
+TEST(Runtimes, FusionForARuntimeThatTrapsOnFusedTasksIsAWarning) {
+  const Runtime cuda = must_runtime("amk-cuda"), mpk = must_runtime("mpk");
+  EXPECT_EQ(cuda.fused_tasks, "trap") << "AMK's CUDA VM has no FUSED opcode";
+  EXPECT_EQ(mpk.fused_tasks, "") << "not in its file: it runs them";
+  ir::ScheduleConfig c = ir::ScheduleConfig::defaults();
+  EXPECT_TRUE(runtime_limits(cuda, c).empty()) << "no fusion";
+  c.fusion_grouping =
+      ir::JsonValue(nlohmann::ordered_json::parse(R"([["attn_residual", "post_norm"]])"));
+  const ir::Diagnostics d = runtime_limits(cuda, c);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].code, "runtime.limit");
+  EXPECT_EQ(d[0].severity, ir::Severity::Warning);
+  EXPECT_EQ(d[0].pointer, "/fusion_grouping");
+  EXPECT_NE(d[0].message.find("amk-cuda"), std::string::npos) << d[0].message;
+  EXPECT_TRUE(runtime_limits(mpk, c).empty());
+  // The field is text with two choices.
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(write_runtime(mpk));
+  j["fused_tasks"] = "sometimes";
+  auto bad = parse_runtime(j.dump(), "r.json");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.diagnostics.front().pointer, "/fused_tasks") << bad.diagnostics.front().message;
 }
 
 TEST(Runtimes, ALaunchLimitIsOptionalAndAConfigAboveItIsAWarning) {
