@@ -97,11 +97,48 @@ def points():
     return p
 
 
+def points_round2():
+    """Configs chosen after amk-cuda was fitted to round 1, with their predictions recorded before
+    they ran: the searches' bests under the fitted profile, a model never measured, long KV."""
+    best = cfg(N_tile=16, pipelining_depth=0)  # amk search's best, small-4L and Llama (budget 200)
+    amk_best = cfg(N_tile=16, n_partitions=8, pipelining_depth=0, page_allocation="none",
+                   smem_bytes_per_block=16384)  # --algo amk's best
+    del amk_best["tiling"]["attention"]["kv_block"]
+    p = []
+    for m in ("small-4L", "llama-3.2-1b"):
+        p.append((f"{m} bf16 search best", m, "BF16", best, False, 0))
+        p.append((f"{m} bf16 algo amk best", m, "BF16", amk_best, False, 0))
+    m = "tinyllama-1.1b"
+    p += [(f"{m} bf16 base", m, "BF16", cfg(), False, 0),
+          (f"{m} bf16 depth 0", m, "BF16", cfg(pipelining_depth=0), False, 0),
+          (f"{m} bf16 threads 128", m, "BF16", cfg(threads_per_block=128), False, 0),
+          (f"{m} bf16 N_tile 16 depth 0", m, "BF16", best, False, 0)]
+    m = "llama-3.2-1b"
+    p += [(f"{m} bf16 pos 255", m, "BF16", cfg(), False, 255),
+          (f"{m} bf16 pos 255 split 8", m, "BF16", cfg(n_partitions=8), False, 255)]
+    m = "small-4L"
+    p += [(f"{m} bf16 pos 127", m, "BF16", cfg(), False, 127),
+          (f"{m} bf16 threads 64 depth 0", m, "BF16",
+           cfg(threads_per_block=64, pipelining_depth=0), False, 0),
+          (f"{m} bf16 N_tile 512", m, "BF16", cfg(N_tile=512), False, 0),
+          (f"{m} bf16 N_tile 32 depth 0 threads 128", m, "BF16",
+           cfg(N_tile=32, pipelining_depth=0, threads_per_block=128), False, 0),
+          (f"{m} bf16 compat N64", m, "BF16", {"tiling": {"gemv": {"N_tile": 64}}}, True, 0)]
+    m = "smollm2-135m"
+    p += [(f"{m} bf16 N_tile 16 depth 0", m, "BF16", best, False, 0),
+          (f"{m} bf16 pos 255", m, "BF16", cfg(), False, 255)]
+    p.append(("toy-1L bf16 base", "toy-1L", "BF16", cfg(), False, 0))
+    return p
+
+
+ROUNDS = {"1": points, "2": points_round2}
+
+
 def lower(args):
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     os.makedirs(args.dir, exist_ok=True)
     with open(os.path.join(args.dir, "points.jsonl"), "w") as out:
-        for i, (label, model, dtype, config, compat, pos) in enumerate(points()):
+        for i, (label, model, dtype, config, compat, pos) in enumerate(ROUNDS[args.round]()):
             prog = f"p{i:02d}.json"
             cmd = [args.amk, "lower", os.path.join(root, "schedules", model + ".json"),
                    "--target", "h100", "--dtype", dtype, "--pos", str(pos),
@@ -249,6 +286,8 @@ def main():
     lo = sub.add_parser("lower", help="lower every point with amk (no GPU)")
     lo.add_argument("amk", help="the amk binary")
     lo.add_argument("dir")
+    lo.add_argument("--round", choices=sorted(ROUNDS), default="1",
+                    help="1: the points amk-cuda is fitted to and tested on; 2: chosen after it")
     me = sub.add_parser("measure", help="time every lowered point on AMK's CUDA megakernel")
     me.add_argument("dir")
     me.add_argument("--amk", required=True, help="a checkout of RightNow-AI/AutoMegaKernel")
