@@ -131,7 +131,35 @@ def points_round2():
     return p
 
 
-ROUNDS = {"1": points, "2": points_round2}
+def points_round3():
+    """After round 2, attention's chain counts a lane's share of head_dim: long KV caches at
+    head_dim 64 and 128 and a few other knobs, their predictions recorded before they ran."""
+    best = cfg(N_tile=16, pipelining_depth=0)
+    p = []
+    m = "tinyllama-1.1b"
+    p += [(f"{m} bf16 pos 255", m, "BF16", cfg(), False, 255),
+          (f"{m} bf16 pos 255 split 8", m, "BF16", cfg(n_partitions=8), False, 255),
+          (f"{m} bf16 N_tile 32", m, "BF16", cfg(N_tile=32), False, 0)]
+    m = "llama-3.2-1b"
+    p += [(f"{m} bf16 pos 127", m, "BF16", cfg(), False, 127),
+          (f"{m} bf16 pos 511 split 8", m, "BF16", cfg(n_partitions=8), False, 511),
+          (f"{m} bf16 pos 255 search best", m, "BF16", best, False, 255),
+          (f"{m} bf16 threads 64", m, "BF16", cfg(threads_per_block=64), False, 0)]
+    m = "smollm2-135m"
+    p += [(f"{m} bf16 pos 127", m, "BF16", cfg(), False, 127),
+          (f"{m} bf16 pos 255 split 4", m, "BF16", cfg(n_partitions=4), False, 255),
+          (f"{m} bf16 threads 64 depth 0", m, "BF16",
+           cfg(threads_per_block=64, pipelining_depth=0), False, 0)]
+    m = "small-4L"
+    p += [(f"{m} bf16 pos 63", m, "BF16", cfg(), False, 63),
+          (f"{m} bf16 pos 255 split 8", m, "BF16", cfg(n_partitions=8), False, 255),
+          (f"{m} bf16 pos 255 threads 128", m, "BF16", cfg(threads_per_block=128), False, 255),
+          (f"{m} fp32 search best", m, "F32", best, False, 0)]
+    p.append(("toy-2L bf16 pos 200", "toy-2L", "BF16", cfg(), False, 200))
+    return p
+
+
+ROUNDS = {"1": points, "2": points_round2, "3": points_round3}
 
 
 def lower(args):
@@ -287,7 +315,8 @@ def main():
     lo.add_argument("amk", help="the amk binary")
     lo.add_argument("dir")
     lo.add_argument("--round", choices=sorted(ROUNDS), default="1",
-                    help="1: the points amk-cuda is fitted to and tested on; 2: chosen after it")
+                    help="1: the points amk-cuda is fitted to and tested on; 2 and 3: chosen "
+                    "after it, and after round 2")
     me = sub.add_parser("measure", help="time every lowered point on AMK's CUDA megakernel")
     me.add_argument("dir")
     me.add_argument("--amk", required=True, help="a checkout of RightNow-AI/AutoMegaKernel")

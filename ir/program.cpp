@@ -196,6 +196,7 @@ TaskLoad task_load(const Program& p, const Task& t) {
     }
     l.heads = static_cast<double>(std::max<int64_t>(0, t.int_param("n_heads").value_or(1)));
     l.steps = batch * static_cast<double>(std::max<int64_t>(0, t.int_param("kv_len").value_or(0)));
+    l.width = static_cast<double>(std::max<int64_t>(0, t.int_param("head_dim").value_or(0)));
   }
   if (l.bytes != 0 || l.flops != 0) return l;
   bool weight = false;

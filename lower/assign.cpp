@@ -72,7 +72,8 @@ Dag build_dag(const Plan& p) {
     w.bytes.push_back(load.bytes);
     w.flops.push_back(load.flops);
     w.streams.push_back(load.bytes > 0 && targets::streams_weights(task));
-    w.chain.emplace_back(static_cast<float>(load.heads), static_cast<float>(load.steps));
+    w.chain.push_back({static_cast<float>(load.heads), static_cast<float>(load.steps),
+                       static_cast<float>(load.width)});
     w.out.push_back(static_cast<uint32_t>(d.group[i]));
     const size_t first = d.in.size();
     for (uint32_t dep : p.deps(i)) {

@@ -199,9 +199,10 @@ const RuntimeField kFields[] = {
      true},
     {"kv_step_ns",
      "ns",
-     "per KV position an attention head's online softmax walks one after another (a dependent "
-     "load, a warp reduction, the rescale), the tile's heads dealt over the worker's warps "
-     "(threads / 32); absent or 0: attention is no serial chain in this runtime",
+     "per KV position and 32 elements of a head (a lane's share of head_dim) that an attention "
+     "head's online softmax walks one after another (dependent loads, a warp reduction, the "
+     "rescale), the tile's heads dealt over the worker's warps (threads / 32); absent or 0: "
+     "attention is no serial chain in this runtime",
      nullptr,
      &Runtime::kv_step_ns,
      {},

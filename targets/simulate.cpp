@@ -141,7 +141,8 @@ void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
     in.bytes[i] = l.bytes;
     in.flops[i] = l.flops;
     in.streams[i] = l.bytes > 0 && streams_weights(t);
-    in.chain[i] = {static_cast<float>(l.heads), static_cast<float>(l.steps)};
+    in.chain[i] = {static_cast<float>(l.heads), static_cast<float>(l.steps),
+                   static_cast<float>(l.width)};
     if (placed)
       in.worker[i] = static_cast<uint32_t>(std::max<int64_t>(0, t.sm.value_or(0)));
     else
@@ -363,8 +364,8 @@ inline double Simulator::State::step(uint32_t v) {
   }
   const double flops = in->flops[v];
   const double pre = prefetched<P>(v, wk, start, r);
-  const auto [heads, steps] = in->chain[v];
-  const double ex = mc.exec_at(in->bytes[v], flops, pre, rate[v], mc.chain(heads, steps));
+  const auto [heads, steps, width] = in->chain[v];
+  const double ex = mc.exec_at(in->bytes[v], flops, pre, rate[v], mc.chain(heads, steps, width));
   const double f = r + ex + mc.sync;
   ready[v] = r;
   finish[v] = f;

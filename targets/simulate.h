@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -26,13 +27,13 @@ struct Machine {
   double barrier = 0, signal = 0, sync = 0;  ///< after a task: barriers, its signal, both
   double threads = 0;                        ///< per worker, doing the work
   double in_flight = 0;                      ///< bytes a worker keeps in flight
-  double stream = 0;        ///< bytes/us one worker streams from DRAM alone (Little's law, capped)
-  double hot = 0;           ///< bytes/us one worker reads prefetched data
-  double peak = 0;          ///< bytes/us a worker loads at most
-  double hbm = 0;           ///< bytes/us the chip streams (achievable)
-  double compute = 0;       ///< flops/us of one worker at batch 1
-  double kv_step = 0;       ///< us per KV position of an attention head (0: no serial chain)
-  double warps = 1;         ///< per worker: the heads of an attention tile it walks at once
+  double stream = 0;   ///< bytes/us one worker streams from DRAM alone (Little's law, capped)
+  double hot = 0;      ///< bytes/us one worker reads prefetched data
+  double peak = 0;     ///< bytes/us a worker loads at most
+  double hbm = 0;      ///< bytes/us the chip streams (achievable)
+  double compute = 0;  ///< flops/us of one worker at batch 1
+  double kv_step = 0;  ///< us per KV position and 32 elements of an attention head (0: no chain)
+  double warps = 1;    ///< per worker: the heads of an attention tile it walks at once
   double prefetch_cap = 0;  ///< bytes of a task that can be loaded ahead
   Prefetch prefetch = Prefetch::None;
   bool dynamic = false;  ///< an unplaced program's tasks go to the earliest free worker
@@ -44,14 +45,16 @@ struct Machine {
   /// A worker's streaming rate while `k` workers stream at once.
   double rate(double k) const { return std::min(stream, hbm / std::max(1.0, k)); }
   /// The serial chain of an attention tile: its heads dealt over the warps, each walking its
-  /// steps (ir::TaskLoad's heads and steps).
-  double chain(double heads, double steps) const {
-    return kv_step > 0 && steps > 0 ? std::ceil(heads / warps) * steps * kv_step : 0.0;
+  /// steps, a lane's share of a head's `width` elements at each (ir::TaskLoad's heads, steps and
+  /// width).
+  double chain(double heads, double steps, double width) const {
+    if (!(kv_step > 0 && steps > 0)) return 0.0;
+    return std::ceil(heads / warps) * steps * std::max(1.0, std::ceil(width / 32)) * kv_step;
   }
   /// A task's execution once its inputs are ready: max(streaming what was not prefetched,
   /// computing, its serial chain), with `pre` of its `bytes` loaded ahead.
   double exec(const ir::TaskLoad& l, double pre, double k) const {
-    return exec_at(l.bytes, l.flops, pre, rate(k), chain(l.heads, l.steps));
+    return exec_at(l.bytes, l.flops, pre, rate(k), chain(l.heads, l.steps, l.width));
   }
   /// Likewise at the streaming rate `r` (rate(k)), `serial` the task's chain.
   double exec_at(double bytes, double flops, double pre, double r, double serial) const {
@@ -113,10 +116,10 @@ struct Breakdown {
 /// What the walk reads of a program's tasks, in flat arrays: made from a program (walk_input) or
 /// from a lowering's plan before it has counters (its groups are the counters).
 struct WalkInput {
-  std::vector<double> bytes, flops;  ///< by task (ir::task_load)
-  std::vector<uint8_t> streams;      ///< by task: streams weights a runtime may load ahead
-  std::vector<std::pair<float, float>> chain;  ///< by task: ir::TaskLoad's heads and steps
-  std::vector<uint32_t> worker;                ///< by task; empty: the runtime places the tasks
+  std::vector<double> bytes, flops;          ///< by task (ir::task_load)
+  std::vector<uint8_t> streams;              ///< by task: streams weights a runtime may load ahead
+  std::vector<std::array<float, 3>> chain;   ///< by task: ir::TaskLoad's heads, steps and width
+  std::vector<uint32_t> worker;              ///< by task; empty: the runtime places the tasks
   std::vector<uint32_t> order;               ///< topological over the waits and each worker's queue
   std::vector<uint32_t> wait_off{0}, waits;  ///< CSR: the counter slots each task waits on
   std::vector<uint32_t> out;                 ///< by task: the slot it increments

@@ -195,8 +195,9 @@ TEST(KnobPhysics, AttentionWalksItsKvPositionsInTurnWhereTheRuntimeSaysSo) {
   const targets::Runtime& rt = runtime("amk-cuda");
   ASSERT_GT(rt.kv_step_ns, 0);
   const targets::Machine m(nullptr, target("h100").record, rt);
-  EXPECT_DOUBLE_EQ(m.chain(16, 256), 2 * 256 * rt.kv_step_ns * 1e-3);
-  EXPECT_DOUBLE_EQ(m.chain(16, 0), 0);
+  EXPECT_DOUBLE_EQ(m.chain(16, 256, 128), 2 * 256 * 4 * rt.kv_step_ns * 1e-3);
+  EXPECT_DOUBLE_EQ(m.chain(16, 256, 64), m.chain(16, 256, 128) / 2) << "a lane's share of a head";
+  EXPECT_DOUBLE_EQ(m.chain(16, 0, 128), 0);
   targets::Runtime flat = rt;
   flat.kv_step_ns = 0;
   const json base = {{"tiling", {{"gemv", {{"N_tile", 64}}}, {"attention", {{"kv_block", 128}}}}}};
@@ -204,8 +205,9 @@ TEST(KnobPhysics, AttentionWalksItsKvPositionsInTurnWhereTheRuntimeSaysSo) {
   late.pos = 255;
   const double at_0 = predict("small-4L", "h100", base, rt).makespan_us;
   const double at_255 = predict("small-4L", "h100", base, rt, late).makespan_us;
-  // Four layers, each an attention of two 128-position tiles: 256 steps a warp on its path.
-  EXPECT_GT(at_255 - at_0, 4 * 256 * rt.kv_step_ns * 1e-3 * 0.9);
+  // Four layers, each an attention of two 128-position tiles: 256 steps a warp on its path, of
+  // four 32-element shares of head_dim 128.
+  EXPECT_GT(at_255 - at_0, 4 * 256 * 4 * rt.kv_step_ns * 1e-3 * 0.9);
   EXPECT_LT(predict("small-4L", "h100", base, flat, late).makespan_us - at_0,
             0.1 * (at_255 - at_0));
   // Four partitions halve each warp's walk; fewer threads (warps) lengthen it.
