@@ -190,10 +190,9 @@ TaskLoad task_load(const Program& p, const Task& t) {
     // A batched tile (a rank-3 query) walks each sequence's window for each of its heads.
     double batch = 1;
     if (!t.inputs.empty() && t.inputs[0] >= 0 &&
-        t.inputs[0] < static_cast<int64_t>(p.buffers.size())) {
-      const Buffer& q = p.buffers[static_cast<size_t>(t.inputs[0])];
-      if (q.shape.size() == 3 && q.shape[0] > 0) batch = static_cast<double>(q.shape[0]);
-    }
+        t.inputs[0] < static_cast<int64_t>(p.buffers.size()))
+      batch = static_cast<double>(
+          std::max<int64_t>(1, attention_batch(p.buffers[static_cast<size_t>(t.inputs[0])].shape)));
     l.heads = static_cast<double>(std::max<int64_t>(0, t.int_param("n_heads").value_or(1)));
     l.steps = batch * static_cast<double>(std::max<int64_t>(0, t.int_param("kv_len").value_or(0)));
     l.width = static_cast<double>(std::max<int64_t>(0, t.int_param("head_dim").value_or(0)));

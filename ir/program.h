@@ -179,6 +179,12 @@ struct Target {
 struct Program;
 
 /// What a task moves and computes.
+/// The sequences a decode attention tile's query holds: B for a rank-3 query [B, n_heads,
+/// head_dim], else 1.
+inline int64_t attention_batch(const std::vector<int64_t>& q_shape) {
+  return q_shape.size() == 3 ? q_shape[0] : 1;
+}
+
 struct TaskLoad {
   double bytes = 0;
   double flops = 0;

@@ -52,10 +52,12 @@ Dag build_dag(const Plan& p) {
   d.time.resize(n);
   d.off.assign(1, 0);
   d.off.reserve(n + 1);
-  // Tasks are weighed by the runtime at the config's depth (threads and shared memory scale every
-  // stream alike, so the placement does not read them).
+  // Tasks are weighed by the runtime at the config's depth and threads (an attention tile's chain
+  // depends on its warps; shared memory scales every stream alike, so the placement does not
+  // read it).
   ir::ScheduleConfig knobs = ir::ScheduleConfig::defaults();
   knobs.pipelining_depth = ir::JsonValue(nlohmann::ordered_json(p.knobs.depth));
+  knobs.threads_per_block = ir::JsonValue(nlohmann::ordered_json(p.knobs.threads));
   const targets::TaskCoster cost(
       p.program, p.target->record,
       p.opt.runtime ? *p.opt.runtime : targets::default_runtime(*p.target), &knobs);
@@ -64,16 +66,12 @@ Dag build_dag(const Plan& p) {
   d.machine = cost.machine();
   targets::WalkInput& w = d.walk;
   w.slots = static_cast<uint32_t>(d.groups);
+  w.resize_loads(n);
   for (size_t i = 0; i < n; ++i) {
     const ir::Task& task = p.tasks[i].task;
     d.group[i] = p.tasks[i].group;
     d.time[i] = cost(task);
-    const ir::TaskLoad load = ir::task_load(p.program, task);
-    w.bytes.push_back(load.bytes);
-    w.flops.push_back(load.flops);
-    w.streams.push_back(load.bytes > 0 && targets::streams_weights(task));
-    w.chain.push_back({static_cast<float>(load.heads), static_cast<float>(load.steps),
-                       static_cast<float>(load.width)});
+    w.set_load(i, ir::task_load(p.program, task), task);
     w.out.push_back(static_cast<uint32_t>(d.group[i]));
     const size_t first = d.in.size();
     for (uint32_t dep : p.deps(i)) {

@@ -23,7 +23,7 @@ ir::Result<Compiled> compile(const ModelSpec& m, const targets::TargetSpec& t,
   const targets::Runtime& runtime = opt.runtime ? *opt.runtime : targets::default_runtime(t);
   c.cost = targets::estimate(*lr, t.record, runtime);
   ir::Diagnostics warnings =
-      lr->config ? targets::runtime_limits(runtime, *lr->config) : ir::Diagnostics{};
+      lr->config ? targets::runtime_limits(runtime, *lr->config, &*lr.value) : ir::Diagnostics{};
   c.program = std::move(*lr.value);
   c.verdict = std::move(verdict);
   c.log = std::move(lr.log);

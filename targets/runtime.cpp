@@ -380,7 +380,8 @@ const Runtime& default_runtime(const ir::Target& t) {
   return r ? *r : *builtin_runtime("amk-cuda");
 }
 
-ir::Diagnostics runtime_limits(const Runtime& r, const ir::ScheduleConfig& c) {
+ir::Diagnostics runtime_limits(const Runtime& r, const ir::ScheduleConfig& c,
+                               const ir::Program* lowered) {
   ir::Diagnostics d;
   const json& threads = c.threads_per_block.json();
   if (r.max_threads_per_block > 0 && threads.is_number() &&
@@ -392,7 +393,10 @@ ir::Diagnostics runtime_limits(const Runtime& r, const ir::ScheduleConfig& c) {
                     threads.get<double>(), r.name, r.max_threads_per_block),
         "/threads_per_block"));
   const json& groups = c.fusion_grouping.json();
-  if (r.fused_tasks == "trap" && groups.is_array() && !groups.empty())
+  const bool fuses = lowered ? std::any_of(lowered->tasks.begin(), lowered->tasks.end(),
+                                           [](const ir::Task& t) { return t.op == ir::Op::FUSED; })
+                             : groups.is_array() && !groups.empty();
+  if (r.fused_tasks == "trap" && fuses)
     d.push_back(ir::warning(
         "runtime.limit",
         fmt::format(

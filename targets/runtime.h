@@ -61,7 +61,7 @@ struct RuntimeField {
   std::span<const std::string_view> choices = {};
   double min = 0, max = 0;  ///< a number's range
   bool fit = false;         ///< a constant `amk calibrate` may move
-  bool optional = false;    ///< absent: 0, and written only when not 0
+  bool optional = false;    ///< absent: 0 (a text: empty), and written only when set
 };
 
 /// The fields of a runtime file in file order: the one list the reader, the writer, `amk
@@ -85,9 +85,10 @@ const Runtime& default_runtime(const ir::Target& t);
 const Runtime& default_runtime(const TargetSpec& t);
 /// Warnings (`runtime.limit`, at the config field) for what `c` asks of runtime `r` that its
 /// launch refuses (threads_per_block above max_threads_per_block) or its executor cannot run
-/// (fusion_grouping where it traps on FUSED tasks): a prediction for such a config is one for an
-/// executor that would take it.
-ir::Diagnostics runtime_limits(const Runtime& r, const ir::ScheduleConfig& c);
+/// (fusion_grouping where it traps on FUSED tasks; with `lowered`, only when that program has
+/// one): a prediction for such a config is one for an executor that would take it.
+ir::Diagnostics runtime_limits(const Runtime& r, const ir::ScheduleConfig& c,
+                               const ir::Program* lowered = nullptr);
 /// `arg` (a name or a file) when given, else the target's default runtime.
 ir::Result<Runtime> resolve_runtime(std::string_view arg, const ir::Target& t);
 

@@ -116,6 +116,21 @@ void loader_placement(const WalkInput& in, uint32_t sms, std::vector<uint32_t>& 
 
 }  // namespace
 
+void WalkInput::resize_loads(size_t n) {
+  bytes.resize(n);
+  flops.resize(n);
+  streams.resize(n);
+  chain.resize(n);
+}
+
+void WalkInput::set_load(size_t i, const ir::TaskLoad& l, const ir::Task& t) {
+  bytes[i] = l.bytes;
+  flops[i] = l.flops;
+  streams[i] = l.bytes > 0 && streams_weights(t);
+  chain[i] = {static_cast<float>(l.heads), static_cast<float>(l.steps),
+              static_cast<float>(l.width)};
+}
+
 void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
                      const ir::ScheduleGraph* queues) {
   const size_t n = p.tasks.size();
@@ -129,20 +144,12 @@ void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
   in.out.assign(g.out_slots().begin(), g.out_slots().end());
   in.wait_off.assign(g.wait_slot_offsets().begin(), g.wait_slot_offsets().end());
   in.waits.assign(g.wait_slot_list().begin(), g.wait_slot_list().end());
-  in.bytes.resize(n);
-  in.flops.resize(n);
-  in.streams.resize(n);
-  in.chain.resize(n);
+  in.resize_loads(n);
   in.worker.resize(placed ? n : 0);
   in.est.resize(placed ? 0 : n);
   for (uint32_t i = 0; i < n; ++i) {
     const ir::Task& t = p.tasks[i];
-    const ir::TaskLoad l = ir::task_load(p, t);
-    in.bytes[i] = l.bytes;
-    in.flops[i] = l.flops;
-    in.streams[i] = l.bytes > 0 && streams_weights(t);
-    in.chain[i] = {static_cast<float>(l.heads), static_cast<float>(l.steps),
-                   static_cast<float>(l.width)};
+    in.set_load(i, ir::task_load(p, t), t);
     if (placed)
       in.worker[i] = static_cast<uint32_t>(std::max<int64_t>(0, t.sm.value_or(0)));
     else
@@ -207,6 +214,9 @@ void Simulator::State::start(const WalkInput& input, const Machine& machine) {
   in = &input;
   m = &machine;
   const size_t n = input.out.size();
+  AMK_ASSERT(input.bytes.size() == n && input.flops.size() == n && input.streams.size() == n &&
+                 input.chain.size() == n && input.wait_off.size() == n + 1,
+             "a walk's input holds a load and a wait list for every task");
   const uint32_t workers = machine.workers;
   concurrency();
   slots.assign(input.slots, LatestFinish{});
@@ -365,12 +375,13 @@ inline double Simulator::State::step(uint32_t v) {
   const double flops = in->flops[v];
   const double pre = prefetched<P>(v, wk, start, r);
   const auto [heads, steps, width] = in->chain[v];
-  const double ex = mc.exec_at(in->bytes[v], flops, pre, rate[v], mc.chain(heads, steps, width));
+  const double serial = mc.chain(heads, steps, width);
+  const double ex = mc.exec_at(in->bytes[v], flops, pre, rate[v], serial);
   const double f = r + ex + mc.sync;
   ready[v] = r;
   finish[v] = f;
   worker[v] = wk;
-  comp[v] = std::min(ex, flops / mc.compute);
+  comp[v] = std::min(ex, std::max(flops / mc.compute, serial));
   slots[in->out[v]].add(f, wk, v);
   free[wk] = f;
   last[wk] = v;

@@ -109,7 +109,7 @@ struct Breakdown {
                              ///< waiter's worker, polling for them, reading them
   double sync_us = 0;        ///< block-wide barriers
   double memory_us = 0;      ///< streaming weights that was not hidden behind compute or waits
-  double compute_us = 0;     ///< computing
+  double compute_us = 0;     ///< computing, and an attention tile's serial walk (Machine::chain)
   bool operator==(const Breakdown&) const = default;
 };
 
@@ -126,6 +126,10 @@ struct WalkInput {
   std::vector<std::pair<int64_t, int64_t>> est;  ///< est_bytes, est_flops (AMK's loader's keys)
   uint32_t slots = 0;                            ///< number of counter slots
   bool acyclic = true;                           ///< false: no order holds every task
+  /// Sizes the per-task loads (bytes, flops, streams, chain) for `n` tasks.
+  void resize_loads(size_t n);
+  /// Task i's load, as the walk reads it of task `t`.
+  void set_load(size_t i, const ir::TaskLoad& l, const ir::Task& t);
 };
 /// The walk's input of a placed or unplaced program (`g`: its counter graph; `queues` as
 /// estimate() takes it).

@@ -235,7 +235,7 @@ void TaskShapes::attention() {
     fail(kShapeAttention, fmt::format("n_heads={} is not a multiple of n_kv_heads={}", nh, nkv),
          "params/n_kv_heads");
   const auto &q = in(0), &k = in(1), &v = in(2);
-  const int64_t batch = q.shape.size() == 3 ? q.shape[0] : 1;
+  const int64_t batch = ir::attention_batch(q.shape);
   if (in_numel(0) != batch * nh * hd)
     fail(kShapeAttention,
          fmt::format("{} must hold {} x n_heads={} x head_dim={}", in_ref(0), batch, nh, hd),

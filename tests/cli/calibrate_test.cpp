@@ -104,7 +104,10 @@ TEST(Calibrate, AmkCudaPredictsTheH100RunsItWasNotFittedTo) {
     auto predict = [&](const char* runtime) {
       const test::RunResult r =
           run_amk({"calibrate", file, "--runtime", runtime, "--predict", "--json"});
-      EXPECT_EQ(r.rc, 0) << r.err;
+      if (r.rc != 0) {
+        ADD_FAILURE() << runtime << ": " << r.err;
+        return json{{"points", json::array()}, {"rms_log_error", 1e9}, {"rank_correlation", 0}};
+      }
       return json::parse(r.out);
     };
     const json report = predict("amk-cuda");
