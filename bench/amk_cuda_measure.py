@@ -159,7 +159,25 @@ def points_round3():
     return p
 
 
-ROUNDS = {"1": points, "2": points_round2, "3": points_round3}
+def points_round4():
+    """Int8 weights (group 128, bf16 activations), which no earlier round had: AMK's dequantising
+    GEMV. Every point of this round is lowered with --quant int8 (amk calibrate --quant int8)."""
+    best = cfg(N_tile=16, pipelining_depth=0)
+    p = []
+    m = "small-4L"
+    p += [(f"{m} int8 base", m, "BF16", cfg(), False, 0),
+          (f"{m} int8 depth 0", m, "BF16", cfg(pipelining_depth=0), False, 0),
+          (f"{m} int8 N_tile 16 depth 0", m, "BF16", best, False, 0),
+          (f"{m} int8 threads 128", m, "BF16", cfg(threads_per_block=128), False, 0)]
+    for m in ("llama-3.2-1b", "tinyllama-1.1b"):
+        p += [(f"{m} int8 base", m, "BF16", cfg(), False, 0),
+              (f"{m} int8 N_tile 16 depth 0", m, "BF16", best, False, 0)]
+    p.append(("smollm2-135m int8 base", "smollm2-135m", "BF16", cfg(), False, 0))
+    return p
+
+
+ROUNDS = {"1": points, "2": points_round2, "3": points_round3, "4": points_round4}
+QUANT = {"4": "int8"}  # a round lowered with --quant
 
 
 def lower(args):
@@ -174,6 +192,8 @@ def lower(args):
                    "-o", os.path.join(args.dir, prog)]
             if compat:
                 cmd.append("--amk-compat")
+            if args.round in QUANT:
+                cmd += ["--quant", QUANT[args.round]]
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
                 sys.exit(f"{label}: amk lower failed:\n{r.stderr}")
@@ -316,7 +336,7 @@ def main():
     lo.add_argument("dir")
     lo.add_argument("--round", choices=sorted(ROUNDS), default="1",
                     help="1: the points amk-cuda is fitted to and tested on; 2 and 3: chosen "
-                    "after it, and after round 2")
+                    "after it, and after round 2; 4: int8 weights")
     me = sub.add_parser("measure", help="time every lowered point on AMK's CUDA megakernel")
     me.add_argument("dir")
     me.add_argument("--amk", required=True, help="a checkout of RightNow-AI/AutoMegaKernel")
