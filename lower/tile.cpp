@@ -148,7 +148,7 @@ struct Tiler {
                                 bits == 8 ? ir::DType::I8 : ir::DType::U8,
                                 {N, bits == 8 ? K : ceil_div(K, 2)}, true);
       const int64_t sc =
-          buffer(n.weight + ".scales", BufferKind::WEIGHT, ir::DType::F32, {N, n_groups}, true);
+          buffer(n.weight + ".scales", BufferKind::WEIGHT, ir::DType::F16, {N, n_groups}, true);
       w_in = {qw, sc};
     } else {
       w_in = {weight(n)};

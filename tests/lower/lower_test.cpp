@@ -363,6 +363,9 @@ TEST(Passes, QuantisedAndReducedPrecisionLoweringsValidate) {
       const auto& t = p.tasks[2];
       EXPECT_EQ(t.int_param("qdtype"), q == Quant::Int8 ? 6 : 7);
       EXPECT_EQ(t.inputs.size(), 3u);
+      // The scales are fp16, as AMK's quantizer writes them and its CUDA GEMV reads them
+      // (F32 scales read as halves gave non-finite logits on the H100).
+      EXPECT_EQ(p.buffers[static_cast<size_t>(t.inputs[2])].dtype, ir::DType::F16);
     }
 }
 
