@@ -197,6 +197,8 @@ TaskLoad task_load(const Program& p, const Task& t) {
     l.steps = batch * static_cast<double>(std::max<int64_t>(0, t.int_param("kv_len").value_or(0)));
     l.width = static_cast<double>(std::max<int64_t>(0, t.int_param("head_dim").value_or(0)));
   }
+  if (t.op == Op::GEMV_TILE || t.op == Op::GEMM_TILE)
+    l.dequant = t.int_param("qdtype").value_or(0) != 0;
   if (l.bytes != 0 || l.flops != 0) return l;
   bool weight = false;
   for (int64_t b : t.inputs) {

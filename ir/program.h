@@ -188,15 +188,18 @@ inline int64_t attention_batch(const std::vector<int64_t>& q_shape) {
 struct TaskLoad {
   double bytes = 0;
   double flops = 0;
-  double heads = 0;  ///< ATTENTION: its query heads
-  double steps = 0;  ///< ATTENTION: the KV positions each head's online softmax walks in turn
-                     ///< (kv_len, for each sequence of a batched tile)
-  double width = 0;  ///< ATTENTION: head_dim, the elements of a head's row at each position
+  double heads = 0;      ///< ATTENTION: its query heads
+  double steps = 0;      ///< ATTENTION: the KV positions each head's online softmax walks in turn
+                         ///< (kv_len, for each sequence of a batched tile)
+  double width = 0;      ///< ATTENTION: head_dim, the elements of a head's row at each position
+  bool dequant = false;  ///< GEMV/GEMM: weights stored quantised (params.qdtype), dequantised
+                         ///< as they stream
 };
 /// The one definition of a task's load (AMK's cost model): est_bytes / est_flops when either is
 /// set; else the bytes of its WEIGHT and KV_CACHE inputs, GEMV/GEMM 2·M_tile·K·N_tile flops (and
 /// K·N_tile·2 bytes without a weight input), ATTENTION 4·n_heads·kv_len·head_dim flops and its
-/// heads, steps and width (whatever est_bytes / est_flops say).
+/// heads, steps and width, and whether a GEMV/GEMM dequantises its weights (whatever est_bytes /
+/// est_flops say).
 TaskLoad task_load(const Program& p, const Task& t);
 
 /// A complete megakernel schedule (AMK's MegakernelProgram). Ids are vector positions.

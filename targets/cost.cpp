@@ -85,8 +85,8 @@ void amk_paths(const ir::Program& p, const ir::Target& tg, const ir::Graph& g,
 bool same_walk(const WalkInput& a, const WalkInput& b) {
   return a.slots == b.slots && a.acyclic == b.acyclic && a.worker == b.worker &&
          a.order == b.order && a.bytes == b.bytes && a.flops == b.flops && a.streams == b.streams &&
-         a.chain == b.chain && a.out == b.out && a.wait_off == b.wait_off && a.waits == b.waits &&
-         a.est == b.est;
+         a.dequant == b.dequant && a.chain == b.chain && a.out == b.out &&
+         a.wait_off == b.wait_off && a.waits == b.waits && a.est == b.est;
 }
 
 }  // namespace

@@ -37,6 +37,11 @@ struct Runtime {
   double latency_ns = 0;
   double prefetched_latency_ns = 0;
   double bytes_per_thread = 0;
+  /// A GEMV that dequantises int8/int4 weights, where its kernel loads them otherwise (each 0: as
+  /// the field without the prefix).
+  double quant_bytes_per_thread = 0;
+  double quant_latency_ns = 0;
+  double quant_prefetched_latency_ns = 0;
   double threads = 0;  ///< 0: the config's threads_per_block
   double reserved_smem_bytes = 0;
   double default_smem_bytes = 0;

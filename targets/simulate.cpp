@@ -54,23 +54,31 @@ Machine::Machine(const ir::ScheduleConfig* c, const ir::Target& hw, const Runtim
   threads = rt.threads > 0 ? rt.threads : std::max(1.0, cfg_threads);
   const double clock = hw.clock_ghz.as_double() > 0 ? hw.clock_ghz.as_double() : 1.0;
   // Bytes in flight per worker: one load per thread and stage, capped by what holds them.
-  const double stage = threads * rt.bytes_per_thread;
   const double optin = hw.smem_bytes_per_block_optin.as_double();
-  if (rt.staging == "registers") {
-    in_flight = stage;
-  } else if (rt.staging == "shared") {  // pipelining_depth stages, as many as the buffers hold
-    double budget = cfg_smem > 0 ? cfg_smem : rt.default_smem_bytes;
-    if (optin > 0) budget = std::min(budget, optin);
-    budget -= rt.reserved_smem_bytes;
-    const double wanted = stage * static_cast<double>(std::max<int64_t>(1, depth));
-    in_flight = budget > 0 ? std::min(wanted, budget) : stage;
-  } else {
-    in_flight = rt.default_smem_bytes;
-  }
-  in_flight = std::max(in_flight, rt.bytes_per_thread);
+  auto flight = [&](double per_thread) {
+    const double stage = threads * per_thread;
+    double f = stage;
+    if (rt.staging == "shared") {  // pipelining_depth stages, as many as the buffers hold
+      double budget = cfg_smem > 0 ? cfg_smem : rt.default_smem_bytes;
+      if (optin > 0) budget = std::min(budget, optin);
+      budget -= rt.reserved_smem_bytes;
+      const double wanted = stage * static_cast<double>(std::max<int64_t>(1, depth));
+      f = budget > 0 ? std::min(wanted, budget) : stage;
+    } else if (rt.staging != "registers") {
+      f = rt.default_smem_bytes;
+    }
+    return std::max(f, per_thread);
+  };
+  in_flight = flight(rt.bytes_per_thread);
+  const double q_in_flight =
+      rt.quant_bytes_per_thread > 0 ? flight(rt.quant_bytes_per_thread) : in_flight;
   peak = rt.worker_bytes_per_cycle * clock * 1e3;
   stream = std::min(peak, in_flight / (rt.latency_ns * 1e-3));
   hot = std::min(peak, in_flight / (rt.prefetched_latency_ns * 1e-3));
+  auto or_ = [](double quant, double plain) { return quant > 0 ? quant : plain; };
+  qstream = std::min(peak, q_in_flight / (or_(rt.quant_latency_ns, rt.latency_ns) * 1e-3));
+  qhot = std::min(
+      peak, q_in_flight / (or_(rt.quant_prefetched_latency_ns, rt.prefetched_latency_ns) * 1e-3));
   const double measured = hw.measured_bw_gbs.as_double();
   hbm = (measured > 0 ? measured : hw.hbm_bandwidth_gbs.as_double() * rt.peak_fraction) * 1e3;
   if (!(hbm > 0)) hbm = std::numeric_limits<double>::infinity();
@@ -120,6 +128,7 @@ void WalkInput::resize_loads(size_t n) {
   bytes.resize(n);
   flops.resize(n);
   streams.resize(n);
+  dequant.resize(n);
   chain.resize(n);
 }
 
@@ -127,6 +136,7 @@ void WalkInput::set_load(size_t i, const ir::TaskLoad& l, const ir::Task& t) {
   bytes[i] = l.bytes;
   flops[i] = l.flops;
   streams[i] = l.bytes > 0 && streams_weights(t);
+  dequant[i] = l.dequant;
   chain[i] = {static_cast<float>(l.heads), static_cast<float>(l.steps),
               static_cast<float>(l.width)};
 }
@@ -173,6 +183,7 @@ struct Simulator::State {
   std::vector<uint32_t> count;      // scratch: weight-streaming tasks per last dependency
   std::vector<uint32_t> last_wait;  // scratch: each task's last dependency
   std::vector<double> rate_of;      // scratch: m->rate(c) by concurrency c
+  std::vector<double> qrate_of;     // scratch: m->rate(c, true) by concurrency c
   std::vector<LatestFinish> slots;
   std::vector<double> ready, finish, comp;
   std::vector<uint32_t> bound, worker, where;
@@ -215,7 +226,8 @@ void Simulator::State::start(const WalkInput& input, const Machine& machine) {
   m = &machine;
   const size_t n = input.out.size();
   AMK_ASSERT(input.bytes.size() == n && input.flops.size() == n && input.streams.size() == n &&
-                 input.chain.size() == n && input.wait_off.size() == n + 1,
+                 input.dequant.size() == n && input.chain.size() == n &&
+                 input.wait_off.size() == n + 1,
              "a walk's input holds a load and a wait list for every task");
   const uint32_t workers = machine.workers;
   concurrency();
@@ -266,13 +278,17 @@ void Simulator::State::concurrency() {
   }
   // The rate of each concurrency from 1 to the workers, worked out once.
   rate_of.resize(m->workers + 1);
-  for (uint32_t c = 1; c <= m->workers; ++c) rate_of[c] = m->rate(static_cast<float>(c));
+  qrate_of.resize(m->workers + 1);
+  for (uint32_t c = 1; c <= m->workers; ++c) {
+    rate_of[c] = m->rate(static_cast<float>(c));
+    qrate_of[c] = m->rate(static_cast<float>(c), true);
+  }
   k.resize(n);
   rate.resize(n);
   for (uint32_t v = 0; v < n; ++v) {
     const uint32_t c = std::clamp<uint32_t>(count[last_wait[v]], 1, m->workers);
     k[v] = static_cast<float>(c);
-    rate[v] = rate_of[c];
+    rate[v] = in->dequant[v] ? qrate_of[c] : rate_of[c];
   }
 }
 
@@ -376,7 +392,7 @@ inline double Simulator::State::step(uint32_t v) {
   const double pre = prefetched<P>(v, wk, start, r);
   const auto [heads, steps, width] = in->chain[v];
   const double serial = mc.chain(heads, steps, width);
-  const double ex = mc.exec_at(in->bytes[v], flops, pre, rate[v], serial);
+  const double ex = mc.exec_at(in->bytes[v], flops, pre, rate[v], serial, in->dequant[v]);
   const double f = r + ex + mc.sync;
   ready[v] = r;
   finish[v] = f;

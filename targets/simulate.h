@@ -27,11 +27,12 @@ struct Machine {
   double barrier = 0, signal = 0, sync = 0;  ///< after a task: barriers, its signal, both
   double threads = 0;                        ///< per worker, doing the work
   double in_flight = 0;                      ///< bytes a worker keeps in flight
-  double stream = 0;   ///< bytes/us one worker streams from DRAM alone (Little's law, capped)
-  double hot = 0;      ///< bytes/us one worker reads prefetched data
-  double peak = 0;     ///< bytes/us a worker loads at most
-  double hbm = 0;      ///< bytes/us the chip streams (achievable)
-  double compute = 0;  ///< flops/us of one worker at batch 1
+  double stream = 0;  ///< bytes/us one worker streams from DRAM alone (Little's law, capped)
+  double hot = 0;     ///< bytes/us one worker reads prefetched data
+  double qstream = 0, qhot = 0;  ///< stream and hot for a GEMV that dequantises its weights
+  double peak = 0;               ///< bytes/us a worker loads at most
+  double hbm = 0;                ///< bytes/us the chip streams (achievable)
+  double compute = 0;            ///< flops/us of one worker at batch 1
   double kv_step = 0;  ///< us per KV position and 32 elements of an attention head (0: no chain)
   double warps = 1;    ///< per worker: the heads of an attention tile it walks at once
   double prefetch_cap = 0;  ///< bytes of a task that can be loaded ahead
@@ -42,8 +43,11 @@ struct Machine {
   /// The machine `rt` makes of `hw` under a config's threads, shared memory and depth (nullptr:
   /// AMK's defaults, 256 threads, no shared memory asked for, depth 2).
   Machine(const ir::ScheduleConfig* cfg, const ir::Target& hw, const Runtime& rt);
-  /// A worker's streaming rate while `k` workers stream at once.
-  double rate(double k) const { return std::min(stream, hbm / std::max(1.0, k)); }
+  /// A worker's streaming rate while `k` workers stream at once (`dequant`: a GEMV that
+  /// dequantises its weights).
+  double rate(double k, bool dequant = false) const {
+    return std::min(dequant ? qstream : stream, hbm / std::max(1.0, k));
+  }
   /// The serial chain of an attention tile: its heads dealt over the warps, each walking its
   /// steps, a lane's share of a head's `width` elements at each (ir::TaskLoad's heads, steps and
   /// width).
@@ -54,12 +58,14 @@ struct Machine {
   /// A task's execution once its inputs are ready: max(streaming what was not prefetched,
   /// computing, its serial chain), with `pre` of its `bytes` loaded ahead.
   double exec(const ir::TaskLoad& l, double pre, double k) const {
-    return exec_at(l.bytes, l.flops, pre, rate(k), chain(l.heads, l.steps, l.width));
+    return exec_at(l.bytes, l.flops, pre, rate(k, l.dequant), chain(l.heads, l.steps, l.width),
+                   l.dequant);
   }
-  /// Likewise at the streaming rate `r` (rate(k)), `serial` the task's chain.
-  double exec_at(double bytes, double flops, double pre, double r, double serial) const {
+  /// Likewise at the streaming rate `r` (rate(k, dequant)), `serial` the task's chain.
+  double exec_at(double bytes, double flops, double pre, double r, double serial,
+                 bool dequant) const {
     double mem = (bytes - pre) / r;
-    if (prefetch == Prefetch::L2) mem += pre / hot;
+    if (prefetch == Prefetch::L2) mem += pre / (dequant ? qhot : hot);
     return std::max({mem, flops / compute, serial});
   }
   bool operator==(const Machine&) const = default;
@@ -118,6 +124,7 @@ struct Breakdown {
 struct WalkInput {
   std::vector<double> bytes, flops;          ///< by task (ir::task_load)
   std::vector<uint8_t> streams;              ///< by task: streams weights a runtime may load ahead
+  std::vector<uint8_t> dequant;              ///< by task: ir::TaskLoad::dequant
   std::vector<std::array<float, 3>> chain;   ///< by task: ir::TaskLoad's heads, steps and width
   std::vector<uint32_t> worker;              ///< by task; empty: the runtime places the tasks
   std::vector<uint32_t> order;               ///< topological over the waits and each worker's queue
@@ -126,7 +133,7 @@ struct WalkInput {
   std::vector<std::pair<int64_t, int64_t>> est;  ///< est_bytes, est_flops (AMK's loader's keys)
   uint32_t slots = 0;                            ///< number of counter slots
   bool acyclic = true;                           ///< false: no order holds every task
-  /// Sizes the per-task loads (bytes, flops, streams, chain) for `n` tasks.
+  /// Sizes the per-task loads (bytes, flops, streams, dequant, chain) for `n` tasks.
   void resize_loads(size_t n);
   /// Task i's load, as the walk reads it of task `t`.
   void set_load(size_t i, const ir::TaskLoad& l, const ir::Task& t);

@@ -17,6 +17,7 @@
 #include "support.h"
 #include "targets/calibrate.h"
 #include "targets/cost.h"
+#include "targets/simulate.h"
 #include "targets/target.h"
 
 namespace amk::targets {
@@ -275,6 +276,37 @@ TEST(RuntimeModel, AnL2PrefetchSharesTheWorkersPartOfHbmWithTheTaskBeforeIt) {
         EXPECT_GE(streaming_us, c.bandwidth_us * (1 - 1e-9))
             << bytes << " B, " << threads << " threads, depth " << depth;
       }
+}
+
+TEST(RuntimeModel, ADequantisingGemvStreamsAtItsOwnRate) {
+  // AMK's int8 GEMV loads its weights otherwise than its bf16 one (quant_*): a chain of tiles
+  // marked quantised (params.qdtype, as the quantised lowering marks them) streams at the quant
+  // rate, from DRAM (depth 0) and after the L2 hint (depth 2); without quant_* a runtime streams
+  // them like any other tile.
+  const ir::Target h = load_target("h100")->record;
+  const Runtime& rt = *builtin_runtime("amk-cuda");
+  ASSERT_GT(rt.quant_latency_ns, 0);
+  Runtime plain_rt = rt;
+  plain_rt.quant_bytes_per_thread = plain_rt.quant_latency_ns =
+      plain_rt.quant_prefetched_latency_ns = 0;
+  for (int depth : {0, 2}) {
+    const ir::Program plain = chain(
+        8, [](int) { return 0; }, with(256, 0, depth));
+    ir::Program quant = plain;
+    for (ir::Task& t : quant.tasks) t.set_param("qdtype", ir::ParamValue::of_int(6));
+    const double base = estimate(plain, h, rt).queue_us;
+    const CostEstimate q = estimate(quant, h, rt);
+    EXPECT_DOUBLE_EQ(estimate(quant, h, plain_rt).queue_us, base) << depth;
+    // Each tile's 1 MiB at the quant rate instead of the plain one, the rest unchanged.
+    const Machine m(&*quant.config, h, rt);
+    const double mib = 1 << 20;
+    if (depth == 0) {
+      EXPECT_NEAR(q.queue_us - base, 8 * (mib / m.qstream - mib / m.stream), 1e-6 * base);
+    }
+    EXPECT_GT(q.queue_us, base * 1.5) << depth;
+    EXPECT_GT(m.qstream, 0);
+    EXPECT_LT(m.qstream, m.stream);
+  }
 }
 
 TEST(RuntimeModel, MoreBytesInFlightIsNeverSlowerAndSaturates) {
