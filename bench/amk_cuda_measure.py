@@ -176,8 +176,38 @@ def points_round4():
     return p
 
 
-ROUNDS = {"1": points, "2": points_round2, "3": points_round3, "4": points_round4}
-QUANT = {"4": "int8"}  # a round lowered with --quant
+def points_round5():
+    """After amk-cuda's int8 GEMV was fitted to round 4 (quant_*): int8 configs round 4 did not
+    have, their predictions recorded before they ran; among them the int8 search's best (N_tile 16
+    at depth 2, where bf16's is depth 0: the fit has the L2 hint help int8 a little)."""
+    best = cfg(N_tile=16)  # amk search --quant int8's best, small-4L and Llama (budget 200)
+    p = []
+    m = "small-4L"
+    p += [(f"{m} int8 search best", m, "BF16", best, False, 0),
+          (f"{m} int8 N_tile 32 depth 0 threads 128", m, "BF16",
+           cfg(N_tile=32, pipelining_depth=0, threads_per_block=128), False, 0),
+          (f"{m} int8 threads 64 depth 0", m, "BF16",
+           cfg(threads_per_block=64, pipelining_depth=0), False, 0),
+          (f"{m} int8 N_tile 128", m, "BF16", cfg(N_tile=128), False, 0),
+          (f"{m} int8 pos 127", m, "BF16", cfg(), False, 127)]
+    m = "llama-3.2-1b"
+    p += [(f"{m} int8 search best", m, "BF16", best, False, 0),
+          (f"{m} int8 depth 0", m, "BF16", cfg(pipelining_depth=0), False, 0),
+          (f"{m} int8 threads 128", m, "BF16", cfg(threads_per_block=128), False, 0),
+          (f"{m} int8 pos 255 split 8", m, "BF16", cfg(n_partitions=8), False, 255)]
+    m = "tinyllama-1.1b"
+    p += [(f"{m} int8 depth 0", m, "BF16", cfg(pipelining_depth=0), False, 0),
+          (f"{m} int8 N_tile 32", m, "BF16", cfg(N_tile=32), False, 0)]
+    m = "smollm2-135m"
+    p += [(f"{m} int8 N_tile 16 depth 0", m, "BF16", cfg(N_tile=16, pipelining_depth=0), False, 0),
+          (f"{m} int8 depth 0", m, "BF16", cfg(pipelining_depth=0), False, 0)]
+    p.append(("toy-2L int8 base", "toy-2L", "BF16", cfg(), False, 0))
+    return p
+
+
+ROUNDS = {"1": points, "2": points_round2, "3": points_round3, "4": points_round4,
+          "5": points_round5}
+QUANT = {"4": "int8", "5": "int8"}  # a round lowered with --quant
 
 
 def lower(args):
@@ -336,7 +366,7 @@ def main():
     lo.add_argument("dir")
     lo.add_argument("--round", choices=sorted(ROUNDS), default="1",
                     help="1: the points amk-cuda is fitted to and tested on; 2 and 3: chosen "
-                    "after it, and after round 2; 4: int8 weights")
+                    "after it, and after round 2; 4: int8 weights; 5: int8 after its fit")
     me = sub.add_parser("measure", help="time every lowered point on AMK's CUDA megakernel")
     me.add_argument("dir")
     me.add_argument("--amk", required=True, help="a checkout of RightNow-AI/AutoMegaKernel")
