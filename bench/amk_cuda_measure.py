@@ -205,19 +205,47 @@ def points_round5():
     return p
 
 
+def points_round6():
+    """Another chip: configs the H100 ran in rounds 1 and 2, lowered for an H200 (the H100's SMs
+    and clock with 43% more HBM bandwidth), their predictions under the H100's amk-cuda recorded
+    before they ran; no constant is refitted for it."""
+    best = cfg(N_tile=16, pipelining_depth=0)
+    p = []
+    m = "small-4L"
+    p += [(f"{m} bf16 base", m, "BF16", cfg(), False, 0),
+          (f"{m} bf16 depth 0", m, "BF16", cfg(pipelining_depth=0), False, 0),
+          (f"{m} bf16 threads 64", m, "BF16", cfg(threads_per_block=64), False, 0),
+          (f"{m} bf16 threads 128", m, "BF16", cfg(threads_per_block=128), False, 0),
+          (f"{m} bf16 search best", m, "BF16", best, False, 0),
+          (f"{m} bf16 pos 255", m, "BF16", cfg(), False, 255),
+          (f"{m} fp32 base", m, "F32", cfg(), False, 0)]
+    m = "llama-3.2-1b"
+    p += [(f"{m} bf16 base", m, "BF16", cfg(), False, 0),
+          (f"{m} bf16 depth 0", m, "BF16", cfg(pipelining_depth=0), False, 0),
+          (f"{m} bf16 threads 128", m, "BF16", cfg(threads_per_block=128), False, 0),
+          (f"{m} bf16 search best", m, "BF16", best, False, 0),
+          (f"{m} bf16 pos 255 split 8", m, "BF16", cfg(n_partitions=8), False, 255)]
+    p += [("tinyllama-1.1b bf16 base", "tinyllama-1.1b", "BF16", cfg(), False, 0),
+          ("smollm2-135m bf16 base", "smollm2-135m", "BF16", cfg(), False, 0),
+          ("toy-2L bf16 base", "toy-2L", "BF16", cfg(), False, 0)]
+    return p
+
+
 ROUNDS = {"1": points, "2": points_round2, "3": points_round3, "4": points_round4,
-          "5": points_round5}
+          "5": points_round5, "6": points_round6}
 QUANT = {"4": "int8", "5": "int8"}  # a round lowered with --quant
+TARGET = {"6": "h200"}  # a round for another chip than the H100
 
 
 def lower(args):
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     os.makedirs(args.dir, exist_ok=True)
+    target = TARGET.get(args.round, "h100")
     with open(os.path.join(args.dir, "points.jsonl"), "w") as out:
         for i, (label, model, dtype, config, compat, pos) in enumerate(ROUNDS[args.round]()):
             prog = f"p{i:02d}.json"
             cmd = [args.amk, "lower", os.path.join(root, "schedules", model + ".json"),
-                   "--target", "h100", "--dtype", dtype, "--pos", str(pos),
+                   "--target", target, "--dtype", dtype, "--pos", str(pos),
                    "--config", config if isinstance(config, str) else json.dumps(config),
                    "-o", os.path.join(args.dir, prog)]
             if compat:
@@ -227,7 +255,7 @@ def lower(args):
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
                 sys.exit(f"{label}: amk lower failed:\n{r.stderr}")
-            point = {"label": label, "model": model, "config": config, "target": "h100",
+            point = {"label": label, "model": model, "config": config, "target": target,
                      "dtype": dtype, "amk_compat": compat, "pos": pos}
             out.write(json.dumps({"program_file": prog, "point": point,
                                   "lowered": r.stderr.strip().splitlines()[-1]}) + "\n")
@@ -366,7 +394,7 @@ def main():
     lo.add_argument("dir")
     lo.add_argument("--round", choices=sorted(ROUNDS), default="1",
                     help="1: the points amk-cuda is fitted to and tested on; 2 and 3: chosen "
-                    "after it, and after round 2; 4: int8 weights; 5: int8 after its fit")
+                    "after it, and after round 2; 4: int8 weights; 5: int8 after its fit; 6: an H200")
     me = sub.add_parser("measure", help="time every lowered point on AMK's CUDA megakernel")
     me.add_argument("dir")
     me.add_argument("--amk", required=True, help="a checkout of RightNow-AI/AutoMegaKernel")

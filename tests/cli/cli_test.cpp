@@ -140,11 +140,11 @@ TEST(CliLower, WritesAValidatedProgramAndBadInputExitsTwoWithoutWriting) {
 TEST(CliLower, TargetsAndModelsListTheBuiltins) {
   auto t = run_amk({"targets"});
   ASSERT_EQ(t.rc, 0);
-  for (const char* n : {"h100", "a2a3", "tx8", "rtx5090"})
+  for (const char* n : {"h100", "h200", "a2a3", "tx8", "rtx5090"})
     EXPECT_NE(t.out.find(n), std::string::npos);
   auto j = run_amk({"targets", "--json"});
   ASSERT_EQ(j.rc, 0);
-  EXPECT_EQ(nlohmann::json::parse(j.out).size(), 12u);
+  EXPECT_EQ(nlohmann::json::parse(j.out).size(), 13u);
   auto m = run_amk({"models"});
   ASSERT_EQ(m.rc, 0);
   EXPECT_NE(m.out.find("llama-3.2-1b"), std::string::npos);
