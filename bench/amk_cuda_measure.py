@@ -13,6 +13,7 @@ Two steps, on two machines:
            It writes DIR/raw.jsonl: every figure of every point, `run_us` (AMK's own measure: the
            loader's run(), its per-token host work included) and `launch_us` (the megakernel: the
            cooperative launch until the stream is idle again), median, min and max.
+  stream   (on the GPU): its copy bandwidth, for a target's measured_bw_gbs.
   merge    (here): the points of one or more raw files (passes of the same points) as
            `amk calibrate` reads them, measured_us the mean of the passes' launch_us medians;
            with --held-out, every other point goes to a second file instead.
@@ -364,6 +365,30 @@ def measure(args):
     print(f"measured {len(entries)} points in {time.time() - started:.0f} s", flush=True)
 
 
+def stream(args):
+    """The chip's streaming bandwidth as a target's measured_bw_gbs: a device-to-device copy of
+    1 GiB, read plus write, the best of 10 after 3 warm-ups."""
+    import torch
+
+    n = 1 << 30
+    x = torch.empty(n, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    for _ in range(3):
+        y.copy_(x)
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    best = None
+    for _ in range(10):
+        s.record()
+        y.copy_(x)
+        e.record()
+        e.synchronize()
+        t = s.elapsed_time(e) * 1e-3
+        best = t if best is None else min(best, t)
+    print(f"{torch.cuda.get_device_name(0)}: device copy of {n} bytes: "
+          f"{2 * n / best / 1e9:.0f} GB/s (read + write, best of 10)")
+
+
 def merge(args):
     entries = [json.loads(line) for line in open(os.path.join(args.dir, "points.jsonl"))]
     by_label = {}
@@ -405,13 +430,14 @@ def main():
                     "again, e.g. '{\"cpasync\": 0}' for the register-path GEMV")
     me.add_argument("--also-first", type=int, default=0, help="how many points --also-knobs takes")
     me.add_argument("--budget", type=float, default=400, help="seconds; later points are skipped")
+    sub.add_parser("stream", help="the GPU's copy bandwidth (a target's measured_bw_gbs)")
     mg = sub.add_parser("merge", help="the measured points as amk calibrate reads them")
     mg.add_argument("dir", help="the folder `lower` wrote (its points.jsonl)")
     mg.add_argument("raw", nargs="+", help="raw.jsonl files of `measure`, one per pass")
     mg.add_argument("-o", "--output", required=True)
     mg.add_argument("--held-out", help="every other point goes here instead")
     args = ap.parse_args()
-    {"lower": lower, "measure": measure, "merge": merge}[args.step](args)
+    {"lower": lower, "measure": measure, "stream": stream, "merge": merge}[args.step](args)
 
 
 if __name__ == "__main__":
