@@ -38,6 +38,7 @@ float dot_any(const float* x, const Tensor& w, int64_t row, int64_t k_len) {
 
 struct Quant {
   int64_t qdtype, group, n_groups;
+  int64_t ld;           // bytes from one weight row to the next
   const float* scales;  // the tile's rows [row0, row0 + N_tile) of scales, as fp32
   const float* zeros;   // same rows of zeros, or nullptr
   int64_t row0;
@@ -51,7 +52,7 @@ float dot_quant(const float* x, const float* xe, const float* xo, const float* g
   const float* s = q.scales + (row - q.row0) * q.n_groups;
   const float* z = q.zeros ? q.zeros + (row - q.row0) * q.n_groups : nullptr;
   const float offset = q.qdtype == 7 ? 8.0f : 0.0f;
-  const auto* base = static_cast<const uint8_t*>(w.data) + row * w.shape[1];
+  const auto* base = static_cast<const uint8_t*>(w.data) + row * q.ld;
   if (K == q.n_groups * q.group && (q.qdtype == 6 || q.group % 2 == 0)) {
     float acc = q.qdtype == 6 ? simd::dot_i8_scaled(x, reinterpret_cast<const int8_t*>(base),
                                                     q.n_groups, q.group, s)
@@ -93,7 +94,7 @@ void group_sums(const float* xr, int64_t K, const Quant& q, std::vector<float>& 
 // false when they have none for the weights' format or the quantisation's groups.
 bool tile_dots(const float* xr, const Tensor& w, int64_t n_off, int64_t n_tile, int64_t K,
                const Quant* q, float* acc, Workspace& ws) {
-  const int64_t ld = w.shape[1];
+  const int64_t ld = q ? q->ld : w.shape[1];
   float* scratch = ws.floats(8, static_cast<size_t>(simd::gemv_scratch(K, q ? q->n_groups : 0)));
   if (!q) {
     if (w.dtype == ir::DType::F32) {
@@ -156,7 +157,7 @@ Status k_gemm(const KernelArgs& a) {
   const int64_t qd = a.params.get(F::qdtype, 0);
   const bool quant = (qd == 6 || qd == 7) && a.in.size() >= 3;
   if (w.rank != 2) return kernel_error(fmt::format("{}: weight {} must be 2-D", op, describe(w)));
-  Quant q{qd, 0, 0, nullptr, nullptr, 0};
+  Quant q{qd, 0, 0, 0, nullptr, nullptr, 0};
   int64_t n_rows = w.shape[0];
   if (quant) {
     const Tensor& sc = a.in[2];
@@ -165,7 +166,10 @@ Status k_gemm(const KernelArgs& a) {
     n_rows = sc.shape[0];
     q.n_groups = sc.shape[1];
     q.group = a.params.get(F::group, K);
-    const int64_t wcols = qd == 7 ? (K + 1) / 2 : K;
+    const ir::Quant format = ir::quant_of(qd);
+    const int64_t wcols = ir::quant_weight_cols(format, w.dtype, K);
+    // An I4 row of n values takes ceil(n/2) bytes; a U8 (or I8) row a byte a column.
+    q.ld = w.dtype == ir::DType::I4 ? ir::quant_row_bytes(format, w.shape[1]) : w.shape[1];
     if (q.group <= 0 || q.n_groups <= 0 || w.shape[0] != n_rows || w.shape[1] < wcols)
       return kernel_error(
           fmt::format("{}: quantised weight {} / scales {} do not fit K={}, group={}", op,

@@ -107,7 +107,8 @@ inline constexpr int kFlagSplitKvPartial = 2;
 enum class Quant : uint8_t {
   None,  ///< not quantised
   Int8,  ///< qdtype 6 (I8): an int8 [N, K] weight
-  Int4,  ///< qdtype 7 (I4): a packed int4 [N, ceil(K/2)] weight (U8 or I4), low nibble first
+  Int4,  ///< qdtype 7 (I4): packed int4, low nibble first, each row on whole bytes: an I4 [N, K]
+         ///< weight (AMK's lowering: the logical shape, K even) or a U8 [N, ceil(K/2)] one
 };
 /// The format a `qdtype` param names (None for any other value).
 constexpr Quant quant_of(int64_t qdtype) {
@@ -120,9 +121,14 @@ constexpr Quant quant_of(int64_t qdtype) {
 constexpr Quant gemv_quant(int64_t qdtype, size_t n_inputs) {
   return n_inputs >= 3 ? quant_of(qdtype) : Quant::None;
 }
-/// Columns of a quantised weight row for K values (two per byte for Int4).
-constexpr int64_t quant_weight_cols(Quant q, int64_t K) {
+/// Bytes of a quantised weight row of K values (two per byte for Int4).
+constexpr int64_t quant_row_bytes(Quant q, int64_t K) {
   return q == Quant::Int4 ? (K + 1) / 2 : K;
+}
+/// The columns a quantised weight of dtype `d` declares for rows of K values: K, or for Int4
+/// stored as U8 bytes, its row bytes.
+constexpr int64_t quant_weight_cols(Quant q, DType d, int64_t K) {
+  return q == Quant::Int4 && d != DType::I4 ? quant_row_bytes(q, K) : K;
 }
 /// Whether a buffer of dtype `d` can hold weights stored in format `q`.
 constexpr bool quant_weight_dtype_ok(Quant q, DType d) {

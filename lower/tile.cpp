@@ -144,9 +144,10 @@ struct Tiler {
       bits = p.opt.quant == Quant::Int8 ? 8 : 4;
       group = std::min(p.opt.quant_group, K);
       n_groups = ceil_div(K, group);
+      // As AMK lowers it: I8 or packed I4 at the logical [N, K] (two nibbles a byte, each row
+      // packed on its own; its safetensors tensor is U8 [N, ceil(K/2)]).
       const int64_t qw = buffer(n.weight + ".qweight", BufferKind::WEIGHT,
-                                bits == 8 ? ir::DType::I8 : ir::DType::U8,
-                                {N, bits == 8 ? K : ceil_div(K, 2)}, true);
+                                bits == 8 ? ir::DType::I8 : ir::DType::I4, {N, K}, true);
       const int64_t sc =
           buffer(n.weight + ".scales", BufferKind::WEIGHT, ir::DType::F16, {N, n_groups}, true);
       w_in = {qw, sc};

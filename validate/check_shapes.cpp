@@ -181,16 +181,26 @@ void TaskShapes::gemv() {
            fmt::format("{} needs {} groups of {} for K={}, scales {} has {}", ir::quant_name(quant),
                        groups, group, K, in_ref(2), sc.shape[1]),
            "inputs/2");
-    const int64_t wcols = ir::quant_weight_cols(quant, K);
+    const bool logical = int4 && w.dtype == ir::DType::I4;
+    const int64_t wcols = ir::quant_weight_cols(quant, w.dtype, K);
     if (w.shape.size() != 2 || w.shape[0] != N || w.shape[1] != wcols)
       fail(kShapeGemv,
            fmt::format("{} weight {} must be [{}, {}]{}", int4 ? "packed int4" : "int8", in_ref(1),
-                       N, wcols, int4 ? " (two columns per byte)" : ""),
+                       N, wcols,
+                       !int4     ? ""
+                       : logical ? " (I4: the logical shape)"
+                                 : " (U8: two columns per byte)"),
+           "inputs/1");
+    else if (logical && K % 2 != 0)
+      fail(kShapeGemv,
+           fmt::format("packed int4 weight {} is I4 [{}, {}]: its rows are packed on whole bytes, "
+                       "which an I4 buffer of odd K does not size (declare it U8 [{}, {}])",
+                       in_ref(1), N, K, N, ir::quant_row_bytes(quant, K)),
            "inputs/1");
     if (!ir::quant_weight_dtype_ok(quant, w.dtype))
       fail(kShapeGemv,
-           fmt::format("qdtype {} needs a {} weight, {} is {}", qd, int4 ? "U8 (packed)" : "I8",
-                       in_ref(1), ir::name(w.dtype)),
+           fmt::format("qdtype {} needs a {} weight, {} is {}", qd,
+                       int4 ? "I4 or U8 (packed)" : "I8", in_ref(1), ir::name(w.dtype)),
            "inputs/1");
   } else {
     if (w.shape.size() != 2) {
