@@ -232,9 +232,28 @@ def points_round6():
     return p
 
 
+def points_round7():
+    """Int4 weights (group 128), lowered as AMK lowers them (packed I4 at the logical [N, K]) and
+    predicted before they ran under amk-cuda as fitted to int8 (quant_*: AMK's int4 GEMV loads
+    the same 16-byte vectors of four columns, each now 32 weights)."""
+    best = cfg(N_tile=16, pipelining_depth=0)
+    p = []
+    m = "small-4L"
+    p += [(f"{m} int4 base", m, "BF16", cfg(), False, 0),
+          (f"{m} int4 depth 0", m, "BF16", cfg(pipelining_depth=0), False, 0),
+          (f"{m} int4 N_tile 16 depth 0", m, "BF16", best, False, 0),
+          (f"{m} int4 threads 128", m, "BF16", cfg(threads_per_block=128), False, 0)]
+    for m in ("llama-3.2-1b", "tinyllama-1.1b"):
+        p += [(f"{m} int4 base", m, "BF16", cfg(), False, 0),
+              (f"{m} int4 N_tile 16 depth 0", m, "BF16", best, False, 0)]
+    p += [("smollm2-135m int4 base", "smollm2-135m", "BF16", cfg(), False, 0),
+          ("toy-2L int4 base", "toy-2L", "BF16", cfg(), False, 0)]
+    return p
+
+
 ROUNDS = {"1": points, "2": points_round2, "3": points_round3, "4": points_round4,
-          "5": points_round5, "6": points_round6}
-QUANT = {"4": "int8", "5": "int8"}  # a round lowered with --quant
+          "5": points_round5, "6": points_round6, "7": points_round7}
+QUANT = {"4": "int8", "5": "int8", "7": "int4"}  # a round lowered with --quant
 TARGET = {"6": "h200"}  # a round for another chip than the H100
 
 
@@ -283,9 +302,15 @@ def measure(args):
     def weight(b):
         key = b.source or b.name
         dt = _torch_dtype(b.dtype)
+        shape = tuple(b.shape)
+        if b.dtype == DType.I4:  # packed bytes, as AMK's quantizer stores them: uint8 [N, K/2]
+            shape, dt = shape[:-1] + ((shape[-1] + 1) // 2,), torch.uint8
         w = weights.get(key)
-        if w is None or tuple(w.shape) != tuple(b.shape) or w.dtype != dt:
-            w = (torch.randn(tuple(b.shape), generator=gen, device="cuda") * 0.02).to(dt)
+        if w is None or tuple(w.shape) != shape or w.dtype != dt:
+            if b.dtype == DType.I4:
+                w = torch.randint(0, 256, shape, generator=gen, device="cuda", dtype=dt)
+            else:
+                w = (torch.randn(shape, generator=gen, device="cuda") * 0.02).to(dt)
             weights[key] = w
         return w
 
@@ -419,7 +444,8 @@ def main():
     lo.add_argument("dir")
     lo.add_argument("--round", choices=sorted(ROUNDS), default="1",
                     help="1: the points amk-cuda is fitted to and tested on; 2 and 3: chosen "
-                    "after it, and after round 2; 4: int8 weights; 5: int8 after its fit; 6: an H200")
+                    "after it, and after round 2; 4: int8 weights; 5: int8 after its fit; 6: an H200; "
+                    "7: int4 weights")
     me = sub.add_parser("measure", help="time every lowered point on AMK's CUDA megakernel")
     me.add_argument("dir")
     me.add_argument("--amk", required=True, help="a checkout of RightNow-AI/AutoMegaKernel")
