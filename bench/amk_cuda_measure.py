@@ -233,9 +233,11 @@ def points_round6():
 
 
 def points_round7():
-    """Int4 weights (group 128), lowered as AMK lowers them (packed I4 at the logical [N, K]) and
-    predicted before they ran under amk-cuda as fitted to int8 (quant_*: AMK's int4 GEMV loads
-    the same 16-byte vectors of four columns, each now 32 weights)."""
+    """Int4 weights (group 128), predicted before they ran under amk-cuda as fitted to int8
+    (quant_*: AMK's int4 GEMV loads the same 16-byte vectors of four columns, each now 32
+    weights). Round 7 ran them lowered by amk at bf98958, which declared int4 as AMK's lowering
+    does (packed I4 at the logical [N, K]); round 8 runs them as amk lowers them since, the
+    bytes they are (U8 [N, K/2])."""
     best = cfg(N_tile=16, pipelining_depth=0)
     p = []
     m = "small-4L"
@@ -252,8 +254,8 @@ def points_round7():
 
 
 ROUNDS = {"1": points, "2": points_round2, "3": points_round3, "4": points_round4,
-          "5": points_round5, "6": points_round6, "7": points_round7}
-QUANT = {"4": "int8", "5": "int8", "7": "int4"}  # a round lowered with --quant
+          "5": points_round5, "6": points_round6, "7": points_round7, "8": points_round7}
+QUANT = {"4": "int8", "5": "int8", "7": "int4", "8": "int4"}  # a round lowered with --quant
 TARGET = {"6": "h200"}  # a round for another chip than the H100
 
 
@@ -445,7 +447,7 @@ def main():
     lo.add_argument("--round", choices=sorted(ROUNDS), default="1",
                     help="1: the points amk-cuda is fitted to and tested on; 2 and 3: chosen "
                     "after it, and after round 2; 4: int8 weights; 5: int8 after its fit; 6: an H200; "
-                    "7: int4 weights")
+                    "7 and 8: int4 weights (7: as I4, at bf98958)")
     me = sub.add_parser("measure", help="time every lowered point on AMK's CUDA megakernel")
     me.add_argument("dir")
     me.add_argument("--amk", required=True, help="a checkout of RightNow-AI/AutoMegaKernel")

@@ -215,8 +215,8 @@ ir::Status check_options(const ModelSpec& m, const LowerOptions& opt) {
                                  m.max_seq, m.name));
   if (opt.quant != Quant::None && opt.quant_group < 1)
     return ir::error("lower.option", "the quantisation group must be >= 1");
-  // An I4 weight [N, K] packs each row on whole bytes, which only an even K sizes.
-  if (opt.quant == Quant::Int4 && (m.hidden % 2 != 0 || m.intermediate % 2 != 0))
+  // An I4 weight [N, K] (--amk-compat) packs each row on whole bytes, which only an even K sizes.
+  if (opt.quant == Quant::Int4 && opt.amk_compat && (m.hidden % 2 != 0 || m.intermediate % 2 != 0))
     return ir::error("lower.option",
                      fmt::format("int4 needs even rows: model {} has hidden {} and intermediate {}",
                                  m.name, m.hidden, m.intermediate));

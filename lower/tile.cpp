@@ -144,10 +144,16 @@ struct Tiler {
       bits = p.opt.quant == Quant::Int8 ? 8 : 4;
       group = std::min(p.opt.quant_group, K);
       n_groups = ceil_div(K, group);
-      // As AMK lowers it: I8 or packed I4 at the logical [N, K] (two nibbles a byte, each row
-      // packed on its own; its safetensors tensor is U8 [N, ceil(K/2)]).
+      // Int4 is two nibbles a byte, each row on whole bytes. --amk-compat declares it as AMK's
+      // lowering does, I4 at the logical [N, K]; amk's own lowering as the bytes they are, U8
+      // [N, ceil(K/2)]: AMK's CUDA VM sizes the L2 hint (pipelining_depth > 0) of an I4 weight
+      // as 4-byte elements, 8x the tile's bytes from 8x its offset (measured 12x slower).
+      const bool i4 = bits == 4 && p.opt.amk_compat;
       const int64_t qw = buffer(n.weight + ".qweight", BufferKind::WEIGHT,
-                                bits == 8 ? ir::DType::I8 : ir::DType::I4, {N, K}, true);
+                                bits == 8 ? ir::DType::I8
+                                : i4      ? ir::DType::I4
+                                          : ir::DType::U8,
+                                {N, bits == 4 && !i4 ? ceil_div(K, 2) : K}, true);
       const int64_t sc =
           buffer(n.weight + ".scales", BufferKind::WEIGHT, ir::DType::F16, {N, n_groups}, true);
       w_in = {qw, sc};

@@ -352,21 +352,31 @@ TEST(Passes, KvBlockSplitsAttentionAndCombinesThePartials) {
 
 TEST(Passes, QuantisedAndReducedPrecisionLoweringsValidate) {
   for (Quant q : {Quant::Int8, Quant::Int4})
-    for (ir::DType d : {ir::DType::F32, ir::DType::BF16, ir::DType::F16}) {
-      LowerOptions o;
-      o.quant = q;
-      o.dtype = d;
-      o.quant_group = 32;
-      ir::Program p = must(run("toy-2L", "h100", default_config(), o));
-      expect_valid(p, "quant");
-      EXPECT_TRUE(p.meta.json()["quantized"].get<bool>());
-      const auto& t = p.tasks[2];
-      EXPECT_EQ(t.int_param("qdtype"), q == Quant::Int8 ? 6 : 7);
-      EXPECT_EQ(t.inputs.size(), 3u);
-      // The scales are fp16, as AMK's quantizer writes them and its CUDA GEMV reads them
-      // (F32 scales read as halves gave non-finite logits on the H100).
-      EXPECT_EQ(p.buffers[static_cast<size_t>(t.inputs[2])].dtype, ir::DType::F16);
-    }
+    for (ir::DType d : {ir::DType::F32, ir::DType::BF16, ir::DType::F16})
+      for (bool compat : {false, true}) {
+        LowerOptions o;
+        o.quant = q;
+        o.dtype = d;
+        o.quant_group = 32;
+        o.amk_compat = compat;
+        ir::Program p = must(run("toy-2L", "h100", default_config(), o));
+        expect_valid(p, "quant");
+        EXPECT_TRUE(p.meta.json()["quantized"].get<bool>());
+        const auto& t = p.tasks[2];
+        EXPECT_EQ(t.int_param("qdtype"), q == Quant::Int8 ? 6 : 7);
+        EXPECT_EQ(t.inputs.size(), 3u);
+        // Int8 is I8 [N, K]; int4 the packed bytes U8 [N, K/2], or with --amk-compat I4 at the
+        // logical [N, K] as AMK's lowering declares it.
+        const ir::Buffer& w = p.buffers[static_cast<size_t>(t.inputs[1])];
+        const int64_t K = *t.int_param("K");
+        EXPECT_EQ(w.dtype, q == Quant::Int8 ? ir::DType::I8
+                           : compat         ? ir::DType::I4
+                                            : ir::DType::U8);
+        EXPECT_EQ(w.shape.back(), q == Quant::Int4 && !compat ? K / 2 : K);
+        // The scales are fp16, as AMK's quantizer writes them and its CUDA GEMV reads them
+        // (F32 scales read as halves gave non-finite logits on the H100).
+        EXPECT_EQ(p.buffers[static_cast<size_t>(t.inputs[2])].dtype, ir::DType::F16);
+      }
 }
 
 TEST(Passes, EveryTargetLowersEveryModelToAValidProgram) {
