@@ -91,9 +91,9 @@ TEST(Calibrate, PredictShowsEachPublishedPointWithinFifteenPercentUnderItsRuntim
 // keep their order and stay near them, where the profile fitted to AMK's published figures is
 // far off (most points 1.5-11x too slow).
 TEST(Calibrate, AmkCudaPredictsTheH100RunsItWasNotFittedTo) {
-  // The held-out half of round 1, round 3, round 5 (int8 weights) and round 6 (an H200, a chip
-  // the profile was not fitted on; configs whose predictions were recorded before they ran):
-  // each point within its bound, their order kept.
+  // The held-out half of round 1, round 3, round 5 (int8 weights), round 6 (an H200, a chip the
+  // profile was not fitted on) and round 8 (int4 weights; configs whose predictions were recorded
+  // before they ran): each point within its bound, their order kept.
   struct Set {
     const char* file;
     size_t points;
@@ -103,7 +103,8 @@ TEST(Calibrate, AmkCudaPredictsTheH100RunsItWasNotFittedTo) {
   for (const Set& set : {Set{"amk-cuda-h100.held-out.jsonl", 17, 25.0, 0.15},
                          Set{"amk-cuda-h100.round3.jsonl", 15, 30.0, 0.2},
                          Set{"amk-cuda-h100.round5.jsonl", 14, 25.0, 0.15, "int8"},
-                         Set{"amk-cuda-h200.round6.jsonl", 15, 30.0, 0.2}}) {
+                         Set{"amk-cuda-h200.round6.jsonl", 15, 30.0, 0.2},
+                         Set{"amk-cuda-h100.round8.jsonl", 10, 25.0, 0.2, "int4"}}) {
     const std::string file = (test::source_dir() / "bench" / "measured" / set.file).string();
     auto predict = [&](const char* runtime) {
       const test::RunResult r = run_amk(
