@@ -78,9 +78,11 @@ ProgramInfo program_info(const ir::Program& p, const std::optional<ir::Target>& 
   for (const ir::Diagnostic& d : in.verdict.errors)
     if (std::find(in.rules.begin(), in.rules.end(), d.code) == in.rules.end())
       in.rules.push_back(d.code);
-  if (in.target && (in.verdict.ok || unsafe))
-    in.cost =
-        targets::estimate(p, *in.target, runtime ? *runtime : targets::default_runtime(*in.target));
+  if (in.target && (in.verdict.ok || unsafe)) {
+    const targets::Runtime& rt = runtime ? *runtime : targets::default_runtime(*in.target);
+    in.cost = targets::estimate(p, *in.target, rt);
+    if (p.config) in.runtime_warnings = targets::runtime_limits(rt, *p.config, &p);
+  }
   in.capacities = validate::smallest_safe_capacities(p);
   for (const auto& t : p.tasks) {
     ++in.ops[std::string(ir::name(t.op))];
@@ -147,6 +149,7 @@ ojson ProgramInfo::json(const ir::Program& p, std::string_view file) const {
   if (cost) {  // the cost model's numbers under the names cost_json gives them everywhere
     ojson c = {{"target", target->name}};
     c.update(cost_json(*cost));
+    c["warnings"] = ir::to_json(runtime_warnings);
     j["cost"] = std::move(c);
   }
   return j;

@@ -47,6 +47,7 @@ struct ProgramInfo {
   ir::CriticalPath critical;
   std::optional<ir::Target> target;
   std::optional<targets::CostEstimate> cost;
+  ir::Diagnostics runtime_warnings;  ///< targets::runtime_limits of the program's config
   std::map<std::string, int64_t> ops, buffer_kinds;
   int64_t est_bytes = 0, est_flops = 0, weights = 0, waits = 0;
   /// The runtime's smallest safe capacities (validate::smallest_safe_capacities).

@@ -92,7 +92,10 @@ void print_info(const ir::Program& p, const app::ProgramInfo& in, const std::str
         cost->amk_makespan_us, cost->floor_us, cost->breakdown.launch_us,
         cost->breakdown.dispatch_us, cost->breakdown.dependency_us, cost->breakdown.sync_us,
         cost->breakdown.memory_us, cost->breakdown.compute_us, cost->bytes_in_flight);
-  else if (tgt && !verdict.ok)
+  if (cost)
+    for (const ir::Diagnostic& d : in.runtime_warnings)
+      std::cout << fmt::format("  warning: {} [{}] at /config{}\n", d.message, d.code, d.pointer);
+  if (!cost && tgt && !verdict.ok)
     std::cout << "  cost: no prediction for a rejected program (--unsafe to force one)\n";
 }
 

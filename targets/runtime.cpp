@@ -28,6 +28,7 @@ constexpr std::array<std::string_view, 2> kPlacement = {"loader", "dynamic"};
 constexpr std::array<std::string_view, 3> kStaging = {"registers", "shared", "fixed"};
 constexpr std::array<std::string_view, 3> kPrefetch = {"none", "l2", "shared"};
 constexpr std::array<std::string_view, 2> kFused = {"run", "trap"};
+constexpr std::array<std::string_view, 2> kI4Hint = {"exact", "oversized"};
 constexpr double kBig = 1e12;
 
 // The one list of a runtime file's fields (besides "sources" and "fit", which are free-form).
@@ -54,6 +55,13 @@ const RuntimeField kFields[] = {
      "has no such opcode and aborts the run); lower warns about a config that fuses for a runtime "
      "that traps, and a search leaves fusion out. Absent: run",
      &Runtime::fused_tasks, nullptr, kFused, 0, 0, false, true},
+    {"i4_hint", "",
+     "how its L2 hint (prefetch l2) sizes a weight declared I4 (packed int4 at the logical [N, "
+     "K]): "
+     "exact, or oversized (as 4-byte elements: 8x its bytes from 8x its offset, which the model "
+     "does not price); lower and info warn about such a program at pipelining_depth > 0. Absent: "
+     "exact",
+     &Runtime::i4_hint, nullptr, kI4Hint, 0, 0, false, true},
     {"launch_us",
      "us",
      "once per run: the launch and the entry/exit barriers",
@@ -428,6 +436,22 @@ ir::Diagnostics runtime_limits(const Runtime& r, const ir::ScheduleConfig& c,
   const bool fuses = lowered ? std::any_of(lowered->tasks.begin(), lowered->tasks.end(),
                                            [](const ir::Task& t) { return t.op == ir::Op::FUSED; })
                              : groups.is_array() && !groups.empty();
+  const auto reads_i4 = [&](const ir::Task& t) {
+    return (t.op == ir::Op::GEMV_TILE || t.op == ir::Op::GEMM_TILE) && t.inputs.size() > 1 &&
+           t.inputs[1] >= 0 && t.inputs[1] < static_cast<int64_t>(lowered->buffers.size()) &&
+           lowered->buffers[static_cast<size_t>(t.inputs[1])].dtype == ir::DType::I4;
+  };
+  if (r.i4_hint == "oversized" && r.prefetch == "l2" && c.depth() > 0 && lowered &&
+      std::any_of(lowered->tasks.begin(), lowered->tasks.end(), reads_i4))
+    d.push_back(ir::warning(
+        "runtime.limit",
+        fmt::format("pipelining_depth {} hints the next GEMV's weights into L2, and runtime {} "
+                    "sizes the hint of an I4 weight as 4-byte elements (8x its bytes, from 8x "
+                    "its offset; AMK's VM ran small-4L int4 12x slower so): its prediction is for "
+                    "an executor that sizes it exactly (pipelining_depth 0, or the weight "
+                    "declared U8 [N, K/2], avoid it)",
+                    c.depth(), r.name),
+        "/pipelining_depth"));
   if (r.fused_tasks == "trap" && fuses)
     d.push_back(ir::warning(
         "runtime.limit",

@@ -27,6 +27,8 @@ struct Runtime {
   std::string prefetch;     ///< the next task's weights load before its dependency wait into:
                             ///< "none", "l2" or "shared"
   std::string fused_tasks;  ///< "run" (or empty) or "trap": whether it executes FUSED tasks
+  std::string i4_hint;      ///< "exact" (or empty) or "oversized": how its L2 hint sizes an I4
+                            ///< weight
   double launch_us = 0;     ///< once per run
   double dispatch_ns = 0;
   double barrier_ns = 0;
@@ -91,7 +93,8 @@ const Runtime& default_runtime(const TargetSpec& t);
 /// Warnings (`runtime.limit`, at the config field) for what `c` asks of runtime `r` that its
 /// launch refuses (threads_per_block above max_threads_per_block) or its executor cannot run
 /// (fusion_grouping where it traps on FUSED tasks; with `lowered`, only when that program has
-/// one): a prediction for such a config is one for an executor that would take it.
+/// one) or mis-sizes (with `lowered`: an L2 hint of I4 weights, i4_hint oversized): a
+/// prediction for such a config is one for an executor that would take it.
 ir::Diagnostics runtime_limits(const Runtime& r, const ir::ScheduleConfig& c,
                                const ir::Program* lowered = nullptr);
 /// `arg` (a name or a file) when given, else the target's default runtime.

@@ -303,6 +303,30 @@ TEST(CliInfo, AnUnsafeProgramIsMarkedRejectedAndGetsNoPrediction) {
   EXPECT_TRUE(j["cost"]["predicted_us"].is_number());
 }
 
+TEST(CliInfo, APredictionTheRuntimeCannotVouchForCarriesItsWarning) {
+  // int4 declared as AMK declares it (--amk-compat: I4 [N, K]) at depth 2: amk-cuda's L2 hint
+  // mis-sizes it; lower and info say so, and amk's own (U8) declaration says nothing.
+  const fs::path dir = test::temp_dir();
+  for (bool compat : {true, false}) {
+    const std::string f = (dir / (compat ? "i4.json" : "u8.json")).string();
+    std::vector<std::string> lower = {"lower", "toy-2L", "--target", "h100", "--quant", "int4",
+                                      "-o", f};
+    if (compat) lower.push_back("--amk-compat");
+    const auto l = run_amk(lower);
+    ASSERT_EQ(l.rc, 0) << l.err;
+    EXPECT_EQ(l.err.find("runtime.limit") != std::string::npos, compat) << l.err;
+    const auto r = run_amk({"info", f, "--json"});
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const auto w = nlohmann::json::parse(r.out)["cost"]["warnings"];
+    ASSERT_EQ(w.size(), compat ? 1u : 0u) << r.out;
+    if (compat) {
+      EXPECT_EQ(w[0]["code"], "runtime.limit");
+      const auto text = run_amk({"info", f});
+      EXPECT_NE(text.out.find("at /config/pipelining_depth"), std::string::npos) << text.out;
+    }
+  }
+}
+
 TEST(CliValidate, RepeatedWarningsOfOneRuleAreCountedAfterThreeAndListedInJsonAndAll) {
   const fs::path dir = test::temp_dir();
   const std::string f = (dir / "fused.json").string();

@@ -168,6 +168,41 @@ TEST(Runtimes, FusionForARuntimeThatTrapsOnFusedTasksIsAWarning) {
   EXPECT_EQ(bad.diagnostics.front().pointer, "/fused_tasks") << bad.diagnostics.front().message;
 }
 
+TEST(Runtimes, AnL2HintThatMisSizesI4WeightsIsAWarningAtDepthAboveZero) {
+  // AMK's VM sizes the L2 hint of an I4 weight as 4-byte elements (round 7 on the H100): a
+  // program whose GEMV reads an I4 weight warns at pipelining_depth > 0, not at 0, not for the
+  // same bytes declared U8, and not under a runtime that sizes it exactly.
+  const Runtime cuda = must_runtime("amk-cuda"), mpk = must_runtime("mpk");
+  EXPECT_EQ(cuda.i4_hint, "oversized");
+  EXPECT_EQ(mpk.i4_hint, "");
+  auto program = [](ir::DType d) {
+    ir::Program p;
+    const int64_t x = p.add_buffer("x", ir::BufferKind::IO_INPUT, ir::DType::F32, {1, 64});
+    const int64_t w = p.add_buffer("w", ir::BufferKind::WEIGHT, d,
+                                   {8, d == ir::DType::I4 ? int64_t{64} : int64_t{32}});
+    const int64_t s = p.add_buffer("s", ir::BufferKind::WEIGHT, ir::DType::F16, {8, 1});
+    const int64_t y = p.add_buffer("y", ir::BufferKind::IO_OUTPUT, ir::DType::F32, {1, 8});
+    ir::Task t;
+    t.op = ir::Op::GEMV_TILE;
+    t.inputs = {x, w, s};
+    t.outputs = {y};
+    t.out_counter = p.add_counter();
+    p.tasks.push_back(t);
+    return p;
+  };
+  const ir::Program i4 = program(ir::DType::I4), u8 = program(ir::DType::U8);
+  ir::ScheduleConfig c = ir::ScheduleConfig::defaults();  // depth 2
+  const ir::Diagnostics d = runtime_limits(cuda, c, &i4);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].code, "runtime.limit");
+  EXPECT_EQ(d[0].pointer, "/pipelining_depth");
+  EXPECT_TRUE(runtime_limits(cuda, c, &u8).empty());
+  EXPECT_TRUE(runtime_limits(cuda, c).empty()) << "no program: nothing to say";
+  EXPECT_TRUE(runtime_limits(mpk, c, &i4).empty());
+  c.pipelining_depth = ir::JsonValue(nlohmann::ordered_json(0));
+  EXPECT_TRUE(runtime_limits(cuda, c, &i4).empty());
+}
+
 TEST(Runtimes, ALaunchLimitIsOptionalAndAConfigAboveItIsAWarning) {
   const Runtime cuda = must_runtime("amk-cuda"), mpk = must_runtime("mpk");
   EXPECT_EQ(cuda.max_threads_per_block, 256) << "amk-cuda's loader refuses more";
