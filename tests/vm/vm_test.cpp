@@ -3,6 +3,7 @@
 // end instead of hanging, kernel failures that end the run cleanly, placement and bindings.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -24,6 +25,52 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// The logits of AMK's CUDA megakernel on an H100 (RightNow-AI/AutoMegaKernel a514bbc) for toy-2L
+// lowered by amk in five weight formats, one decode step (token 11, pos 0) on seeded random
+// weights: tests/vm/amk_cuda/, made by bench/amk_cuda_numerics.py. amk's VM gives the same
+// logits. fp32, bf16 and int4 (as amk and as AMK declare it) within fp32 rounding; int8 within
+// two bf16 steps of the largest logit: its activations are bf16, its weights reach 2.5, and a
+// sum that rounds the other way in one bf16 activation of layer 0 moves layer 1 by a bf16 step
+// (amk's AVX2 and scalar kernels give AMK's logits within 3e-6, its AVX-512 one, which adds in
+// another order, within 0.16 of 27).
+TEST(VmAgainstAmkCuda, ReproducesTheLogitsOfAmksCudaMegakernelOnAnH100) {
+  const fs::path dir = test::source_dir() / "tests" / "vm" / "amk_cuda";
+  const fs::path tmp = test::temp_dir();
+  auto logits = [](const fs::path& f) {
+    auto st = test::must(SafeTensors::open(f.string()));
+    const StTensor* t = st->find("logits");
+    EXPECT_TRUE(t && t->dtype == StDType::F32) << f;
+    std::vector<float> v(t ? t->nbytes / 4 : 0);
+    if (t) std::memcpy(v.data(), t->data, v.size() * 4);
+    return v;
+  };
+  for (const char* name : {"fp32", "bf16", "int8", "int4", "int4-amk"})
+    for (const char* workers : {"1", "4"}) {
+      const fs::path base = dir / name;
+      const fs::path out = tmp / fmt::format("{}.{}.safetensors", name, workers);
+      const auto r = test::run_amk({"run", base.string() + ".json", "--weights",
+                                    base.string() + ".weights.safetensors", "--token-id", "11",
+                                    "--workers", workers, "-o", out.string()});
+      ASSERT_EQ(r.rc, 0) << name << ": " << r.err;
+      const std::vector<float> cuda = logits(base.string() + ".logits.safetensors"),
+                               mine = logits(out);
+      ASSERT_EQ(mine.size(), cuda.size()) << name;
+      ASSERT_FALSE(cuda.empty());
+      float top = 0, diff = 0;
+      for (size_t i = 0; i < cuda.size(); ++i) {
+        top = std::max(top, std::fabs(cuda[i]));
+        diff = std::max(diff, std::fabs(cuda[i] - mine[i]));
+      }
+      const bool int8 = std::string_view(name) == "int8";
+      // int8: two bf16 steps (8 bits of mantissa) of the largest logit.
+      const float bound = int8 ? top * 2 * std::ldexp(1.0f, -8) : top * 1e-5f;
+      EXPECT_LE(diff, bound) << name << " with " << workers << " workers: largest logit " << top;
+      EXPECT_EQ(std::max_element(mine.begin(), mine.end()) - mine.begin(),
+                std::max_element(cuda.begin(), cuda.end()) - cuda.begin())
+          << name;
+    }
+}
 
 // Tensors kept alive next to their safetensors image.
 struct Blob {
