@@ -4,12 +4,15 @@ same weights, one decode step each; the logits of both side by side.
 
 Three steps, on two machines:
 
-  lower    (here, no GPU): lowers toy-2L in each weight format into DIR (fp32, bf16, int8, int4 as
-           amk declares it, int4 as AMK declares it), at pipelining_depth 0.
-  run      (on a CUDA machine with PyTorch and nvcc): draws seeded random weights for each program
-           (int8 levels in [-127, 127], int4 bytes, fp16 scales in [0.002, 0.02], norms near 1),
-           writes them to DIR/NAME.weights.safetensors, runs the program once on AMK's CUDA VM
-           (token 11 at pos 0, KV caches zero) and writes its logits to DIR/NAME.logits.safetensors.
+  lower    (here, no GPU): lowers a model (default toy-2L; --model NAME or spec file) in each weight
+           format into DIR (fp32, bf16, int8, int4 as amk declares it, int4 as AMK declares it), at
+           pipelining_depth 0; --weights also writes each program's weights (amk gen-weights,
+           seeded) as DIR/NAME.weights.safetensors, for a model too big to bring them back.
+  run      (on a CUDA machine with PyTorch and nvcc): for each program, takes its weights from
+           DIR/NAME.weights.safetensors when there is one, else draws seeded random ones (int8
+           levels in [-127, 127], int4 bytes, fp16 scales in [0.002, 0.02], norms near 1) and
+           writes them there; runs the program once on AMK's CUDA VM (token 11 at pos 0, KV caches
+           zero) and writes its logits to DIR/NAME.logits.safetensors.
   compare  (here): runs each program on amk's VM (`amk run --weights`) and prints, for each, the
            largest |logit difference|, the largest |logit| and whether the argmax agrees.
 
@@ -31,7 +34,7 @@ VARIANTS = [  # name, amk lower options
     ("int4", ["--dtype", "BF16", "--quant", "int4"]),
     ("int4-amk", ["--dtype", "BF16", "--quant", "int4", "--amk-compat"]),
 ]
-MODEL = "toy-2L"
+MODEL = "toy-2L"  # the default model
 TOKEN = 11
 
 
@@ -62,14 +65,22 @@ def write_safetensors(path, tensors):
 def lower(args):
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     os.makedirs(args.dir, exist_ok=True)
+    model = args.model if os.path.exists(args.model) else os.path.join(root, "schedules",
+                                                                         args.model + ".json")
     for name, opts in VARIANTS:
-        cmd = [args.amk, "lower", os.path.join(root, "schedules", MODEL + ".json"), "--target",
+        if name not in args.only.split(","):
+            continue
+        cmd = [args.amk, "lower", model, "--target",
                "h100", "--config", '{"pipelining_depth": 0}', "-o",
                os.path.join(args.dir, name + ".json")] + opts
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"{name}: amk lower failed:\n{r.stderr}")
         print(f"{name}: {r.stderr.strip().splitlines()[-1]}")
+        if args.weights:
+            base = os.path.join(args.dir, name)
+            subprocess.run([args.amk, "gen-weights", base + ".json", "-o",
+                            base + ".weights.safetensors"], check=True, capture_output=True)
 
 
 def run(args):
@@ -83,11 +94,19 @@ def run(args):
                DType.U8: "U8", DType.I32: "I32"}
     torch_of = {DType.F32: torch.float32, DType.BF16: torch.bfloat16, DType.F16: torch.float16}
     print(torch.cuda.get_device_name(0), flush=True)
+    torch_st = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16,
+                "I8": torch.int8, "U8": torch.uint8, "I32": torch.int32}
     for name, _ in VARIANTS:
+        if not os.path.exists(os.path.join(args.dir, name + ".json")):
+            continue
         prog = MegakernelProgram.load(os.path.join(args.dir, name + ".json"))
         gen = torch.Generator().manual_seed(0)
         ws, files = {}, {}
-        for b in prog.buffers:
+        given = os.path.join(args.dir, name + ".weights.safetensors")
+        if os.path.exists(given):  # the weights amk drew here
+            for k, (dt, shape, raw) in read_safetensors(given).items():
+                ws[k] = torch.frombuffer(bytearray(raw), dtype=torch_st[dt]).reshape(shape)
+        for b in [] if ws else prog.buffers:
             if b.kind not in (BufferKind.WEIGHT, BufferKind.CONST):
                 continue
             key = b.source or b.name
@@ -107,7 +126,8 @@ def run(args):
             dt = DType.U8 if b.dtype == DType.I4 else b.dtype
             raw = t.contiguous().view(torch.uint8).numpy().tobytes()
             files[key] = (st_name[dt], list(t.shape), raw)
-        write_safetensors(os.path.join(args.dir, name + ".weights.safetensors"), files)
+        if files:
+            write_safetensors(given, files)
         inputs = {}
         for b in prog.buffers:
             if b.kind == BufferKind.IO_INPUT:
@@ -126,6 +146,8 @@ def run(args):
 def compare(args):
     for name, _ in VARIANTS:
         base = os.path.join(args.dir, name)
+        if not os.path.exists(base + ".logits.safetensors"):
+            continue
         out = base + ".amk.safetensors"
         r = subprocess.run([args.amk, "run", base + ".json", "--weights",
                             base + ".weights.safetensors", "--token-id", str(TOKEN), "-o", out],
@@ -150,6 +172,10 @@ def main():
     lo = sub.add_parser("lower", help="lower toy-2L in every weight format (no GPU)")
     lo.add_argument("amk")
     lo.add_argument("dir")
+    lo.add_argument("--model", default=MODEL, help="a built-in model or a model spec file")
+    lo.add_argument("--only", default=",".join(v[0] for v in VARIANTS),
+                    help="the formats to lower, comma-separated")
+    lo.add_argument("--weights", action="store_true", help="write the weights here too")
     ru = sub.add_parser("run", help="random weights and AMK's CUDA logits (on the GPU)")
     ru.add_argument("dir")
     ru.add_argument("--amk", required=True, help="a checkout of RightNow-AI/AutoMegaKernel")
