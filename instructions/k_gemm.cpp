@@ -170,6 +170,9 @@ Status k_gemm(const KernelArgs& a) {
     const int64_t wcols = ir::quant_weight_cols(format, w.dtype, K);
     // An I4 row of n values takes ceil(n/2) bytes; a U8 (or I8) row a byte a column.
     q.ld = w.dtype == ir::DType::I4 ? ir::quant_row_bytes(format, w.shape[1]) : w.shape[1];
+    if (w.dtype == ir::DType::I4 && w.shape[1] % 2 != 0)  // its buffer holds ceil(N K / 2) bytes
+      return kernel_error(fmt::format(
+          "{}: I4 weight {} of odd width cannot pack its rows on whole bytes", op, describe(w)));
     if (q.group <= 0 || q.n_groups <= 0 || w.shape[0] != n_rows || w.shape[1] < wcols)
       return kernel_error(
           fmt::format("{}: quantised weight {} / scales {} do not fit K={}, group={}", op,

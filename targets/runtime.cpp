@@ -56,11 +56,10 @@ const RuntimeField kFields[] = {
      "that traps, and a search leaves fusion out. Absent: run",
      &Runtime::fused_tasks, nullptr, kFused, 0, 0, false, true},
     {"i4_hint", "",
-     "how its L2 hint (prefetch l2) sizes a weight declared I4 (packed int4 at the logical [N, "
-     "K]): "
-     "exact, or oversized (as 4-byte elements: 8x its bytes from 8x its offset, which the model "
-     "does not price); lower and info warn about such a program at pipelining_depth > 0. Absent: "
-     "exact",
+     "how its L2 hint (prefetch l2) sizes a weight declared I4, packed int4 at the logical "
+     "shape: exact, or oversized (as 4-byte elements: 8x its bytes from 8x its offset, which the "
+     "model does not price); lower and info warn about such a program at pipelining_depth > 0. "
+     "Absent: exact",
      &Runtime::i4_hint, nullptr, kI4Hint, 0, 0, false, true},
     {"launch_us",
      "us",

@@ -263,6 +263,22 @@ TEST(GemvReference, QuantisedInt8AndInt4AsU8OrI4WithRaggedGroupsAndZerosMatchDou
   simd::use_isa("best");
 }
 
+TEST(GemvReference, AnI4WeightOfOddWidthIsAKernelErrorNotARead) {
+  // I4 [N, K] of odd K: its buffer holds ceil(N K / 2) bytes, fewer than N rows of ceil(K / 2)
+  // (the validator rejects it; a run that skips the validator must not read past it).
+  Workspace ws;
+  const int64_t K = 7, N = 4;
+  Owned x(ir::DType::F32, {1, K}), w(ir::DType::I4, {N, K}), sc(ir::DType::F16, {N, 1}),
+      out(ir::DType::F32, {1, N});
+  ir::Task t =
+      task(ir::Op::GEMV_TILE, {{"K", K}, {"N_tile", N}, {"n_off", 0}, {"qdtype", 7}, {"group", K}});
+  std::vector<Tensor> in{x.t, w.t, sc.t};
+  Status s = run_task(t, in, std::span<const Tensor>(&out.t, 1), ws);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(ir::error_messages(s.diagnostics).find("odd width"), std::string::npos)
+      << ir::error_messages(s.diagnostics);
+}
+
 void naive_attention(const Owned& q, const Owned& k, const Owned& v, int64_t nh, int64_t nkv,
                      int64_t hd, int64_t start, int64_t len, double scale,
                      std::vector<double>& out) {
