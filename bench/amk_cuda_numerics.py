@@ -23,6 +23,7 @@ Three steps, on two machines:
 import argparse
 import json
 import os
+import random
 import struct
 import subprocess
 import sys
@@ -70,17 +71,33 @@ def lower(args):
     for name, opts in VARIANTS:
         if name not in args.only.split(","):
             continue
-        cmd = [args.amk, "lower", model, "--target",
-               "h100", "--config", '{"pipelining_depth": 0}', "-o",
-               os.path.join(args.dir, name + ".json")] + opts
+        config = {"pipelining_depth": 0}
+        if args.partitions:
+            config["tiling"] = {"attention": {"n_partitions": args.partitions}}
+        cmd = [args.amk, "lower", model, "--target", "h100", "--pos", str(args.pos), "--config",
+               json.dumps(config), "-o", os.path.join(args.dir, name + ".json")] + opts
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"{name}: amk lower failed:\n{r.stderr}")
         print(f"{name}: {r.stderr.strip().splitlines()[-1]}")
+        base = os.path.join(args.dir, name)
         if args.weights:
-            base = os.path.join(args.dir, name)
             subprocess.run([args.amk, "gen-weights", base + ".json", "-o",
                             base + ".weights.safetensors"], check=True, capture_output=True)
+        if args.pos > 0:  # KV caches holding seeded values: the positions before pos are read
+            rng = random.Random(1)
+            kv = {}
+            with open(base + ".json") as f:
+                prog = json.load(f)
+            for b in prog["buffers"]:
+                if b["kind"] == "KV_CACHE":
+                    n = 1
+                    for d in b["shape"]:
+                        n *= d
+                    vals = [struct.pack("<f", rng.gauss(0, 1))[2:] for _ in range(n)]  # bf16
+                    assert b["dtype"] == "BF16", "the KV caches of a bf16 program"
+                    kv[b["name"]] = ("BF16", b["shape"], b"".join(vals))
+            write_safetensors(base + ".kv.safetensors", kv)
 
 
 def run(args):
@@ -129,12 +146,18 @@ def run(args):
         if files:
             write_safetensors(given, files)
         inputs = {}
+        pos = int((prog.meta or {}).get("pos", 0))
         for b in prog.buffers:
             if b.kind == BufferKind.IO_INPUT:
-                v = TOKEN if b.name == "token_id" else 0
+                v = TOKEN if b.name == "token_id" else pos if b.name == "pos" else 0
                 inputs[b.name] = torch.full(tuple(b.shape), v, dtype=torch.int32)
         vm = MegakernelVM(prog, {k: v.cuda() for k, v in ws.items()}, device="cuda")
-        out = vm.run(inputs, kv={})
+        kv = {}
+        if os.path.exists(os.path.join(args.dir, name + ".kv.safetensors")):
+            for k, (dt, shape, raw) in read_safetensors(
+                    os.path.join(args.dir, name + ".kv.safetensors")).items():
+                kv[k] = torch.frombuffer(bytearray(raw), dtype=torch_st[dt]).reshape(shape).cuda()
+        out = vm.run(inputs, kv=kv)
         logits = out["logits"].float().cpu().contiguous()
         write_safetensors(os.path.join(args.dir, name + ".logits.safetensors"),
                           {"logits": ("F32", list(logits.shape),
@@ -149,9 +172,11 @@ def compare(args):
         if not os.path.exists(base + ".logits.safetensors"):
             continue
         out = base + ".amk.safetensors"
-        r = subprocess.run([args.amk, "run", base + ".json", "--weights",
-                            base + ".weights.safetensors", "--token-id", str(TOKEN), "-o", out],
-                           capture_output=True, text=True)
+        cmd = [args.amk, "run", base + ".json", "--weights", base + ".weights.safetensors",
+               "--token-id", str(TOKEN), "-o", out]
+        if os.path.exists(base + ".kv.safetensors"):
+            cmd += ["--kv", base + ".kv.safetensors"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             print(f"{name}: amk run failed: {r.stderr.strip()}")
             continue
@@ -176,6 +201,10 @@ def main():
     lo.add_argument("--only", default=",".join(v[0] for v in VARIANTS),
                     help="the formats to lower, comma-separated")
     lo.add_argument("--weights", action="store_true", help="write the weights here too")
+    lo.add_argument("--pos", type=int, default=0,
+                    help="decode position; above 0 the KV caches hold seeded values "
+                    "(DIR/NAME.kv.safetensors, bf16 programs)")
+    lo.add_argument("--partitions", type=int, default=0, help="split-KV partitions (n_partitions)")
     ru = sub.add_parser("run", help="random weights and AMK's CUDA logits (on the GPU)")
     ru.add_argument("dir")
     ru.add_argument("--amk", required=True, help="a checkout of RightNow-AI/AutoMegaKernel")
