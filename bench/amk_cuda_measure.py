@@ -160,21 +160,27 @@ def points_round3():
     return p
 
 
+def quant_points(fmt):
+    """The points rounds 4 and 7 share: AMK's defaults, depth 0, the search's best and 128
+    threads on small-4L, two of them on two 1B models, and smollm2-135m's defaults, all with
+    `fmt` weights."""
+    best = cfg(N_tile=16, pipelining_depth=0)
+    m = "small-4L"
+    p = [(f"{m} {fmt} base", m, "BF16", cfg(), False, 0),
+         (f"{m} {fmt} depth 0", m, "BF16", cfg(pipelining_depth=0), False, 0),
+         (f"{m} {fmt} N_tile 16 depth 0", m, "BF16", best, False, 0),
+         (f"{m} {fmt} threads 128", m, "BF16", cfg(threads_per_block=128), False, 0)]
+    for m in ("llama-3.2-1b", "tinyllama-1.1b"):
+        p += [(f"{m} {fmt} base", m, "BF16", cfg(), False, 0),
+              (f"{m} {fmt} N_tile 16 depth 0", m, "BF16", best, False, 0)]
+    p.append((f"smollm2-135m {fmt} base", "smollm2-135m", "BF16", cfg(), False, 0))
+    return p
+
+
 def points_round4():
     """Int8 weights (group 128, bf16 activations), which no earlier round had: AMK's dequantising
     GEMV. Every point of this round is lowered with --quant int8 (amk calibrate --quant int8)."""
-    best = cfg(N_tile=16, pipelining_depth=0)
-    p = []
-    m = "small-4L"
-    p += [(f"{m} int8 base", m, "BF16", cfg(), False, 0),
-          (f"{m} int8 depth 0", m, "BF16", cfg(pipelining_depth=0), False, 0),
-          (f"{m} int8 N_tile 16 depth 0", m, "BF16", best, False, 0),
-          (f"{m} int8 threads 128", m, "BF16", cfg(threads_per_block=128), False, 0)]
-    for m in ("llama-3.2-1b", "tinyllama-1.1b"):
-        p += [(f"{m} int8 base", m, "BF16", cfg(), False, 0),
-              (f"{m} int8 N_tile 16 depth 0", m, "BF16", best, False, 0)]
-    p.append(("smollm2-135m int8 base", "smollm2-135m", "BF16", cfg(), False, 0))
-    return p
+    return quant_points("int8")
 
 
 def points_round5():
@@ -238,19 +244,7 @@ def points_round7():
     weights). Round 7 ran them lowered by amk at bf98958, which declared int4 as AMK's lowering
     does (packed I4 at the logical [N, K]); round 8 runs them as amk lowers them since, the
     bytes they are (U8 [N, K/2])."""
-    best = cfg(N_tile=16, pipelining_depth=0)
-    p = []
-    m = "small-4L"
-    p += [(f"{m} int4 base", m, "BF16", cfg(), False, 0),
-          (f"{m} int4 depth 0", m, "BF16", cfg(pipelining_depth=0), False, 0),
-          (f"{m} int4 N_tile 16 depth 0", m, "BF16", best, False, 0),
-          (f"{m} int4 threads 128", m, "BF16", cfg(threads_per_block=128), False, 0)]
-    for m in ("llama-3.2-1b", "tinyllama-1.1b"):
-        p += [(f"{m} int4 base", m, "BF16", cfg(), False, 0),
-              (f"{m} int4 N_tile 16 depth 0", m, "BF16", best, False, 0)]
-    p += [("smollm2-135m int4 base", "smollm2-135m", "BF16", cfg(), False, 0),
-          ("toy-2L int4 base", "toy-2L", "BF16", cfg(), False, 0)]
-    return p
+    return quant_points("int4") + [("toy-2L int4 base", "toy-2L", "BF16", cfg(), False, 0)]
 
 
 ROUNDS = {"1": points, "2": points_round2, "3": points_round3, "4": points_round4,

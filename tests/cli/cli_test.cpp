@@ -309,8 +309,8 @@ TEST(CliInfo, APredictionTheRuntimeCannotVouchForCarriesItsWarning) {
   const fs::path dir = test::temp_dir();
   for (bool compat : {true, false}) {
     const std::string f = (dir / (compat ? "i4.json" : "u8.json")).string();
-    std::vector<std::string> lower = {"lower", "toy-2L", "--target", "h100", "--quant", "int4",
-                                      "-o", f};
+    std::vector<std::string> lower = {"lower",   "toy-2L", "--target", "h100",
+                                      "--quant", "int4",   "-o",       f};
     if (compat) lower.push_back("--amk-compat");
     const auto l = run_amk(lower);
     ASSERT_EQ(l.rc, 0) << l.err;
