@@ -57,8 +57,7 @@ struct StageEnds {
 /// The last proof of a Validator::set_incremental validator, for the next one to reuse.
 struct LastProof {
   bool valid = false;  ///< false until a proof completes (one that throws leaves it false)
-  ProgramImage image;  ///< the program proved
-  ProgramImage next;   ///< the program being proved (swapped in when done)
+  ProgramImage image;  ///< the program proved (overwritten by the next one's as it starts)
   Result result;       ///< its result
   RuleCounts counts;   ///< its diagnostics per code (kept or not)
   StageEnds ends;

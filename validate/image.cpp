@@ -17,12 +17,19 @@ namespace {
 
 constexpr uint64_t kUnset = 0xFF;  // a JsonValue never set (JSON types are 0..9)
 
-// Appends values to ProgramImage::Words; every variable-length value is preceded by its
-// length.
+// Writes values over ProgramImage::Words from its start, noting whether any word or the count
+// differs from what was there; every variable-length value is preceded by its length.
 class Writer {
  public:
-  explicit Writer(ProgramImage::Words& to) : to_(to), at_(to.w.data()), end_(at_ + to.w.size()) {}
-  ~Writer() { to_.n = static_cast<size_t>(at_ - to_.w.data()); }
+  // `changed` is set when the writer is done: whether the words written differ from those held.
+  Writer(ProgramImage::Words& to, bool& changed)
+      : to_(to), changed_(changed), at_(to.w.data()), end_(at_ + to.w.size()) {}
+  ~Writer() {
+    const auto n = static_cast<size_t>(at_ - to_.w.data());
+    // Words past the old count were compared with leftovers: the counts then differ anyway.
+    changed_ = differ_ != 0 || n != to_.n;
+    to_.n = n;
+  }
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
@@ -30,7 +37,10 @@ class Writer {
   void room(size_t k) {
     if (static_cast<size_t>(end_ - at_) < k) grow(k);
   }
-  void put(uint64_t v) { *at_++ = v; }
+  void put(uint64_t v) {
+    differ_ |= *at_ != v;
+    *at_++ = v;
+  }
   void u(uint64_t v) {
     room(1);
     put(v);
@@ -41,10 +51,14 @@ class Writer {
   void bytes(const void* data, size_t n) {
     const size_t words = (n + 7) / 8;
     if (static_cast<size_t>(end_ - at_) < words + 1) grow(words + 1);
-    *at_++ = n;
+    put(n);
     const auto* b = static_cast<const unsigned char*>(data);
-    for (size_t k = 0; k + 8 <= n; k += 8) std::memcpy(at_++, b + k, 8);
-    if (const size_t tail = n % 8) *at_++ = tail_word(b + n - tail, tail);
+    for (size_t k = 0; k + 8 <= n; k += 8) {
+      uint64_t v;
+      std::memcpy(&v, b + k, 8);
+      put(v);
+    }
+    if (const size_t tail = n % 8) put(tail_word(b + n - tail, tail));
   }
   // The `t` (1 to 7) bytes at `p` as a word, zero-padded (as memcpy into a zeroed word puts
   // them), formed in registers: bytes stored into a word in pieces and read back as one word
@@ -62,8 +76,8 @@ class Writer {
   void str(std::string_view s) { bytes(s.data(), s.size()); }
   void ints(const std::vector<int64_t>& v) {
     if (static_cast<size_t>(end_ - at_) < v.size() + 1) grow(v.size() + 1);
-    *at_++ = v.size();
-    for (int64_t x : v) *at_++ = static_cast<uint64_t>(x);
+    put(v.size());
+    for (int64_t x : v) put(static_cast<uint64_t>(x));
   }
   void num(const ir::Number& n) {
     const auto& [is_int, iv, fv] = n;
@@ -127,6 +141,10 @@ class Writer {
     end_ = to_.w.data() + to_.w.size();
   }
   ProgramImage::Words& to_;
+  bool& changed_;
+  // Whether a word written differed from the one it replaced (not a uint64_t, which the stores
+  // through at_ could alias: it stays in a register across them).
+  uint32_t differ_ = 0;
   uint64_t* at_;
   uint64_t* end_;
 };
@@ -259,43 +277,51 @@ void put(Writer& w, const std::optional<ir::ScheduleConfig>& c) {
 
 }  // namespace
 
-bool ProgramImage::Words::operator==(const Words& o) const {
-  return n == o.n && std::equal(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(n), o.w.begin());
-}
-
-void ProgramImage::build(const ir::Program& p) {
+ProgramImage::Changes ProgramImage::rebuild(const ir::Program& p) {
   const auto& [ir_version, abi_version, program_meta, target, buffers, counters, tasks,
                page_allocation, schedule_config, extra, runtime] = p;
-  Writer w(core);
-  w.str(ir_version);
-  w.str(abi_version);
-  w.u(target.has_value());
-  if (target) put(w, *target);
-  w.u(buffers.size());
-  for (const ir::Buffer& b : buffers) put(w, b);
-  w.u(counters.size());
-  for (const ir::Counter& c : counters) {
-    const auto& [init, note, counter_extra] = c;
-    w.i(init);
-    w.str(note);
-    w.json(counter_extra);
+  Changes changes;
+  {
+    Writer w(core, changes.core);
+    w.str(ir_version);
+    w.str(abi_version);
+    w.u(target.has_value());
+    if (target) put(w, *target);
+    w.u(buffers.size());
+    for (const ir::Buffer& b : buffers) put(w, b);
+    w.u(counters.size());
+    for (const ir::Counter& c : counters) {
+      const auto& [init, note, counter_extra] = c;
+      w.i(init);
+      w.str(note);
+      w.json(counter_extra);
+    }
+    w.u(tasks.size());
+    for (const ir::Task& t : tasks) put(w, t);
+    w.json(extra);
+    w.u(runtime.has_value());
+    if (runtime) put(w, *runtime);
   }
-  w.u(tasks.size());
-  for (const ir::Task& t : tasks) put(w, t);
-  w.json(extra);
-  w.u(runtime.has_value());
-  if (runtime) put(w, *runtime);
-  Writer s(sm);
-  for (const ir::Task& t : tasks) {
-    s.u(t.sm.has_value());
-    s.i(t.sm.value_or(0));
+  {
+    Writer s(sm, changes.sm);
+    for (const ir::Task& t : tasks) {
+      s.u(t.sm.has_value());
+      s.i(t.sm.value_or(0));
+    }
   }
-  Writer pw(pages);
-  put(pw, page_allocation);
-  Writer mw(meta);
-  mw.json(program_meta);
-  Writer cw(config);
-  put(cw, schedule_config);
+  {
+    Writer pw(pages, changes.pages);
+    put(pw, page_allocation);
+  }
+  {
+    Writer mw(meta, changes.meta);
+    mw.json(program_meta);
+  }
+  {
+    Writer cw(config, changes.config);
+    put(cw, schedule_config);
+  }
+  return changes;
 }
 
 }  // namespace amk::validate

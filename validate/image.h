@@ -13,19 +13,23 @@ namespace amk::validate {
 /// differ), whatever the proof reads. The tasks' SMs, the page allocation, meta and the config are
 /// kept apart; `core` holds everything else.
 struct ProgramImage {
-  /// Words and how many of them are in use (the memory only grows: a build writes no zeros).
+  /// Words and how many of them are in use (the memory only grows).
   struct Words {
     std::vector<uint64_t> w;
     size_t n = 0;
-    bool operator==(const Words& o) const;
+  };
+  /// Which parts a rebuild found different from the image it overwrote.
+  struct Changes {
+    bool core = true, sm = true, pages = true, meta = true, config = true;
   };
   Words core;    ///< versions, target, buffers, counters, tasks but their SMs, extra, runtime
   Words sm;      ///< each task's SM: presence, value
   Words pages;   ///< the page allocation
   Words meta;    ///< meta
   Words config;  ///< the schedule config
-  /// Writes the image of `p` (the memory is reused).
-  void build(const ir::Program& p);
+  /// Writes the image of `p` over the one held, word by word, and says which parts differ from
+  /// it (one pass: each word is compared as it is stored, where it is stored).
+  Changes rebuild(const ir::Program& p);
 };
 
 }  // namespace amk::validate

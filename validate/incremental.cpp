@@ -37,15 +37,14 @@ namespace {
 
 // The stages that read what changed: tasks' SMs (placement, capacity), the page allocation
 // (pages), meta (outputs), the config (capacity); anything else is proved in full.
-ProofPath path_between(const ProgramImage& last, const ProgramImage& next) {
+ProofPath path_of(const ProgramImage::Changes& c) {
   ProofPath path;
-  if (last.core != next.core) return path;
-  const bool sm = last.sm != next.sm;
+  if (c.core) return path;
   path.full = false;
-  path.placement = sm;
-  path.pages = last.pages != next.pages;
-  path.outputs = last.meta != next.meta;
-  path.capacity = sm || last.config != next.config;
+  path.placement = c.sm;
+  path.pages = c.pages;
+  path.outputs = c.meta;
+  path.capacity = c.sm || c.config;
   return path;
 }
 
@@ -129,12 +128,12 @@ Result prove_incrementally(Scratch& s, const ir::Program& p, Reuse reuse) {
     s.path = ProofPath{};
     return prove(s, p, nullptr);
   }
-  last.next.build(p);
-  const ProofPath path = last.valid ? path_between(last.image, last.next) : ProofPath{};
+  // The image of the last proof becomes p's; what it found changed picks the path.
+  const ProgramImage::Changes changes = last.image.rebuild(p);
+  const ProofPath path = last.valid ? path_of(changes) : ProofPath{};
   last.valid = false;
   StageEnds ends;
   Result r = path.full ? prove(s, p, &ends) : reprove(s, p, path, ends);
-  std::swap(last.image, last.next);
   last.result = r;
   last.counts = s.rule_count;
   last.ends = ends;
