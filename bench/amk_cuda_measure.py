@@ -247,24 +247,35 @@ def points_round7():
     return quant_points("int4") + [("toy-2L int4 base", "toy-2L", "BF16", cfg(), False, 0)]
 
 
+def hint_points(fmt, tiles):
+    """`fmt` weights at depths 0 and 2 (and 1 at N_tile 16) on each (model, N_tiles) of `tiles`."""
+    p = []
+    for m, ns in tiles:
+        for n in ns:
+            for d in ((0, 1, 2) if n == 16 and fmt == "int8" else (0, 2)):
+                p.append((f"{m} {fmt} N_tile {n} depth {d}", m, "BF16",
+                          cfg(N_tile=n, pipelining_depth=d), False, 0))
+    return p
+
+
 def points_round9():
     """Where AMK's L2 hint costs int8 (rounds 4 and 5: depth 2 ran 2-10% slower than depth 0,
     where amk-cuda predicts 3-5% faster): int8 at depths 0, 1 and 2, run on AMK's VM as it is and
     on two copies with one of its two hints taken out (the current GEMV's weights before its
     dependency wait; the next GEMV's before the current one computes)."""
-    p = []
-    for m, tiles in (("llama-3.2-1b", (16, 64)), ("small-4L", (16,))):
-        for n in tiles:
-            for d in ((0, 1, 2) if n == 16 else (0, 2)):
-                p.append((f"{m} int8 N_tile {n} depth {d}", m, "BF16",
-                          cfg(N_tile=n, pipelining_depth=d), False, 0))
-    return p
+    return hint_points("int8", (("llama-3.2-1b", (16, 64)), ("small-4L", (16,))))
+
+
+def points_round10():
+    """Round 9's question for int4 (as amk lowers it, U8 [N, K/2]), where round 8 had depth 2
+    help small-4L: depths 0 and 2, on AMK's VM as it is and without the next GEMV's hint."""
+    return hint_points("int4", (("llama-3.2-1b", (16, 64)), ("small-4L", (16, 64))))
 
 
 ROUNDS = {"1": points, "2": points_round2, "3": points_round3, "4": points_round4,
           "5": points_round5, "6": points_round6, "7": points_round7, "8": points_round7,
-          "9": points_round9}
-QUANT = {"4": "int8", "5": "int8", "7": "int4", "8": "int4", "9": "int8"}  # lowered with --quant
+          "9": points_round9, "10": points_round10}
+QUANT = {"4": "int8", "5": "int8", "7": "int4", "8": "int4", "9": "int8", "10": "int4"}  # lowered with --quant
 TARGET = {"6": "h200"}  # a round for another chip than the H100
 
 
@@ -456,7 +467,7 @@ def main():
     lo.add_argument("--round", choices=sorted(ROUNDS), default="1",
                     help="1: the points amk-cuda is fitted to and tested on; 2 and 3: chosen "
                     "after it, and after round 2; 4: int8 weights; 5: int8 after its fit; 6: an H200; "
-                    "7 and 8: int4 weights (7: as I4, at bf98958); 9: int8 with AMK's hints taken out")
+                    "7 and 8: int4 weights (7: as I4, at bf98958); 9 and 10: int8 and int4 with AMK's hints taken out")
     me = sub.add_parser("measure", help="time every lowered point on AMK's CUDA megakernel")
     me.add_argument("dir")
     me.add_argument("--amk", required=True, help="a checkout of RightNow-AI/AutoMegaKernel")
