@@ -29,6 +29,7 @@ constexpr std::array<std::string_view, 3> kStaging = {"registers", "shared", "fi
 constexpr std::array<std::string_view, 3> kPrefetch = {"none", "l2", "shared"};
 constexpr std::array<std::string_view, 2> kFused = {"run", "trap"};
 constexpr std::array<std::string_view, 2> kI4Hint = {"exact", "oversized"};
+constexpr std::array<std::string_view, 2> kQuantHint = {"beside", "ahead"};
 constexpr double kBig = 1e12;
 
 // The one list of a runtime file's fields (besides "sources" and "fit", which are free-form).
@@ -61,6 +62,12 @@ const RuntimeField kFields[] = {
      "model does not price); lower and info warn about such a program at pipelining_depth > 0. "
      "Absent: exact",
      &Runtime::i4_hint, nullptr, kI4Hint, 0, 0, false, true},
+    {"quant_hint", "",
+     "where a dequantising GEMV's own loads stand against the L2 hint (prefetch l2) of the next "
+     "weight task within pipelining_depth that its worker issues before it computes: beside it "
+     "(the hint fills the worker's share of HBM that the GEMV leaves), or ahead of them (the "
+     "GEMV streams once the hinted bytes have come at that share). Absent: beside",
+     &Runtime::quant_hint, nullptr, kQuantHint, 0, 0, false, true},
     {"launch_us",
      "us",
      "once per run: the launch and the entry/exit barriers",

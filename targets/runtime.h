@@ -29,6 +29,8 @@ struct Runtime {
   std::string fused_tasks;  ///< "run" (or empty) or "trap": whether it executes FUSED tasks
   std::string i4_hint;      ///< "exact" (or empty) or "oversized": how its L2 hint sizes an I4
                             ///< weight
+  std::string quant_hint;   ///< "beside" (or empty) or "ahead": a dequantising GEMV's loads
+                            ///< against the next task's L2 hint
   double launch_us = 0;     ///< once per run
   double dispatch_ns = 0;
   double barrier_ns = 0;

@@ -96,6 +96,7 @@ Machine::Machine(const ir::ScheduleConfig* c, const ir::Target& hw, const Runtim
   remote = rt.remote_ns * 1e-3;
   poll_half = rt.poll_ns * 0.5e-3;
   dynamic = rt.placement == "dynamic";
+  quant_hint_ahead = rt.quant_hint == "ahead";
   if (rt.prefetch == "l2" && depth > 0) {
     prefetch = Prefetch::L2;
     prefetch_cap = hw.l2_bytes.as_double() / workers;
@@ -197,6 +198,9 @@ struct Simulator::State {
   std::vector<double> drain_rate;  // the rate it streamed at
   std::optional<ir::FreeTimes> dyn;  // dynamic placement's earliest-free query
   size_t depth = 0;
+  std::vector<double> hint_next;  // by task: bytes of the next weight task its worker hints
+  std::vector<uint32_t> queue_off, queue;  // scratch: each worker's tasks in queue order
+  void next_hints();
 
   void start(const WalkInput& input, const Machine& machine);
   void concurrency();
@@ -251,6 +255,7 @@ void Simulator::State::start(const WalkInput& input, const Machine& machine) {
                                       [&](uint32_t w) { return w < workers; });
     if (in_range) {
       at = input.worker;
+      next_hints();
       return;
     }
     where.resize(n);
@@ -260,9 +265,34 @@ void Simulator::State::start(const WalkInput& input, const Machine& machine) {
   } else {
     dyn.emplace(workers);
     at = {};
+    hint_next.clear();
     return;
   }
   at = where;
+  next_hints();
+}
+
+void Simulator::State::next_hints() {
+  hint_next.clear();
+  if (!m->quant_hint_ahead || m->prefetch != Machine::Prefetch::L2 || depth == 0 ||
+      std::none_of(in->dequant.begin(), in->dequant.end(), [](uint8_t d) { return d != 0; }))
+    return;
+  const size_t n = in->out.size();
+  const uint32_t workers = m->workers;
+  queue_off.assign(workers + 1, 0);
+  for (uint32_t v : in->order) ++queue_off[at[v] + 1];
+  for (uint32_t w = 0; w < workers; ++w) queue_off[w + 1] += queue_off[w];
+  queue.resize(n);
+  std::vector<uint32_t> fill(queue_off.begin(), queue_off.end() - 1);
+  for (uint32_t v : in->order) queue[fill[at[v]]++] = v;
+  hint_next.assign(n, 0.0);
+  for (uint32_t w = 0; w < workers; ++w)
+    for (uint32_t i = queue_off[w]; i < queue_off[w + 1]; ++i)
+      for (uint32_t j = i + 1; j < std::min<uint32_t>(queue_off[w + 1], i + 1 + depth); ++j)
+        if (in->streams[queue[j]]) {
+          hint_next[queue[i]] = in->bytes[queue[j]];
+          break;
+        }
 }
 
 // How many weight-streaming tasks share a task's last dependency: the workers streaming beside it,
@@ -392,7 +422,12 @@ inline double Simulator::State::step(uint32_t v) {
   const double pre = prefetched<P>(v, wk, start, r);
   const auto [heads, steps, width] = in->chain[v];
   const double serial = mc.chain(heads, steps, width);
-  const double ex = mc.exec_at(in->bytes[v], flops, pre, rate[v], serial, in->dequant[v]);
+  double ex = mc.exec_at(in->bytes[v], flops, pre, rate[v], serial, in->dequant[v]);
+  double hint = 0;
+  if constexpr (P == Machine::Prefetch::L2)
+    if (!hint_next.empty() && in->dequant[v])
+      hint = std::min(hint_next[v], mc.prefetch_cap) / std::min(mc.peak, mc.hbm / k[v]);
+  ex += hint;
   const double f = r + ex + mc.sync;
   ready[v] = r;
   finish[v] = f;
@@ -404,7 +439,7 @@ inline double Simulator::State::step(uint32_t v) {
   if constexpr (P != Machine::Prefetch::None) {
     lookahead[wk][done[wk] % kRing] = r;
     if (P == Machine::Prefetch::Shared || in->streams[v]) {  // L2: the last that streamed
-      drained[wk] = r + (in->bytes[v] - pre) / rate[v];
+      drained[wk] = r + hint + (in->bytes[v] - pre) / rate[v];
       drain_rate[wk] = rate[v];
     }
     ++done[wk];

@@ -37,7 +37,8 @@ struct Machine {
   double warps = 1;    ///< per worker: the heads of an attention tile it walks at once
   double prefetch_cap = 0;  ///< bytes of a task that can be loaded ahead
   Prefetch prefetch = Prefetch::None;
-  bool dynamic = false;  ///< an unplaced program's tasks go to the earliest free worker
+  bool dynamic = false;           ///< an unplaced program's tasks go to the earliest free worker
+  bool quant_hint_ahead = false;  ///< a dequantising GEMV streams after the next task's L2 hint
   int64_t depth = 2;
   uint32_t workers = 1;
   /// The machine `rt` makes of `hw` under a config's threads, shared memory and depth (nullptr:

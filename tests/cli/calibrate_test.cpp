@@ -92,19 +92,26 @@ TEST(Calibrate, PredictShowsEachPublishedPointWithinFifteenPercentUnderItsRuntim
 // far off (most points 1.5-11x too slow).
 TEST(Calibrate, AmkCudaPredictsTheH100RunsItWasNotFittedTo) {
   // The held-out half of round 1, round 3, round 5 (int8 weights), round 6 (an H200, a chip the
-  // profile was not fitted on) and round 8 (int4 weights; configs whose predictions were recorded
-  // before they ran): each point within its bound, their order kept.
+  // profile was not fitted on), round 8 (int4 weights), rounds 9 and 10 (int8 and int4 at
+  // depths 0-2; configs whose predictions were recorded before they ran): each point within its
+  // bound, their order kept. Rounds 8 and 9 hold pairs that ran within noise of each other: round
+  // 8's small-4L int4 at depth 2 ran 3% faster than at depth 0 (875 and 902 us), where round 10
+  // ran the same two configs 4% slower (906 and 871 us), and round 9's depths 1 and 2 ran within
+  // 1%; their rank bounds allow that one swap.
   struct Set {
     const char* file;
     size_t points;
     double bound_percent, rms;
     const char* quant = "none";
+    double rank = 0.95;
   };
   for (const Set& set : {Set{"amk-cuda-h100.held-out.jsonl", 17, 25.0, 0.15},
                          Set{"amk-cuda-h100.round3.jsonl", 15, 30.0, 0.2},
                          Set{"amk-cuda-h100.round5.jsonl", 14, 25.0, 0.15, "int8"},
                          Set{"amk-cuda-h200.round6.jsonl", 15, 30.0, 0.2},
-                         Set{"amk-cuda-h100.round8.jsonl", 10, 25.0, 0.2, "int4"}}) {
+                         Set{"amk-cuda-h100.round8.jsonl", 10, 25.0, 0.2, "int4", 0.93},
+                         Set{"amk-cuda-h100.round9.jsonl", 8, 15.0, 0.1, "int8", 0.9},
+                         Set{"amk-cuda-h100.round10.jsonl", 8, 25.0, 0.2, "int4"}}) {
     const std::string file = (test::source_dir() / "bench" / "measured" / set.file).string();
     auto predict = [&](const char* runtime) {
       const test::RunResult r = run_amk(
@@ -120,7 +127,7 @@ TEST(Calibrate, AmkCudaPredictsTheH100RunsItWasNotFittedTo) {
     for (const json& p : report["points"])
       EXPECT_LE(std::abs(p["error_percent"].get<double>()), set.bound_percent) << p.dump();
     EXPECT_LT(report["rms_log_error"].get<double>(), set.rms) << set.file;
-    EXPECT_GT(report["rank_correlation"].get<double>(), 0.95) << set.file;
+    EXPECT_GT(report["rank_correlation"].get<double>(), set.rank) << set.file;
     EXPECT_GT(predict("amk-cuda-paper")["rms_log_error"].get<double>(), 0.5) << set.file;
   }
 }

@@ -324,6 +324,7 @@ TEST(RuntimeModel, ADequantisingGemvStreamsAtItsOwnRate) {
   Runtime plain_rt = rt;
   plain_rt.quant_bytes_per_thread = plain_rt.quant_latency_ns =
       plain_rt.quant_prefetched_latency_ns = 0;
+  plain_rt.quant_hint.clear();
   for (int depth : {0, 2}) {
     const ir::Program plain = chain(
         8, [](int) { return 0; }, with(256, 0, depth));
@@ -341,6 +342,33 @@ TEST(RuntimeModel, ADequantisingGemvStreamsAtItsOwnRate) {
     EXPECT_GT(q.queue_us, base * 1.5) << depth;
     EXPECT_GT(m.qstream, 0);
     EXPECT_LT(m.qstream, m.stream);
+  }
+}
+
+TEST(RuntimeModel, ADequantisingGemvStreamsAfterTheNextTasksHintWhereItsRuntimeSaysSo) {
+  // quant_hint ahead (AMK's VM, round 9): a quantised tile's own loads wait behind the L2 hint of
+  // the next weight task on its worker, each at most its bytes at the worker's share of HBM; a
+  // plain tile, depth 0 (no hint) and quant_hint beside are unchanged.
+  const ir::Target h = load_target("h100")->record;
+  Runtime ahead = *builtin_runtime("amk-cuda");
+  ASSERT_EQ(ahead.quant_hint, "ahead");
+  Runtime beside = ahead;
+  beside.quant_hint = "beside";
+  for (int depth : {0, 1, 2}) {
+    const ir::Program plain = chain(
+        8, [](int) { return 0; }, with(256, 0, depth));
+    ir::Program quant = plain;
+    for (ir::Task& t : quant.tasks) t.set_param("qdtype", ir::ParamValue::of_int(6));
+    EXPECT_DOUBLE_EQ(estimate(plain, h, ahead).queue_us, estimate(plain, h, beside).queue_us);
+    const double a = estimate(quant, h, ahead).queue_us, b = estimate(quant, h, beside).queue_us;
+    if (depth == 0) {
+      EXPECT_DOUBLE_EQ(a, b);
+      continue;
+    }
+    const Machine m(&*quant.config, h, ahead);
+    const double per_hint = (1 << 20) / std::min(m.peak, m.hbm);  // seven tiles have a next one
+    EXPECT_GT(a, b + per_hint) << depth;
+    EXPECT_LE(a, b + 7 * per_hint * (1 + 1e-9)) << depth;
   }
 }
 
