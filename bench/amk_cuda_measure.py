@@ -275,7 +275,8 @@ def points_round10():
 ROUNDS = {"1": points, "2": points_round2, "3": points_round3, "4": points_round4,
           "5": points_round5, "6": points_round6, "7": points_round7, "8": points_round7,
           "9": points_round9, "10": points_round10}
-QUANT = {"4": "int8", "5": "int8", "7": "int4", "8": "int4", "9": "int8", "10": "int4"}  # lowered with --quant
+# The rounds lowered with --quant, and how.
+QUANT = {"4": "int8", "5": "int8", "7": "int4", "8": "int4", "9": "int8", "10": "int4"}
 TARGET = {"6": "h200"}  # a round for another chip than the H100
 
 
@@ -466,8 +467,9 @@ def main():
     lo.add_argument("dir")
     lo.add_argument("--round", choices=sorted(ROUNDS), default="1",
                     help="1: the points amk-cuda is fitted to and tested on; 2 and 3: chosen "
-                    "after it, and after round 2; 4: int8 weights; 5: int8 after its fit; 6: an H200; "
-                    "7 and 8: int4 weights (7: as I4, at bf98958); 9 and 10: int8 and int4 with AMK's hints taken out")
+                    "after it, and after round 2; 4: int8 weights; 5: int8 after its fit; "
+                    "6: an H200; 7 and 8: int4 weights (7: as I4, at bf98958); 9 and 10: int8 "
+                    "and int4 with AMK's hints taken out")
     me = sub.add_parser("measure", help="time every lowered point on AMK's CUDA megakernel")
     me.add_argument("dir")
     me.add_argument("--amk", required=True, help="a checkout of RightNow-AI/AutoMegaKernel")

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/assert.h"
+#include "ir/csr.h"
 #include "ir/free_times.h"
 
 namespace amk::targets {
@@ -199,7 +200,7 @@ struct Simulator::State {
   std::optional<ir::FreeTimes> dyn;  // dynamic placement's earliest-free query
   size_t depth = 0;
   std::vector<double> hint_next;  // by task: bytes of the next weight task its worker hints
-  std::vector<uint32_t> queue_off, queue;  // scratch: each worker's tasks in queue order
+  std::vector<uint32_t> queue_off, queue, queue_fill;  // scratch: each worker's queue (CSR)
   void next_hints();
 
   void start(const WalkInput& input, const Machine& machine);
@@ -277,15 +278,14 @@ void Simulator::State::next_hints() {
   if (!m->quant_hint_ahead || m->prefetch != Machine::Prefetch::L2 || depth == 0 ||
       std::none_of(in->dequant.begin(), in->dequant.end(), [](uint8_t d) { return d != 0; }))
     return;
-  const size_t n = in->out.size();
   const uint32_t workers = m->workers;
-  queue_off.assign(workers + 1, 0);
-  for (uint32_t v : in->order) ++queue_off[at[v] + 1];
-  for (uint32_t w = 0; w < workers; ++w) queue_off[w + 1] += queue_off[w];
-  queue.resize(n);
-  std::vector<uint32_t> fill(queue_off.begin(), queue_off.end() - 1);
-  for (uint32_t v : in->order) queue[fill[at[v]]++] = v;
-  hint_next.assign(n, 0.0);
+  ir::build_csr(
+      workers,
+      [&](auto emit) {
+        for (uint32_t v : in->order) emit(at[v], v);
+      },
+      queue_off, queue, queue_fill);
+  hint_next.assign(in->out.size(), 0.0);
   for (uint32_t w = 0; w < workers; ++w)
     for (uint32_t i = queue_off[w]; i < queue_off[w + 1]; ++i)
       for (uint32_t j = i + 1; j < std::min<uint32_t>(queue_off[w + 1], i + 1 + depth); ++j)
