@@ -3,10 +3,12 @@
 // docs/dfx/dep-gen.md, docs/dfx/scope-stats.md).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "formats/regions.h"
@@ -42,22 +44,57 @@ struct Arg {
   bool writes() const { return kind == ArgType::OutputExisting || kind == ArgType::Inout; }
 };
 
+/// Where the tasks' arguments and their extents live: blocks that each keep their first
+/// allocation, so that a task's views stay valid while tasks move, and tasks cost an allocation
+/// per block rather than two each.
+class ArgStore {
+ public:
+  ArgStore() = default;
+  ArgStore(ArgStore&&) = default;
+  ArgStore& operator=(ArgStore&&) = default;
+  ArgStore(const ArgStore&) = delete;  // the tasks' views point into this one
+  ArgStore& operator=(const ArgStore&) = delete;
+
+  /// A copy of `v` here.
+  template <class T>
+  std::span<T> add(std::span<const T> v) {
+    std::vector<std::vector<T>>& blocks = blocks_of<T>();
+    if (v.empty()) return {};
+    if (blocks.empty() || blocks.back().capacity() - blocks.back().size() < v.size()) {
+      blocks.emplace_back().reserve(std::max<size_t>(v.size(), kBlock / sizeof(T)));
+    }
+    std::vector<T>& b = blocks.back();
+    const size_t at = b.size();
+    b.insert(b.end(), v.begin(), v.end());  // within its capacity: nothing moves
+    return {b.data() + at, v.size()};
+  }
+  /// Takes the blocks of `o`, whose views stay valid.
+  void adopt(ArgStore&& o);
+
+ private:
+  static constexpr size_t kBlock = 256u << 10;  // bytes
+  std::vector<std::vector<Arg>> args_;
+  std::vector<std::vector<int64_t>> extents_;
+  template <class T>
+  std::vector<std::vector<T>>& blocks_of() {
+    if constexpr (std::is_same_v<T, Arg>) {
+      return args_;
+    } else {
+      return extents_;
+    }
+  }
+};
+
 struct Task {
   uint64_t task_id = 0;
   ir::RawString scope{"auto"};
   bool early_dispatch = false;
   std::array<int64_t, 3> kernel_ids{-1, -1, -1};
   int64_t block_num = 1;
-  std::vector<Arg> args;
-  std::vector<int64_t> extents;  ///< its args' shapes and strides, in one allocation
+  std::span<Arg> args;               ///< in Deps::store
+  std::span<const int64_t> extents;  ///< its args' shapes and strides, in Deps::store
   /// The values of `e`.
-  std::span<const int64_t> values(Extent e) const { return {extents.data() + e.at, e.n}; }
-  /// Appends `v` to extents; returns where.
-  Extent add(std::span<const int64_t> v) {
-    const Extent e{static_cast<uint32_t>(extents.size()), static_cast<uint32_t>(v.size())};
-    extents.insert(extents.end(), v.begin(), v.end());
-    return e;
-  }
+  std::span<const int64_t> values(Extent e) const { return extents.subspan(e.at, e.n); }
   size_t at = 0;
 };
 
@@ -90,6 +127,7 @@ struct EdgeDetail {
 };
 
 struct Deps {
+  ArgStore store;  ///< the tasks' args and extents (before the tasks: they outlive them)
   std::vector<Task> tasks;
   std::vector<Tensor> tensors;
   std::vector<Edge> edges;

@@ -33,6 +33,9 @@ class Parser : public ir::JsonCursor {
  public:
   using JsonCursor::JsonCursor;
 
+  // Takes what the reader of a piece of the tasks stored (ir/json_read_parallel.h).
+  void adopt(Parser& piece) { store_.adopt(std::move(piece.store_)); }
+
   void deps(Deps& d) {
     static constexpr Field kFields[] = {{"tasks"}, {"tensors"}, {"edges"}};
     object("a PTO dependency dump", nullptr, kFields, [&](size_t k) {
@@ -44,6 +47,7 @@ class Parser : public ir::JsonCursor {
         records<Parser>(d.edges, "edges", [](Parser& p, Edge& e) { p.edge(e); });
       }
     });
+    d.store.adopt(std::move(store_));
   }
 
   void header(ScopeStats& s) {
@@ -107,6 +111,7 @@ class Parser : public ir::JsonCursor {
   ir::detail::KeyMemo task_keys_, arg_keys_, tensor_keys_, edge_keys_;
   std::vector<Arg> args_;         // the task's, while it is read
   std::vector<int64_t> extents_;  // its args' shapes and strides, while it is read
+  ArgStore store_;                // the tasks' args and extents once read
 
   // A record of `fields` (what: "a task"), an unknown key a warning; nullopt when not an object.
   template <size_t N, class Read>
@@ -154,8 +159,8 @@ class Parser : public ir::JsonCursor {
     a.dtype_at = dtype_index(a.dtype);
   }
 
-  // A task; its args and their extents are gathered in args_ and extents_, then kept in one
-  // allocation each.
+  // A task; its args and their extents are gathered in args_ and extents_, then kept in
+  // store_.
   void task(Task& t) {
     t.at = offset();
     args_.clear();
@@ -179,8 +184,8 @@ class Parser : public ir::JsonCursor {
           return (void)list(args_, [&](Arg& a) { arg(a); });
       }
     });
-    t.args.assign(std::make_move_iterator(args_.begin()), std::make_move_iterator(args_.end()));
-    t.extents.assign(extents_.begin(), extents_.end());
+    t.args = store_.add(std::span<const Arg>(args_));
+    t.extents = store_.add(std::span<const int64_t>(extents_));
   }
 
   void kernel_ids(Task& t) {
@@ -304,6 +309,13 @@ ir::Diagnostics parse_scope_stats(std::string_view text, ScopeStats& s) {
   if (!s.has_header && !ir::has_errors(out))
     out.push_back(ir::error("pto.scope-stats", "scope_stats.jsonl has no metadata line"));
   return out;
+}
+
+void ArgStore::adopt(ArgStore&& o) {
+  for (auto& b : o.args_) args_.push_back(std::move(b));
+  for (auto& b : o.extents_) extents_.push_back(std::move(b));
+  o.args_.clear();
+  o.extents_.clear();
 }
 
 int8_t dtype_index(const ir::RawString& dtype) {

@@ -4,7 +4,6 @@
 #include <charconv>
 #include <map>
 #include <span>
-#include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,6 +12,7 @@
 #include "formats/id_index.h"
 #include "formats/pto.h"
 #include "formats/sink.h"
+#include "ir/csr.h"
 #include "ir/parallel.h"
 
 namespace amk::formats {
@@ -35,51 +35,19 @@ class Builder : public DiagnosticSink {
         tensors_(d.tensors.size()) {}
 
   // Task, tensor and edge references; fills the indexes the build uses, and lets the edges go.
+  // A big dump is checked on two threads: the tensors beside the tasks' ids, then the arguments
+  // beside the edges. Any problem, and it is checked again in the file's order, so that its
+  // diagnostics come as one pass reports them.
   ir::Diagnostics check() {
-    std::array<int64_t, ir::kPtoRings> last_local;
-    last_local.fill(-1);
-    for (size_t i = 0; i < d_.tensors.size(); ++i) {
-      const pto::Tensor& t = d_.tensors[i];
-      if (!tensors_.emplace(t.tensor_id, static_cast<uint32_t>(i)).second)
-        report("pto.tensor-id", fmt::format("tensor_id {} appears twice", t.tensor_id),
-               fmt::format("/tensors/{}", i), t.at);
-      if (t.dtype_at < 0)
-        report("pto.dtype", fmt::format("unknown dtype \"{}\"", t.dtype.value()),
-               fmt::format("/tensors/{}/dtype", i), t.at);
+    constexpr size_t kParallelFrom = 4096;  // tasks and edges: below, threads cost what they save
+    if (d_.tasks.size() + d_.edges.size() < kParallelFrom || !check_in_parallel()) {
+      tensors_ = detail::IdIndex(d_.tensors.size());
+      index_ = detail::IdIndex(d_.tasks.size());
+      deps_.clear();
+      creator_ = detail::IdIndex();
+      made_.clear();
+      check_in_order();
     }
-    for (size_t i = 0; i < d_.tasks.size(); ++i) {
-      pto::Task& t = d_.tasks[i];
-      auto ptr = [i] { return fmt::format("/tasks/{}/task_id", i); };
-      const uint64_t ring = t.task_id >> 32;
-      const auto local = static_cast<int64_t>(t.task_id & 0xffffffffull);
-      if (ring >= static_cast<uint64_t>(ir::kPtoRings)) {
-        report("pto.task-id",
-               fmt::format("task_id {} is on ring {}: PTO has rings 0..{}", t.task_id, ring,
-                           ir::kPtoRings - 1),
-               ptr(), t.at);
-        continue;
-      }
-      if (!index_.emplace(t.task_id, static_cast<uint32_t>(i)).second) {
-        report("pto.task-id", fmt::format("task_id {} appears twice", t.task_id), ptr(), t.at);
-        continue;
-      }
-      if (local <= last_local[ring])
-        report("pto.task-order",
-               fmt::format("task ({}, {}) comes after ({}, {}) in the dump: a ring's tasks are "
-                           "listed in submission order",
-                           ring, local, ring, last_local[ring]),
-               ptr(), t.at);
-      last_local[ring] = std::max(last_local[ring], local);
-      for (size_t k = 0; k < t.args.size(); ++k) {
-        Arg& a = t.args[k];
-        auto aptr = [i, k] { return fmt::format("/tasks/{}/args/{}", i, k); };
-        if (a.kind == pto::ArgType::Unknown)
-          report("pto.arg-type", fmt::format("unknown argument type \"{}\"", a.type.value()),
-                 aptr(), a.at);
-        if (a.has_tensor) arg_ref(t, a, aptr);
-      }
-    }
-    for (size_t i = 0; i < d_.edges.size(); ++i) edge_ref(i);
     d_.edges = std::vector<Edge>();  // all the build needs of them is taken (= {} would keep it)
     return take();
   }
@@ -109,6 +77,7 @@ class Builder : public DiagnosticSink {
       }
     });
     d_.tasks = std::vector<pto::Task>();  // their args went in accesses(); tasks() read the rest
+    d_.store = pto::ArgStore();
     d_.tensors = std::vector<pto::Tensor>();
     index_ = detail::IdIndex();
     tensors_ = detail::IdIndex();
@@ -125,7 +94,7 @@ class Builder : public DiagnosticSink {
   }
 
  private:
-  Deps& d_;  // its edges and tasks' args are let go once accesses() took them
+  Deps& d_;  // its edges are let go once checked, its tasks once built
   const ReadOptions& opt_;
   detail::IdIndex index_;                            // task_id -> position
   detail::IdIndex tensors_;                          // tensor_id -> position
@@ -134,55 +103,141 @@ class Builder : public DiagnosticSink {
   std::vector<std::pair<uint32_t, uint32_t>> made_;  // (creator, tensor) of creator edges
   std::vector<int32_t> fanin_;                       // distinct producers per task
 
+  using Rings = std::array<int64_t, ir::kPtoRings>;  // each ring's last task so far
+
+  void check_in_order() {
+    Rings last;
+    last.fill(-1);
+    for (size_t i = 0; i < d_.tensors.size(); ++i) tensor_ref(i, *this);
+    for (size_t i = 0; i < d_.tasks.size(); ++i)
+      if (task_ref(i, last, *this)) args_ref(i, *this);
+    for (size_t i = 0; i < d_.edges.size(); ++i) edge_ref(i, *this);
+  }
+
+  // check_in_order() on two threads, each step reporting to its own sink; false when either
+  // reported anything (the indexes are then partly filled).
+  bool check_in_parallel() {
+    DiagnosticSink sink[2]{DiagnosticSink(text_), DiagnosticSink(text_)};
+    Rings last;
+    last.fill(-1);
+    ir::run_parts(2, 2, [&](size_t part, size_t, size_t) {
+      if (part == 0) {
+        for (size_t i = 0; i < d_.tensors.size(); ++i) tensor_ref(i, sink[0]);
+      } else {
+        for (size_t i = 0; i < d_.tasks.size(); ++i) (void)task_ref(i, last, sink[1]);
+      }
+    });
+    if (!sink[0].empty() || !sink[1].empty()) return false;
+    ir::run_parts(2, 2, [&](size_t part, size_t, size_t) {
+      if (part == 0) {
+        for (size_t i = 0; i < d_.tasks.size(); ++i) args_ref(i, sink[0]);
+      } else {
+        for (size_t i = 0; i < d_.edges.size(); ++i) edge_ref(i, sink[1]);
+      }
+    });
+    return sink[0].empty() && sink[1].empty();
+  }
+
+  void tensor_ref(size_t i, DiagnosticSink& out) {
+    const pto::Tensor& t = d_.tensors[i];
+    if (!tensors_.emplace(t.tensor_id, static_cast<uint32_t>(i)).second)
+      out.report("pto.tensor-id", fmt::format("tensor_id {} appears twice", t.tensor_id),
+                 fmt::format("/tensors/{}", i), t.at);
+    if (t.dtype_at < 0)
+      out.report("pto.dtype", fmt::format("unknown dtype \"{}\"", t.dtype.value()),
+                 fmt::format("/tensors/{}/dtype", i), t.at);
+  }
+
+  // Task i's id: on a ring, once, in submission order; false when its arguments are not to be
+  // looked at (a ring it cannot be on, or an id seen before).
+  bool task_ref(size_t i, Rings& last, DiagnosticSink& out) {
+    const pto::Task& t = d_.tasks[i];
+    auto ptr = [i] { return fmt::format("/tasks/{}/task_id", i); };
+    const uint64_t ring = t.task_id >> 32;
+    const auto local = static_cast<int64_t>(t.task_id & 0xffffffffull);
+    if (ring >= static_cast<uint64_t>(ir::kPtoRings)) {
+      out.report("pto.task-id",
+                 fmt::format("task_id {} is on ring {}: PTO has rings 0..{}", t.task_id, ring,
+                             ir::kPtoRings - 1),
+                 ptr(), t.at);
+      return false;
+    }
+    if (!index_.emplace(t.task_id, static_cast<uint32_t>(i)).second) {
+      out.report("pto.task-id", fmt::format("task_id {} appears twice", t.task_id), ptr(), t.at);
+      return false;
+    }
+    if (local <= last[ring])
+      out.report("pto.task-order",
+                 fmt::format("task ({}, {}) comes after ({}, {}) in the dump: a ring's tasks are "
+                             "listed in submission order",
+                             ring, local, ring, last[ring]),
+                 ptr(), t.at);
+    last[ring] = std::max(last[ring], local);
+    return true;
+  }
+
+  void args_ref(size_t i, DiagnosticSink& out) {
+    pto::Task& t = d_.tasks[i];
+    for (size_t k = 0; k < t.args.size(); ++k) {
+      Arg& a = t.args[k];
+      auto aptr = [i, k] { return fmt::format("/tasks/{}/args/{}", i, k); };
+      if (a.kind == pto::ArgType::Unknown)
+        out.report("pto.arg-type", fmt::format("unknown argument type \"{}\"", a.type.value()),
+                   aptr(), a.at);
+      if (a.has_tensor) arg_ref(t, a, aptr, out);
+    }
+  }
+
   static uint64_t creator_key(size_t consumer, int64_t arg) {
     return static_cast<uint64_t>(consumer) << 32 | static_cast<uint32_t>(arg);
   }
 
   // Also finds the argument's tensor (Arg::tensor).
   template <class Ptr>
-  void arg_ref(const pto::Task& t, Arg& a, Ptr ptr) {
+  void arg_ref(const pto::Task& t, Arg& a, Ptr ptr, DiagnosticSink& out) {
     a.tensor = tensors_.find(a.tensor_id);
     if (a.tensor == detail::IdIndex::kNone)
-      report("pto.tensor-ref",
-             fmt::format("argument names tensor {} which tensors[] lacks", a.tensor_id),
-             ptr() + "/tensor_id", a.at);
+      out.report("pto.tensor-ref",
+                 fmt::format("argument names tensor {} which tensors[] lacks", a.tensor_id),
+                 ptr() + "/tensor_id", a.at);
     if (a.dtype_at < 0)
-      report("pto.dtype", fmt::format("unknown dtype \"{}\"", a.dtype.value()), ptr() + "/dtype",
-             a.at);
+      out.report("pto.dtype", fmt::format("unknown dtype \"{}\"", a.dtype.value()),
+                 ptr() + "/dtype", a.at);
     if (a.shape.n != a.strides.n)
-      report("pto.arg-shape",
-             fmt::format("shape has {} entries but strides has {}", a.shape.n, a.strides.n), ptr(),
-             a.at);
+      out.report("pto.arg-shape",
+                 fmt::format("shape has {} entries but strides has {}", a.shape.n, a.strides.n),
+                 ptr(), a.at);
     else if (!detail::region_fits(a.start_offset, t.values(a.shape), t.values(a.strides)))
-      report("pto.arg-shape",
-             fmt::format("start_offset {} with this shape and strides reaches past 2^63 elements",
-                         a.start_offset),
-             ptr(), a.at);
+      out.report(
+          "pto.arg-shape",
+          fmt::format("start_offset {} with this shape and strides reaches past 2^63 elements",
+                      a.start_offset),
+          ptr(), a.at);
   }
 
-  void edge_ref(size_t i) {
+  void edge_ref(size_t i, DiagnosticSink& out) {
     const Edge& e = d_.edges[i];
     auto ptr = [i] { return fmt::format("/edges/{}", i); };
     const uint32_t p = index_.find(e.pred), s = index_.find(e.succ);
     if (p == detail::IdIndex::kNone || s == detail::IdIndex::kNone) {
-      report("pto.edge-ref",
-             fmt::format("edge {} -> {} names a task the dump does not list", e.pred, e.succ),
-             ptr() + (p == detail::IdIndex::kNone ? "/pred" : "/succ"), e.at);
+      out.report("pto.edge-ref",
+                 fmt::format("edge {} -> {} names a task the dump does not list", e.pred, e.succ),
+                 ptr() + (p == detail::IdIndex::kNone ? "/pred" : "/succ"), e.at);
       return;
     }
     if (p >= s) {
-      report("pto.edge-order",
-             fmt::format("edge {} -> {} runs against submission order: a task waits only on "
-                         "tasks submitted before it",
-                         e.pred, e.succ),
-             ptr(), e.at);
+      out.report("pto.edge-order",
+                 fmt::format("edge {} -> {} runs against submission order: a task waits only on "
+                             "tasks submitted before it",
+                             e.pred, e.succ),
+                 ptr(), e.at);
       return;
     }
     const uint32_t tensor = e.has_tensor ? tensors_.find(e.tensor_id) : detail::IdIndex::kNone;
     if (e.has_tensor && tensor == detail::IdIndex::kNone)
-      report("pto.tensor-ref",
-             fmt::format("edge names tensor {} which tensors[] lacks", e.tensor_id),
-             ptr() + "/tensor_id", e.at);
+      out.report("pto.tensor-ref",
+                 fmt::format("edge names tensor {} which tensors[] lacks", e.tensor_id),
+                 ptr() + "/tensor_id", e.at);
     deps_.emplace_back(p, s);
     if (e.creator) creator_.emplace(creator_key(s, e.arg), p);
     if (e.creator && e.has_tensor) made_.emplace_back(p, tensor);
@@ -244,53 +299,62 @@ class Builder : public DiagnosticSink {
   }
 
   // Producers with the same consumers share a counter; a consumer waits for all of a group (of
-  // the n tasks: accesses() lets the dump's tasks' args go meanwhile).
+  // the n tasks, while accesses() reads the dump's).
   void counters(ir::Program& p, size_t n) {
-    fanin_.assign(n, 0);
     std::sort(deps_.begin(), deps_.end());
     deps_.erase(std::unique(deps_.begin(), deps_.end()), deps_.end());
-    // Each task's consumers, ascending: succ[first[i], first[i + 1]).
-    std::vector<uint32_t> succ(deps_.size());
-    std::vector<size_t> first(n + 1, 0);
-    for (size_t k = 0; k < deps_.size(); ++k) {
-      succ[k] = static_cast<uint32_t>(deps_[k].second);
-      ++first[deps_[k].first + 1];
-    }
-    for (size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+    // Each task's consumers (succ[first[i], first[i + 1])) and producers (pred[from[i],
+    // from[i + 1])), ascending.
+    std::vector<uint32_t> first, succ, from, pred, fill;
+    ir::build_csr(
+        n,
+        [&](auto put) {
+          for (const auto& [a, b] : deps_) put(a, static_cast<uint32_t>(b));
+        },
+        first, succ, fill);
+    ir::build_csr(
+        n,
+        [&](auto put) {
+          for (const auto& [a, b] : deps_) put(b, static_cast<uint32_t>(a));
+        },
+        from, pred, fill);
+    deps_ = std::vector<std::pair<size_t, size_t>>();
     auto consumers = [&](size_t i) {
       return std::span<const uint32_t>(succ.data() + first[i], first[i + 1] - first[i]);
     };
-    struct Hash {
-      size_t operator()(std::span<const uint32_t> v) const {
-        uint64_t h = 0xcbf29ce484222325ull;
-        for (uint32_t x : v) h = (h ^ x) * 0x100000001b3ull;
-        return static_cast<size_t>(h ^ (h >> 32));
-      }
+    auto hash = [](std::span<const uint32_t> v) {
+      uint64_t h = 0xcbf29ce484222325ull;
+      for (uint32_t x : v) h = (h ^ x) * 0x100000001b3ull;
+      return h ^ (h >> 32);
     };
-    struct Same {
-      bool operator()(std::span<const uint32_t> a, std::span<const uint32_t> b) const {
-        return std::equal(a.begin(), a.end(), b.begin(), b.end());
-      }
-    };
-    std::unordered_map<std::span<const uint32_t>, int64_t, Hash, Same> group;
-    group.reserve(n);
+    // Each group's first task, by the hash of its consumers.
+    detail::IdIndex group(n);
     std::vector<int64_t> size;
+    p.counters.reserve(p.counters.size() + n);
     for (size_t i = 0; i < n; ++i) {
       const std::span<const uint32_t> c = consumers(i);
-      auto [it, fresh] = group.try_emplace(c, static_cast<int64_t>(p.counters.size()));
-      if (fresh) {
-        p.add_counter(c.empty() ? "tasks nobody waits on"
-                                : "producers of task " + std::to_string(c[0]));
+      const uint64_t h = hash(c);
+      const uint32_t g = group.find(h, [&](uint32_t j) {
+        const std::span<const uint32_t> o = consumers(j);
+        return std::equal(c.begin(), c.end(), o.begin(), o.end());
+      });
+      if (g != detail::IdIndex::kNone) {
+        p.tasks[i].out_counter = p.tasks[g].out_counter;
+      } else {
+        group.add(h, static_cast<uint32_t>(i));
+        p.tasks[i].out_counter = p.add_counter(
+            c.empty() ? "tasks nobody waits on" : "producers of task " + std::to_string(c[0]));
         size.push_back(0);
       }
-      p.tasks[i].out_counter = it->second;
-      ++size[static_cast<size_t>(it->second)];
+      ++size[static_cast<size_t>(p.tasks[i].out_counter)];
     }
-    for (uint32_t s : succ) ++fanin_[s];
-    for (size_t i = 0; i < n; ++i)
-      for (uint32_t s : consumers(i)) {
-        ir::Task& c = p.tasks[s];
-        const int64_t ctr = p.tasks[i].out_counter;
+    fanin_.assign(n, 0);
+    for (size_t s = 0; s < n; ++s) {
+      fanin_[s] = static_cast<int32_t>(from[s + 1] - from[s]);
+      ir::Task& c = p.tasks[s];
+      if (fanin_[s] > 0) c.waits.reserve(c.waits.size() + static_cast<size_t>(fanin_[s]));
+      for (uint32_t k = from[s]; k < from[s + 1]; ++k) {
+        const int64_t ctr = p.tasks[pred[k]].out_counter;
         if (std::any_of(c.waits.begin(), c.waits.end(),
                         [&](const ir::Wait& w) { return w.counter == ctr; }))
           continue;
@@ -299,6 +363,7 @@ class Builder : public DiagnosticSink {
         w.threshold = size[static_cast<size_t>(ctr)];
         c.waits.push_back(w);
       }
+    }
   }
 
   // Where tensors live: a buffer address, or that and the task that created it. Most are not
@@ -362,8 +427,7 @@ class Builder : public DiagnosticSink {
 
   // Tensor regions: external tensors by buffer address; a runtime-allocated output by its
   // creator (heap addresses are reused once reclaimed, which the ring orders, not the graph).
-  // Each task's args are let go once taken, so that the buffers and the tasks' lists reuse their
-  // memory; each task's heap bytes go to `heap`.
+  // Each task's heap bytes go to `heap`.
   void accesses(detail::RegionMap& rm, std::vector<int64_t>& heap) {
     Memories mem{
         std::vector<int32_t>(d_.tensors.size(), -1), detail::IdIndex(d_.tensors.size()), {}};
@@ -407,8 +471,6 @@ class Builder : public DiagnosticSink {
         bytes_on_heap += (bytes + pto::kOutputAlign - 1) / pto::kOutputAlign * pto::kOutputAlign;
       }
       heap[i] = bytes_on_heap;
-      t.args = std::vector<Arg>();
-      t.extents = std::vector<int64_t>();
     }
   }
 

@@ -175,7 +175,15 @@ struct Buffers {
 };
 
 // A task's arguments: inputs, then outputs (existing tensors, or runtime-allocated OUTPUTs).
-void add_args(const ir::Program& p, const ir::Task& task, const Buffers& bs, pto::Task& x) {
+void add_args(const ir::Program& p, const ir::Task& task, const Buffers& bs, pto::Task& x,
+              pto::ArgStore& store) {
+  std::vector<pto::Arg> args;
+  std::vector<int64_t> extents;
+  auto add = [&](const std::vector<int64_t>& v) {
+    const pto::Extent e{static_cast<uint32_t>(extents.size()), static_cast<uint32_t>(v.size())};
+    extents.insert(extents.end(), v.begin(), v.end());
+    return e;
+  };
   int64_t idx = 0;
   auto arg = [&](int64_t b, const char* type, bool output) {
     const ir::Buffer& buf = p.buffers[static_cast<size_t>(b)];
@@ -186,10 +194,10 @@ void add_args(const ir::Program& p, const ir::Task& task, const Buffers& bs, pto
     a.has_tensor = true;
     a.tensor_id = bs.id[static_cast<size_t>(b)];
     a.dtype.raw = pto::dtype_name(buf.dtype);
-    a.shape = x.add(reg.dims);
-    a.strides = x.add(reg.strides);
+    a.shape = add(reg.dims);
+    a.strides = add(reg.strides);
     a.start_offset = static_cast<uint64_t>(reg.offset);
-    x.args.push_back(std::move(a));
+    args.push_back(std::move(a));
   };
   for (int64_t b : task.inputs) arg(b, "INPUT", false);
   for (int64_t b : task.outputs) {
@@ -200,8 +208,10 @@ void add_args(const ir::Program& p, const ir::Task& task, const Buffers& bs, pto
     pto::Arg a;  // a runtime-allocated output: no tensor until its consumers name it
     a.idx = idx++;
     a.type.raw = "OUTPUT";
-    x.args.push_back(std::move(a));
+    args.push_back(std::move(a));
   }
+  x.args = store.add(std::span<const pto::Arg>(args));
+  x.extents = store.add(std::span<const int64_t>(extents));
 }
 
 // The edge from producer q to `task`, on the tensor it reads of q's (explicit when none), and its
@@ -308,7 +318,7 @@ ir::Result<PtoFiles> export_pto(const ir::Program& p, const PtoExport& o) {
                       task.op == ir::Op::ATTENTION_TILE;
     x.kernel_ids[cube ? 0 : 1] = static_cast<int64_t>(task.op);
     x.block_num = o.block_num;
-    add_args(p, task, bs, x);
+    add_args(p, task, bs, x, d.store);
     for (int64_t b : task.outputs)
       if (bs.created[static_cast<size_t>(b)])
         heap[r] += (p.buffers[static_cast<size_t>(b)].nbytes() + pto::kOutputAlign - 1) /

@@ -25,8 +25,9 @@ class DiagnosticSink {
     offsets_.clear();
     return std::move(diags_);
   }
+  /// Whether nothing was added since the last take().
+  bool empty() const { return diags_.empty(); }
 
- protected:
   /// Adds one at pointer `ptr`, positioned at byte `at` of the text.
   void add(ir::Severity sev, std::string code, std::string msg, std::string ptr, size_t at) {
     ir::Diagnostic d = ir::error(std::move(code), std::move(msg), std::move(ptr));
@@ -43,6 +44,7 @@ class DiagnosticSink {
     add(ir::Severity::Warning, std::move(code), std::move(msg), std::move(ptr), at);
   }
 
+ protected:
   std::string_view text_;
   ir::Diagnostics diags_;
   std::vector<size_t> offsets_;

@@ -2,6 +2,7 @@
 // records) read by several threads, for the program reader of ir/json_read.cpp and JsonCursor.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,7 +31,8 @@ inline std::string element_separator(std::string_view text, size_t open) {
 
 // A big top-level array (tasks, buffers, counters), read by several threads: the array is cut
 // at guessed element boundaries (element_separator) spread over its guessed extent, each thread
-// reads the elements of one piece with `read_one(reader, element)`, and a piece counts only
+// reads the elements of one piece with `read_one(reader, element)` (a reader R of its own, whose
+// adopt(piece_reader), when R has one, is then given each piece's), and a piece counts only
 // when the piece before it ended exactly where it began. Ids are checked against positions
 // once merged. False (nothing kept, the caller reads sequentially) for a small array, a guess
 // that did not hold, or any diagnostic, so every problem is reported exactly as the sequential
@@ -68,9 +70,10 @@ bool JsonReader::read_in_parallel(std::vector<T>& out, std::string_view key, Rea
     bool ok = false;      // no diagnostic, no syntax error, ended at a ',' or ']'
   };
   std::vector<Piece> got(starts.size());
+  std::vector<std::optional<R>> readers(starts.size());  // kept for R::adopt
   auto read_piece = [&](size_t k) {
     Piece& pc = got[k];
-    R piece(text_);
+    R& piece = readers[k].emplace(text_);
     JsonReader& r = piece;
     r.push(key);
     r.lx_.seek(starts[k]);
@@ -127,6 +130,9 @@ bool JsonReader::read_in_parallel(std::vector<T>& out, std::string_view key, Rea
     if (pc.closed) break;
   }
   if (used == got.size()) return false;  // never closed: cannot happen when the chain holds
+  // A format's reader may keep what its records point into (R::adopt takes it from a piece's).
+  if constexpr (requires(R & a, R & b) { a.adopt(b); })
+    for (size_t k = 0; k <= used; ++k) static_cast<R&>(*this).adopt(*readers[k]);
   out = std::move(got[0].items);
   out.reserve(n);
   for (size_t k = 1; k <= used; ++k) {

@@ -72,5 +72,42 @@ TEST(ForeignParallelRead, AnErrorDeepInABigDumpIsReportedAsTheSequentialReadRepo
   EXPECT_EQ(r.diagnostics[1].column, static_cast<int>(arg) + 1);
 }
 
+TEST(ForeignParallelCheck, ProblemsInABigDumpComeInTheFilesOrder) {
+  // The references of a big dump are checked on two threads (tensors beside task ids, then
+  // arguments beside edges); problems found there must still come as one pass reports them:
+  // tensors, then each task's id and its arguments, then edges. Tensor 5 gets an unknown dtype,
+  // task 100's first argument an unknown type, and task 25000 the id of task 24999.
+  std::string text = test::must(formats::export_pto(big_program(), {})).deps;
+  size_t tensor = text.find("\"tensors\":[");
+  for (int k = 0; k <= 5; ++k) tensor = text.find("{\"tensor_id\"", tensor + 1);
+  const size_t dtype = text.find("\"dtype\":\"", tensor) + 9;
+  text.insert(text.find('"', dtype), "99");
+  auto task_at = [&](uint64_t local) {
+    return text.find("{\"task_id\":\"" + std::to_string((uint64_t{1} << 32) + local) + "\"");
+  };
+  const size_t type = text.find("\"type\":\"", task_at(100)) + 8;
+  text.insert(text.find('"', type), "X");
+  const size_t id = task_at(25000) + 12;
+  const std::string before = std::to_string((uint64_t{1} << 32) + 24999);
+  text.replace(id, before.size(), before);
+  ir::Result<ir::Program> r = read(false, text);
+  ASSERT_FALSE(r.ok());
+  ASSERT_GE(r.diagnostics.size(), 3u) << test::text(r.diagnostics);
+  EXPECT_EQ(r.diagnostics[0].code, "pto.dtype");
+  EXPECT_EQ(r.diagnostics[0].pointer, "/tensors/5/dtype");
+  EXPECT_EQ(r.diagnostics[1].code, "pto.arg-type");
+  EXPECT_EQ(r.diagnostics[1].pointer, "/tasks/100/args/0");
+  EXPECT_EQ(r.diagnostics[2].code, "pto.task-id");
+  EXPECT_EQ(r.diagnostics[2].pointer, "/tasks/25000/task_id");
+  int64_t last_edge = -1;  // then the edges that named task 25000, in their order
+  for (size_t k = 3; k < r.diagnostics.size(); ++k) {
+    const std::string& ptr = r.diagnostics[k].pointer;
+    ASSERT_TRUE(ptr.starts_with("/edges/")) << ptr;
+    const int64_t edge = std::stoll(ptr.substr(7));
+    EXPECT_GT(edge, last_edge);
+    last_edge = edge;
+  }
+}
+
 }  // namespace
 }  // namespace amk
