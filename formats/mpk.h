@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "formats/blocks.h"
 #include "formats/regions.h"
 #include "ir/json_cursor.h"
 
@@ -52,7 +53,7 @@ struct Tensor {
 
 struct Task {
   int64_t task_type = 0, variant_id = 0;
-  std::vector<Tensor> inputs, outputs;
+  std::span<const Tensor> inputs, outputs;  ///< in Graph::store
   bool inputs_null = true, outputs_null = true;
   uint64_t trigger_event = kEventInvalid, dependent_event = kEventInvalid;
   int64_t request_id = -1, expert_offset = -1, kv_idx = -1, merge_task_offset = -1,
@@ -66,6 +67,7 @@ struct Event {
 };
 
 struct Graph {
+  detail::Blocks<Tensor> store;  ///< the tasks' tensors (before the tasks: they outlive them)
   std::vector<Task> tasks;
   std::vector<Event> events;
   std::vector<int64_t> first_tasks;

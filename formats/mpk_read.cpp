@@ -37,6 +37,9 @@ class Parser : public ir::JsonCursor {
  public:
   using JsonCursor::JsonCursor;
 
+  // Takes what the reader of a piece of the tasks stored (ir/json_read_parallel.h).
+  void adopt(Parser& piece) { store_.adopt(std::move(piece.store_)); }
+
   void graph(Graph& g) {
     static constexpr Field kFields[] = {{"all_tasks"}, {"all_events"}, {"first_tasks", false}};
     auto unknown = [&](std::string_view key) { this->unknown(key); };
@@ -52,6 +55,7 @@ class Parser : public ir::JsonCursor {
           }
         },
         unknown);
+    g.store.adopt(std::move(store_));
   }
 
   void task(Task& t) {
@@ -96,6 +100,7 @@ class Parser : public ir::JsonCursor {
  private:
   ir::detail::KeyMemo task_keys_, tensor_keys_, event_keys_;
   std::vector<Tensor> scratch_;
+  detail::Blocks<Tensor> store_;  // the tasks' tensors once read
 
   void unknown(std::string_view key) {
     warn("mpk.unknown-field",
@@ -105,14 +110,14 @@ class Parser : public ir::JsonCursor {
   // An int field that construct_task_graph reads with get<int>().
   void int32(int64_t& out) { (void)integer(out, INT32_MIN, INT32_MAX); }
 
-  void tensors(std::vector<Tensor>& out, bool& is_null, int cap, std::string_view cap_name) {
+  // The list, after those of the same key earlier in the task.
+  void tensors(std::span<const Tensor>& out, bool& is_null, int cap, std::string_view cap_name) {
     if (null()) return;
     is_null = false;
     const size_t at = offset();
-    scratch_.clear();  // the elements, then moved to one allocation of their size
+    scratch_.assign(out.begin(), out.end());  // the elements, then kept in store_
     list(scratch_, [&](Tensor& x) { tensor(x); });
-    out.reserve(out.size() + scratch_.size());
-    std::move(scratch_.begin(), scratch_.end(), std::back_inserter(out));
+    out = store_.add(std::span<const Tensor>(scratch_));
     if (out.size() > static_cast<size_t>(cap))
       error("mpk.limit",
             fmt::format("{} tensors, more than the runtime's {}={}", out.size(), cap_name, cap),
@@ -405,7 +410,8 @@ class Builder : public DiagnosticSink {
   }
 
   // Tensor regions as buffers. The graph's tensors are let go once their accesses are taken, so
-  // that the buffers and the tasks' lists reuse their memory.
+  // that the buffers and the tasks' lists reuse their memory (the tasks themselves are read
+  // meanwhile by tasks()).
   void regions(ir::Program& p) {
     detail::RegionMap rm;
     // base_ptr -> tensor, numbered by first use: by the name's hash (FNV-1a), then the name.
@@ -448,9 +454,8 @@ class Builder : public DiagnosticSink {
                     element_offset(x.offset, et).value_or(0), {ext.data(), rank},
                     {ext.data() + rank, rank});
         }
-      t.inputs = std::vector<Tensor>();  // (= {} would keep the memory)
-      t.outputs = std::vector<Tensor>();
     }
+    g_.store = detail::Blocks<Tensor>();
     rm.build(p);
   }
 };

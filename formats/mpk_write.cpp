@@ -177,9 +177,9 @@ ir::Result<std::string> export_mpk(const ir::Program& p) {
     x.task_type = mpk::task_type_of(task.op);
     x.variant_id = 0;
     mpk::set_metadata(x, 0, 65535, -1);
-    for (bool output : {false, true})
+    for (bool output : {false, true}) {
+      std::vector<mpk::Tensor> list;
       for (int64_t b : output ? task.outputs : task.inputs) {
-        std::vector<mpk::Tensor>& list = output ? x.outputs : x.inputs;
         if (!describe(p, task, b, output, list.emplace_back()))
           return ir::error("export.limit",
                            fmt::format("task {} ({}): buffer {} has a dim or stride past the "
@@ -187,6 +187,8 @@ ir::Result<std::string> export_mpk(const ir::Program& p) {
                                        t, task.display(), p.buffers[static_cast<size_t>(b)].name),
                            ir::task_pointer(t));
       }
+      (output ? x.outputs : x.inputs) = m.store.add(std::span<const mpk::Tensor>(list));
+    }
     const int64_t L = level[t];
     x.trigger_event = ev(L + 1 < levels ? 2 + L : end);
     if (L > 0) x.dependent_event = ev(2 + L - 1);

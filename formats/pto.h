@@ -3,14 +3,13 @@
 // docs/dfx/dep-gen.md, docs/dfx/scope-stats.md).
 #pragma once
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
 #include <string>
-#include <type_traits>
 #include <vector>
 
+#include "formats/blocks.h"
 #include "formats/regions.h"
 #include "ir/json_cursor.h"
 
@@ -44,46 +43,8 @@ struct Arg {
   bool writes() const { return kind == ArgType::OutputExisting || kind == ArgType::Inout; }
 };
 
-/// Where the tasks' arguments and their extents live: blocks that each keep their first
-/// allocation, so that a task's views stay valid while tasks move, and tasks cost an allocation
-/// per block rather than two each.
-class ArgStore {
- public:
-  ArgStore() = default;
-  ArgStore(ArgStore&&) = default;
-  ArgStore& operator=(ArgStore&&) = default;
-  ArgStore(const ArgStore&) = delete;  // the tasks' views point into this one
-  ArgStore& operator=(const ArgStore&) = delete;
-
-  /// A copy of `v` here.
-  template <class T>
-  std::span<T> add(std::span<const T> v) {
-    std::vector<std::vector<T>>& blocks = blocks_of<T>();
-    if (v.empty()) return {};
-    if (blocks.empty() || blocks.back().capacity() - blocks.back().size() < v.size()) {
-      blocks.emplace_back().reserve(std::max<size_t>(v.size(), kBlock / sizeof(T)));
-    }
-    std::vector<T>& b = blocks.back();
-    const size_t at = b.size();
-    b.insert(b.end(), v.begin(), v.end());  // within its capacity: nothing moves
-    return {b.data() + at, v.size()};
-  }
-  /// Takes the blocks of `o`, whose views stay valid.
-  void adopt(ArgStore&& o);
-
- private:
-  static constexpr size_t kBlock = 256u << 10;  // bytes
-  std::vector<std::vector<Arg>> args_;
-  std::vector<std::vector<int64_t>> extents_;
-  template <class T>
-  std::vector<std::vector<T>>& blocks_of() {
-    if constexpr (std::is_same_v<T, Arg>) {
-      return args_;
-    } else {
-      return extents_;
-    }
-  }
-};
+/// Where a dump's tasks keep their arguments and the arguments' extents.
+using ArgStore = detail::Blocks<Arg, int64_t>;
 
 struct Task {
   uint64_t task_id = 0;

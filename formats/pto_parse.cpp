@@ -311,13 +311,6 @@ ir::Diagnostics parse_scope_stats(std::string_view text, ScopeStats& s) {
   return out;
 }
 
-void ArgStore::adopt(ArgStore&& o) {
-  for (auto& b : o.args_) args_.push_back(std::move(b));
-  for (auto& b : o.extents_) extents_.push_back(std::move(b));
-  o.args_.clear();
-  o.extents_.clear();
-}
-
 int8_t dtype_index(const ir::RawString& dtype) {
   const std::string decoded = dtype.escaped ? dtype.value() : std::string();
   const std::string_view name = dtype.escaped ? std::string_view(decoded) : dtype.raw;
