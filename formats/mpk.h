@@ -45,6 +45,7 @@ struct Extents {
 
 struct Tensor {
   ir::RawString base_ptr;  ///< a read file's bytes, or the buffer's name a writer gives
+  uint64_t name_hash = 0;  ///< std::hash of the name base_ptr holds (a reader sets it)
   int32_t data_type = 0;
   int64_t offset = 0;     ///< bytes
   Extents dims, strides;  ///< elements

@@ -1,7 +1,7 @@
 // MPK task_graph.json -> ir::Program (the file as construct_task_graph() reads it back).
 #include <algorithm>
 #include <array>
-#include <deque>
+#include <functional>
 #include <iterator>
 #include <optional>
 
@@ -154,7 +154,10 @@ class Parser : public ir::JsonCursor {
         [&](size_t k) {
           switch (k) {
             case 0:
-              return (void)raw_string(x.base_ptr);
+              if (raw_string(x.base_ptr))
+                x.name_hash = std::hash<std::string_view>{}(
+                    x.base_ptr.escaped ? std::string_view(x.base_ptr.value()) : x.base_ptr.raw);
+              return;
             case 1:
               return (void)integer(x.offset, 0, INT64_MAX);
             case 2: {
@@ -414,20 +417,21 @@ class Builder : public DiagnosticSink {
   // meanwhile by tasks()).
   void regions(ir::Program& p) {
     detail::RegionMap rm;
-    // base_ptr -> tensor, numbered by first use: by the name's hash (FNV-1a), then the name.
+    // base_ptr -> tensor, numbered by first use: by the name's hash, then the name.
     detail::IdIndex ids;
-    std::vector<std::string_view> names;  // by tensor
-    std::deque<std::string> unescaped;    // the names written with JSON escapes
+    std::string names;               // the tensors' names, one after the other
+    std::vector<size_t> name_at{0};  // tensor t's name is names[name_at[t], name_at[t + 1])
     auto tensor_of = [&](std::string_view name, const Tensor& x) {
-      uint64_t h = 0xcbf29ce484222325ull;
-      for (const char c : name) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
-      const uint32_t known = ids.find(h, [&](uint32_t t) { return names[t] == name; });
+      const uint32_t known = ids.find(x.name_hash, [&](uint32_t t) {
+        return std::string_view(names).substr(name_at[t], name_at[t + 1] - name_at[t]) == name;
+      });
       if (known != detail::IdIndex::kNone) return static_cast<int32_t>(known);
       detail::ElemType et;
       (void)mpk::elem_type(x.data_type, et);
       const int32_t id = rm.tensor(std::string(name), et);
-      ids.add(h, static_cast<uint32_t>(id));
-      names.push_back(name);
+      ids.add(x.name_hash, static_cast<uint32_t>(id));
+      names += name;
+      name_at.push_back(names.size());
       return id;
     };
     size_t n = 0, extents = 0;
@@ -441,8 +445,8 @@ class Builder : public DiagnosticSink {
       Task& t = g_.tasks[i];
       for (bool write : {false, true})
         for (const Tensor& x : write ? t.outputs : t.inputs) {
-          const std::string_view name =
-              x.base_ptr.escaped ? unescaped.emplace_back(x.base_ptr.value()) : x.base_ptr.raw;
+          const std::string decoded = x.base_ptr.escaped ? x.base_ptr.value() : std::string();
+          const std::string_view name = x.base_ptr.escaped ? decoded : x.base_ptr.raw;
           if (name == "nullptr" || name.empty()) continue;
           detail::ElemType et;
           (void)mpk::elem_type(x.data_type, et);
