@@ -6,9 +6,10 @@
 // the foreign time over the baseline's. The import and the proof are also reported apart.
 // It runs under the allocator settings the `amk` command runs under (app/heap.h).
 // bench/formats_whole_process.sh measures the same files as whole `amk validate` processes.
-// Measured (2-core VM shared with two other builds, load 4.3-4.7, 8-9 iterations): MPK 277 ms
-// (import 230) against amk's 146 ms (import 103), x_amk 1.90; PTO 366 ms (import 311) against
-// 158 ms, x_amk 2.32. Before #42's reader work (load 5.1): x_amk 3.13 and 4.98.
+// Measured (2-core VM, 9-10 iterations): MPK 204 ms (import 163) against amk's 113 ms (import
+// 79), x_amk 1.80; PTO 197 ms (import 164) against 107 ms, x_amk 1.84. Before the block store,
+// the two-thread reference checks and the producer groups in an IdIndex (same session): x_amk 2.11
+// and 2.07 (MPK 272 ms, PTO 270 ms).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
