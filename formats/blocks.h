@@ -34,6 +34,13 @@ class Blocks {
     b.insert(b.end(), v.begin(), v.end());  // within its capacity: nothing moves
     return {b.data() + at, v.size()};
   }
+  /// How many values of type U it holds.
+  template <class U>
+  size_t size() const {
+    size_t n = 0;
+    for (const std::vector<U>& b : std::get<std::vector<std::vector<U>>>(blocks_)) n += b.size();
+    return n;
+  }
   /// Takes the blocks of `o`, whose views stay valid.
   void adopt(Blocks&& o) {
     auto take = [](auto& mine, auto& theirs) {

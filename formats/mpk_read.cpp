@@ -434,13 +434,9 @@ class Builder : public DiagnosticSink {
       name_at.push_back(names.size());
       return id;
     };
-    size_t n = 0, extents = 0;
-    for (const Task& t : g_.tasks)
-      for (const auto* list : {&t.inputs, &t.outputs}) {
-        n += list->size();
-        for (const Tensor& x : *list) extents += 2 * x.dims.values().size();
-      }
-    rm.reserve(n, extents);
+    // Room for every tensor's access at its most dims (what is not used is never touched).
+    const size_t n = g_.store.size<Tensor>();
+    rm.reserve(n, 2 * mpk::kMaxDims * n);
     for (size_t i = 0; i < g_.tasks.size(); ++i) {
       Task& t = g_.tasks[i];
       for (bool write : {false, true})

@@ -432,14 +432,10 @@ class Builder : public DiagnosticSink {
     Memories mem{
         std::vector<int32_t>(d_.tensors.size(), -1), detail::IdIndex(d_.tensors.size()), {}};
     const Created created = created_outputs();
-    size_t n = created.tensor.size(), extents = 2 * n;
-    for (const pto::Task& t : d_.tasks)
-      for (const Arg& a : t.args) {
-        const size_t uses = a.has_tensor ? size_t{a.reads()} + size_t{a.writes()} : 0;
-        n += uses;
-        extents += uses * (a.shape.n + a.strides.n);
-      }
-    rm.reserve(n, extents);
+    // Room for every argument's accesses (an INOUT is two) and the created outputs' (what is not
+    // used is never touched).
+    const size_t n = created.tensor.size();
+    rm.reserve(n + 2 * d_.store.size<Arg>(), 2 * n + 2 * d_.store.size<int64_t>());
     for (size_t i = 0; i < d_.tasks.size(); ++i) {
       pto::Task& t = d_.tasks[i];
       auto creator_of = [&](int64_t arg) {
