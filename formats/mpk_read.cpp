@@ -55,8 +55,9 @@ class Parser : public ir::JsonCursor {
           }
         },
         unknown);
-    g.store.adopt(std::move(store_));
   }
+  // Gives `to` what the tasks read so far point into.
+  void keep_store(detail::Blocks<Tensor>& to) { to.adopt(std::move(store_)); }
 
   void task(Task& t) {
     t.at = offset();
@@ -483,6 +484,7 @@ ir::Result<ir::Program> read_mpk(std::string_view text, const ReadOptions& opt) 
   Graph g;
   Parser parser(text);
   ir::Diagnostics d = parser.document("an MPK task graph", [&] { parser.graph(g); });
+  parser.keep_store(g.store);  // however the read ended, g's tasks point into it
   if (!ir::has_errors(d)) {
     Builder b(text, g, opt);
     ir::append(d, b.check());

@@ -47,8 +47,9 @@ class Parser : public ir::JsonCursor {
         records<Parser>(d.edges, "edges", [](Parser& p, Edge& e) { p.edge(e); });
       }
     });
-    d.store.adopt(std::move(store_));
   }
+  // Gives `to` what the tasks read so far point into.
+  void keep_store(ArgStore& to) { to.adopt(std::move(store_)); }
 
   void header(ScopeStats& s) {
     auto ints = [&](std::vector<int64_t>& v) { (void)int_list(v, 0, INT64_MAX); };
@@ -277,7 +278,9 @@ class Parser : public ir::JsonCursor {
 
 ir::Diagnostics parse_deps(std::string_view text, Deps& d) {
   Parser p(text);
-  return p.document("a PTO dependency dump (deps.json)", [&] { p.deps(d); });
+  ir::Diagnostics out = p.document("a PTO dependency dump (deps.json)", [&] { p.deps(d); });
+  p.keep_store(d.store);  // however the read ended, d's tasks point into it
+  return out;
 }
 
 ir::Diagnostics parse_scope_stats(std::string_view text, ScopeStats& s) {

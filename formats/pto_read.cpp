@@ -40,12 +40,15 @@ class Builder : public DiagnosticSink {
   // diagnostics come as one pass reports them.
   ir::Diagnostics check() {
     constexpr size_t kParallelFrom = 4096;  // tasks and edges: below, threads cost what they save
-    if (d_.tasks.size() + d_.edges.size() < kParallelFrom || !check_in_parallel()) {
-      tensors_ = detail::IdIndex(d_.tensors.size());
-      index_ = detail::IdIndex(d_.tasks.size());
-      deps_.clear();
-      creator_ = detail::IdIndex();
-      made_.clear();
+    const bool big = d_.tasks.size() + d_.edges.size() >= kParallelFrom;
+    if (!big || !check_in_parallel()) {
+      if (big) {  // what the two threads filled in, from the start
+        tensors_ = detail::IdIndex(d_.tensors.size());
+        index_ = detail::IdIndex(d_.tasks.size());
+        deps_.clear();
+        creator_ = detail::IdIndex();
+        made_.clear();
+      }
       check_in_order();
     }
     d_.edges = std::vector<Edge>();  // all the build needs of them is taken (= {} would keep it)
