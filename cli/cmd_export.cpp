@@ -28,7 +28,8 @@ int cmd_export(int argc, char** argv) {
       "depth", po::value<int>()->default_value(1), "PTO: the scopes' depth (ring min(D, 3))")(
       "outer-tasks", po::value<int64_t>()->default_value(0),
       "PTO: tasks submitted first in the scope around them (depth D - 1)")(
-      "block-num", po::value<int64_t>()->default_value(1), "PTO: every task's block_num")(
+      "block-num", po::value<int64_t>(),
+      "PTO: every task's block_num (default: a PTO graph's own, else 1)")(
       "runtime-outputs", "PTO: single-writer activations as runtime-allocated (heap) outputs")(
       "launch", po::value<std::vector<std::string>>(),
       "PTO: KEY=VALUE capacities for scope_stats' header (task_window, heap, dep_pool, ...)");
@@ -59,7 +60,7 @@ int cmd_export(int argc, char** argv) {
   o.depth = args.get<int>("depth");
   o.scope_tasks = args.get<int64_t>("scope-tasks");
   o.outer_tasks = args.get<int64_t>("outer-tasks");
-  o.block_num = args.get<int64_t>("block-num");
+  if (args.has("block-num")) o.block_num = args.get<int64_t>("block-num");
   o.runtime_outputs = args.has("runtime-outputs");
   if (args.has("launch"))
     for (const std::string& kv : args.get<std::vector<std::string>>("launch"))

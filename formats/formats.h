@@ -44,10 +44,12 @@ ir::Result<std::string> export_mpk(const ir::Program& p);
 
 /// How to lay an amk program out as a PTO orchestration.
 struct PtoExport {
-  int depth = 1;                 ///< the tasks' scope depth (ring min(depth, 3))
-  int64_t scope_tasks = 0;       ///< tasks per scope at that depth (0: one scope)
-  int64_t outer_tasks = 0;       ///< tasks submitted first in the scope around those (depth - 1)
-  int64_t block_num = 1;         ///< every task's block_num
+  int depth = 1;            ///< the tasks' scope depth (ring min(depth, 3))
+  int64_t scope_tasks = 0;  ///< tasks per scope at that depth (0: one scope)
+  int64_t outer_tasks = 0;  ///< tasks submitted first in the scope around those (depth - 1)
+  /// Every task's block_num; unset: a task's own from a PTO runtime record the program carries
+  /// (an imported deps.json, which also gives its kernel_ids and early_dispatch), else 1.
+  std::optional<int64_t> block_num;
   bool runtime_outputs = false;  ///< single-writer activations as runtime-allocated OUTPUTs
   ir::Runtime launch;            ///< capacities for scope_stats' header (else the defaults)
 };

@@ -281,6 +281,8 @@ ir::Result<PtoFiles> export_pto(const ir::Program& p, const PtoExport& o) {
   pto::Deps d;
   pto::ScopeStats ss = stats_header(o.launch);
   const Buffers bs = buffers_of(p, order, o.runtime_outputs, d);
+  const ir::Runtime* record =
+      p.runtime && p.runtime->kind == ir::RuntimeKind::Pto ? &*p.runtime : nullptr;
   // Scopes: the root (depth 0, ring 0), then scopes of `per_scope` tasks at `depth`, nested in one
   // scope per level above it.
   std::array<int64_t, ir::kPtoRings> head{}, heap{}, deps{};
@@ -314,10 +316,19 @@ ir::Result<PtoFiles> export_pto(const ir::Program& p, const PtoExport& o) {
     pto::Task x;
     x.task_id = static_cast<uint64_t>(r) << 32 | static_cast<uint64_t>(head[r]++);
     pto_id[t] = x.task_id;
-    const bool cube = task.op == ir::Op::GEMV_TILE || task.op == ir::Op::GEMM_TILE ||
-                      task.op == ir::Op::ATTENTION_TILE;
-    x.kernel_ids[cube ? 0 : 1] = static_cast<int64_t>(task.op);
-    x.block_num = o.block_num;
+    // A task of a PTO graph keeps what its record says; amk's own get kernels by op.
+    const ir::ForeignTask* own =
+        record && t < record->tasks.size() && record->tasks[t].id != UINT64_MAX ? &record->tasks[t]
+                                                                                : nullptr;
+    if (own) {
+      for (size_t i = 0; i < 3; ++i) x.kernel_ids[i] = own->kernels[i];
+      x.early_dispatch = own->early;
+    } else {
+      const bool cube = task.op == ir::Op::GEMV_TILE || task.op == ir::Op::GEMM_TILE ||
+                        task.op == ir::Op::ATTENTION_TILE;
+      x.kernel_ids[cube ? 0 : 1] = static_cast<int64_t>(task.op);
+    }
+    x.block_num = o.block_num.value_or(own ? std::max<int64_t>(1, own->variant) : 1);
     add_args(p, task, bs, x, d.store);
     for (int64_t b : task.outputs)
       if (bs.created[static_cast<size_t>(b)])
