@@ -37,10 +37,13 @@ constexpr Rule kReadyQueue{"capacity.ready-queue",
                            false};
 constexpr Rule kBlockNum{"capacity.block-num",
                          "warning: a task's block_num exceeds the cores of its shape", false};
+constexpr Rule kEarlyDispatch{
+    "capacity.early-dispatch",
+    "a producer's early-dispatch consumers can gate every core its remaining blocks need", false};
 
 std::span<const Rule> capacity_rules() {
-  static constexpr Rule kList[] = {kCoresidency, kWorkerQueue, kTaskWindow, kHeap,
-                                   kDepPool,     kFaninSpill,  kReadyQueue, kBlockNum};
+  static constexpr Rule kList[] = {kCoresidency, kWorkerQueue, kTaskWindow, kHeap,         kDepPool,
+                                   kFaninSpill,  kReadyQueue,  kBlockNum,   kEarlyDispatch};
   return kList;
 }
 
@@ -252,6 +255,72 @@ void pto_shape_needs(const ir::Program& p, std::vector<CapacityNeed>& out) {
   }
 }
 
+// The cores of type `core` (0 AIC, 1 AIV) one block of PTO shape `kind` takes: a MIX block a
+// cluster of one AIC and two AIV cores.
+int64_t cores_per_block(int32_t kind, size_t core) {
+  if (kind == static_cast<int32_t>(ir::PtoShape::Mix)) return core == 0 ? 1 : 2;
+  if (kind == static_cast<int32_t>(ir::PtoShape::Aic)) return core == 0 ? 1 : 0;
+  if (kind == static_cast<int32_t>(ir::PtoShape::Aiv)) return core == 1 ? 1 : 0;
+  return 0;
+}
+
+// simpler #2136. A consumer flagged early_dispatch is staged while its producer runs: its blocks
+// take cores and hold them, gated, until the producer completes. The runtime bounds that per
+// producer edge, not in aggregate, so a producer fanned out to many such consumers can find every
+// core of a type its remaining blocks need gated by them: they wait for it, it waits for a core.
+// Safe when the cohorts leave one block of the producer room: gated + one block <= cores. A
+// producer of one block has nothing left to place once it runs.
+void early_dispatch_needs(const ir::Program& p, std::vector<CapacityNeed>& out) {
+  const ir::Runtime& rt = *p.runtime;
+  const size_t n = std::min(rt.tasks.size(), p.tasks.size());
+  bool any = false;
+  for (size_t t = 0; t < n && !any; ++t) any = rt.tasks[t].early;
+  if (!any) return;
+  // The early-dispatch consumers of each counter (a PTO producer's counter is shared only by
+  // producers with the same consumers).
+  std::vector<std::vector<uint32_t>> early_of(p.counters.size());
+  for (uint32_t t = 0; t < n; ++t) {
+    if (!rt.tasks[t].early || rt.tasks[t].id == UINT64_MAX) continue;
+    for (const ir::Wait& w : p.tasks[t].waits)
+      if (w.counter >= 0 && static_cast<size_t>(w.counter) < early_of.size()) {
+        std::vector<uint32_t>& v = early_of[static_cast<size_t>(w.counter)];
+        if (v.empty() || v.back() != t) v.push_back(t);
+      }
+  }
+  static constexpr std::string_view kCore[] = {"AIC", "AIV"};
+  const std::optional<int64_t> cores[] = {rt.value(Cap::cores_aic), rt.value(Cap::cores_aiv)};
+  for (uint32_t t = 0; t < n; ++t) {
+    const ir::ForeignTask& f = rt.tasks[t];
+    const int64_t c = p.tasks[t].out_counter;
+    if (f.id == UINT64_MAX || f.variant < 2 || c < 0 || static_cast<size_t>(c) >= early_of.size())
+      continue;
+    const std::vector<uint32_t>& cons = early_of[static_cast<size_t>(c)];
+    for (size_t core = 0; core < 2 && !cons.empty(); ++core) {
+      const int64_t mine = cores_per_block(f.kind, core);
+      int64_t gated = 0;
+      for (uint32_t q : cons)
+        gated +=
+            std::max<int64_t>(1, rt.tasks[q].variant) * cores_per_block(rt.tasks[q].kind, core);
+      if (mine == 0 || gated == 0) continue;
+      std::string who;
+      for (size_t k = 0; k < cons.size() && k < 3; ++k)
+        who += fmt::format("{}{}", k ? ", " : "", cons[k]);
+      if (cons.size() > 3) who += fmt::format(", ... ({} in all)", cons.size());
+      CapacityNeed x;
+      x.rule = kEarlyDispatch.code;
+      x.key = core == 0 ? Cap::cores_aic : Cap::cores_aiv;
+      x.needed = gated + mine;
+      x.capacity = cores[core];
+      x.what = fmt::format(
+          "{} runs block_num {} on {} cores; its early-dispatch consumers (task {}) may gate {} {} "
+          "core(s) while it still has blocks to place, and its next block needs {} more",
+          task_name(p, t), f.variant, kCore[core], who, gated, kCore[core], mine);
+      x.pointer = ir::task_pointer(t);
+      out.push_back(std::move(x));
+    }
+  }
+}
+
 // MPK: the launch's blocks on the chip, and each worker's queue.
 void mpk_needs(const ir::Program& p, std::vector<CapacityNeed>& out) {
   const ir::Runtime& rt = *p.runtime;
@@ -353,6 +422,7 @@ std::vector<CapacityNeed> capacity_needs(const ir::Program& p) {
     case ir::RuntimeKind::Pto:
       scope_needs(p, out);
       pto_shape_needs(p, out);
+      early_dispatch_needs(p, out);
       break;
     case ir::RuntimeKind::Amk:
       scope_needs(p, out);

@@ -1,7 +1,10 @@
 // PTO's tensormap_and_ringbuffer runtime (and amk's orchestrator) as timed no-ops: an orchestrator
 // submitting tasks in order into per-ring task windows, heaps and dependency pools, scopes that
 // hold their tasks until they end, reclaim in task order behind the oldest live task, and
-// schedulers dispatching ready tasks to the cores of their shape.
+// schedulers dispatching ready tasks' blocks to the cores of their shape. A task flagged
+// early_dispatch is staged once each of its producers has started: its blocks take cores and hold
+// them, gated, until it is ready (simpler #2136). A pass stages before it places ready blocks: of
+// the interleavings the runtime's scheduler threads allow, the one that hangs.
 #include <algorithm>
 #include <array>
 #include <deque>
@@ -59,7 +62,7 @@ class Sim {
         const uint32_t t = running_[k].second;
         running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(k));
         free_cores(t);
-        finish(t);
+        if (--unfinished_[t] == 0) finish(t);
       }
     }
     run_.tasks_run = completed_;
@@ -86,6 +89,11 @@ class Sim {
   size_t next_submit_ = 0, completed_ = 0;
   std::array<int64_t, 3> free_{};  // free cores: AIC, AIV (MIX takes one AIC and two AIV)
   std::array<int64_t, 3> total_{};
+  std::vector<int64_t> unplaced_, unfinished_;  // by task: blocks not yet on a core, not done
+  std::vector<uint8_t> started_;                // a block of it has run or runs
+  std::vector<uint8_t> staged_;                 // its blocks hold their cores, gated
+  std::vector<uint32_t> early_;                 // early_dispatch tasks, in task order
+  std::vector<uint32_t> unstaged_;  // early_dispatch tasks submitted, not ready, not staged
   std::vector<std::vector<uint32_t>> holds_;  // by consumer: the producers it holds
   std::vector<std::pair<double, uint32_t>> running_;
   std::deque<uint32_t> ready_;
@@ -93,6 +101,22 @@ class Sim {
   std::string blocked_on_;
 
   const ir::ForeignTask& ft(uint32_t t) const { return rt_.tasks[t]; }
+
+  // The AIC and AIV cores one block of t takes (a join: none).
+  std::array<int64_t, 2> per_block(uint32_t t) const {
+    const int32_t shape = ring_of_[t] < 0 ? static_cast<int32_t>(ir::PtoShape::Alloc) : ft(t).kind;
+    if (shape == static_cast<int32_t>(ir::PtoShape::Mix)) return {1, 2};
+    if (shape == static_cast<int32_t>(ir::PtoShape::Aic)) return {1, 0};
+    if (shape == static_cast<int32_t>(ir::PtoShape::Aiv)) return {0, 1};
+    return {0, 0};
+  }
+  bool fits(std::array<int64_t, 2> need, int64_t blocks = 1) const {
+    return free_[0] >= need[0] * blocks && free_[1] >= need[1] * blocks;
+  }
+  void take(std::array<int64_t, 2> need, int64_t blocks) {
+    free_[0] -= need[0] * blocks;
+    free_[1] -= need[1] * blocks;
+  }
 
   void setup() {
     const size_t n = p_.tasks.size();
@@ -109,8 +133,13 @@ class Sim {
     waiting_on_.assign(n, 0);
     consumed_.assign(n, 0);
     holds_.assign(n, {});
+    unplaced_.assign(n, 1);
+    started_.assign(n, 0);
+    staged_.assign(n, 0);
     for (uint32_t t = 0; t < n && t < rt_.tasks.size(); ++t) {
       if (ft(t).id == kJoin) continue;
+      unplaced_[t] = std::max<int64_t>(1, ft(t).variant);
+      if (pto_ && ft(t).early) early_.push_back(t);
       const auto r = static_cast<int32_t>(pto_ ? std::min<uint64_t>(ft(t).id >> 32, 3) : 0);
       ring_of_[t] = r;
       rings_[static_cast<size_t>(r)].tasks.push_back(t);
@@ -140,6 +169,7 @@ class Sim {
     free_ = {rt_.value(Cap::cores_aic).value_or(cores),
              rt_.value(Cap::cores_aiv).value_or(2 * cores), 0};
     total_ = free_;
+    unfinished_ = unplaced_;
   }
 
   // The orchestrator submits while the rings admit the next task.
@@ -150,7 +180,11 @@ class Sim {
       if (ring_of_[t] >= 0 && !admit(t)) return moved;
       wire(t);
       state_[t] = State::Pending;
-      if (counters_.ready(t)) make_ready(t);
+      if (counters_.ready(t)) {
+        make_ready(t);
+      } else if (pto_ && t < rt_.tasks.size() && ft(t).early) {
+        unstaged_.push_back(t);
+      }
       ++next_submit_;
       moved = true;
       for (int32_t s : ends_after_[t]) end_scope(s);
@@ -251,9 +285,11 @@ class Sim {
     }
   }
 
-  // Ready tasks to free cores of their shape; joins and kernel-less tasks complete at once.
+  // Early-dispatch tasks whose producers have all started stage their whole cohort on free cores;
+  // then ready tasks' blocks go to free cores of their shape (a staged task's are there already),
+  // and joins and kernel-less tasks complete at once.
   bool dispatch(double now) {
-    bool moved = false;
+    bool moved = stage();
     const int64_t cap = rt_.value(Cap::ready_queue).value_or(65536);
     std::array<int64_t, 3> per{};
     for (uint32_t t : ready_) {
@@ -271,36 +307,60 @@ class Sim {
     }
     for (size_t k = 0; k < ready_.size();) {
       const uint32_t t = ready_[k];
-      const int32_t shape =
-          ring_of_[t] < 0 ? static_cast<int32_t>(ir::PtoShape::Alloc) : ft(t).kind;
-      if (shape == static_cast<int32_t>(ir::PtoShape::Alloc)) {
+      const std::array<int64_t, 2> need = per_block(t);
+      if (need == std::array<int64_t, 2>{0, 0}) {
         ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(k));
         finish(t);
         moved = true;
         continue;
       }
-      const int64_t need_aic = shape == 1 || shape == 0 ? 1 : 0;
-      const int64_t need_aiv = shape == 2 ? 1 : shape == 0 ? 2 : 0;
-      if (free_[0] < need_aic || free_[1] < need_aiv) {
-        ++k;
-        continue;
+      const size_t before = running_.size();
+      if (staged_[t]) {  // the doorbell: its gated blocks run on the cores they hold
+        staged_[t] = 0;
+        for (int64_t b = 0; b < unfinished_[t]; ++b) running_.emplace_back(now + o_.task_us, t);
       }
-      free_[0] -= need_aic;
-      free_[1] -= need_aiv;
-      // block_num blocks run in waves over the shape's cores.
-      const int64_t cores = std::max<int64_t>(1, shape == 2 ? total_[1] : total_[0]);
-      const int64_t waves = (std::max<int64_t>(1, ft(t).variant) + cores - 1) / cores;
-      running_.emplace_back(now + o_.task_us * static_cast<double>(waves), t);
-      ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(k));
+      for (; unplaced_[t] > 0 && fits(need); --unplaced_[t]) {
+        take(need, 1);
+        running_.emplace_back(now + o_.task_us, t);
+      }
+      if (running_.size() > before) {
+        started_[t] = 1;
+        moved = true;
+      }
+      if (unplaced_[t] > 0) {
+        ++k;
+      } else {
+        ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+    }
+    return moved;
+  }
+
+  // An early_dispatch task that is submitted but not ready, whose producers have all started,
+  // takes cores for every block at once when they are free (all or nothing).
+  bool stage() {
+    bool moved = false;
+    std::erase_if(unstaged_, [&](uint32_t t) { return state_[t] != State::Pending || staged_[t]; });
+    for (uint32_t t : unstaged_) {
+      bool started = true;
+      for (uint32_t slot : g_.wait_slots(t))
+        for (uint32_t q : g_.producers(slot))
+          started = started && q != t && state_[q] != State::Unsubmitted &&
+                    (started_[q] || state_[q] == State::Completed);
+      const std::array<int64_t, 2> need = per_block(t);
+      if (!started || !fits(need, unplaced_[t])) continue;
+      take(need, unplaced_[t]);
+      unplaced_[t] = 0;
+      staged_[t] = 1;
       moved = true;
     }
     return moved;
   }
 
   void free_cores(uint32_t t) {
-    const int32_t shape = ft(t).kind;
-    free_[0] += shape == 1 || shape == 0 ? 1 : 0;
-    free_[1] += shape == 2 ? 1 : shape == 0 ? 2 : 0;
+    const std::array<int64_t, 2> need = per_block(t);
+    free_[0] += need[0];
+    free_[1] += need[1];
   }
 
   void finish(uint32_t t) {
@@ -312,6 +372,32 @@ class Sim {
     std::vector<uint32_t> holds = std::move(holds_[t]);
     for (uint32_t q : holds) release(q);
     if (waiting_on_[t] == 0) consume(t);
+  }
+
+  // Why ready task t has blocks no core takes: the cores of a type it needs are held by staged
+  // early_dispatch cohorts that wait for it, or the chip has fewer than one block needs.
+  std::string no_core(uint32_t t) const {
+    static constexpr std::string_view kCore[] = {"AIC", "AIV"};
+    const std::array<int64_t, 2> need = per_block(t);
+    const size_t c = free_[0] < need[0] ? 0 : 1;
+    std::vector<uint32_t> gated;
+    int64_t held = 0;
+    for (uint32_t q : early_)
+      if (staged_[q] && per_block(q)[c] > 0) {
+        gated.push_back(q);
+        held += unfinished_[q] * per_block(q)[c];
+      }
+    std::string why =
+        fmt::format("{} has {} of {} block(s) left to place and no free {} core", task_name(p_, t),
+                    unplaced_[t], std::max<int64_t>(1, ft(t).variant), kCore[c]);
+    if (gated.empty())
+      return why + fmt::format(": a block needs {}, the chip has {}", need[c], total_[c]);
+    why += fmt::format(": {} of the {} are held, gated, by the early-dispatch cohorts of ", held,
+                       total_[c]);
+    for (size_t k = 0; k < gated.size() && k < 3; ++k)
+      why += fmt::format("{}{}", k ? ", " : "", task_name(p_, gated[k]));
+    if (gated.size() > 3) why += fmt::format(" and {} more", gated.size() - 3);
+    return why + ", staged while it ran and waiting for it to complete (simpler #2136)";
   }
 
   ir::Diagnostics stuck(double now) {
@@ -339,6 +425,8 @@ class Sim {
                                              rt_.scopes[static_cast<size_t>(s)].depth)
                                : "waits for its consumers");
       }
+    } else if (!ready_.empty()) {
+      why = no_core(ready_.front());
     } else {
       for (uint32_t t = 0; t < p_.tasks.size(); ++t)
         if (state_[t] == State::Pending) {
@@ -350,7 +438,9 @@ class Sim {
         ir::error("vm.deadlock",
                   fmt::format("{} graph stuck after {} of {} tasks (t = {} us): {}",
                               pto_ ? "PTO" : "orchestrated", completed_, p_.tasks.size(), now, why),
-                  ir::task_pointer(std::min<size_t>(next_submit_, p_.tasks.size() - 1)))};
+                  ir::task_pointer(next_submit_ == p_.tasks.size() && !ready_.empty()
+                                       ? ready_.front()
+                                       : std::min<size_t>(next_submit_, p_.tasks.size() - 1)))};
   }
 };
 

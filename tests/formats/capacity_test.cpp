@@ -106,6 +106,36 @@ TEST(CapacityRules, ABlockNumAboveTheCoresOfItsShapeIsAWarning) {
   EXPECT_TRUE(codes(validate::validate(via_pto(p, o, {"cores_aiv=48"}))).empty());
 }
 
+TEST(CapacityRules, EarlyDispatchCohortsMustLeaveTheirProducerACore) {
+  // simpler #2136: twelve early-dispatch consumers of four AIV blocks each may gate all 48 AIV
+  // cores while their 49-block producer still has a block to place; eleven leave it four.
+  const auto read = [](const ir::Program& p) {
+    return validate::validate(via_pto(p, scopes(1, 0), {"cores_aiv=48"}));
+  };
+  validate::Result bad = read(test::fanned_out(12, 49, 4));
+  EXPECT_EQ(codes(bad), (std::vector<std::string>{"capacity.early-dispatch", "capacity.block-num"}))
+      << bad.report();
+  ASSERT_FALSE(bad.errors.empty());
+  EXPECT_EQ(bad.errors[0].pointer, "/tasks/0");
+  EXPECT_NE(bad.errors[0].message.find("early-dispatch consumers (task 1, 2, 3, ... (12 in all)) "
+                                       "may gate 48 AIV core(s)"),
+            std::string::npos)
+      << bad.errors[0].message;
+  EXPECT_NE(bad.errors[0].message.find("needs cores_aiv = 49, the runtime provides 48"),
+            std::string::npos)
+      << bad.errors[0].message;
+  EXPECT_TRUE(read(test::fanned_out(11, 49, 4)).ok);
+  // Not flagged, nothing to gate, or a producer with no block left once it runs.
+  EXPECT_TRUE(read(test::fanned_out(12, 49, 4, false)).ok);
+  EXPECT_TRUE(codes(read(test::fanned_out(12, 1, 4))).empty());
+  // The smallest safe AIV core count is what the cohorts and one producer block take.
+  const ir::Program p = via_pto(test::fanned_out(12, 40, 4), scopes(1, 0));
+  int64_t aiv = 0;
+  for (const validate::CapacityNeed& x : validate::smallest_safe_capacities(p))
+    if (x.key == ir::Cap::cores_aiv) aiv = x.needed;
+  EXPECT_EQ(aiv, 49);
+}
+
 TEST(CapacityRules, ReadyQueuesBoundWhatTheWindowsKeepAlive) {
   const ir::Program p = fan(300, 1);
   validate::Result r = validate::validate(via_pto(p, scopes(1, 0), {"ready_queue=256"}));

@@ -56,6 +56,25 @@ inline ir::Program fan(int writers, int readers) {
   return p;
 }
 
+/// simpler #2136's fanned-out shape as a PTO graph's record gives it: one AIV producer of
+/// `blocks` blocks feeding `consumers` AIV tasks of `each` blocks, flagged early_dispatch when
+/// `early`.
+inline ir::Program fanned_out(int consumers, int32_t blocks, int32_t each, bool early = true) {
+  ir::Program p = fan(1, consumers);
+  ir::Runtime& rt = p.runtime.emplace();
+  rt.kind = ir::RuntimeKind::Pto;
+  rt.tasks.resize(p.tasks.size());
+  for (size_t t = 0; t < p.tasks.size(); ++t) {
+    ir::ForeignTask& f = rt.tasks[t];
+    f.id = t;
+    f.kind = static_cast<int32_t>(ir::PtoShape::Aiv);
+    f.kernels = {-1, t == 0 ? 1 : 2, -1};
+    f.variant = t == 0 ? blocks : each;
+    f.early = t > 0 && early;
+  }
+  return p;
+}
+
 /// `p` written as PTO's files under `o` and read back (with `launch` overrides).
 inline ir::Program via_pto(const ir::Program& p, const formats::PtoExport& o,
                            const std::vector<std::string>& launch = {}) {

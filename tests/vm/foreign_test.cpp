@@ -63,6 +63,28 @@ TEST(ForeignRun, AnMpkWorkerQueueTooShortForItsDealOverflows) {
             std::string::npos);
 }
 
+TEST(ForeignRun, EarlyDispatchCohortsThatGateEveryCoreLeaveTheirProducerStuck) {
+  // simpler #2136: 48 blocks of the producer run, then twelve early-dispatch consumers of four
+  // blocks stage on the 48 freed AIV cores before its last block is placed.
+  ir::Result<vm::ForeignRun> r =
+      vm::run_foreign(via_pto(test::fanned_out(12, 49, 4), scopes(1, 0), {"cores_aiv=48"}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.diagnostics[0].code, "vm.deadlock");
+  EXPECT_NE(r.diagnostics[0].message.find(
+                "has 1 of 49 block(s) left to place and no free AIV core: 48 of the 48 are held, "
+                "gated, by the early-dispatch cohorts of task 1"),
+            std::string::npos)
+      << r.diagnostics[0].message;
+  // Eleven leave it four cores; without the flag nothing is staged; a one-block producer has
+  // nothing left to place once it runs.
+  for (const ir::Program& p : {test::fanned_out(11, 49, 4), test::fanned_out(12, 49, 4, false),
+                               test::fanned_out(12, 1, 4)}) {
+    ir::Result<vm::ForeignRun> done = vm::run_foreign(via_pto(p, scopes(1, 0), {"cores_aiv=48"}));
+    ASSERT_TRUE(done.ok()) << test::text(done.diagnostics);
+    EXPECT_EQ(done->tasks_run, p.tasks.size());
+  }
+}
+
 TEST(ForeignRun, TheMpkExampleCompletesAtEveryWorkerCount) {
   for (int w : {1, 2, 3, 4, 8}) {
     const ir::Program p =
@@ -97,6 +119,8 @@ TEST(ForeignRun, StaticVerdictAndRunAgreeOnCapacityCases) {
       {"spill-ok", via_pto(fan(256, 4), scopes(1, 0, {"dep_pool=2048"}), {"fanin_spill=768"})},
       {"ready", via_pto(fan(300, 1), scopes(1, 0), {"ready_queue=256"})},
       {"ready-ok", via_pto(fan(300, 1), scopes(1, 0), {"ready_queue=512"})},
+      {"early", via_pto(test::fanned_out(12, 49, 4), scopes(1, 0), {"cores_aiv=48"})},
+      {"early-ok", via_pto(test::fanned_out(11, 49, 4), scopes(1, 0), {"cores_aiv=48"})},
       {"coresidency", mpk_example({"sms=132", "workers=130", "schedulers=16"})},  // 466 tasks
       {"coresidency-ok", mpk_example({"sms=132", "workers=128", "schedulers=16"})},
       {"queue", mpk_example({"sms=2", "workers=1", "schedulers=1", "worker_queue=466"})},
