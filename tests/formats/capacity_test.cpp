@@ -211,5 +211,20 @@ TEST(RoundTrip, ImportedGraphsKeepTheirVerdictThroughAmksJson) {
   EXPECT_EQ(m.tasks.size(), 32u);
 }
 
+TEST(RoundTrip, AnImportedPtoGraphExportsItsTasksKernelsBlocksAndEarlyDispatch) {
+  // deps.json -> amk -> deps.json: what PTO schedules by (the shape from kernel_ids, block_num,
+  // early_dispatch) is the file's, not amk's defaults; --block-num still overrides it.
+  const ir::Program p = via_pto(test::fanned_out(3, 7, 2), scopes(1, 0));
+  const ir::Program q = via_pto(p, scopes(1, 0));
+  ASSERT_TRUE(q.runtime && p.runtime);
+  EXPECT_EQ(q.runtime->tasks, p.runtime->tasks);
+  EXPECT_EQ(q.runtime->tasks[0].variant, 7);
+  EXPECT_TRUE(q.runtime->tasks[1].early);
+  formats::PtoExport o = scopes(1, 0);
+  o.block_num = 5;
+  const ir::Program r = via_pto(p, o);
+  for (const ir::ForeignTask& f : r.runtime->tasks) EXPECT_EQ(f.variant, 5);
+}
+
 }  // namespace
 }  // namespace amk
