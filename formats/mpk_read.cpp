@@ -267,6 +267,7 @@ class Builder : public DiagnosticSink {
     ir::Runtime rt;
     rt.kind = ir::RuntimeKind::Mpk;
     rt.caps = opt_.launch.caps;
+    rt.twaits = opt_.launch.twaits;  // not MPK's: the proof says so
     const int64_t sms = rt.given(ir::Cap::sms).value_or(opt_.num_sms > 0 ? opt_.num_sms : 132);
     const auto [dw, ds] = mpk_default_launch(sms);
     const int64_t workers = std::max<int64_t>(1, rt.given(ir::Cap::workers).value_or(dw));

@@ -66,6 +66,7 @@ class Builder : public DiagnosticSink {
     for (const ir::CapInfo& c : ir::cap_table())
       if (!opt_.launch.caps[static_cast<size_t>(c.key)].empty())
         rt.caps[static_cast<size_t>(c.key)] = opt_.launch.caps[static_cast<size_t>(c.key)];
+    rt.twaits = opt_.launch.twaits;
     const size_t n = d_.tasks.size();
     // The tasks with their counters and waits, and the tensors' accesses, side by side; then the
     // accesses become buffers, pages and the tasks' inputs, outputs and tile params.

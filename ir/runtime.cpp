@@ -300,6 +300,11 @@ JsonValue runtime_json(const Runtime& r) {
       t.push_back(record_json(x, kTaskFields, r.kind != RuntimeKind::Mpk));
     j["tasks"] = std::move(t);
   }
+  if (!r.twaits.empty()) {
+    ojson w = ojson::array();
+    for (const auto& [waiter, notifier] : r.twaits) w.push_back(ojson::array({waiter, notifier}));
+    j["twaits"] = std::move(w);
+  }
   if (r.extra.json().is_object())
     for (auto it = r.extra.json().begin(); it != r.extra.json().end(); ++it)
       j[it.key()] = it.value();
@@ -322,6 +327,20 @@ Result<Runtime> parse_runtime(const JsonValue& v, std::string_view pointer) {
   for (auto it = o.begin(); it != o.end(); ++it) {
     const std::string& key = it.key();
     if (key == "kind" || key == "scopes" || key == "tasks") continue;
+    if (key == "twaits") {
+      bool ok = it->is_array();
+      for (size_t i = 0; ok && i < it->size(); ++i) {
+        const ojson& e = (*it)[i];
+        std::optional<uint64_t> w, n;
+        ok = e.is_array() && e.size() == 2 && (w = as_u64(e[0])) && (n = as_u64(e[1]));
+        if (ok) r.twaits.push_back({*w, *n});
+      }
+      if (!ok)
+        d.push_back(error("runtime.field",
+                          "runtime field 'twaits' must be a list of [waiter, notifier] task ids",
+                          base + "/twaits"));
+      continue;
+    }
     auto cap = parse_cap(key);
     if (!cap) {
       if (r.extra.is_null()) r.extra = JsonValue::object();
@@ -384,12 +403,31 @@ void lift_runtime(Result<Program>& r) {
 Status apply_launch(Runtime& r, std::string_view key_value) {
   const size_t eq = key_value.find('=');
   const std::string_view key = key_value.substr(0, eq);
+  if (key == "twait" && eq != std::string_view::npos) {
+    const std::string_view pair = key_value.substr(eq + 1);
+    const size_t colon = pair.find(':');
+    uint64_t ids[2] = {0, 0};
+    bool ok = colon != std::string_view::npos;
+    for (size_t k = 0; ok && k < 2; ++k) {
+      const std::string_view id = k ? pair.substr(colon + 1) : pair.substr(0, colon);
+      auto res = std::from_chars(id.data(), id.data() + id.size(), ids[k]);
+      ok = !id.empty() && res.ec == std::errc() && res.ptr == id.data() + id.size();
+    }
+    if (!ok)
+      return error("launch.value",
+                   fmt::format("--launch {}: expected twait=WAITER:NOTIFIER, two task ids as "
+                               "deps.json writes them",
+                               key_value));
+    r.twaits.push_back({ids[0], ids[1]});
+    return {};
+  }
   auto cap = parse_cap(key);
   if (eq == std::string_view::npos || !cap) {
     std::string keys;
     for (const CapInfo& c : kCaps) keys += (keys.empty() ? "" : ", ") + std::string(c.name);
-    return error("launch.key", fmt::format("--launch {}: expected KEY=VALUE with KEY one of: {}",
-                                           key_value, keys));
+    return error(
+        "launch.key",
+        fmt::format("--launch {}: expected KEY=VALUE with KEY one of: {}, twait", key_value, keys));
   }
   std::vector<int64_t> vals;
   std::string_view rest = key_value.substr(eq + 1);

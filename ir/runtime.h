@@ -90,7 +90,10 @@ struct Runtime {
   std::array<std::vector<int64_t>, kCapCount> caps;
   std::vector<RuntimeScope> scopes;  ///< PTO, in begin order
   std::vector<ForeignTask> tasks;    ///< by task id (empty for amk's own programs)
-  JsonValue extra;                   ///< unknown fields, kept verbatim
+  /// PTO: (waiter, notifier) task ids (ForeignTask::id): the waiter blocks on its core in TWAIT
+  /// until the notifier's TNOTIFY, an order deps.json does not record (`--launch twait=W:N`).
+  std::vector<std::array<uint64_t, 2>> twaits;
+  JsonValue extra;  ///< unknown fields, kept verbatim
 
   /// The value of `k` for `ring` (the last given value covers later rings), or nullopt.
   std::optional<int64_t> given(Cap k, int ring = 0) const;
@@ -118,7 +121,8 @@ struct Program;
 /// Program::runtime; a malformed record fails the result. The one reading direction.
 void lift_runtime(Result<Program>& r);
 
-/// Applies one `KEY=VALUE` override (a number, or a comma list per ring) to `r`.
+/// Applies one `KEY=VALUE` override (a number, or a comma list per ring) to `r`; `twait=W:N`
+/// adds a blocking-wait pair (Runtime::twaits).
 Status apply_launch(Runtime& r, std::string_view key_value);
 
 }  // namespace amk::ir

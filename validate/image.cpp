@@ -221,7 +221,7 @@ void put(Writer& w, const ir::Target& t) {
 }
 
 void put(Writer& w, const ir::Runtime& r) {
-  const auto& [kind, caps, scopes, tasks, extra] = r;
+  const auto& [kind, caps, scopes, tasks, twaits, extra] = r;
   w.u(static_cast<uint64_t>(kind));
   for (const std::vector<int64_t>& c : caps) w.ints(c);
   w.u(scopes.size());
@@ -239,6 +239,11 @@ void put(Writer& w, const ir::Runtime& r) {
       w.i(v);
     w.u(early);
     w.u(manual);
+  }
+  w.u(twaits.size());
+  for (const auto& [waiter, notifier] : twaits) {
+    w.u(waiter);
+    w.u(notifier);
   }
   w.json(extra);
 }

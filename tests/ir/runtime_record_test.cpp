@@ -30,6 +30,7 @@ Runtime pto_record() {
   b.id = 7;
   b.manual = true;
   r.tasks = {a, b, ForeignTask{}};
+  r.twaits = {{a.id, 7}};
   return r;
 }
 
@@ -110,6 +111,24 @@ TEST(RuntimeRecord, AFieldOfTheWrongTypeIsAnErrorAtItsPointer) {
     EXPECT_EQ(d.pointer, std::string("/runtime/") + c.list + "/0/" + c.key) << j.dump();
     EXPECT_EQ(d.message, std::string("runtime field '") + c.key + "' must be " + c.expected)
         << j.dump();
+  }
+}
+
+TEST(RuntimeRecord, BlockingWaitPairsComeFromLaunchAndMalformedOnesAreErrors) {
+  Runtime r;
+  ASSERT_TRUE(apply_launch(r, "twait=4294967301:7").ok());
+  EXPECT_EQ(r.twaits, (std::vector<std::array<uint64_t, 2>>{{(uint64_t{1} << 32) | 5, 7}}));
+  EXPECT_EQ(runtime_json(r).json()["twaits"].dump(), "[[4294967301,7]]");
+  for (const char* bad : {"twait=1", "twait=1:", "twait=:2", "twait=1:2:3", "twait=-1:2"}) {
+    Status st = apply_launch(r, bad);
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_EQ(st.diagnostics[0].code, "launch.value") << bad;
+  }
+  for (const char* bad : {R"("x")", "[[1]]", R"([[1, "2x"]])", "[[1, -2]]", "[3]"}) {
+    const ojson j = ojson::parse(std::string(R"({"kind": "pto", "twaits": )") + bad + "}");
+    Result<Runtime> back = parse_runtime(JsonValue(j));
+    ASSERT_FALSE(back) << bad;
+    EXPECT_EQ(back.diagnostics[0].pointer, "/runtime/twaits") << bad;
   }
 }
 
