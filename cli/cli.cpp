@@ -184,7 +184,9 @@ void add_format_options(Args& args) {
       "launch", po::value<std::vector<std::string>>(),
       "KEY=VALUE (repeatable): a runtime capacity or launch-shape value, a number or a comma "
       "list per ring (workers, schedulers, sms, worker_queue, scheduler_queue, task_window, heap, "
-      "dep_pool, tensormap, ready_queue, fanin_inline, fanin_spill, cores_aic, cores_aiv)")(
+      "dep_pool, tensormap, ready_queue, fanin_inline, fanin_spill, cores_aic, cores_aiv); PTO: "
+      "twait=WAITER:NOTIFIER, task ids as deps.json writes them, for a task that blocks in TWAIT "
+      "until another's TNOTIFY")(
       "scope-stats", po::value<std::string>(),
       "PTO: the scope_stats.jsonl to read (default: scope_stats/ beside deps.json)");
 }

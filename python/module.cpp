@@ -413,7 +413,8 @@ void bind_programs(py::module_& m) {
       py::arg("launch") = std::vector<std::string>(), py::arg("target") = py::none(),
       "Reads a program file: amk's JSON, an MPK task_graph.json or a PTO deps.json (format: "
       "'amk', 'mpk' or 'pto', default by its top-level keys; scope_stats: PTO's scope_stats.jsonl; "
-      "launch: ['KEY=VALUE', ...] runtime capacity overrides; target: the chip for the runtime's "
+      "launch: ['KEY=VALUE', ...] runtime capacity overrides (PTO: 'twait=WAITER:NOTIFIER' too); "
+      "target: the chip for the runtime's "
       "defaults).");
   m.def(
       "loads", [](const py::object& text) { return Program{parse_text(text_of(text))}; },

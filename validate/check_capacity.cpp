@@ -6,11 +6,13 @@
 // largest per ring as the smallest safe sizes.
 #include <algorithm>
 #include <array>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "validate/context.h"
+#include "validate/reach.h"
 
 namespace amk::validate {
 
@@ -37,13 +39,18 @@ constexpr Rule kReadyQueue{"capacity.ready-queue",
                            false};
 constexpr Rule kBlockNum{"capacity.block-num",
                          "warning: a task's block_num exceeds the cores of its shape", false};
+constexpr Rule kTwait{"capacity.twait",
+                      "a task blocked in TWAIT may hold the cores its notifier needs, or its "
+                      "notifier runs only after it",
+                      false};
 constexpr Rule kEarlyDispatch{
     "capacity.early-dispatch",
     "a producer's early-dispatch consumers can gate every core its remaining blocks need", false};
 
 std::span<const Rule> capacity_rules() {
-  static constexpr Rule kList[] = {kCoresidency, kWorkerQueue, kTaskWindow, kHeap,         kDepPool,
-                                   kFaninSpill,  kReadyQueue,  kBlockNum,   kEarlyDispatch};
+  static constexpr Rule kList[] = {kCoresidency,   kWorkerQueue, kTaskWindow, kHeap,
+                                   kDepPool,       kFaninSpill,  kReadyQueue, kBlockNum,
+                                   kEarlyDispatch, kTwait};
   return kList;
 }
 
@@ -321,6 +328,140 @@ void early_dispatch_needs(const ir::Program& p, std::vector<CapacityNeed>& out) 
   }
 }
 
+// The blocking-wait pairs (Runtime::twaits) as task indexes, each with how the graph orders its
+// notifier and waiter.
+struct TwaitPair {
+  size_t index = 0;                    // in Runtime::twaits
+  int64_t waiter = -1, notifier = -1;  // -1: an id no task has
+  bool notifier_first = false;         // a path notifier -> waiter
+  bool waiter_first = false;           // a path waiter -> notifier
+};
+std::vector<TwaitPair> twait_pairs(const ir::Program& p) {
+  const ir::Runtime& rt = *p.runtime;
+  std::vector<TwaitPair> out;
+  if (rt.twaits.empty()) return out;
+  std::unordered_map<uint64_t, int64_t> at;
+  for (size_t t = 0; t < rt.tasks.size() && t < p.tasks.size(); ++t)
+    if (rt.tasks[t].id != UINT64_MAX) at.emplace(rt.tasks[t].id, static_cast<int64_t>(t));
+  const ir::Graph g = ir::Graph::build(p);
+  Reach reach;
+  if (g.acyclic()) reach.bind(g);
+  std::vector<std::array<size_t, 2>> queries;
+  for (size_t i = 0; i < rt.twaits.size(); ++i) {
+    TwaitPair x;
+    x.index = i;
+    if (auto w = at.find(rt.twaits[i][0]); w != at.end()) x.waiter = w->second;
+    if (auto n = at.find(rt.twaits[i][1]); n != at.end()) x.notifier = n->second;
+    if (x.waiter >= 0 && x.notifier >= 0 && x.waiter != x.notifier && g.acyclic()) {
+      const auto w = static_cast<uint32_t>(x.waiter), n = static_cast<uint32_t>(x.notifier);
+      queries.push_back({reach.add(n, w), reach.add(w, n)});
+    } else {
+      queries.push_back({SIZE_MAX, SIZE_MAX});
+    }
+    out.push_back(x);
+  }
+  if (reach.size() > 0) reach.solve();
+  for (size_t i = 0; i < out.size(); ++i)
+    if (queries[i][0] != SIZE_MAX) {
+      out[i].notifier_first = reach.answer(queries[i][0]);
+      out[i].waiter_first = reach.answer(queries[i][1]);
+    }
+  return out;
+}
+
+// A pair that a core count can make safe: both tasks known, distinct, and unordered by the graph.
+bool unordered(const TwaitPair& x) {
+  return x.waiter >= 0 && x.notifier >= 0 && x.waiter != x.notifier && !x.notifier_first &&
+         !x.waiter_first;
+}
+
+// simpler #1798. A task that blocks in TWAIT holds its core until its notifier's TNOTIFY. Where
+// the graph orders the notifier first, the waiter starts only after it; where it does not, the
+// waiter may start first and block a core. Every such waiter may be blocked at once, so each
+// notifier needs a core of its type beside all their cores. (A waiter the graph runs before its
+// own notifier can start is check_twaits' error, not a capacity.)
+void twait_needs(const ir::Program& p, std::vector<CapacityNeed>& out) {
+  const ir::Runtime& rt = *p.runtime;
+  const std::vector<TwaitPair> pairs = twait_pairs(p);
+  std::vector<uint8_t> blocking(p.tasks.size(), 0);
+  std::array<int64_t, 2> held{};
+  std::vector<uint32_t> waiters;
+  for (const TwaitPair& x : pairs)
+    if (unordered(x) && !blocking[static_cast<size_t>(x.waiter)]) {
+      blocking[static_cast<size_t>(x.waiter)] = 1;
+      waiters.push_back(static_cast<uint32_t>(x.waiter));
+      const ir::ForeignTask& f = rt.tasks[static_cast<size_t>(x.waiter)];
+      for (size_t core = 0; core < 2; ++core)
+        held[core] += std::max<int64_t>(1, f.variant) * cores_per_block(f.kind, core);
+    }
+  if (waiters.empty()) return;
+  std::string who;
+  for (size_t k = 0; k < waiters.size() && k < 3; ++k)
+    who += fmt::format("{}{}", k ? ", " : "", waiters[k]);
+  if (waiters.size() > 3) who += fmt::format(", ... ({} in all)", waiters.size());
+  static constexpr std::string_view kCore[] = {"AIC", "AIV"};
+  const std::optional<int64_t> cores[] = {rt.value(Cap::cores_aic), rt.value(Cap::cores_aiv)};
+  std::vector<uint8_t> seen(p.tasks.size(), 0);
+  for (const TwaitPair& x : pairs) {
+    if (!unordered(x) || seen[static_cast<size_t>(x.notifier)]) continue;
+    const auto n = static_cast<size_t>(x.notifier);
+    seen[n] = 1;
+    for (size_t core = 0; core < 2; ++core) {
+      const int64_t mine = cores_per_block(rt.tasks[n].kind, core);
+      if (mine == 0) continue;
+      CapacityNeed c;
+      c.rule = kTwait.code;
+      c.key = core == 0 ? Cap::cores_aic : Cap::cores_aiv;
+      c.needed = held[core] + mine;
+      c.capacity = cores[core];
+      c.what = fmt::format(
+          "{} sends the TNOTIFY that task {} blocks in TWAIT for, and no path orders it first: "
+          "the waiters unordered with their notifiers (task {}) may hold {} {} core(s) at once, "
+          "and its next block needs {} more",
+          task_name(p, n), x.waiter, who, held[core], kCore[core], mine);
+      c.pointer = ir::task_pointer(n);
+      out.push_back(std::move(c));
+    }
+  }
+}
+
+// What no core count makes safe: a pair naming no task, a task waiting for itself, a notifier
+// the graph runs only after its waiter completes (it blocks forever), or pairs given to a
+// runtime without blocking waits.
+void check_twaits(Context& c) {
+  const ir::Runtime& rt = *c.p.runtime;
+  if (rt.twaits.empty()) return;
+  if (rt.kind != ir::RuntimeKind::Pto) {
+    c.error(kTwait,
+            fmt::format("{} twait pair(s) given, but blocking waits (TWAIT) are PTO's; this is "
+                        "the {} runtime",
+                        rt.twaits.size(), ir::name(rt.kind)),
+            "/runtime/twaits");
+    return;
+  }
+  for (const TwaitPair& x : twait_pairs(c.p)) {
+    const auto& ids = rt.twaits[x.index];
+    if (x.waiter < 0 || x.notifier < 0) {
+      c.error(kTwait,
+              fmt::format("twait {}:{}: no task has id {}", ids[0], ids[1],
+                          x.waiter < 0 ? ids[0] : ids[1]),
+              fmt::format("/runtime/twaits/{}", x.index));
+    } else if (x.waiter == x.notifier) {
+      c.error(kTwait,
+              fmt::format("{} blocks in TWAIT for its own TNOTIFY: it waits forever",
+                          task_name(c.p, static_cast<size_t>(x.waiter))),
+              ir::task_pointer(static_cast<size_t>(x.waiter)));
+    } else if (x.waiter_first) {
+      c.error(kTwait,
+              fmt::format("{} blocks in TWAIT for the TNOTIFY of {}, which the graph runs only "
+                          "after it completes: it waits forever",
+                          task_name(c.p, static_cast<size_t>(x.waiter)),
+                          task_name(c.p, static_cast<size_t>(x.notifier))),
+              ir::task_pointer(static_cast<size_t>(x.waiter)));
+    }
+  }
+}
+
 // MPK: the launch's blocks on the chip, and each worker's queue.
 void mpk_needs(const ir::Program& p, std::vector<CapacityNeed>& out) {
   const ir::Runtime& rt = *p.runtime;
@@ -423,6 +564,7 @@ std::vector<CapacityNeed> capacity_needs(const ir::Program& p) {
       scope_needs(p, out);
       pto_shape_needs(p, out);
       early_dispatch_needs(p, out);
+      twait_needs(p, out);
       break;
     case ir::RuntimeKind::Amk:
       scope_needs(p, out);
@@ -454,6 +596,7 @@ void check_capacity(Context& c) {
   const ir::Program& p = c.p;
   coresidency_of_config(c);
   if (!p.runtime) return;
+  check_twaits(c);
   const std::span<const Rule> rules = capacity_rules();
   for (const CapacityNeed& x : capacity_needs(p)) {
     if (!x.capacity || x.needed <= *x.capacity) continue;

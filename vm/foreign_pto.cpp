@@ -4,11 +4,13 @@
 // schedulers dispatching ready tasks' blocks to the cores of their shape. A task flagged
 // early_dispatch is staged once each of its producers has started: its blocks take cores and hold
 // them, gated, until it is ready (simpler #2136). A pass stages before it places ready blocks: of
-// the interleavings the runtime's scheduler threads allow, the one that hangs.
+// the interleavings the runtime's scheduler threads allow, the one that hangs. A task that blocks
+// in TWAIT (Runtime::twaits) holds its cores until its notifiers complete (simpler #1798).
 #include <algorithm>
 #include <array>
 #include <deque>
 #include <limits>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -53,7 +55,7 @@ class Sim {
       double next = std::numeric_limits<double>::infinity();
       for (const auto& [at, t] : running_) next = std::min(next, at);
       if (next == std::numeric_limits<double>::infinity()) return stuck(now);
-      now = next;
+      now = now_ = next;
       for (size_t k = 0; k < running_.size();) {
         if (running_[k].first > now) {
           ++k;
@@ -94,6 +96,11 @@ class Sim {
   std::vector<uint8_t> staged_;                 // its blocks hold their cores, gated
   std::vector<uint32_t> early_;                 // early_dispatch tasks, in task order
   std::vector<uint32_t> unstaged_;  // early_dispatch tasks submitted, not ready, not staged
+  std::vector<std::vector<uint32_t>> waiters_of_;    // by notifier: the tasks blocking in TWAIT
+  std::vector<std::vector<uint32_t>> notifiers_of_;  // by waiter
+  std::vector<int32_t> open_notifies_;               // by waiter: notifiers not completed
+  double now_ = 0;
+  static constexpr double kBlocked = std::numeric_limits<double>::infinity();
   std::vector<std::vector<uint32_t>> holds_;  // by consumer: the producers it holds
   std::vector<std::pair<double, uint32_t>> running_;
   std::deque<uint32_t> ready_;
@@ -170,6 +177,26 @@ class Sim {
              rt_.value(Cap::cores_aiv).value_or(2 * cores), 0};
     total_ = free_;
     unfinished_ = unplaced_;
+    waiters_of_.assign(n, {});
+    notifiers_of_.assign(n, {});
+    open_notifies_.assign(n, 0);
+    if (pto_ && !rt_.twaits.empty()) {
+      std::unordered_map<uint64_t, uint32_t> at;
+      for (uint32_t t = 0; t < n && t < rt_.tasks.size(); ++t)
+        if (ft(t).id != kJoin) at.emplace(ft(t).id, t);
+      for (const auto& [waiter, notifier] : rt_.twaits) {
+        auto w = at.find(waiter), q = at.find(notifier);
+        if (w == at.end() || q == at.end()) continue;
+        waiters_of_[q->second].push_back(w->second);
+        notifiers_of_[w->second].push_back(q->second);
+        ++open_notifies_[w->second];
+      }
+    }
+  }
+
+  // When a block placed now ends: never while the task blocks in TWAIT for a notifier.
+  double block_end(uint32_t t, double now) const {
+    return open_notifies_[t] > 0 ? kBlocked : now + o_.task_us;
   }
 
   // The orchestrator submits while the rings admit the next task.
@@ -317,11 +344,11 @@ class Sim {
       const size_t before = running_.size();
       if (staged_[t]) {  // the doorbell: its gated blocks run on the cores they hold
         staged_[t] = 0;
-        for (int64_t b = 0; b < unfinished_[t]; ++b) running_.emplace_back(now + o_.task_us, t);
+        for (int64_t b = 0; b < unfinished_[t]; ++b) running_.emplace_back(block_end(t, now), t);
       }
       for (; unplaced_[t] > 0 && fits(need); --unplaced_[t]) {
         take(need, 1);
-        running_.emplace_back(now + o_.task_us, t);
+        running_.emplace_back(block_end(t, now), t);
       }
       if (running_.size() > before) {
         started_[t] = 1;
@@ -365,6 +392,10 @@ class Sim {
 
   void finish(uint32_t t) {
     state_[t] = State::Completed;
+    for (uint32_t w : waiters_of_[t])  // its TNOTIFY: a waiter's blocks run on once all came
+      if (--open_notifies_[w] == 0)
+        for (auto& [end, q] : running_)
+          if (q == w && end == kBlocked) end = now_ + o_.task_us;
     ++completed_;
     counters_.complete(t);
     for (uint32_t w : g_.consumers(t))
@@ -380,28 +411,45 @@ class Sim {
     static constexpr std::string_view kCore[] = {"AIC", "AIV"};
     const std::array<int64_t, 2> need = per_block(t);
     const size_t c = free_[0] < need[0] ? 0 : 1;
-    std::vector<uint32_t> gated;
+    std::vector<uint32_t> gated, blocked;
     int64_t held = 0;
     for (uint32_t q : early_)
       if (staged_[q] && per_block(q)[c] > 0) {
         gated.push_back(q);
         held += unfinished_[q] * per_block(q)[c];
       }
+    for (const auto& [end, q] : running_)
+      if (end == kBlocked && per_block(q)[c] > 0) {
+        if (std::find(blocked.begin(), blocked.end(), q) == blocked.end()) blocked.push_back(q);
+        held += per_block(q)[c];
+      }
     std::string why =
         fmt::format("{} has {} of {} block(s) left to place and no free {} core", task_name(p_, t),
                     unplaced_[t], std::max<int64_t>(1, ft(t).variant), kCore[c]);
-    if (gated.empty())
+    if (gated.empty() && blocked.empty())
       return why + fmt::format(": a block needs {}, the chip has {}", need[c], total_[c]);
-    why += fmt::format(": {} of the {} are held, gated, by the early-dispatch cohorts of ", held,
-                       total_[c]);
-    for (size_t k = 0; k < gated.size() && k < 3; ++k)
-      why += fmt::format("{}{}", k ? ", " : "", task_name(p_, gated[k]));
-    if (gated.size() > 3) why += fmt::format(" and {} more", gated.size() - 3);
-    return why + ", staged while it ran and waiting for it to complete (simpler #2136)";
+    auto names = [&](const std::vector<uint32_t>& v) {
+      std::string s;
+      for (size_t k = 0; k < v.size() && k < 3; ++k)
+        s += fmt::format("{}{}", k ? ", " : "", task_name(p_, v[k]));
+      if (v.size() > 3) s += fmt::format(" and {} more", v.size() - 3);
+      return s;
+    };
+    why += fmt::format(": {} of the {} are held", held, total_[c]);
+    if (!blocked.empty())
+      why += fmt::format(" by {} blocked in TWAIT for notifications not yet sent (simpler #1798)",
+                         names(blocked));
+    if (!gated.empty())
+      why += fmt::format(
+          "{} gated, by the early-dispatch cohorts of {}, staged while it ran and waiting for it "
+          "to complete (simpler #2136)",
+          blocked.empty() ? "," : "; and", names(gated));
+    return why;
   }
 
   ir::Diagnostics stuck(double now) {
     std::string why;
+    size_t at = std::min<size_t>(next_submit_, p_.tasks.size() - 1);  // the task it is about
     if (next_submit_ < p_.tasks.size()) {
       const auto t = static_cast<uint32_t>(next_submit_);
       const int32_t r = ring_of_[t];
@@ -427,10 +475,25 @@ class Sim {
       }
     } else if (!ready_.empty()) {
       why = no_core(ready_.front());
+      at = ready_.front();
+    } else if (auto w = std::find_if(running_.begin(), running_.end(),
+                                     [](const auto& r) { return r.first == kBlocked; });
+               w != running_.end()) {
+      const uint32_t t = w->second;
+      at = t;
+      uint32_t q = t;
+      for (uint32_t x : notifiers_of_[t])
+        if (state_[x] != State::Completed) q = x;
+      why = fmt::format("{} blocks its core in TWAIT for the TNOTIFY of {}, which {}",
+                        task_name(p_, t), task_name(p_, q),
+                        q == t                        ? "it never sends"
+                        : state_[q] == State::Pending ? counters_.why(q)
+                                                      : "has not been submitted");
     } else {
       for (uint32_t t = 0; t < p_.tasks.size(); ++t)
         if (state_[t] == State::Pending) {
           why = fmt::format("{} {}", task_name(p_, t), counters_.why(t));
+          at = t;
           break;
         }
     }
@@ -438,9 +501,7 @@ class Sim {
         ir::error("vm.deadlock",
                   fmt::format("{} graph stuck after {} of {} tasks (t = {} us): {}",
                               pto_ ? "PTO" : "orchestrated", completed_, p_.tasks.size(), now, why),
-                  ir::task_pointer(next_submit_ == p_.tasks.size() && !ready_.empty()
-                                       ? ready_.front()
-                                       : std::min<size_t>(next_submit_, p_.tasks.size() - 1)))};
+                  ir::task_pointer(at))};
   }
 };
 

@@ -165,17 +165,25 @@ TEST(CliFormats, ServeValidatesAForeignGraphWithItsLaunchOverrides) {
     o << json({{"id", 2}, {"op", "validate"}, {"path", f}, {"launch", {"task_window=8"}}}).dump()
       << "\n";
     o << json({{"id", 3}, {"op", "validate"}, {"path", f}, {"format", "amk"}}).dump() << "\n";
+    // A task blocking in TWAIT for the next one in the chain, which runs only after it.
+    o << json({{"id", 4},
+               {"op", "validate"},
+               {"path", f},
+               {"launch", {"cores_aiv=1", "twait=4294967297:4294967298"}}})
+             .dump()
+      << "\n";
   }
   const test::RunResult r = test::run_amk({"serve", "--stdio"}, in.string());
   ASSERT_EQ(r.rc, 0) << r.err;
   std::vector<json> out;
   std::istringstream s(r.out);
   for (std::string l; std::getline(s, l);) out.push_back(json::parse(l));
-  ASSERT_EQ(out.size(), 3u);
+  ASSERT_EQ(out.size(), 4u);
   EXPECT_TRUE(out[0]["result"]["ok"].get<bool>()) << out[0].dump();
   EXPECT_FALSE(out[1]["result"]["ok"].get<bool>()) << out[1].dump();
   EXPECT_EQ(out[1]["result"]["errors"][0]["code"], "capacity.task-window") << out[1].dump();
   EXPECT_FALSE(out[2]["ok"].get<bool>()) << out[2].dump();
+  EXPECT_EQ(out[3]["result"]["errors"][0]["code"], "capacity.twait") << out[3].dump();
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The capacity rules on graphs of the shapes that hung in users' hands (simpler #277, #1610,
 // #264, #729, #448; MPK #761, #464), each beside a sibling that fits, written as the runtimes
 // write them by amk's exporters and read back.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -20,6 +21,8 @@ using test::fan;
 using test::mpk_example;
 using test::scopes;
 using test::via_pto;
+using testing::AllOf;
+using testing::HasSubstr;
 
 std::vector<std::string> codes(const validate::Result& r) {
   std::vector<std::string> out;
@@ -117,13 +120,10 @@ TEST(CapacityRules, EarlyDispatchCohortsMustLeaveTheirProducerACore) {
       << bad.report();
   ASSERT_FALSE(bad.errors.empty());
   EXPECT_EQ(bad.errors[0].pointer, "/tasks/0");
-  EXPECT_NE(bad.errors[0].message.find("early-dispatch consumers (task 1, 2, 3, ... (12 in all)) "
-                                       "may gate 48 AIV core(s)"),
-            std::string::npos)
-      << bad.errors[0].message;
-  EXPECT_NE(bad.errors[0].message.find("needs cores_aiv = 49, the runtime provides 48"),
-            std::string::npos)
-      << bad.errors[0].message;
+  EXPECT_THAT(bad.errors[0].message,
+              AllOf(HasSubstr("early-dispatch consumers (task 1, 2, 3, ... (12 in all)) may gate "
+                              "48 AIV core(s)"),
+                    HasSubstr("needs cores_aiv = 49, the runtime provides 48")));
   EXPECT_TRUE(read(test::fanned_out(11, 49, 4)).ok);
   // Not flagged, nothing to gate, or a producer with no block left once it runs.
   EXPECT_TRUE(read(test::fanned_out(12, 49, 4, false)).ok);
@@ -134,6 +134,62 @@ TEST(CapacityRules, EarlyDispatchCohortsMustLeaveTheirProducerACore) {
   for (const validate::CapacityNeed& x : validate::smallest_safe_capacities(p))
     if (x.key == ir::Cap::cores_aiv) aiv = x.needed;
   EXPECT_EQ(aiv, 49);
+}
+
+// fan(8, 1) as PTO tasks on ring 1: writers 0..7 (AIV), the reader 8; PTO task id of position t.
+std::string pto_id(int t) {
+  return std::to_string((uint64_t{1} << 32) | static_cast<uint64_t>(t));
+}
+
+TEST(CapacityRules, ABlockingWaitUnorderedWithItsNotifierMustLeaveItACore) {
+  // simpler #1798: writers 0..3 block in TWAIT for writers 4..7, which no edge orders first: on
+  // four AIV cores the waiters may hold all four; five leave each notifier one.
+  std::vector<std::string> launch;
+  for (int i = 0; i < 4; ++i) launch.push_back("twait=" + pto_id(i) + ":" + pto_id(i + 4));
+  const auto read = [&](const char* cores, std::vector<std::string> extra = {}) {
+    std::vector<std::string> l = launch;
+    l.push_back(cores);
+    l.insert(l.end(), extra.begin(), extra.end());
+    return validate::validate(via_pto(fan(8, 1), scopes(1, 0), l));
+  };
+  validate::Result bad = read("cores_aiv=4");
+  EXPECT_EQ(codes(bad), std::vector<std::string>(4, "capacity.twait")) << bad.report();
+  EXPECT_EQ(bad.errors[0].pointer, "/tasks/4");
+  EXPECT_THAT(bad.errors[0].message,
+              AllOf(HasSubstr("the waiters unordered with their notifiers (task 0, 1, 2, ... (4 in "
+                              "all)) may hold 4 AIV core(s) at once"),
+                    HasSubstr("needs cores_aiv = 5, the runtime provides 4")));
+  EXPECT_TRUE(read("cores_aiv=5").ok) << read("cores_aiv=5").report();
+  // A notifier the graph runs first (the reader waits for writer 0 by an edge) needs nothing.
+  launch = {"twait=" + pto_id(8) + ":" + pto_id(0)};
+  EXPECT_TRUE(read("cores_aiv=1").ok) << read("cores_aiv=1").report();
+  // A notifier that runs only after its waiter, the waiter itself, or no task: an error at any
+  // core count.
+  for (const std::string& pair : {"twait=" + pto_id(0) + ":" + pto_id(8),
+                                  "twait=" + pto_id(3) + ":" + pto_id(3), "twait=7:" + pto_id(1)}) {
+    launch = {pair};
+    validate::Result r = read("cores_aiv=64");
+    ASSERT_EQ(codes(r), std::vector<std::string>{"capacity.twait"}) << pair;
+    EXPECT_TRUE(r.errors[0].message.find("waits forever") != std::string::npos ||
+                r.errors[0].message.find("no task has id 7") != std::string::npos)
+        << r.errors[0].message;
+  }
+  // Pairs given to a runtime without blocking waits are refused, not ignored.
+  validate::Result mpk = validate::validate(mpk_example({"twait=1:2"}));
+  ASSERT_FALSE(mpk.ok);
+  EXPECT_EQ(mpk.errors[0].code, "capacity.twait");
+  EXPECT_EQ(mpk.errors[0].pointer, "/runtime/twaits");
+  // Through amk's JSON (`amk import`) the pairs and the verdict stay.
+  launch = {};
+  for (int i = 0; i < 4; ++i) launch.push_back("twait=" + pto_id(i) + ":" + pto_id(i + 4));
+  const ir::Program p = via_pto(fan(8, 1), scopes(1, 0), [&] {
+    std::vector<std::string> l = launch;
+    l.push_back("cores_aiv=4");
+    return l;
+  }());
+  const ir::Program q = test::must(ir::parse_program(ir::write_program(p)));
+  EXPECT_EQ(q.runtime->twaits, p.runtime->twaits);
+  EXPECT_EQ(codes(validate::validate(q)), codes(bad));
 }
 
 TEST(CapacityRules, ReadyQueuesBoundWhatTheWindowsKeepAlive) {

@@ -56,6 +56,12 @@ def test_load_reads_mpk_and_pto_graphs_with_their_runtimes_capacities():
     assert amk.validate(amk.load(deps)).ok
     bad = amk.validate(amk.load(deps, launch=["task_window=8"]))
     assert not bad.ok and bad.errors[0]["code"] == "capacity.task-window"
+    # simpler #1798: the blocking-wait pairs come with the launch overrides.
+    twait = corpus / "pto-1798-twait"
+    launch = (twait / "args").read_text().split()[1::2]
+    assert not amk.validate(amk.load(str(twait / "deps.json"))).errors  # no pairs: nothing blocks
+    bad = amk.validate(amk.load(str(twait / "deps.json"), launch=launch))
+    assert [e["code"] for e in bad.errors] == ["capacity.twait"] * 4
 
 
 def test_validate_reports_verdict_rules_pointers_tasks_and_stats():

@@ -1,6 +1,7 @@
 // Imported graphs run as timed no-ops under their runtime's placement and capacities: what the
 // capacity rules reject ends stuck (naming the full queue or ring), what they accept completes,
 // at every worker count.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "formats/corpus.h"
@@ -70,11 +71,10 @@ TEST(ForeignRun, EarlyDispatchCohortsThatGateEveryCoreLeaveTheirProducerStuck) {
       vm::run_foreign(via_pto(test::fanned_out(12, 49, 4), scopes(1, 0), {"cores_aiv=48"}));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.diagnostics[0].code, "vm.deadlock");
-  EXPECT_NE(r.diagnostics[0].message.find(
-                "has 1 of 49 block(s) left to place and no free AIV core: 48 of the 48 are held, "
-                "gated, by the early-dispatch cohorts of task 1"),
-            std::string::npos)
-      << r.diagnostics[0].message;
+  EXPECT_THAT(
+      r.diagnostics[0].message,
+      testing::HasSubstr("has 1 of 49 block(s) left to place and no free AIV core: 48 of "
+                         "the 48 are held, gated, by the early-dispatch cohorts of task 1"));
   // Eleven leave it four cores; without the flag nothing is staged; a one-block producer has
   // nothing left to place once it runs.
   for (const ir::Program& p : {test::fanned_out(11, 49, 4), test::fanned_out(12, 49, 4, false),
@@ -83,6 +83,31 @@ TEST(ForeignRun, EarlyDispatchCohortsThatGateEveryCoreLeaveTheirProducerStuck) {
     ASSERT_TRUE(done.ok()) << test::text(done.diagnostics);
     EXPECT_EQ(done->tasks_run, p.tasks.size());
   }
+}
+
+// fan(8, 1) on PTO ring 1 with writers 0..3 blocking in TWAIT for writers 4..7, on `cores` AIV.
+ir::Program twaits(int cores) {
+  std::vector<std::string> launch{fmt::format("cores_aiv={}", cores)};
+  for (uint64_t i = 0; i < 4; ++i)
+    launch.push_back(
+        fmt::format("twait={}:{}", uint64_t{1} << 32 | i, uint64_t{1} << 32 | (i + 4)));
+  return via_pto(fan(8, 1), scopes(1, 0), launch);
+}
+
+TEST(ForeignRun, WaitersBlockedInTwaitOnEveryCoreLeaveTheirNotifiersStuck) {
+  // simpler #1798: the four waiters come first and take the four cores; their notifiers find none.
+  ir::Result<vm::ForeignRun> r = vm::run_foreign(twaits(4));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.diagnostics[0].code, "vm.deadlock");
+  EXPECT_EQ(r.diagnostics[0].pointer, "/tasks/4");
+  EXPECT_THAT(
+      r.diagnostics[0].message,
+      testing::AllOf(testing::HasSubstr("has 1 of 1 block(s) left to place and no free AIV "
+                                        "core: 4 of the 4 are held by task 0"),
+                     testing::HasSubstr("blocked in TWAIT for notifications not yet sent")));
+  ir::Result<vm::ForeignRun> done = vm::run_foreign(twaits(5));
+  ASSERT_TRUE(done.ok()) << test::text(done.diagnostics);
+  EXPECT_EQ(done->tasks_run, 9u);
 }
 
 TEST(ForeignRun, TheMpkExampleCompletesAtEveryWorkerCount) {
@@ -121,6 +146,8 @@ TEST(ForeignRun, StaticVerdictAndRunAgreeOnCapacityCases) {
       {"ready-ok", via_pto(fan(300, 1), scopes(1, 0), {"ready_queue=512"})},
       {"early", via_pto(test::fanned_out(12, 49, 4), scopes(1, 0), {"cores_aiv=48"})},
       {"early-ok", via_pto(test::fanned_out(11, 49, 4), scopes(1, 0), {"cores_aiv=48"})},
+      {"twait", twaits(4)},
+      {"twait-ok", twaits(5)},
       {"coresidency", mpk_example({"sms=132", "workers=130", "schedulers=16"})},  // 466 tasks
       {"coresidency-ok", mpk_example({"sms=132", "workers=128", "schedulers=16"})},
       {"queue", mpk_example({"sms=2", "workers=1", "schedulers=1", "worker_queue=466"})},
