@@ -598,7 +598,21 @@ void check_capacity(Context& c) {
   if (!p.runtime) return;
   check_twaits(c);
   const std::span<const Rule> rules = capacity_rules();
-  for (const CapacityNeed& x : capacity_needs(p)) {
+  // The core rules cannot vouch for a graph whose chip is unknown (deps.json does not name it):
+  // the largest need of each, once, as a warning.
+  std::vector<const CapacityNeed*> unknown;
+  const std::vector<CapacityNeed> needs = capacity_needs(p);
+  for (const CapacityNeed& x : needs) {
+    if (!x.capacity && (x.rule == kEarlyDispatch.code || x.rule == kTwait.code)) {
+      auto same = std::find_if(unknown.begin(), unknown.end(), [&](const CapacityNeed* y) {
+        return y->rule == x.rule && y->key == x.key;
+      });
+      if (same == unknown.end()) {
+        unknown.push_back(&x);
+      } else if (x.needed > (*same)->needed) {
+        *same = &x;
+      }
+    }
     if (!x.capacity || x.needed <= *x.capacity) continue;
     const Rule& rule =
         *std::find_if(rules.begin(), rules.end(), [&](const Rule& r) { return r.code == x.rule; });
@@ -613,6 +627,15 @@ void check_capacity(Context& c) {
     } else {
       c.error(rule, std::move(msg), x.pointer);
     }
+  }
+  for (const CapacityNeed* x : unknown) {
+    const Rule& rule =
+        *std::find_if(rules.begin(), rules.end(), [&](const Rule& r) { return r.code == x->rule; });
+    c.warn(rule,
+           fmt::format("{}: needs {} = {}, and the chip's count is unknown, so this is not checked "
+                       "(give --target or --launch {}=N)",
+                       x->what, ir::cap_info(x->key).name, x->needed, ir::cap_info(x->key).name),
+           x->pointer);
   }
   if (p.runtime->kind == ir::RuntimeKind::Mpk) {
     const int64_t workers = p.runtime->value(Cap::workers).value_or(0);

@@ -128,6 +128,14 @@ TEST(CapacityRules, EarlyDispatchCohortsMustLeaveTheirProducerACore) {
   // Not flagged, nothing to gate, or a producer with no block left once it runs.
   EXPECT_TRUE(read(test::fanned_out(12, 49, 4, false)).ok);
   EXPECT_TRUE(codes(read(test::fanned_out(12, 1, 4))).empty());
+  // A chip of unknown core counts: not checked, and the verdict says so.
+  validate::Result unknown = validate::validate(via_pto(test::fanned_out(12, 49, 4), scopes(1, 0)));
+  EXPECT_TRUE(unknown.ok);
+  ASSERT_EQ(codes(unknown), std::vector<std::string>{"capacity.early-dispatch"})
+      << unknown.report();
+  EXPECT_THAT(unknown.warnings[0].message,
+              HasSubstr("needs cores_aiv = 49, and the chip's count is unknown, so this is not "
+                        "checked (give --target or --launch cores_aiv=N)"));
   // The smallest safe AIV core count is what the cohorts and one producer block take.
   const ir::Program p = via_pto(test::fanned_out(12, 40, 4), scopes(1, 0));
   int64_t aiv = 0;
