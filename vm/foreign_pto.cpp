@@ -10,6 +10,7 @@
 #include <array>
 #include <deque>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -43,6 +44,7 @@ class Sim {
 
   ir::Result<ForeignRun> run() {
     setup();
+    if (std::optional<ir::Diagnostics> e = too_many_waves()) return std::move(*e);
     const size_t n = p_.tasks.size();
     double now = 0;
     while (completed_ < n) {
@@ -53,18 +55,18 @@ class Sim {
       }
       if (ready_overflow_) return *ready_overflow_;
       double next = std::numeric_limits<double>::infinity();
-      for (const auto& [at, t] : running_) next = std::min(next, at);
+      for (const Run& r : running_) next = std::min(next, r.end);
       if (next == std::numeric_limits<double>::infinity()) return stuck(now);
       now = now_ = next;
       for (size_t k = 0; k < running_.size();) {
-        if (running_[k].first > now) {
+        if (running_[k].end > now) {
           ++k;
           continue;
         }
-        const uint32_t t = running_[k].second;
+        const Run r = running_[k];
         running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(k));
-        free_cores(t);
-        if (--unfinished_[t] == 0) finish(t);
+        take(per_block(r.task), -r.blocks);
+        if ((unfinished_[r.task] -= r.blocks) == 0) finish(r.task);
       }
     }
     run_.tasks_run = completed_;
@@ -102,7 +104,12 @@ class Sim {
   double now_ = 0;
   static constexpr double kBlocked = std::numeric_limits<double>::infinity();
   std::vector<std::vector<uint32_t>> holds_;  // by consumer: the producers it holds
-  std::vector<std::pair<double, uint32_t>> running_;
+  struct Run {
+    double end;  // kBlocked while the task blocks in TWAIT
+    uint32_t task;
+    int64_t blocks;  // of that task, placed together
+  };
+  std::vector<Run> running_;
   std::deque<uint32_t> ready_;
   std::optional<ir::Diagnostics> ready_overflow_;
   std::string blocked_on_;
@@ -120,7 +127,7 @@ class Sim {
   bool fits(std::array<int64_t, 2> need, int64_t blocks = 1) const {
     return free_[0] >= need[0] * blocks && free_[1] >= need[1] * blocks;
   }
-  void take(std::array<int64_t, 2> need, int64_t blocks) {
+  void take(std::array<int64_t, 2> need, int64_t blocks) {  // negative: gives them back
     free_[0] -= need[0] * blocks;
     free_[1] -= need[1] * blocks;
   }
@@ -192,6 +199,29 @@ class Sim {
         ++open_notifies_[w->second];
       }
     }
+  }
+
+  // The run steps at least once per wave of a task's blocks over the cores of its shape: a graph
+  // whose waves add up past kMaxWaves is refused rather than stepped for minutes.
+  static constexpr int64_t kMaxWaves = int64_t{1} << 24;
+  std::optional<ir::Diagnostics> too_many_waves() const {
+    int64_t waves = 0;
+    for (uint32_t t = 0; t < p_.tasks.size(); ++t) {
+      const std::array<int64_t, 2> need = per_block(t);
+      int64_t at_once = INT64_MAX;
+      for (size_t c = 0; c < 2; ++c)
+        if (need[c] > 0) at_once = std::min(at_once, total_[c] / need[c]);
+      if (at_once == INT64_MAX) continue;
+      waves += (unplaced_[t] + std::max<int64_t>(at_once, 1) - 1) / std::max<int64_t>(at_once, 1);
+      if (waves > kMaxWaves)
+        return ir::Diagnostics{ir::error(
+            "vm.limit",
+            fmt::format("the graph's blocks take more than {} waves over its cores (task {} runs "
+                        "block_num {}): too many to run block by block",
+                        kMaxWaves, t, unplaced_[t]),
+            ir::task_pointer(t))};
+    }
+    return std::nullopt;
   }
 
   // When a block placed now ends: never while the task blocks in TWAIT for a notifier.
@@ -344,11 +374,16 @@ class Sim {
       const size_t before = running_.size();
       if (staged_[t]) {  // the doorbell: its gated blocks run on the cores they hold
         staged_[t] = 0;
-        for (int64_t b = 0; b < unfinished_[t]; ++b) running_.emplace_back(block_end(t, now), t);
+        running_.push_back({block_end(t, now), t, unfinished_[t]});
       }
-      for (; unplaced_[t] > 0 && fits(need); --unplaced_[t]) {
-        take(need, 1);
-        running_.emplace_back(block_end(t, now), t);
+      // As many of its blocks as free cores take, together (a wave).
+      int64_t k_fit = unplaced_[t];
+      for (size_t c = 0; c < 2; ++c)
+        if (need[c] > 0) k_fit = std::min(k_fit, free_[c] / need[c]);
+      if (k_fit > 0) {
+        take(need, k_fit);
+        unplaced_[t] -= k_fit;
+        running_.push_back({block_end(t, now), t, k_fit});
       }
       if (running_.size() > before) {
         started_[t] = 1;
@@ -384,18 +419,12 @@ class Sim {
     return moved;
   }
 
-  void free_cores(uint32_t t) {
-    const std::array<int64_t, 2> need = per_block(t);
-    free_[0] += need[0];
-    free_[1] += need[1];
-  }
-
   void finish(uint32_t t) {
     state_[t] = State::Completed;
     for (uint32_t w : waiters_of_[t])  // its TNOTIFY: a waiter's blocks run on once all came
       if (--open_notifies_[w] == 0)
-        for (auto& [end, q] : running_)
-          if (q == w && end == kBlocked) end = now_ + o_.task_us;
+        for (Run& r : running_)
+          if (r.task == w && r.end == kBlocked) r.end = now_ + o_.task_us;
     ++completed_;
     counters_.complete(t);
     for (uint32_t w : g_.consumers(t))
@@ -418,10 +447,11 @@ class Sim {
         gated.push_back(q);
         held += unfinished_[q] * per_block(q)[c];
       }
-    for (const auto& [end, q] : running_)
-      if (end == kBlocked && per_block(q)[c] > 0) {
-        if (std::find(blocked.begin(), blocked.end(), q) == blocked.end()) blocked.push_back(q);
-        held += per_block(q)[c];
+    for (const Run& r : running_)
+      if (r.end == kBlocked && per_block(r.task)[c] > 0) {
+        if (std::find(blocked.begin(), blocked.end(), r.task) == blocked.end())
+          blocked.push_back(r.task);
+        held += r.blocks * per_block(r.task)[c];
       }
     std::string why =
         fmt::format("{} has {} of {} block(s) left to place and no free {} core", task_name(p_, t),
@@ -477,9 +507,9 @@ class Sim {
       why = no_core(ready_.front());
       at = ready_.front();
     } else if (auto w = std::find_if(running_.begin(), running_.end(),
-                                     [](const auto& r) { return r.first == kBlocked; });
+                                     [](const Run& r) { return r.end == kBlocked; });
                w != running_.end()) {
-      const uint32_t t = w->second;
+      const uint32_t t = w->task;
       at = t;
       uint32_t q = t;
       for (uint32_t x : notifiers_of_[t])

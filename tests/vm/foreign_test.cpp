@@ -110,6 +110,19 @@ TEST(ForeignRun, WaitersBlockedInTwaitOnEveryCoreLeaveTheirNotifiersStuck) {
   EXPECT_EQ(done->tasks_run, 9u);
 }
 
+TEST(ForeignRun, BlocksRunInWavesAndAGraphOfTooManyWavesIsRefusedNotStepped) {
+  formats::PtoExport o = scopes(1, 0);
+  o.block_num = 100;  // three waves of 48, 48 and 4 on 48 AIV cores
+  ir::Result<vm::ForeignRun> r = vm::run_foreign(via_pto(chain(2), o, {"cores_aiv=48"}));
+  ASSERT_TRUE(r.ok()) << test::text(r.diagnostics);
+  EXPECT_DOUBLE_EQ(r->makespan_us, 6 * vm::ForeignOptions{}.task_us);
+  o.block_num = INT32_MAX;  // 44.7M waves: refused at once
+  r = vm::run_foreign(via_pto(chain(2), o, {"cores_aiv=48"}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.diagnostics[0].code, "vm.limit");
+  EXPECT_EQ(r.diagnostics[0].pointer, "/tasks/0");
+}
+
 TEST(ForeignRun, TheMpkExampleCompletesAtEveryWorkerCount) {
   for (int w : {1, 2, 3, 4, 8}) {
     const ir::Program p =
