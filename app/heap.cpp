@@ -26,8 +26,9 @@ namespace {
 // as it was, so that what amk runs (a --measure command, git) sees the user's environment.
 constexpr const char* kTunablesBefore = "AMK_GLIBC_TUNABLES_BEFORE";  // "=VALUE", or "" for unset
 
-// Puts GLIBC_TUNABLES back as `before` (kTunablesBefore's value) records it.
-void restore_tunables(const char* before) {
+// Puts GLIBC_TUNABLES back as `before` (kTunablesBefore's value) records it (unused under the
+// sanitizers, which keep their own allocator).
+[[maybe_unused]] void restore_tunables(const char* before) {
   if (*before == '=')
     ::setenv("GLIBC_TUNABLES", before + 1, 1);
   else
