@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <type_traits>
+#include <unordered_map>
 #include <variant>
 
 #include <fmt/format.h>
@@ -261,6 +262,33 @@ std::optional<int64_t> runtime_default(RuntimeKind kind, Cap k) {
     default:
       return std::nullopt;
   }
+}
+
+std::array<int64_t, 2> pto_block_cores(int32_t kind) {
+  switch (static_cast<PtoShape>(kind)) {
+    case PtoShape::Mix:
+      return {1, 2};
+    case PtoShape::Aic:
+      return {1, 0};
+    case PtoShape::Aiv:
+      return {0, 1};
+    default:
+      return {0, 0};
+  }
+}
+
+std::vector<std::array<int64_t, 2>> Runtime::twait_tasks() const {
+  std::vector<std::array<int64_t, 2>> out;
+  if (twaits.empty()) return out;
+  std::unordered_map<uint64_t, int64_t> at;
+  for (size_t t = 0; t < tasks.size(); ++t)
+    if (tasks[t].id != UINT64_MAX) at.emplace(tasks[t].id, static_cast<int64_t>(t));
+  for (const auto& ids : twaits) {
+    std::array<int64_t, 2>& x = out.emplace_back(std::array<int64_t, 2>{-1, -1});
+    for (size_t k = 0; k < 2; ++k)
+      if (auto it = at.find(ids[k]); it != at.end()) x[k] = it->second;
+  }
+  return out;
 }
 
 std::optional<int64_t> Runtime::given(Cap k, int ring) const {

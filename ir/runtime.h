@@ -84,6 +84,10 @@ struct ForeignTask {
 /// PTO resource shapes (ForeignTask::kind).
 enum class PtoShape : int32_t { Mix = 0, Aic = 1, Aiv = 2, Alloc = 3 };
 
+/// The AIC and AIV cores one block of a task of PTO shape `kind` takes (a MIX block: a cluster
+/// of one AIC and two AIV cores; Alloc and unknown shapes: none).
+std::array<int64_t, 2> pto_block_cores(int32_t kind);
+
 /// The runtime record. A capacity that is empty is the runtime's documented default.
 struct Runtime {
   RuntimeKind kind = RuntimeKind::Amk;
@@ -101,6 +105,8 @@ struct Runtime {
   std::optional<int64_t> value(Cap k, int ring = 0) const;
   /// Sets a capacity (one value: every ring).
   void set(Cap k, std::vector<int64_t> v) { caps[static_cast<size_t>(k)] = std::move(v); }
+  /// twaits as indexes into tasks (waiter, notifier), -1 for an id no task has.
+  std::vector<std::array<int64_t, 2>> twait_tasks() const;
   bool operator==(const Runtime&) const = default;
 };
 

@@ -6,7 +6,7 @@
 // largest per ring as the smallest safe sizes.
 #include <algorithm>
 #include <array>
-#include <unordered_map>
+#include <span>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -262,14 +262,30 @@ void pto_shape_needs(const ir::Program& p, std::vector<CapacityNeed>& out) {
   }
 }
 
-// The cores of type `core` (0 AIC, 1 AIV) one block of PTO shape `kind` takes: a MIX block a
-// cluster of one AIC and two AIV cores.
-int64_t cores_per_block(int32_t kind, size_t core) {
-  if (kind == static_cast<int32_t>(ir::PtoShape::Mix)) return core == 0 ? 1 : 2;
-  if (kind == static_cast<int32_t>(ir::PtoShape::Aic)) return core == 0 ? 1 : 0;
-  if (kind == static_cast<int32_t>(ir::PtoShape::Aiv)) return core == 1 ? 1 : 0;
-  return 0;
+// "1, 2, 3, ... (12 in all)": the first three of `tasks`.
+std::string first_tasks(const std::vector<uint32_t>& tasks) {
+  std::string s;
+  for (size_t k = 0; k < tasks.size() && k < 3; ++k)
+    s += fmt::format("{}{}", k ? ", " : "", tasks[k]);
+  if (tasks.size() > 3) s += fmt::format(", ... ({} in all)", tasks.size());
+  return s;
 }
+
+// A core-count need of `t`: `held` cores of type `core` (0 AIC, 1 AIV) plus its own block's.
+CapacityNeed core_need(const ir::Program& p, uint32_t t, const Rule& rule, size_t core,
+                       int64_t needed, std::string what) {
+  const ir::Runtime& rt = *p.runtime;
+  CapacityNeed x;
+  x.rule = rule.code;
+  x.key = core == 0 ? Cap::cores_aic : Cap::cores_aiv;
+  x.needed = needed;
+  x.capacity = rt.value(x.key);
+  x.what = std::move(what);
+  x.pointer = ir::task_pointer(t);
+  return x;
+}
+
+constexpr std::string_view kCore[] = {"AIC", "AIV"};
 
 // simpler #2136. A consumer flagged early_dispatch is staged while its producer runs: its blocks
 // take cores and hold them, gated, until the producer completes. The runtime bounds that per
@@ -294,37 +310,27 @@ void early_dispatch_needs(const ir::Program& p, std::vector<CapacityNeed>& out) 
         if (v.empty() || v.back() != t) v.push_back(t);
       }
   }
-  static constexpr std::string_view kCore[] = {"AIC", "AIV"};
-  const std::optional<int64_t> cores[] = {rt.value(Cap::cores_aic), rt.value(Cap::cores_aiv)};
   for (uint32_t t = 0; t < n; ++t) {
     const ir::ForeignTask& f = rt.tasks[t];
     const int64_t c = p.tasks[t].out_counter;
     if (f.id == UINT64_MAX || f.variant < 2 || c < 0 || static_cast<size_t>(c) >= early_of.size())
       continue;
     const std::vector<uint32_t>& cons = early_of[static_cast<size_t>(c)];
-    for (size_t core = 0; core < 2 && !cons.empty(); ++core) {
-      const int64_t mine = cores_per_block(f.kind, core);
-      int64_t gated = 0;
-      for (uint32_t q : cons)
-        gated +=
-            std::max<int64_t>(1, rt.tasks[q].variant) * cores_per_block(rt.tasks[q].kind, core);
-      if (mine == 0 || gated == 0) continue;
-      std::string who;
-      for (size_t k = 0; k < cons.size() && k < 3; ++k)
-        who += fmt::format("{}{}", k ? ", " : "", cons[k]);
-      if (cons.size() > 3) who += fmt::format(", ... ({} in all)", cons.size());
-      CapacityNeed x;
-      x.rule = kEarlyDispatch.code;
-      x.key = core == 0 ? Cap::cores_aic : Cap::cores_aiv;
-      x.needed = gated + mine;
-      x.capacity = cores[core];
-      x.what = fmt::format(
-          "{} runs block_num {} on {} cores; its early-dispatch consumers (task {}) may gate {} {} "
-          "core(s) while it still has blocks to place, and its next block needs {} more",
-          task_name(p, t), f.variant, kCore[core], who, gated, kCore[core], mine);
-      x.pointer = ir::task_pointer(t);
-      out.push_back(std::move(x));
-    }
+    std::array<int64_t, 2> gated{};
+    for (uint32_t q : cons)
+      for (size_t core = 0; core < 2; ++core)
+        gated[core] +=
+            std::max<int64_t>(1, rt.tasks[q].variant) * ir::pto_block_cores(rt.tasks[q].kind)[core];
+    const std::array<int64_t, 2> mine = ir::pto_block_cores(f.kind);
+    for (size_t core = 0; core < 2; ++core)
+      if (mine[core] > 0 && gated[core] > 0)
+        out.push_back(core_need(
+            p, t, kEarlyDispatch, core, gated[core] + mine[core],
+            fmt::format("{} runs block_num {} on {} cores; its early-dispatch consumers (task {}) "
+                        "may gate {} {} core(s) while it still has blocks to place, and its next "
+                        "block needs {} more",
+                        task_name(p, t), f.variant, kCore[core], first_tasks(cons), gated[core],
+                        kCore[core], mine[core])));
   }
 }
 
@@ -336,29 +342,24 @@ struct TwaitPair {
   bool notifier_first = false;         // a path notifier -> waiter
   bool waiter_first = false;           // a path waiter -> notifier
 };
-std::vector<TwaitPair> twait_pairs(const ir::Program& p) {
-  const ir::Runtime& rt = *p.runtime;
+std::vector<TwaitPair> twait_pairs(const ir::Program& p, const ir::Graph& g) {
   std::vector<TwaitPair> out;
-  if (rt.twaits.empty()) return out;
-  std::unordered_map<uint64_t, int64_t> at;
-  for (size_t t = 0; t < rt.tasks.size() && t < p.tasks.size(); ++t)
-    if (rt.tasks[t].id != UINT64_MAX) at.emplace(rt.tasks[t].id, static_cast<int64_t>(t));
-  const ir::Graph g = ir::Graph::build(p);
   Reach reach;
   if (g.acyclic()) reach.bind(g);
   std::vector<std::array<size_t, 2>> queries;
-  for (size_t i = 0; i < rt.twaits.size(); ++i) {
-    TwaitPair x;
-    x.index = i;
-    if (auto w = at.find(rt.twaits[i][0]); w != at.end()) x.waiter = w->second;
-    if (auto n = at.find(rt.twaits[i][1]); n != at.end()) x.notifier = n->second;
+  for (const std::array<int64_t, 2>& wn : p.runtime->twait_tasks()) {
+    TwaitPair& x = out.emplace_back();
+    x.index = out.size() - 1;
+    // A runtime record longer than the program (amk JSON says so) names no task past its end.
+    const auto n_tasks = static_cast<int64_t>(p.tasks.size());
+    x.waiter = wn[0] < n_tasks ? wn[0] : -1;
+    x.notifier = wn[1] < n_tasks ? wn[1] : -1;
     if (x.waiter >= 0 && x.notifier >= 0 && x.waiter != x.notifier && g.acyclic()) {
       const auto w = static_cast<uint32_t>(x.waiter), n = static_cast<uint32_t>(x.notifier);
       queries.push_back({reach.add(n, w), reach.add(w, n)});
     } else {
       queries.push_back({SIZE_MAX, SIZE_MAX});
     }
-    out.push_back(x);
   }
   if (reach.size() > 0) reach.solve();
   for (size_t i = 0; i < out.size(); ++i)
@@ -380,9 +381,9 @@ bool unordered(const TwaitPair& x) {
 // waiter may start first and block a core. Every such waiter may be blocked at once, so each
 // notifier needs a core of its type beside all their cores. (A waiter the graph runs before its
 // own notifier can start is check_twaits' error, not a capacity.)
-void twait_needs(const ir::Program& p, std::vector<CapacityNeed>& out) {
+void twait_needs(const ir::Program& p, std::span<const TwaitPair> pairs,
+                 std::vector<CapacityNeed>& out) {
   const ir::Runtime& rt = *p.runtime;
-  const std::vector<TwaitPair> pairs = twait_pairs(p);
   std::vector<uint8_t> blocking(p.tasks.size(), 0);
   std::array<int64_t, 2> held{};
   std::vector<uint32_t> waiters;
@@ -392,43 +393,30 @@ void twait_needs(const ir::Program& p, std::vector<CapacityNeed>& out) {
       waiters.push_back(static_cast<uint32_t>(x.waiter));
       const ir::ForeignTask& f = rt.tasks[static_cast<size_t>(x.waiter)];
       for (size_t core = 0; core < 2; ++core)
-        held[core] += std::max<int64_t>(1, f.variant) * cores_per_block(f.kind, core);
+        held[core] += std::max<int64_t>(1, f.variant) * ir::pto_block_cores(f.kind)[core];
     }
-  if (waiters.empty()) return;
-  std::string who;
-  for (size_t k = 0; k < waiters.size() && k < 3; ++k)
-    who += fmt::format("{}{}", k ? ", " : "", waiters[k]);
-  if (waiters.size() > 3) who += fmt::format(", ... ({} in all)", waiters.size());
-  static constexpr std::string_view kCore[] = {"AIC", "AIV"};
-  const std::optional<int64_t> cores[] = {rt.value(Cap::cores_aic), rt.value(Cap::cores_aiv)};
   std::vector<uint8_t> seen(p.tasks.size(), 0);
   for (const TwaitPair& x : pairs) {
     if (!unordered(x) || seen[static_cast<size_t>(x.notifier)]) continue;
-    const auto n = static_cast<size_t>(x.notifier);
+    const auto n = static_cast<uint32_t>(x.notifier);
     seen[n] = 1;
-    for (size_t core = 0; core < 2; ++core) {
-      const int64_t mine = cores_per_block(rt.tasks[n].kind, core);
-      if (mine == 0) continue;
-      CapacityNeed c;
-      c.rule = kTwait.code;
-      c.key = core == 0 ? Cap::cores_aic : Cap::cores_aiv;
-      c.needed = held[core] + mine;
-      c.capacity = cores[core];
-      c.what = fmt::format(
-          "{} sends the TNOTIFY that task {} blocks in TWAIT for, and no path orders it first: "
-          "the waiters unordered with their notifiers (task {}) may hold {} {} core(s) at once, "
-          "and its next block needs {} more",
-          task_name(p, n), x.waiter, who, held[core], kCore[core], mine);
-      c.pointer = ir::task_pointer(n);
-      out.push_back(std::move(c));
-    }
+    const std::array<int64_t, 2> mine = ir::pto_block_cores(rt.tasks[n].kind);
+    for (size_t core = 0; core < 2; ++core)
+      if (mine[core] > 0)
+        out.push_back(core_need(
+            p, n, kTwait, core, held[core] + mine[core],
+            fmt::format("{} sends the TNOTIFY that task {} blocks in TWAIT for, and no path "
+                        "orders it first: the waiters unordered with their notifiers (task {}) "
+                        "may hold {} {} core(s) at once, and its next block needs {} more",
+                        task_name(p, n), x.waiter, first_tasks(waiters), held[core], kCore[core],
+                        mine[core])));
   }
 }
 
 // What no core count makes safe: a pair naming no task, a task waiting for itself, a notifier
 // the graph runs only after its waiter completes (it blocks forever), or pairs given to a
 // runtime without blocking waits.
-void check_twaits(Context& c) {
+void check_twaits(Context& c, std::span<const TwaitPair> pairs) {
   const ir::Runtime& rt = *c.p.runtime;
   if (rt.twaits.empty()) return;
   if (rt.kind != ir::RuntimeKind::Pto) {
@@ -439,7 +427,7 @@ void check_twaits(Context& c) {
             "/runtime/twaits");
     return;
   }
-  for (const TwaitPair& x : twait_pairs(c.p)) {
+  for (const TwaitPair& x : pairs) {
     const auto& ids = rt.twaits[x.index];
     if (x.waiter < 0 || x.notifier < 0) {
       c.error(kTwait,
@@ -551,11 +539,9 @@ void coresidency_of_config(Context& c) {
             "/config/smem_bytes_per_block");
 }
 
-}  // namespace
-
-std::vector<CapacityNeed> capacity_needs(const ir::Program& p) {
+// capacity_needs() with the program's twait pairs at hand.
+std::vector<CapacityNeed> needs_of(const ir::Program& p, std::span<const TwaitPair> pairs) {
   std::vector<CapacityNeed> out;
-  if (!p.runtime) return out;
   switch (p.runtime->kind) {
     case ir::RuntimeKind::Mpk:
       mpk_needs(p, out);
@@ -564,13 +550,21 @@ std::vector<CapacityNeed> capacity_needs(const ir::Program& p) {
       scope_needs(p, out);
       pto_shape_needs(p, out);
       early_dispatch_needs(p, out);
-      twait_needs(p, out);
+      twait_needs(p, pairs, out);
       break;
     case ir::RuntimeKind::Amk:
       scope_needs(p, out);
       break;
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<CapacityNeed> capacity_needs(const ir::Program& p) {
+  if (!p.runtime) return {};
+  if (p.runtime->twaits.empty()) return needs_of(p, {});
+  return needs_of(p, twait_pairs(p, ir::Graph::build(p)));
 }
 
 std::vector<CapacityNeed> smallest_safe_capacities(const ir::Program& p) {
@@ -596,12 +590,14 @@ void check_capacity(Context& c) {
   const ir::Program& p = c.p;
   coresidency_of_config(c);
   if (!p.runtime) return;
-  check_twaits(c);
+  const std::vector<TwaitPair> pairs =
+      p.runtime->twaits.empty() ? std::vector<TwaitPair>{} : twait_pairs(p, c.g);
+  check_twaits(c, pairs);
   const std::span<const Rule> rules = capacity_rules();
   // The core rules cannot vouch for a graph whose chip is unknown (deps.json does not name it):
   // the largest need of each, once, as a warning.
   std::vector<const CapacityNeed*> unknown;
-  const std::vector<CapacityNeed> needs = capacity_needs(p);
+  const std::vector<CapacityNeed> needs = needs_of(p, pairs);
   for (const CapacityNeed& x : needs) {
     if (!x.capacity && (x.rule == kEarlyDispatch.code || x.rule == kTwait.code)) {
       auto same = std::find_if(unknown.begin(), unknown.end(), [&](const CapacityNeed* y) {

@@ -11,7 +11,6 @@
 #include <deque>
 #include <limits>
 #include <optional>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -118,14 +117,14 @@ class Sim {
 
   // The AIC and AIV cores one block of t takes (a join: none).
   std::array<int64_t, 2> per_block(uint32_t t) const {
-    const int32_t shape = ring_of_[t] < 0 ? static_cast<int32_t>(ir::PtoShape::Alloc) : ft(t).kind;
-    if (shape == static_cast<int32_t>(ir::PtoShape::Mix)) return {1, 2};
-    if (shape == static_cast<int32_t>(ir::PtoShape::Aic)) return {1, 0};
-    if (shape == static_cast<int32_t>(ir::PtoShape::Aiv)) return {0, 1};
-    return {0, 0};
+    return ring_of_[t] < 0 ? std::array<int64_t, 2>{0, 0} : ir::pto_block_cores(ft(t).kind);
   }
-  bool fits(std::array<int64_t, 2> need, int64_t blocks = 1) const {
-    return free_[0] >= need[0] * blocks && free_[1] >= need[1] * blocks;
+  // How many blocks of `need` the cores `have` hold at once (INT64_MAX: a block needs none).
+  static int64_t blocks_in(std::array<int64_t, 2> need, const std::array<int64_t, 3>& have) {
+    int64_t k = INT64_MAX;
+    for (size_t c = 0; c < 2; ++c)
+      if (need[c] > 0) k = std::min(k, have[c] / need[c]);
+    return k;
   }
   void take(std::array<int64_t, 2> need, int64_t blocks) {  // negative: gives them back
     free_[0] -= need[0] * blocks;
@@ -188,15 +187,11 @@ class Sim {
     notifiers_of_.assign(n, {});
     open_notifies_.assign(n, 0);
     if (pto_ && !rt_.twaits.empty()) {
-      std::unordered_map<uint64_t, uint32_t> at;
-      for (uint32_t t = 0; t < n && t < rt_.tasks.size(); ++t)
-        if (ft(t).id != kJoin) at.emplace(ft(t).id, t);
-      for (const auto& [waiter, notifier] : rt_.twaits) {
-        auto w = at.find(waiter), q = at.find(notifier);
-        if (w == at.end() || q == at.end()) continue;
-        waiters_of_[q->second].push_back(w->second);
-        notifiers_of_[w->second].push_back(q->second);
-        ++open_notifies_[w->second];
+      for (const auto& [w, q] : rt_.twait_tasks()) {
+        if (w < 0 || q < 0 || static_cast<size_t>(std::max(w, q)) >= n) continue;
+        waiters_of_[static_cast<size_t>(q)].push_back(static_cast<uint32_t>(w));
+        notifiers_of_[static_cast<size_t>(w)].push_back(static_cast<uint32_t>(q));
+        ++open_notifies_[static_cast<size_t>(w)];
       }
     }
   }
@@ -207,10 +202,7 @@ class Sim {
   std::optional<ir::Diagnostics> too_many_waves() const {
     int64_t waves = 0;
     for (uint32_t t = 0; t < p_.tasks.size(); ++t) {
-      const std::array<int64_t, 2> need = per_block(t);
-      int64_t at_once = INT64_MAX;
-      for (size_t c = 0; c < 2; ++c)
-        if (need[c] > 0) at_once = std::min(at_once, total_[c] / need[c]);
+      const int64_t at_once = blocks_in(per_block(t), total_);
       if (at_once == INT64_MAX) continue;
       waves += (unplaced_[t] + std::max<int64_t>(at_once, 1) - 1) / std::max<int64_t>(at_once, 1);
       if (waves > kMaxWaves)
@@ -377,9 +369,7 @@ class Sim {
         running_.push_back({block_end(t, now), t, unfinished_[t]});
       }
       // As many of its blocks as free cores take, together (a wave).
-      int64_t k_fit = unplaced_[t];
-      for (size_t c = 0; c < 2; ++c)
-        if (need[c] > 0) k_fit = std::min(k_fit, free_[c] / need[c]);
+      const int64_t k_fit = std::min(unplaced_[t], blocks_in(need, free_));
       if (k_fit > 0) {
         take(need, k_fit);
         unplaced_[t] -= k_fit;
@@ -410,7 +400,7 @@ class Sim {
           started = started && q != t && state_[q] != State::Unsubmitted &&
                     (started_[q] || state_[q] == State::Completed);
       const std::array<int64_t, 2> need = per_block(t);
-      if (!started || !fits(need, unplaced_[t])) continue;
+      if (!started || blocks_in(need, free_) < unplaced_[t]) continue;
       take(need, unplaced_[t]);
       unplaced_[t] = 0;
       staged_[t] = 1;
