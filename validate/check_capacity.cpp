@@ -347,11 +347,11 @@ std::vector<TwaitPair> twait_pairs(const ir::Program& p, const ir::Graph& g) {
   Reach reach;
   if (g.acyclic()) reach.bind(g);
   std::vector<std::array<size_t, 2>> queries;
+  // A runtime record longer than the program (amk JSON says so) names no task past its end.
+  const auto n_tasks = static_cast<int64_t>(p.tasks.size());
   for (const std::array<int64_t, 2>& wn : p.runtime->twait_tasks()) {
     TwaitPair& x = out.emplace_back();
     x.index = out.size() - 1;
-    // A runtime record longer than the program (amk JSON says so) names no task past its end.
-    const auto n_tasks = static_cast<int64_t>(p.tasks.size());
     x.waiter = wn[0] < n_tasks ? wn[0] : -1;
     x.notifier = wn[1] < n_tasks ? wn[1] : -1;
     if (x.waiter >= 0 && x.notifier >= 0 && x.waiter != x.notifier && g.acyclic()) {

@@ -90,8 +90,8 @@ class Sim {
   std::vector<std::vector<int32_t>> ends_after_;    // by task: scopes that end after its submit
   std::vector<uint8_t> scope_open_;
   size_t next_submit_ = 0, completed_ = 0;
-  std::array<int64_t, 3> free_{};  // free cores: AIC, AIV (MIX takes one AIC and two AIV)
-  std::array<int64_t, 3> total_{};
+  std::array<int64_t, 2> free_{};  // free cores: AIC, AIV (MIX takes one AIC and two AIV)
+  std::array<int64_t, 2> total_{};
   std::vector<int64_t> unplaced_, unfinished_;  // by task: blocks not yet on a core, not done
   std::vector<uint8_t> started_;                // a block of it has run or runs
   std::vector<uint8_t> staged_;                 // its blocks hold their cores, gated
@@ -120,7 +120,7 @@ class Sim {
     return ring_of_[t] < 0 ? std::array<int64_t, 2>{0, 0} : ir::pto_block_cores(ft(t).kind);
   }
   // How many blocks of `need` the cores `have` hold at once (INT64_MAX: a block needs none).
-  static int64_t blocks_in(std::array<int64_t, 2> need, const std::array<int64_t, 3>& have) {
+  static int64_t blocks_in(std::array<int64_t, 2> need, std::array<int64_t, 2> have) {
     int64_t k = INT64_MAX;
     for (size_t c = 0; c < 2; ++c)
       if (need[c] > 0) k = std::min(k, have[c] / need[c]);
@@ -180,7 +180,7 @@ class Sim {
     }
     const int64_t cores = o_.default_cores;
     free_ = {rt_.value(Cap::cores_aic).value_or(cores),
-             rt_.value(Cap::cores_aiv).value_or(2 * cores), 0};
+             rt_.value(Cap::cores_aiv).value_or(2 * cores)};
     total_ = free_;
     unfinished_ = unplaced_;
     waiters_of_.assign(n, {});
