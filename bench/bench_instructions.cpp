@@ -5,11 +5,18 @@
 // (64 MiB of each in turn: this machine's bandwidth moves by 30% within seconds). The Cached
 // variants run the same tiles on 512 KiB of weights: the kernels' own speed, without memory.
 // AMK_SIMD (avx2, scalar) picks the kernels' path; the baseline always reads on the best one.
+// The /threads:2 variants run two threads side by side, each over its own half of the weights,
+// against two threads streaming theirs (a decode step on two workers), timed on the wall clock.
 // Measured (Zen 5 VM, one core of two shared, load 3-7; ratio_paired min/median/max of 5):
 //   AVX-512: F32 0.96/1.00/1.02, BF16 0.94/1.00/1.05, Int8 0.91/1.04/1.09, Int4 0.63/0.69/0.79
 //   AVX2:    F32 1.03/1.12/1.18, BF16 1.07/1.11/1.19, Int8 0.79/0.90/0.94, Int4 0.37/0.39/0.41
 //   scalar:  F32 1.03/1.04/1.06, BF16 0.66/0.85/0.85, Int8 0.12/0.12/0.13, Int4 0.05/0.05/0.07
 // Int4 on AVX-512 is bound by its shifts and permutes (in cache: 16-20 GB/s, the stream ~21).
+// Measured (AMD EPYC VM, 2 cores, AVX-512, 2026-11-28; 5 runs each, min/median/max):
+//   one thread (stream 23-26 GB/s):  F32 1.00/1.04/1.09, BF16 0.96/0.97/0.98,
+//                                    Int8 0.93/0.94/0.94, Int4 0.65/0.66/0.66 (16.1 GB/s)
+//   two threads (stream 32-41 GB/s): F32 0.98/1.01/1.03, BF16 0.90/0.94/1.06,
+//                                    Int8 0.92/0.99/1.03, Int4 0.76/0.79/0.82
 // Measured (Intel Xeon, family 6 model 207, one core of two, stream 12.3-13.0 GB/s; 5 runs):
 //   AVX-512: F32 0.96/0.97/1.00, BF16 0.93/0.95/0.96, Int8 0.72/0.79/0.81, Int4 0.56/0.67/0.71
 //   AVX2:    F32 0.95/0.96/1.00, BF16 0.93/0.95/0.96, Int8 0.66/0.69/0.76, Int4 0.38/0.39/0.41
@@ -20,11 +27,13 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "instructions/kernel.h"
@@ -100,7 +109,9 @@ double cpu_seconds() {
 }
 
 // `bytes` of weights; kBytes runs paired with the baseline (see below), less stays in cache.
-void gemv(benchmark::State& st, DType wdt, int64_t qdtype, size_t bytes) {
+// threads > 1 (paired only): that many threads, each over its own part of the weights and of the
+// stream, as a decode step's workers read theirs; both sides are then timed on the wall clock.
+void gemv(benchmark::State& st, DType wdt, int64_t qdtype, size_t bytes, int threads = 1) {
   const bool paired = bytes == kBytes;
   const int64_t cols = qdtype == 7 ? kK / 2 : kK;
   const size_t elem = static_cast<size_t>(amk::ir::dtype_nbytes(wdt, 1));
@@ -114,55 +125,94 @@ void gemv(benchmark::State& st, DType wdt, int64_t qdtype, size_t bytes) {
   std::vector<uint16_t> scales(static_cast<size_t>(rows * groups), 0x3C00);  // 1.0 in F16
   std::vector<float> x(kK, 0.5f), out(static_cast<size_t>(rows), 0.0f);
   int64_t xs[] = {1, kK}, ws[] = {rows, cols}, ss[] = {rows, groups}, os[] = {1, rows};
-  Tensor in[3] = {Tensor::of(x.data(), DType::F32, xs), Tensor::of(wbuf->p.get(), wdt, ws),
-                  Tensor::of(scales.data(), DType::F16, ss)};
-  Tensor o = Tensor::of(out.data(), DType::F32, os);
-  amk::inst::Workspace work;
-  amk::ir::Task t;
-  t.op = amk::ir::Op::GEMV_TILE;
-  t.params = {{"K", amk::ir::ParamValue::of_int(kK)},
-              {"N_tile", amk::ir::ParamValue::of_int(tile)},
-              {"n_off", amk::ir::ParamValue::of_int(0)}};
-  if (qdtype) {
-    t.params.push_back({"qdtype", amk::ir::ParamValue::of_int(qdtype)});
-    t.params.push_back({"group", amk::ir::ParamValue::of_int(128)});
-  }
+  const Tensor in[3] = {Tensor::of(x.data(), DType::F32, xs), Tensor::of(wbuf->p.get(), wdt, ws),
+                        Tensor::of(scales.data(), DType::F16, ss)};
+  const Tensor o = Tensor::of(out.data(), DType::F32, os);
   const size_t tile_bytes = static_cast<size_t>(tile * cols) * elem;
-  int64_t n_off = 0;
-  auto run_tile = [&] {
-    t.params[2].value = amk::ir::ParamValue::of_int(n_off);
-    auto s = amk::inst::run_task(t, std::span<const Tensor>(in, qdtype ? 3 : 2),
-                                 std::span<const Tensor>(&o, 1), work);
-    if (!s.ok()) st.SkipWithError(amk::ir::error_messages(s.diagnostics).c_str());
-    n_off = (n_off + tile) % (rows - rows % tile);
+  // One thread's tiles: rows [first, first + count) in turn, from `next` on.
+  struct Tiles {
+    amk::ir::Task t;
+    amk::inst::Workspace work;
+    int64_t first = 0, count = 0, next = 0;
+    std::string error;
+  };
+  const int64_t per_thread = (rows - rows % tile) / threads / tile * tile;
+  std::vector<Tiles> part(static_cast<size_t>(threads));
+  for (int i = 0; i < threads; ++i) {
+    Tiles& p = part[static_cast<size_t>(i)];
+    p.t.op = amk::ir::Op::GEMV_TILE;
+    p.t.params = {{"K", amk::ir::ParamValue::of_int(kK)},
+                  {"N_tile", amk::ir::ParamValue::of_int(tile)},
+                  {"n_off", amk::ir::ParamValue::of_int(0)}};
+    if (qdtype) {
+      p.t.params.push_back({"qdtype", amk::ir::ParamValue::of_int(qdtype)});
+      p.t.params.push_back({"group", amk::ir::ParamValue::of_int(128)});
+    }
+    p.first = paired ? i * per_thread : 0;
+    p.count = paired ? per_thread : rows - rows % tile;
+  }
+  auto run_tile = [&](Tiles& p) {
+    p.t.params[2].value = amk::ir::ParamValue::of_int(p.first + p.next);
+    auto s = amk::inst::run_task(p.t, std::span<const Tensor>(in, qdtype ? 3 : 2),
+                                 std::span<const Tensor>(&o, 1), p.work);
+    if (!s.ok()) p.error = amk::ir::error_messages(s.diagnostics);
+    p.next = (p.next + tile) % p.count;
   };
   if (!paired) {
-    for (auto _ : st) run_tile();
+    for (auto _ : st) run_tile(part[0]);
+    if (!part[0].error.empty()) st.SkipWithError(part[0].error.c_str());
     st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * tile_bytes));
     st.counters["cached_GBs"] = benchmark::Counter(
         static_cast<double>(st.iterations() * tile_bytes) / 1e9, benchmark::Counter::kIsRate);
     return;
   }
   // Paired with the baseline: each iteration streams a slice through simd::sum, then GEMV tiles
-  // over as many weight bytes, each timed on this thread's CPU clock, so both see the same
-  // moment of a machine whose bandwidth varies from second to second.
+  // over as many weight bytes, so both see the same moment of a machine whose bandwidth varies
+  // from second to second. One thread times both on its CPU clock; several, on the wall clock
+  // (each thread reads slice / threads of the stream, from its own part of it).
   const auto* stream = reinterpret_cast<const float*>(stream_buffer().p.get());
-  const size_t per_slice = kSlice / tile_bytes;
+  const size_t per_slice = kSlice / tile_bytes / static_cast<size_t>(threads);
+  const size_t stream_part = kBytes / 4 / static_cast<size_t>(threads);
+  const size_t slice_part = kSlice / 4 / static_cast<size_t>(threads);
   double stream_s = 0, gemv_s = 0;
   size_t slice = 0;
+  auto side_by_side = [&](auto&& work) {
+    if (threads == 1) return work(0);
+    std::vector<std::jthread> th;
+    for (int i = 0; i < threads; ++i) th.emplace_back([&work, i] { work(i); });
+  };
+  using Wall = std::chrono::steady_clock;
   for (auto _ : st) {
-    double t0 = cpu_seconds();
-    benchmark::DoNotOptimize(
-        stream_sum(stream + slice * (kSlice / 4), static_cast<int64_t>(kSlice / 4)));
-    double t1 = cpu_seconds();
-    for (size_t i = 0; i < per_slice; ++i) run_tile();
-    gemv_s += cpu_seconds() - t1;
-    stream_s += t1 - t0;
+    const double c0 = cpu_seconds();
+    const auto w0 = Wall::now();
+    side_by_side([&](int i) {
+      benchmark::DoNotOptimize(
+          stream_sum(stream + static_cast<size_t>(i) * stream_part + slice * slice_part,
+                     static_cast<int64_t>(slice_part)));
+    });
+    const double c1 = cpu_seconds();
+    const auto w1 = Wall::now();
+    side_by_side([&](int i) {
+      for (size_t k = 0; k < per_slice; ++k) run_tile(part[static_cast<size_t>(i)]);
+    });
+    const double c2 = cpu_seconds();
+    const auto w2 = Wall::now();
+    if (threads == 1) {
+      stream_s += c1 - c0;
+      gemv_s += c2 - c1;
+    } else {
+      stream_s += std::chrono::duration<double>(w1 - w0).count();
+      gemv_s += std::chrono::duration<double>(w2 - w1).count();
+    }
     slice = (slice + 1) % (kBytes / kSlice);
   }
+  for (const Tiles& p : part)
+    if (!p.error.empty()) st.SkipWithError(p.error.c_str());
   const double n = static_cast<double>(st.iterations());
-  const double read = n * static_cast<double>(kSlice) / stream_s / 1e9;
-  const double weight = n * static_cast<double>(per_slice * tile_bytes) / gemv_s / 1e9;
+  const double read =
+      n * static_cast<double>(slice_part * 4 * static_cast<size_t>(threads)) / stream_s / 1e9;
+  const double weight =
+      n * static_cast<double>(per_slice * tile_bytes * static_cast<size_t>(threads)) / gemv_s / 1e9;
   st.counters["read_GBs"] = read;
   st.counters["weight_GBs"] = weight;
   st.counters["ratio_paired"] = weight / read;
@@ -220,6 +270,13 @@ int main(int argc, char** argv) {
   for (const Format& f : kFormats)
     benchmark::RegisterBenchmark((std::string("BM_GemvTile_") + f.name).c_str(),
                                  [f](benchmark::State& st) { gemv(st, f.dtype, f.qdtype, kBytes); })
+        ->MinTime(2);
+  // Two threads side by side against two streams (a decode step on two workers).
+  for (const Format& f : kFormats)
+    benchmark::RegisterBenchmark(
+        (std::string("BM_GemvTile_") + f.name + "/threads:2").c_str(),
+        [f](benchmark::State& st) { gemv(st, f.dtype, f.qdtype, kBytes, 2); })
+        ->UseRealTime()
         ->MinTime(2);
   // The kernels' ceiling: the same tiles over 512 KiB of weights, which stay in the L2 cache.
   for (const Format& f : kFormats)
