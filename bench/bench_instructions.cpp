@@ -169,11 +169,12 @@ void gemv(benchmark::State& st, DType wdt, int64_t qdtype, size_t bytes, int thr
   // Paired with the baseline: each iteration streams a slice through simd::sum, then GEMV tiles
   // over as many weight bytes, so both see the same moment of a machine whose bandwidth varies
   // from second to second. One thread times both on its CPU clock; several, on the wall clock
-  // (each thread reads slice / threads of the stream, from its own part of it).
+  // (each thread reads a whole slice of the stream from its own part of it, so that starting
+  // the threads is a small share of what is timed).
   const auto* stream = reinterpret_cast<const float*>(stream_buffer().p.get());
-  const size_t per_slice = kSlice / tile_bytes / static_cast<size_t>(threads);
+  const size_t per_slice = kSlice / tile_bytes;  // each thread's, as its slice of the stream
   const size_t stream_part = kBytes / 4 / static_cast<size_t>(threads);
-  const size_t slice_part = kSlice / 4 / static_cast<size_t>(threads);
+  const size_t slice_part = kSlice / 4;
   double stream_s = 0, gemv_s = 0;
   size_t slice = 0;
   auto side_by_side = [&](auto&& work) {
@@ -204,7 +205,7 @@ void gemv(benchmark::State& st, DType wdt, int64_t qdtype, size_t bytes, int thr
       stream_s += std::chrono::duration<double>(w1 - w0).count();
       gemv_s += std::chrono::duration<double>(w2 - w1).count();
     }
-    slice = (slice + 1) % (kBytes / kSlice);
+    slice = (slice + 1) % (kBytes / kSlice / static_cast<size_t>(threads));
   }
   for (const Tiles& p : part)
     if (!p.error.empty()) st.SkipWithError(p.error.c_str());
