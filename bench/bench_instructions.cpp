@@ -15,8 +15,8 @@
 // Measured (AMD EPYC VM, 2 cores, AVX-512, 2026-11-28; 5 runs each, min/median/max):
 //   one thread (stream 23-26 GB/s):  F32 1.00/1.04/1.09, BF16 0.96/0.97/0.98,
 //                                    Int8 0.93/0.94/0.94, Int4 0.65/0.66/0.66 (16.1 GB/s)
-//   two threads (stream 32-41 GB/s): F32 0.98/1.01/1.03, BF16 0.90/0.94/1.06,
-//                                    Int8 0.92/0.99/1.03, Int4 0.76/0.79/0.82
+//   two threads (stream 41-43 GB/s, 3 runs, min-max): F32 1.02-1.04, BF16 0.91-0.99,
+//                                    Int8 0.93-0.98, Int4 0.75-0.81
 // Measured (Intel Xeon, family 6 model 207, one core of two, stream 12.3-13.0 GB/s; 5 runs):
 //   AVX-512: F32 0.96/0.97/1.00, BF16 0.93/0.95/0.96, Int8 0.72/0.79/0.81, Int4 0.56/0.67/0.71
 //   AVX2:    F32 0.95/0.96/1.00, BF16 0.93/0.95/0.96, Int8 0.66/0.69/0.76, Int4 0.38/0.39/0.41
