@@ -13,9 +13,11 @@
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task_arena.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <thread>
 
@@ -31,6 +33,7 @@
 #include "lower/config.h"
 #include "lower/lower.h"
 #include "targets/target.h"
+#include "vm/observer.h"
 #include "vm/orchestrator.h"
 #include "vm/vm.h"
 #include "vm/weights.h"
@@ -346,6 +349,38 @@ void BM_DecodeStep(benchmark::State& st, ir::DType wdt, int workers) {
     if (!r.ok()) st.SkipWithError(ir::error_messages(r.diagnostics).c_str());
     moved = r.bytes;
   }
+  // Five more steps, traced (not timed above): the share of the workers' time spent in tasks, and
+  // the GEMV tiles' own rate on a worker, which tell the schedule's idle time from the kernels'
+  // speed (the median of each: one step's figures move with this machine's bandwidth).
+  std::vector<double> busy_share, gemv_rate;
+  for (int k = 0; k < 5; ++k) {
+    vm::TraceRecorder trace;
+    o.observer = &trace;
+    if (!m->run(o).ok()) break;
+    int64_t first = std::numeric_limits<int64_t>::max(), last = 0;
+    double busy_ns = 0, gemv_ns = 0, gemv_bytes = 0;
+    for (const vm::TraceEvent& e : trace.events()) {
+      first = std::min(first, e.start_ns);
+      last = std::max(last, e.end_ns);
+      busy_ns += static_cast<double>(e.end_ns - e.start_ns);
+      const ir::Task& t = p.tasks[static_cast<size_t>(e.task)];
+      if (t.op != ir::Op::GEMV_TILE) continue;
+      // The tile's weight rows in the weights' own dtype (a recast program keeps the F32
+      // program's est_bytes).
+      const ir::Buffer& w = p.buffers[static_cast<size_t>(t.inputs.at(1))];
+      gemv_ns += static_cast<double>(e.end_ns - e.start_ns);
+      gemv_bytes += static_cast<double>(ir::dtype_nbytes(
+          w.dtype, t.int_param("N_tile").value_or(0) * t.int_param("K").value_or(0)));
+    }
+    if (last > first) busy_share.push_back(busy_ns / (workers * static_cast<double>(last - first)));
+    if (gemv_ns > 0) gemv_rate.push_back(gemv_bytes / gemv_ns);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  if (!busy_share.empty()) st.counters["busy_share"] = median(busy_share);
+  if (!gemv_rate.empty()) st.counters["gemv_GBs_per_worker"] = median(gemv_rate);
   const double n = static_cast<double>(st.iterations());
   const double weight_rate = n * static_cast<double>(p.total_weight_bytes()) / step_s / 1e9;
   const double stream_rate = n * static_cast<double>(kPairedBytes) / stream_s / 1e9;
