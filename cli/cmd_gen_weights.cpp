@@ -19,7 +19,8 @@ int cmd_gen_weights(int argc, char** argv) {
       "Writes seeded random weights for every WEIGHT/CONST buffer of a program, or of MODEL's\n"
       "lowering (a built-in name, spec or HF config.json; Hugging Face keys), keyed by\n"
       "Buffer.source (else its name), in each buffer's dtype: norm vectors 1 +- 0.1, matrices\n"
-      "uniform in +-1/sqrt(K), integer codes random. The file is written atomically.");
+      "uniform in +-1/sqrt(K), integer codes random; a quantised weight's scales are drawn so\n"
+      "that it dequantises within +-1/sqrt(K) too. The file is written atomically.");
   args.add()("program", po::value<std::string>(), "program JSON, or a model")(
       "seed", po::value<int64_t>()->default_value(0), "random seed")(
       "output,o", po::value<std::string>(), "safetensors file to write");

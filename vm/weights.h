@@ -12,7 +12,9 @@ namespace amk::vm {
 
 /// A safetensors file image holding a tensor for every WEIGHT/CONST buffer of `p` (keyed by
 /// `Buffer.source`, else its name) in the buffer's dtype: rank-1 tensors (norm weights) 1 ± 0.1,
-/// others uniform in ±1/sqrt(last dim); integer dtypes get random codes. Deterministic per seed.
+/// others uniform in ±1/sqrt(last dim); integer dtypes get random codes, and the scales of a
+/// quantised GEMV/GEMM weight (its tiles' third input) positive values that dequantise those codes
+/// within ±1/sqrt(K). Deterministic per seed.
 /// `progress` (optional) hears the bytes done and the total after every tensor.
 std::vector<uint8_t> random_weights_image(
     const ir::Program& p, uint64_t seed,

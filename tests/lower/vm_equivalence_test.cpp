@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -142,6 +143,53 @@ TEST(VmEquivalence, Bf16SchedulesMatchTheirDirectEvaluation) {
         max_error("toy-2L", "h100", config(c.cfg), 8, 2, vm::Mode::Multiplexed, ir::DType::BF16),
         1e-5)
         << c.name;
+}
+
+// vm::random_weights_image draws a quantised weight's scales so that its tiles dequantise within
+// +-1/sqrt(K), the bound of the float matrices it draws (and not three orders of magnitude past
+// it), every scale positive, for int8 and int4 as amk and as AMK declare them.
+TEST(VmEquivalence, RandomQuantisedWeightsDequantiseWithinTheFloatMatricesBound) {
+  for (Quant q : {Quant::Int8, Quant::Int4})
+    for (bool compat : {false, true}) {
+      LowerOptions o;
+      o.quant = q;
+      o.amk_compat = compat;
+      o.quant_group = 32;
+      const ir::Program p =
+          amk::test::must(lower(model("toy-2L"), target("h100"), default_config(), o));
+      const auto image = vm::random_weights_image(p, 3);
+      auto w = amk::test::must(vm::SafeTensors::parse(image, "random"));
+      std::set<int64_t> seen;
+      for (const ir::Task& t : p.tasks) {
+        if (ir::gemv_quant(t.int_param("qdtype").value_or(0), t.inputs.size()) == Quant::None ||
+            !seen.insert(t.inputs[2]).second)
+          continue;
+        const ir::Buffer& wb = p.buffers[static_cast<size_t>(t.inputs[1])];
+        const ir::Buffer& sb = p.buffers[static_cast<size_t>(t.inputs[2])];
+        const vm::StTensor* wt = w->find(wb.source.value_or(wb.name));
+        const vm::StTensor* st = w->find(sb.source.value_or(sb.name));
+        ASSERT_TRUE(wt && st) << wb.name;
+        std::vector<float> s(static_cast<size_t>(st->numel()));
+        vm::st_convert(*st, s.data(), ir::DType::F32, st->numel());
+        const int64_t K = *t.int_param("K"), N = sb.shape[0], G = sb.shape[1];
+        const int64_t group = (K + G - 1) / G, row = q == Quant::Int8 ? K : (K + 1) / 2;
+        double top = 0;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t k = 0; k < K; ++k) {
+            const uint8_t byte =
+                wt->data[static_cast<size_t>(n * row + (q == Quant::Int8 ? k : k / 2))];
+            const int code = q == Quant::Int8 ? static_cast<int8_t>(byte)
+                                              : ((k & 1) ? byte >> 4 : byte & 0xF) - 8;
+            const float scale = s[static_cast<size_t>(n * G + k / group)];
+            ASSERT_GT(scale, 0.0f) << sb.name;
+            top = std::max(top, std::abs(code * static_cast<double>(scale)));
+          }
+        const double bound = 1.0 / std::sqrt(static_cast<double>(K));
+        EXPECT_LE(top, bound * (1 + 1e-3)) << wb.name << " K=" << K;  // + the scales' fp16 rounding
+        EXPECT_GE(top, 0.25 * bound) << wb.name << " K=" << K;
+      }
+      EXPECT_GE(seen.size(), 7u) << ir::quant_name(q);  // q, k, v, o, gate, up, down at least
+    }
 }
 
 }  // namespace
