@@ -304,6 +304,37 @@ ir::Program llama1b_int8() {
   return r.value ? std::move(*r.value) : ir::Program{};
 }
 
+// The share of the workers' time over a traced run, from its first start to its last end, that a
+// worker was idle while a task was runnable (ready and at its SM queue's head): the handoff
+// between workers. A sweep over each task's runnable, start and end instants.
+double idle_runnable_share(const std::vector<vm::TraceEvent>& events, int workers) {
+  struct Point {
+    int64_t t;
+    int runnable, busy;  // changes at t
+  };
+  std::vector<Point> pts;
+  int64_t first = std::numeric_limits<int64_t>::max(), last = 0;
+  for (const vm::TraceEvent& e : events) {
+    pts.push_back({std::max(e.ready_ns, e.head_ns), 1, 0});
+    pts.push_back({e.start_ns, -1, 1});
+    pts.push_back({e.end_ns, 0, -1});
+    first = std::min(first, e.start_ns);
+    last = std::max(last, e.end_ns);
+  }
+  if (last <= first) return 0;
+  std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.t < b.t; });
+  int runnable = 0, busy = 0;
+  double idle_ns = 0;
+  for (size_t i = 0; i + 1 < pts.size(); ++i) {
+    runnable += pts[i].runnable;
+    busy += pts[i].busy;
+    const int64_t a = std::max(pts[i].t, first), b = std::min(pts[i + 1].t, last);
+    if (b > a)
+      idle_ns += std::min(workers - busy, std::max(runnable, 0)) * static_cast<double>(b - a);
+  }
+  return idle_ns / (workers * static_cast<double>(last - first));
+}
+
 // wdt: the conformance program's weights recast; I8: Llama-3.2-1B lowered with int8 weights.
 void BM_DecodeStep(benchmark::State& st, ir::DType wdt, int workers) {
   if (!std::filesystem::exists(conformance())) {
@@ -360,17 +391,20 @@ void BM_DecodeStep(benchmark::State& st, ir::DType wdt, int workers) {
       if (!res->ok()) st.SkipWithError(ir::error_messages(res->diagnostics).c_str());
     moved = r.bytes;
   }
-  // Five more steps, traced (not timed above): the share of the workers' time spent in tasks, and
-  // the GEMV tiles' own rate on a worker, which tell the schedule's idle time from the kernels'
-  // speed (the median of each: one step's figures move with this machine's bandwidth).
-  std::vector<double> busy_share, gemv_rate;
+  // Five more steps, traced (not timed above): the share of the workers' time spent in tasks, the
+  // share they idled while a task was runnable, and the GEMV tiles' own rate on a worker, which
+  // tell the schedule's idle time and the handoffs from the kernels' speed (the median of each:
+  // one step's figures move with this machine's bandwidth).
+  std::vector<double> busy_share, gemv_rate, handoff_share;
   for (int k = 0; k < 5; ++k) {
     vm::TraceRecorder trace;
     o.observer = &trace;
     if (!m->run(o).ok()) break;
     int64_t first = std::numeric_limits<int64_t>::max(), last = 0;
     double busy_ns = 0, gemv_ns = 0, gemv_bytes = 0;
-    for (const vm::TraceEvent& e : trace.events()) {
+    const std::vector<vm::TraceEvent> events = trace.events();
+    handoff_share.push_back(idle_runnable_share(events, workers));
+    for (const vm::TraceEvent& e : events) {
       first = std::min(first, e.start_ns);
       last = std::max(last, e.end_ns);
       busy_ns += static_cast<double>(e.end_ns - e.start_ns);
@@ -392,6 +426,7 @@ void BM_DecodeStep(benchmark::State& st, ir::DType wdt, int workers) {
   };
   if (!busy_share.empty()) st.counters["busy_share"] = median(busy_share);
   if (!gemv_rate.empty()) st.counters["gemv_GBs_per_worker"] = median(gemv_rate);
+  if (!handoff_share.empty()) st.counters["idle_runnable_share"] = median(handoff_share);
   // weight_GBs: every weight byte per step (the measure; the embedding table is counted
   // although only one row is read); moved_GBs: the bytes the tasks actually read and wrote. Both,
   // and tokens_per_s, over the first steps' own time (an iteration also holds the stream and the
