@@ -307,21 +307,18 @@ ir::Program llama1b_int8() {
 // The share of the workers' time over a traced run, from its first start to its last end, that a
 // worker was idle while a task was runnable (ready and at its SM queue's head): the handoff
 // between workers. A sweep over each task's runnable, start and end instants.
-double idle_runnable_share(const std::vector<vm::TraceEvent>& events, int workers) {
+double idle_runnable_share(const std::vector<vm::TraceEvent>& events, int workers, int64_t first,
+                           int64_t last) {
   struct Point {
     int64_t t;
     int runnable, busy;  // changes at t
   };
   std::vector<Point> pts;
-  int64_t first = std::numeric_limits<int64_t>::max(), last = 0;
   for (const vm::TraceEvent& e : events) {
     pts.push_back({std::max(e.ready_ns, e.head_ns), 1, 0});
     pts.push_back({e.start_ns, -1, 1});
     pts.push_back({e.end_ns, 0, -1});
-    first = std::min(first, e.start_ns);
-    last = std::max(last, e.end_ns);
   }
-  if (last <= first) return 0;
   std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.t < b.t; });
   int runnable = 0, busy = 0;
   double idle_ns = 0;
@@ -403,7 +400,6 @@ void BM_DecodeStep(benchmark::State& st, ir::DType wdt, int workers) {
     int64_t first = std::numeric_limits<int64_t>::max(), last = 0;
     double busy_ns = 0, gemv_ns = 0, gemv_bytes = 0;
     const std::vector<vm::TraceEvent> events = trace.events();
-    handoff_share.push_back(idle_runnable_share(events, workers));
     for (const vm::TraceEvent& e : events) {
       first = std::min(first, e.start_ns);
       last = std::max(last, e.end_ns);
@@ -417,7 +413,10 @@ void BM_DecodeStep(benchmark::State& st, ir::DType wdt, int workers) {
       gemv_bytes += static_cast<double>(ir::dtype_nbytes(
           w.dtype, t.int_param("N_tile").value_or(0) * t.int_param("K").value_or(0)));
     }
-    if (last > first) busy_share.push_back(busy_ns / (workers * static_cast<double>(last - first)));
+    if (last > first) {
+      busy_share.push_back(busy_ns / (workers * static_cast<double>(last - first)));
+      handoff_share.push_back(idle_runnable_share(events, workers, first, last));
+    }
     if (gemv_ns > 0) gemv_rate.push_back(gemv_bytes / gemv_ns);
   }
   auto median = [](std::vector<double> v) {
