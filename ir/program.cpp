@@ -3,6 +3,7 @@
 #include "ir/csr.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -184,21 +185,89 @@ bool Program::sm_assigned() const {
   return false;
 }
 
+namespace {
+
+// The key's bytes as a little-endian word (keys of up to 8 bytes), computed at compile time
+// for the keys task_load reads.
+constexpr uint64_t key_word(std::string_view k) {
+  uint64_t w = 0;
+  for (size_t i = 0; i < k.size(); ++i) w |= uint64_t{static_cast<unsigned char>(k[i])} << (8 * i);
+  return w;
+}
+
+// The int params task_load reads, found in one pass over the params with Task::int_param's
+// meaning: a key's first param decides (nullopt when it holds no int), later ones are ignored.
+// A key is told by its length and one word of its bytes (a search costs every task's load for
+// every candidate, twice).
+struct LoadParams {
+  enum Slot : uint8_t { K, N_tile, M_tile, head_dim, n_heads, kv_len, qdtype, kNone };
+  uint32_t seen = 0, ints = 0;
+  int64_t v[kNone];  // valid where `ints` has the bit
+  // The n (4 to 8) bytes at `p` as a word, formed in registers from two 4-byte loads that
+  // overlap where n < 8 (bytes stored in pieces and read back as one word stall that load).
+  static uint64_t word(const char* p, size_t n) {
+    uint32_t lo = 0, hi = 0;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + n - 4, 4);
+    return lo | uint64_t{hi} << (8 * (n - 4));
+  }
+  static Slot slot(const std::string& key) {
+    switch (key.size()) {
+      case 1:
+        return key[0] == 'K' ? K : kNone;
+      case 6: {
+        const uint64_t w = word(key.data(), 6);
+        return w == key_word("N_tile")   ? N_tile
+               : w == key_word("M_tile") ? M_tile
+               : w == key_word("kv_len") ? kv_len
+               : w == key_word("qdtype") ? qdtype
+                                         : kNone;
+      }
+      case 7:
+        return word(key.data(), 7) == key_word("n_heads") ? n_heads : kNone;
+      case 8:
+        return word(key.data(), 8) == key_word("head_dim") ? head_dim : kNone;
+      default:
+        return kNone;
+    }
+  }
+  void read(const Task& t) {
+    for (const Param& p : t.params) {
+      const Slot k = slot(p.key);
+      const uint32_t bit = 1u << k;
+      if (k == kNone || (seen & bit)) continue;
+      seen |= bit;
+      if (p.value.is_int()) {
+        ints |= bit;
+        v[k] = p.value.i;
+      }
+    }
+  }
+  int64_t get(Slot k, int64_t fallback) const { return ints >> k & 1u ? v[k] : fallback; }
+};
+
+}  // namespace
+
 TaskLoad task_load(const Program& p, const Task& t) {
+  using F = LoadParams;
   TaskLoad l{static_cast<double>(t.est_bytes), static_cast<double>(t.est_flops)};
-  if (t.op == Op::ATTENTION_TILE) {
+  const bool gemv = t.op == Op::GEMV_TILE || t.op == Op::GEMM_TILE;
+  const bool attention = t.op == Op::ATTENTION_TILE;
+  if (!gemv && !attention && (l.bytes != 0 || l.flops != 0)) return l;
+  LoadParams params;
+  if (gemv || attention) params.read(t);
+  if (attention) {
     // A batched tile (a rank-3 query) walks each sequence's window for each of its heads.
     double batch = 1;
     if (!t.inputs.empty() && t.inputs[0] >= 0 &&
         t.inputs[0] < static_cast<int64_t>(p.buffers.size()))
       batch = static_cast<double>(
           std::max<int64_t>(1, attention_batch(p.buffers[static_cast<size_t>(t.inputs[0])].shape)));
-    l.heads = static_cast<double>(std::max<int64_t>(0, t.int_param("n_heads").value_or(1)));
-    l.steps = batch * static_cast<double>(std::max<int64_t>(0, t.int_param("kv_len").value_or(0)));
-    l.width = static_cast<double>(std::max<int64_t>(0, t.int_param("head_dim").value_or(0)));
+    l.heads = static_cast<double>(std::max<int64_t>(0, params.get(F::n_heads, 1)));
+    l.steps = batch * static_cast<double>(std::max<int64_t>(0, params.get(F::kv_len, 0)));
+    l.width = static_cast<double>(std::max<int64_t>(0, params.get(F::head_dim, 0)));
   }
-  if (t.op == Op::GEMV_TILE || t.op == Op::GEMM_TILE)
-    l.dequant = t.int_param("qdtype").value_or(0) != 0;
+  if (gemv) l.dequant = params.get(F::qdtype, 0) != 0;
   if (l.bytes != 0 || l.flops != 0) return l;
   bool weight = false;
   for (int64_t b : t.inputs) {
@@ -209,16 +278,16 @@ TaskLoad task_load(const Program& p, const Task& t) {
       weight = weight || buf.kind == BufferKind::WEIGHT;
     }
   }
-  if (t.op == Op::GEMV_TILE || t.op == Op::GEMM_TILE) {
-    const auto m = static_cast<double>(t.int_param("M_tile").value_or(1));
-    const auto k = static_cast<double>(t.int_param("K").value_or(0));
-    const auto n = static_cast<double>(t.int_param("N_tile").value_or(0));
+  if (gemv) {
+    const auto m = static_cast<double>(params.get(F::M_tile, 1));
+    const auto k = static_cast<double>(params.get(F::K, 0));
+    const auto n = static_cast<double>(params.get(F::N_tile, 0));
     l.flops = 2 * m * k * n;
     if (!weight) l.bytes = k * n * 2;
-  } else if (t.op == Op::ATTENTION_TILE) {
-    l.flops = 4.0 * static_cast<double>(t.int_param("n_heads").value_or(1)) *
-              static_cast<double>(t.int_param("kv_len").value_or(0)) *
-              static_cast<double>(t.int_param("head_dim").value_or(0));
+  } else if (attention) {
+    l.flops = 4.0 * static_cast<double>(params.get(F::n_heads, 1)) *
+              static_cast<double>(params.get(F::kv_len, 0)) *
+              static_cast<double>(params.get(F::head_dim, 0));
   }
   return l;
 }

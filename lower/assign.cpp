@@ -70,8 +70,9 @@ Dag build_dag(const Plan& p) {
   for (size_t i = 0; i < n; ++i) {
     const ir::Task& task = p.tasks[i].task;
     d.group[i] = p.tasks[i].group;
-    d.time[i] = cost(task);
-    w.set_load(i, ir::task_load(p.program, task), task);
+    const ir::TaskLoad load = ir::task_load(p.program, task);
+    d.time[i] = cost(load);
+    w.set_load(i, load, task);
     w.out.push_back(static_cast<uint32_t>(d.group[i]));
     const size_t first = d.in.size();
     for (uint32_t dep : p.deps(i)) {

@@ -245,7 +245,10 @@ TaskCoster::TaskCoster(const ir::Program& p, const ir::Target& tg, const Runtime
     : p_(p), m_(knobs, tg, rt) {}
 
 double TaskCoster::operator()(const ir::Task& t) const {
-  const ir::TaskLoad l = ir::task_load(p_, t);
+  return (*this)(ir::task_load(p_, t));
+}
+
+double TaskCoster::operator()(const ir::TaskLoad& l) const {
   return m_.dispatch + m_.exec(l, 0.0, m_.workers) + m_.sync;
 }
 

@@ -96,6 +96,8 @@ class TaskCoster {
              const ir::ScheduleConfig* knobs);
   /// The time of task `t` of the program, in microseconds.
   double operator()(const ir::Task& t) const;
+  /// The time of a task whose load (ir::task_load) is `l`, in microseconds.
+  double operator()(const ir::TaskLoad& l) const;
   /// What the runtime makes of the target under the knobs.
   const Machine& machine() const { return m_; }
 
