@@ -15,7 +15,8 @@ namespace amk::validate {
 
 namespace {
 
-constexpr uint64_t kUnset = 0xFF;  // a JsonValue never set (JSON types are 0..9)
+constexpr uint64_t kUnset = 0xFF;                  // a JsonValue never set (JSON types are 0..9)
+constexpr uint64_t kShortKey = uint64_t{1} << 63;  // a param's key in one word (see put(Task))
 
 // Writes values over ProgramImage::Words from its start, noting whether any word or the count
 // differs from what was there; every variable-length value is preceded by its length.
@@ -177,12 +178,23 @@ void put(Writer& w, const ir::Task& t) {
   for (const ir::Param& x : params) {
     const auto& [key, value] = x;
     const auto& [kind, iv, fv, other] = value;
-    w.str(key);
-    w.room(4);
-    w.put(static_cast<uint64_t>(kind));
+    // A key of 1 to 7 bytes, with the kind, in one word when the value holds no JSON: its top
+    // bit set (no key's length has it), then the kind, the length and the bytes; any other
+    // param spells its key out and writes its JSON value.
+    const uint64_t kind_code = static_cast<uint64_t>(kind);
+    const bool short_form = other.unset() && !key.empty() && key.size() <= 7 && kind_code < 4;
+    if (short_form) {
+      w.room(3);
+      w.put(kShortKey | kind_code << 59 | uint64_t{key.size()} << 56 |
+            Writer::tail_word(reinterpret_cast<const unsigned char*>(key.data()), key.size()));
+    } else {
+      w.str(key);
+      w.room(4);
+      w.put(kind_code);
+    }
     w.put(static_cast<uint64_t>(iv));
     w.put(std::bit_cast<uint64_t>(fv));
-    put_json(w, other);
+    if (!short_form) put_json(w, other);
   }
   w.room(4);
   w.put(static_cast<uint64_t>(est_bytes));

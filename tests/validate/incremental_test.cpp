@@ -162,5 +162,52 @@ TEST(Incremental, AProgramSaidToStandAloneIsProvedInFullAndLeavesNothingToCompar
   EXPECT_EQ(name(v.last_path()), "full");
 }
 
+// A param is told apart by each of its parts, whichever way the image writes it (a key of up to 7
+// bytes in one word with its kind, a longer one spelled out): for each pair of programs that
+// differ in one part of one param, the second, proved right after the first, is proved in full,
+// as a fresh validator proves it, and proved again after itself is the same.
+TEST(Incremental, EveryPartOfAParamTellsProgramsApart) {
+  fixtures::GenOptions o;
+  o.num_sms = 4;
+  const ir::Program base = fixtures::generate(o).program;
+  size_t at = 0;  // a task with params
+  while (at < base.tasks.size() && base.tasks[at].params.empty()) ++at;
+  ASSERT_LT(at, base.tasks.size());
+  using V = ir::ParamValue;
+  struct Differ {
+    const char* what;
+    ir::Param a, b;
+  };
+  const ir::Param one{"extra1", V::of_int(1)};
+  const std::vector<Differ> pairs = {
+      {"its key's last byte", one, {"extra2", V::of_int(1)}},
+      {"its key a byte longer", one, {"extra12", V::of_int(1)}},
+      {"its key 7 and 8 bytes long", {"extra12", V::of_int(1)}, {"extra123", V::of_int(1)}},
+      {"its key empty", one, {"", V::of_int(1)}},
+      {"a bool for an int, the same words", one, {"extra1", V::of_bool(true)}},
+      {"1.0 for 1", one, {"extra1", V::of_float(1.0)}},
+      {"-0.0 for 0.0", {"extra1", V::of_float(0.0)}, {"extra1", V::of_float(-0.0)}},
+      {"a JSON value", one, {"extra1", V::of_json(ir::JsonValue(nlohmann::ordered_json(1)))}},
+      {"another int", one, {"extra1", V::of_int(2)}},
+      {"a long key's last byte",
+       {"extra_long_key", V::of_int(1)},
+       {"extra_long_kez", V::of_int(1)}},
+  };
+  Validator v;
+  v.set_incremental(true);
+  for (const Differ& d : pairs) {
+    ir::Program a = base, b = base;
+    a.tasks[at].params.push_back(d.a);
+    b.tasks[at].params.push_back(d.b);
+    v.validate(base);
+    v.validate(a);
+    EXPECT_EQ(name(v.last_path()), "full") << d.what;
+    EXPECT_EQ(everything(v.validate(b)), everything(Validator().validate(b))) << d.what;
+    EXPECT_EQ(name(v.last_path()), "full") << d.what;
+    v.validate(b);
+    EXPECT_EQ(name(v.last_path()), "same") << d.what;
+  }
+}
+
 }  // namespace
 }  // namespace amk::validate
