@@ -38,9 +38,15 @@ class Writer {
   void room(size_t k) {
     if (static_cast<size_t>(end_ - at_) < k) grow(k);
   }
+  // Stores only a word that differs: where the image is the same (a candidate that moves only
+  // its SMs, pages or config) its memory is read and never made dirty, so nothing is written
+  // back.
   void put(uint64_t v) {
-    differ_ |= *at_ != v;
-    *at_++ = v;
+    if (*at_ != v) {
+      differ_ = 1;
+      *at_ = v;
+    }
+    ++at_;
   }
   void u(uint64_t v) {
     room(1);
