@@ -57,6 +57,7 @@ struct Evaluator::Impl {
   lower::Lowerer lowerer;
   validate::Validator validator;
   targets::Estimator estimator;
+  bool estimated_last;  // the estimator's last program is the one the validator proved last
 };
 
 Evaluator::Evaluator(const lower::ModelSpec& m, const targets::TargetSpec& t,
@@ -65,7 +66,8 @@ Evaluator::Evaluator(const lower::ModelSpec& m, const targets::TargetSpec& t,
                                         o.runtime ? *o.runtime : targets::default_runtime(t),
                                         lower::Lowerer(m, t, o),
                                         {},
-                                        {}})) {
+                                        {},
+                                        false})) {
   impl_->validator.set_threads(1);         // a search runs evaluators in parallel, one per thread
   impl_->validator.set_incremental(true);  // a candidate often differs from the last in one knob
 }
@@ -93,6 +95,10 @@ void Evaluator::evaluate(Trial& t, Objective obj, validate::Reuse reuse) {
   const auto t2 = Clock::now();
   t.validate_us = std::chrono::duration<double, std::micro>(t2 - t1).count();
   t.proof = validate::name(validator.last_path());
+  // A proof that took the last one's structure found p's tasks and buffers equal to those of the
+  // program proved last: when that one was estimated last, its tasks' loads are still right.
+  const bool same_tasks = !validator.last_path().full && impl_->estimated_last;
+  impl_->estimated_last = v.ok;
   if (!v.ok) {
     for (ir::Diagnostic& d : v.errors) {
       if (t.diagnostics.size() == kReasons) break;
@@ -101,8 +107,9 @@ void Evaluator::evaluate(Trial& t, Objective obj, validate::Reuse reuse) {
     t.eval_us = t.lower_us + t.validate_us;
     return;
   }
-  const targets::CostEstimate c = impl_->estimator(p, impl_->target.record, impl_->runtime,
-                                                   validator.graph(), validator.queue_graph());
+  const targets::CostEstimate c =
+      impl_->estimator(p, impl_->target.record, impl_->runtime, validator.graph(),
+                       validator.queue_graph(), same_tasks);
   t.cost_us = us_since(t2);
   t.valid = true;
   t.predicted_us = c.makespan_us;

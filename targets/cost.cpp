@@ -177,7 +177,8 @@ Estimator::Estimator(Estimator&&) noexcept = default;
 Estimator& Estimator::operator=(Estimator&&) noexcept = default;
 
 CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, const Runtime& rt,
-                                   const ir::Graph& g, const ir::ScheduleGraph* queues) {
+                                   const ir::Graph& g, const ir::ScheduleGraph* queues,
+                                   bool same_tasks) {
   AMK_ASSERT(g.num_tasks() == p.tasks.size(), "estimate: a graph of another program");
   CostEstimate r;
   r.runtime = rt.name;
@@ -185,7 +186,9 @@ CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, c
   r.floor_us = weight_floor_us(p, tg);
   std::optional<ir::ScheduleGraph> own;  // the placed program's queues, built once for all
   if (r.sm_assigned) queues = &placed_queues(p, g, queues, own);
-  fill_walk_input(in_, p, g, queues);
+  const bool reuse = same_tasks && loads_.bytes.size() == p.tasks.size();
+  fill_walk_input(in_, p, g, queues, reuse ? &loads_ : nullptr);
+  if (!reuse) loads_.copy_loads(in_);
   r.total_us = amk_times(p, tg, in_, times_);
   const Machine m(p.config ? &*p.config : nullptr, tg, rt);
   const double sms = tg.num_sms.as_double();

@@ -69,9 +69,13 @@ class Estimator {
   ~Estimator();
   Estimator(Estimator&&) noexcept;
   Estimator& operator=(Estimator&&) noexcept;
-  /// estimate(p, tg, rt, g, queues).
+  /// estimate(p, tg, rt, g, queues). `same_tasks` says that p's tasks (their SMs aside) and
+  /// buffers equal, field for field, those of the program of this estimator's last call (a search
+  /// knows it from its incremental proof): their loads are then taken from that call instead of
+  /// being worked out again. False is always right.
   CostEstimate operator()(const ir::Program& p, const ir::Target& tg, const Runtime& rt,
-                          const ir::Graph& g, const ir::ScheduleGraph* queues = nullptr);
+                          const ir::Graph& g, const ir::ScheduleGraph* queues = nullptr,
+                          bool same_tasks = false);
   /// How many estimates were recalled rather than walked.
   uint64_t recalled() const { return recalled_; }
 
@@ -80,6 +84,7 @@ class Estimator {
   static constexpr size_t kRecall = 8;  // estimates kept
   void remember(const Machine& m, double sms, const CostEstimate& r);
   WalkInput in_;
+  WalkInput loads_;  // the per-task loads of the last call's program
   Simulator sim_;
   std::vector<double> times_;  // AMK's formula: each task's time
   std::vector<Entry> recent_;

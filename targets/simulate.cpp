@@ -134,6 +134,14 @@ void WalkInput::resize_loads(size_t n) {
   chain.resize(n);
 }
 
+void WalkInput::copy_loads(const WalkInput& from) {
+  bytes = from.bytes;
+  flops = from.flops;
+  streams = from.streams;
+  dequant = from.dequant;
+  chain = from.chain;
+}
+
 void WalkInput::set_load(size_t i, const ir::TaskLoad& l, const ir::Task& t) {
   bytes[i] = l.bytes;
   flops[i] = l.flops;
@@ -144,7 +152,7 @@ void WalkInput::set_load(size_t i, const ir::TaskLoad& l, const ir::Task& t) {
 }
 
 void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
-                     const ir::ScheduleGraph* queues) {
+                     const ir::ScheduleGraph* queues, const WalkInput* loads) {
   const size_t n = p.tasks.size();
   const bool placed = p.sm_assigned();
   std::optional<ir::ScheduleGraph> own;
@@ -156,12 +164,16 @@ void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
   in.out.assign(g.out_slots().begin(), g.out_slots().end());
   in.wait_off.assign(g.wait_slot_offsets().begin(), g.wait_slot_offsets().end());
   in.waits.assign(g.wait_slot_list().begin(), g.wait_slot_list().end());
-  in.resize_loads(n);
+  const bool copied = loads && loads->bytes.size() == n;
+  if (copied)
+    in.copy_loads(*loads);
+  else
+    in.resize_loads(n);
   in.worker.resize(placed ? n : 0);
   in.est.resize(placed ? 0 : n);
   for (uint32_t i = 0; i < n; ++i) {
     const ir::Task& t = p.tasks[i];
-    in.set_load(i, ir::task_load(p, t), t);
+    if (!copied) in.set_load(i, ir::task_load(p, t), t);
     if (placed)
       in.worker[i] = static_cast<uint32_t>(std::max<int64_t>(0, t.sm.value_or(0)));
     else

@@ -136,15 +136,18 @@ struct WalkInput {
   bool acyclic = true;                           ///< false: no order holds every task
   /// Sizes the per-task loads (bytes, flops, streams, dequant, chain) for `n` tasks.
   void resize_loads(size_t n);
+  /// The per-task loads of `from` (bytes, flops, streams, dequant, chain), in place of these.
+  void copy_loads(const WalkInput& from);
   /// Task i's load, as the walk reads it of task `t`.
   void set_load(size_t i, const ir::TaskLoad& l, const ir::Task& t);
 };
 /// The walk's input of a placed or unplaced program (`g`: its counter graph; `queues` as
 /// estimate() takes it).
 WalkInput walk_input(const ir::Program& p, const ir::Graph& g, const ir::ScheduleGraph* queues);
-/// Likewise into `in`, reusing its memory.
+/// Likewise into `in`, reusing its memory; the loads are copied from `loads` when it is given (the
+/// input of a program whose tasks, their SMs aside, and buffers are those of `p`).
 void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
-                     const ir::ScheduleGraph* queues);
+                     const ir::ScheduleGraph* queues, const WalkInput* loads = nullptr);
 
 /// Whether a runtime may load a task's weights ahead: GEMV and GEMM tiles, fused tasks.
 inline bool streams_weights(const ir::Task& t) {

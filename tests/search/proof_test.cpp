@@ -1,7 +1,9 @@
 // Proves that a search's incremental proof is the full proof: every candidate of searches on three
 // models and two targets, in the order the search hands them to its evaluator, is lowered and
 // proved by an incremental validator and by a fresh full one, with the same result; the
-// evaluator's logged path is the one the incremental validator took.
+// evaluator's logged path is the one the incremental validator took; and its predictions (whose
+// task loads it takes from the last candidate when the proof found the same tasks) are those of a
+// fresh estimate.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -13,6 +15,7 @@
 #include "search/search.h"
 #include "search/space.h"
 #include "support.h"
+#include "targets/cost.h"
 #include "validate/validate.h"
 
 namespace amk::search {
@@ -52,6 +55,11 @@ TEST(SearchProof, EveryCandidateOfSearchesOnThreeModelsAndTwoTargetsIsProvedAsIn
           const std::string path(validate::name(incremental.last_path()));
           EXPECT_EQ(trial->proof, path) << trial->key;
           ++paths[path];
+          if (!want.ok) continue;
+          const targets::CostEstimate fresh =
+              targets::estimate(lowerer.program(), t.record, targets::default_runtime(t));
+          EXPECT_EQ(trial->predicted_us, fresh.makespan_us) << trial->key;
+          EXPECT_EQ(trial->amk_formula_us, fresh.amk_makespan_us) << trial->key;
         }
         return ir::Status();
       };
