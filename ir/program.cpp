@@ -3,11 +3,11 @@
 #include "ir/csr.h"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include <nlohmann/json.hpp>
 
+#include "ir/bytes.h"
 #include "ir/checked.h"
 
 namespace amk::ir {
@@ -187,46 +187,30 @@ bool Program::sm_assigned() const {
 
 namespace {
 
-// The key's bytes as a little-endian word (keys of up to 8 bytes), computed at compile time
-// for the keys task_load reads.
-constexpr uint64_t key_word(std::string_view k) {
-  uint64_t w = 0;
-  for (size_t i = 0; i < k.size(); ++i) w |= uint64_t{static_cast<unsigned char>(k[i])} << (8 * i);
-  return w;
-}
-
 // The int params task_load reads, found in one pass over the params with Task::int_param's
 // meaning: a key's first param decides (nullopt when it holds no int), later ones are ignored.
-// A key is told by its length and one word of its bytes (a search costs every task's load for
-// every candidate, twice).
+// A key is told by its length and one word of its bytes (a search works out the loads of every
+// candidate it lowers).
 struct LoadParams {
   enum Slot : uint8_t { K, N_tile, M_tile, head_dim, n_heads, kv_len, qdtype, kNone };
   uint32_t seen = 0, ints = 0;
   int64_t v[kNone];  // valid where `ints` has the bit
-  // The n (4 to 8) bytes at `p` as a word, formed in registers from two 4-byte loads that
-  // overlap where n < 8 (bytes stored in pieces and read back as one word stall that load).
-  static uint64_t word(const char* p, size_t n) {
-    uint32_t lo = 0, hi = 0;
-    std::memcpy(&lo, p, 4);
-    std::memcpy(&hi, p + n - 4, 4);
-    return lo | uint64_t{hi} << (8 * (n - 4));
-  }
   static Slot slot(const std::string& key) {
     switch (key.size()) {
       case 1:
         return key[0] == 'K' ? K : kNone;
       case 6: {
-        const uint64_t w = word(key.data(), 6);
-        return w == key_word("N_tile")   ? N_tile
-               : w == key_word("M_tile") ? M_tile
-               : w == key_word("kv_len") ? kv_len
-               : w == key_word("qdtype") ? qdtype
-                                         : kNone;
+        const uint64_t w = bytes_word(key.data(), 6);
+        return w == literal_word("N_tile")   ? N_tile
+               : w == literal_word("M_tile") ? M_tile
+               : w == literal_word("kv_len") ? kv_len
+               : w == literal_word("qdtype") ? qdtype
+                                             : kNone;
       }
       case 7:
-        return word(key.data(), 7) == key_word("n_heads") ? n_heads : kNone;
+        return bytes_word(key.data(), 7) == literal_word("n_heads") ? n_heads : kNone;
       case 8:
-        return word(key.data(), 8) == key_word("head_dim") ? head_dim : kNone;
+        return bytes_word(key.data(), 8) == literal_word("head_dim") ? head_dim : kNone;
       default:
         return kNone;
     }

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/bytes.h"
 #include "ir/runtime.h"
 
 namespace amk::validate {
@@ -65,20 +66,7 @@ class Writer {
       std::memcpy(&v, b + k, 8);
       put(v);
     }
-    if (const size_t tail = n % 8) put(tail_word(b + n - tail, tail));
-  }
-  // The `t` (1 to 7) bytes at `p` as a word, zero-padded (as memcpy into a zeroed word puts
-  // them), formed in registers: bytes stored into a word in pieces and read back as one word
-  // stall that load until the stores retire.
-  static uint64_t tail_word(const unsigned char* p, size_t t) {
-    if (t >= 4) {  // two loads of 4 that overlap where t < 8
-      uint32_t lo = 0, hi = 0;
-      std::memcpy(&lo, p, 4);
-      std::memcpy(&hi, p + t - 4, 4);
-      return lo | uint64_t{hi} << (8 * (t - 4));
-    }
-    return uint64_t{p[0]} | uint64_t{p[t >> 1]} << (8 * (t >> 1)) |
-           uint64_t{p[t - 1]} << (8 * (t - 1));
+    if (const size_t tail = n % 8) put(ir::bytes_word(b + n - tail, tail));
   }
   void str(std::string_view s) { bytes(s.data(), s.size()); }
   void ints(const std::vector<int64_t>& v) {
@@ -192,7 +180,7 @@ void put(Writer& w, const ir::Task& t) {
     if (short_form) {
       w.room(3);
       w.put(kShortKey | kind_code << 59 | uint64_t{key.size()} << 56 |
-            Writer::tail_word(reinterpret_cast<const unsigned char*>(key.data()), key.size()));
+            ir::bytes_word(key.data(), key.size()));
     } else {
       w.str(key);
       w.room(4);
