@@ -194,6 +194,7 @@ struct TaskLoad {
   double width = 0;      ///< ATTENTION: head_dim, the elements of a head's row at each position
   bool dequant = false;  ///< GEMV/GEMM: weights stored quantised (params.qdtype), dequantised
                          ///< as they stream
+  bool operator==(const TaskLoad&) const = default;
 };
 /// The one definition of a task's load (AMK's cost model): est_bytes / est_flops when either is
 /// set; else the bytes of its WEIGHT and KV_CACHE inputs, GEMV/GEMM 2·M_tile·K·N_tile flops (and

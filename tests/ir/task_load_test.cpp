@@ -23,11 +23,6 @@ Task as_lookups_read(const Task& t) {
   return c;
 }
 
-bool operator==(const TaskLoad& a, const TaskLoad& b) {
-  return a.bytes == b.bytes && a.flops == b.flops && a.heads == b.heads && a.steps == b.steps &&
-         a.width == b.width && a.dequant == b.dequant;
-}
-
 Program buffers() {
   Program p;
   const std::array<BufferKind, 3> kinds = {BufferKind::WEIGHT, BufferKind::KV_CACHE,
@@ -71,7 +66,7 @@ TEST(TaskLoad, OnePassOverTheParamsEqualsOneLookupPerKey) {
           t.params.push_back({key, ParamValue::of_int(v)});
       }
     }
-    ASSERT_TRUE(task_load(p, t) == task_load(p, as_lookups_read(t))) << "trial " << trial;
+    ASSERT_EQ(task_load(p, t), task_load(p, as_lookups_read(t))) << "trial " << trial;
     // The trials include tasks whose later params of a key would give another load.
     Task reversed = t;
     std::reverse(reversed.params.begin(), reversed.params.end());
