@@ -164,16 +164,17 @@ void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
   in.out.assign(g.out_slots().begin(), g.out_slots().end());
   in.wait_off.assign(g.wait_slot_offsets().begin(), g.wait_slot_offsets().end());
   in.waits.assign(g.wait_slot_list().begin(), g.wait_slot_list().end());
-  const bool copied = loads && loads->bytes.size() == n;
-  if (copied)
+  if (loads) {
+    AMK_ASSERT(loads->bytes.size() == n, "fill_walk_input: the loads of another program");
     in.copy_loads(*loads);
-  else
+  } else {
     in.resize_loads(n);
+  }
   in.worker.resize(placed ? n : 0);
   in.est.resize(placed ? 0 : n);
   for (uint32_t i = 0; i < n; ++i) {
     const ir::Task& t = p.tasks[i];
-    if (!copied) in.set_load(i, ir::task_load(p, t), t);
+    if (!loads) in.set_load(i, ir::task_load(p, t), t);
     if (placed)
       in.worker[i] = static_cast<uint32_t>(std::max<int64_t>(0, t.sm.value_or(0)));
     else
