@@ -278,6 +278,7 @@ TaskLoad task_load(const Program& p, const Task& t) {
 
 void index_buffer_tasks(const Program& p, BufferTasks* readers, BufferTasks* writers,
                         BufferTasks* users) {
+  constexpr uint32_t kPrefetchTasks = 8;
   // One counting sort per index, their two passes over the tasks shared (a validator runs this
   // for every candidate of a search).
   const size_t nb = p.buffers.size();
@@ -288,6 +289,8 @@ void index_buffer_tasks(const Program& p, BufferTasks* readers, BufferTasks* wri
   auto each = [&](auto&& emit) {
     for (uint32_t id = 0; id < p.tasks.size(); ++id) {
       const Task& t = p.tasks[id];
+      // Often the first pass of a proof: the blocks of the tasks ahead are asked for now.
+      if (id + kPrefetchTasks < p.tasks.size()) prefetch_blocks(p.tasks[id + kPrefetchTasks]);
       for (int64_t b : t.inputs)
         if (in_range(b)) {
           if (readers) emit(*readers, static_cast<size_t>(b), id);
