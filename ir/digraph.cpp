@@ -89,21 +89,7 @@ void ScheduleGraph::assign(const Program& p, QueueEdges queues) {
     }
     q = t;
   }
-  std::vector<uint64_t>& indeg = indeg_;
-  indeg.assign(n, 0);
-  order_.reserve(n);
-  for (uint32_t t = 0; t < n; ++t) {
-    for (uint32_t s : g.wait_slots(t)) indeg[t] += g.producers(s).size();
-    if (queue_prev(t) >= 0) ++indeg[t];
-    if (!indeg[t]) order_.push_back(t);
-  }
-  for (size_t head = 0; head < order_.size(); ++head) {
-    const uint32_t v = order_[head];
-    for (uint32_t c : g.consumers(v))
-      if (--indeg[c] == 0) order_.push_back(c);
-    if (const int64_t q = queue_next(v); q >= 0 && --indeg[static_cast<size_t>(q)] == 0)
-      order_.push_back(static_cast<uint32_t>(q));
-  }
+  kahn_order(g, prev_, next_, kahn_, order_);
   pos_.assign(n, UINT32_MAX);
   for (size_t k = 0; k < order_.size(); ++k) pos_[order_[k]] = static_cast<uint32_t>(k);
 }

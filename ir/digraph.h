@@ -112,7 +112,7 @@ class ScheduleGraph {
   QueueEdges kind_;
   std::vector<int64_t> prev_, next_;
   std::vector<uint32_t> order_, pos_;
-  std::vector<uint64_t> indeg_;  // scratch
+  KahnScratch kahn_;
 };
 
 /// Longest paths: finish[v] = cost[v] + the largest finish of its predecessors; `prev` names

@@ -9,6 +9,11 @@
 
 namespace amk::ir {
 
+/// The memory kahn_order works in (kept to reuse it).
+struct KahnScratch {
+  std::vector<uint32_t> left, pending;
+};
+
 /// CSR adjacency built once per program. Edges p -> t exist for every task t waiting on a counter
 /// that p increments (self-edges kept). Each task's consumers are the sorted unique waiters of its
 /// out_counter, so the edge set is stored in O(tasks + waits) even for wide all-joins. Counter ids
@@ -65,9 +70,17 @@ class Graph {
   std::vector<uint32_t> wait_off_, waiters_;
   std::vector<uint32_t> tw_off_, tw_;
   std::vector<uint32_t> topo_, topo_pos_;
-  std::vector<uint64_t> indeg_;
+  std::vector<uint32_t> tw_task_;  // the task of each tw_ entry (scratch)
+  KahnScratch kahn_;
   std::vector<uint32_t> fill_;
   uint64_t edges_ = 0;
 };
+
+/// AMK's Kahn order (a FIFO queue seeded by ascending zero-indegree ids; a popped task's consumers
+/// visited in order, then its queue successor) over `g`'s edges and the queue edges
+/// prev[t] -> t -> next[t] (-1: none; empty spans: no queue edges), into `order`; shorter than
+/// the tasks when there is a cycle.
+void kahn_order(const Graph& g, std::span<const int64_t> prev, std::span<const int64_t> next,
+                KahnScratch& s, std::vector<uint32_t>& order);
 
 }  // namespace amk::ir

@@ -13,6 +13,7 @@
 #include "ir/digraph.h"
 #include "ir/graph.h"
 #include "ir/json_io.h"
+#include "ir/rng.h"
 #include "support.h"
 
 namespace amk::ir {
@@ -98,6 +99,35 @@ TEST(Graph, FactoredAdjacencyEqualsNaiveEdgesOnGeneratedPrograms) {
     o.seed = seed;
     o.tasks = 300;
     expect_same_as_naive(generate(o).program, "seed " + std::to_string(seed));
+  }
+}
+
+// Counters shared by many producers in runs and interleaved, waits on counters nobody
+// increments, on missing ids and on the task's own counter, repeated waits, cycles: the slot-wise
+// Kahn and the run-wise counting sorts must give AMK's edges and order on any of them.
+TEST(Graph, FactoredAdjacencyEqualsNaiveEdgesAndKahnOrderOnRandomCounterGraphs) {
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    Rng rng = Rng::seeded(seed, 7);
+    Program p;
+    const auto counters = static_cast<int64_t>(1 + rng.below(12));
+    for (int64_t c = 0; c < counters; ++c) p.add_counter();
+    const size_t n = 1 + rng.below(60);
+    int64_t run_counter = 0;
+    for (size_t t = 0; t < n; ++t) {
+      Task task;
+      if (!rng.chance(70)) run_counter = static_cast<int64_t>(rng.below(counters + 3)) - 1;
+      task.out_counter = run_counter;  // often the last task's, sometimes none of the counters
+      const uint64_t waits = rng.below(4);
+      for (uint64_t w = 0; w < waits; ++w) {
+        // Mostly a counter of earlier tasks (acyclic), sometimes any (a cycle or a self-wait).
+        const int64_t c = rng.chance(85) && t > 0
+                              ? p.tasks[rng.below(t)].out_counter
+                              : static_cast<int64_t>(rng.below(counters + 3)) - 1;
+        task.waits.push_back({c, 1, {}});
+      }
+      p.tasks.push_back(std::move(task));
+    }
+    expect_same_as_naive(p, "seed " + std::to_string(seed));
   }
 }
 
