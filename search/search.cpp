@@ -51,13 +51,54 @@ std::optional<Source> parse_source(std::string_view s) {
   return std::nullopt;
 }
 
+// An evaluator proves each candidate with the validator of its structure (Lowerer::structure_of):
+// a search's next neighbourhoods come back to the tilings of its last ones with other placements,
+// and the validator that proved a structure last proves it again incrementally. Validators are
+// kept while their programs total at most kSlotTasks tasks (some 1.7 MB per 4k tasks each: eight
+// Llama-3.2-1B structures), and at least one; past that the least recently used proves the next
+// new structure.
+constexpr size_t kMaxSlots = 8;
+constexpr size_t kSlotTasks = 40'000;
+
+struct Slot {
+  std::string structure;
+  validate::Validator validator;
+  size_t tasks = 0;  // of the program it proved last
+  uint64_t used = 0;
+};
+
 struct Evaluator::Impl {
   const targets::TargetSpec& target;
   const targets::Runtime& runtime;
   lower::Lowerer lowerer;
-  validate::Validator validator;
   targets::Estimator estimator;
-  bool estimated_last;  // the estimator's last program is the one the validator proved last
+  std::vector<Slot> slots;
+  uint64_t clock = 0;
+  // The slot whose validator's last program is the estimator's last one, or kMaxSlots.
+  size_t estimated = kMaxSlots;
+
+  // The slot of `structure`, else a new one within the budget, else the least recently used.
+  Slot& slot_for(const std::string& structure) {
+    auto it = std::find_if(slots.begin(), slots.end(),
+                           [&](const Slot& s) { return s.structure == structure; });
+    if (it == slots.end()) {
+      size_t kept = 0;
+      for (const Slot& s : slots) kept += s.tasks;
+      const size_t n = slots.size();
+      if (n == 0 || (n < kMaxSlots && kept + kept / n <= kSlotTasks)) {
+        Slot& s = slots.emplace_back();
+        s.validator.set_threads(1);         // a search runs evaluators in parallel, one per thread
+        s.validator.set_incremental(true);  // a candidate often differs from the last in one knob
+        it = slots.end() - 1;
+      } else {
+        it = std::min_element(slots.begin(), slots.end(),
+                              [](const Slot& a, const Slot& b) { return a.used < b.used; });
+      }
+      it->structure = structure;
+    }
+    it->used = ++clock;
+    return *it;
+  }
 };
 
 Evaluator::Evaluator(const lower::ModelSpec& m, const targets::TargetSpec& t,
@@ -67,17 +108,16 @@ Evaluator::Evaluator(const lower::ModelSpec& m, const targets::TargetSpec& t,
                                         lower::Lowerer(m, t, o),
                                         {},
                                         {},
-                                        false})) {
-  impl_->validator.set_threads(1);         // a search runs evaluators in parallel, one per thread
-  impl_->validator.set_incremental(true);  // a candidate often differs from the last in one knob
+                                        0,
+                                        kMaxSlots})) {
+  impl_->slots.reserve(kMaxSlots);  // the estimated slot's index stays valid
 }
 Evaluator::~Evaluator() = default;
 Evaluator::Evaluator(Evaluator&&) noexcept = default;
 Evaluator& Evaluator::operator=(Evaluator&&) noexcept = default;
 
-void Evaluator::evaluate(Trial& t, Objective obj, validate::Reuse reuse) {
+void Evaluator::evaluate(Trial& t, Objective obj) {
   lower::Lowerer& lowerer = impl_->lowerer;
-  validate::Validator& validator = impl_->validator;
   const auto t0 = Clock::now();
   lower::LowerResult lr = lowerer.run(t.config);
   const auto t1 = Clock::now();
@@ -91,14 +131,22 @@ void Evaluator::evaluate(Trial& t, Objective obj, validate::Reuse reuse) {
   }
   const ir::Program& p = lowerer.program();
   t.tasks = static_cast<int64_t>(p.tasks.size());
-  validate::Result v = validator.validate(p, reuse);
+  Slot& slot = impl_->slot_for(lowerer.structure_of(t.config));
+  const auto slot_index = static_cast<size_t>(&slot - impl_->slots.data());
+  validate::Validator& validator = slot.validator;
+  validate::Result v = validator.validate(p);
+  slot.tasks = p.tasks.size();
   const auto t2 = Clock::now();
   t.validate_us = std::chrono::duration<double, std::micro>(t2 - t1).count();
   t.proof = validate::name(validator.last_path());
   // A proof that took the last one's structure found p's tasks and buffers equal to those of the
-  // program proved last: when that one was estimated last, its tasks' loads are still right.
-  const bool same_tasks = !validator.last_path().full && impl_->estimated_last;
-  impl_->estimated_last = v.ok;
+  // program this validator proved last: when that one was estimated last, its tasks' loads are
+  // still right.
+  const bool same_tasks = !validator.last_path().full && impl_->estimated == slot_index;
+  if (v.ok)
+    impl_->estimated = slot_index;
+  else if (impl_->estimated == slot_index)
+    impl_->estimated = kMaxSlots;  // the program the estimator took last is proved no more here
   if (!v.ok) {
     for (ir::Diagnostic& d : v.errors) {
       if (t.diagnostics.size() == kReasons) break;
@@ -385,12 +433,9 @@ class Run {
       });
       return {};
     }
-    // A unit of one config: the structures before and after it on its evaluator are others, so
-    // its program is not kept for a comparison that cannot succeed.
     pool_.run(units.size(), [&](size_t w, size_t u) {
-      const auto reuse = units[u].size() == 1 ? validate::Reuse::Alone : validate::Reuse::Compare;
       for (size_t k : units[u])
-        if (!stopped()) workers_[w].evaluate(trials[todo[k]], o_.objective, reuse);
+        if (!stopped()) workers_[w].evaluate(trials[todo[k]], o_.objective);
     });
     return {};
   }

@@ -115,7 +115,8 @@ struct SearchOptions {
 };
 
 /// One warm worker of a search: lower + prove + score one config, reusing its lowering and its
-/// validator across calls (what every search thread and every remote worker runs).
+/// validators (one per recent structure) across calls (what every search thread and every remote
+/// worker runs).
 class Evaluator {
  public:
   /// `m` and `t` must outlive the evaluator.
@@ -124,10 +125,10 @@ class Evaluator {
   Evaluator(Evaluator&&) noexcept;
   Evaluator& operator=(Evaluator&&) noexcept;
   /// Fills `t`'s valid, diagnostics (the first rejection reasons), scores, tasks and timings from
-  /// its config.
-  /// `reuse` is the validator's hint: validate::Reuse::Alone for a config whose structure this
-  /// evaluator's previous and next configs do not share.
-  void evaluate(Trial& t, Objective objective, validate::Reuse reuse = validate::Reuse::Compare);
+  /// its config. Each structure it met recently keeps its validator, so a config that comes back
+  /// to one is proved against that structure's last program (incrementally where they differ in
+  /// what the incremental proof reruns).
+  void evaluate(Trial& t, Objective objective);
   /// The structure `c` lowers to (lower::Lowerer::structure_of): configs with one structure share
   /// the lowering's tile, fuse and dependency work, and their programs differ only where the
   /// incremental proof reruns what changed.
