@@ -42,6 +42,23 @@ struct Structure {
   std::vector<std::string> group_notes, group_names;
   std::vector<uint32_t> dep_off, dep_list;
 
+  // The program this structure was emitted into last: its buffers, counters and tasks (held by
+  // Plan::program while this entry is the staged one, see Lowerer::Impl::stage), which of them
+  // are this structure's, and the emission order of the tasks. A run that comes back to the
+  // structure in that order only moves the SMs (Plan::tasks_emitted).
+  struct Emitted {
+    std::vector<ir::Buffer> buffers;
+    std::vector<ir::Counter> counters;
+    std::vector<ir::Task> tasks;
+    std::vector<uint32_t> order;
+    bool has_buffers = false, has_tasks = false;
+    void swap_with(ir::Program& program) {
+      buffers.swap(program.buffers);
+      counters.swap(program.counters);
+      tasks.swap(program.tasks);
+    }
+  } emitted;
+
   void swap_with(Plan& p) {
     tasks.swap(p.tasks);
     group_notes.swap(p.group_notes);
@@ -57,6 +74,9 @@ struct Structure {
 // allows, else it overwrites the least recently used one.
 constexpr size_t kMinStructures = 2, kMaxStructures = 32;
 constexpr size_t kCachedTasks = 120'000;
+// Of those, the kEmittedKept most recently used keep the program they were emitted into (some
+// 2.3 MB per Llama-3.2-1B structure): as many as a search's evaluator keeps validators.
+constexpr size_t kEmittedKept = 8;
 
 // What assign and pages decided for a structure and the knobs they read, kept so that a config
 // differing from an earlier one only in knobs a pass does not read (a search's neighbours: the
@@ -115,15 +135,15 @@ struct Lowerer::Impl {
   std::vector<PagePlan> page_plans;   // likewise
   uint64_t clock = 0;                 // run count: Structure::used
   Plan p;
-  // What the program holds from earlier runs, as (entry, Structure::filled): the buffers of
-  // `buffers_of`; the tasks, counters and waits `emitted` in `emitted_order`. {-1, 0}: nothing.
-  std::pair<ptrdiff_t, uint64_t> buffers_of{-1, 0}, emitted{-1, 0};
-  std::vector<uint32_t> emitted_order;
+  // The entry whose Structure::Emitted parts Plan::program holds (-1: none); every other entry
+  // holds its own.
+  ptrdiff_t staged = -1;
   int64_t meta_weight_bytes = -1;  // the meta below is for programs with these weight bytes
   std::string meta_config;         // and this config (its canonical text)
   ir::JsonValue meta;
   bool has_program = false;
   uint64_t hits = 0;
+  uint64_t recalled = 0;  // runs whose tasks were as emitted before (Plan::tasks_emitted)
   // Structures the fusion refused, with its errors (kRefusals at most, oldest dropped first): a
   // refusal depends on the structure alone, so a config that comes back to one is refused at once
   // instead of being tiled again.
@@ -146,6 +166,10 @@ struct Lowerer::Impl {
   // The cache entry for `key` (`hit`: it holds that structure), else one to fill: an empty one,
   // a new one within the budget, or the least recently used.
   Structure& enter(const std::string& key, bool& hit);
+  // Puts the program's buffers, counters and tasks back into the staged entry and takes `s`'s
+  // (storage only, for an entry just refilled); past kEmittedKept entries holding a program, the
+  // least recently used lets its go.
+  void stage(Structure& s, bool hit);
   // tile -> fuse -> deps into the plan, or (hit) the structure `s` holds.
   bool structure(Structure& s, bool hit, std::string key, Passes& passes, LowerResult& r);
   // assign_workers, or the placement decided before for structure `st` and the knobs it reads.
@@ -177,7 +201,10 @@ const ir::Program& Lowerer::program() const {
 ir::Program Lowerer::take() {
   AMK_ASSERT(impl_->has_program, "Lowerer::take() before a successful run()");
   impl_->has_program = false;
-  impl_->buffers_of = impl_->emitted = {-1, 0};
+  if (impl_->staged >= 0) {  // its parts leave with the program
+    Structure::Emitted& e = impl_->cache[static_cast<size_t>(impl_->staged)].emitted;
+    e.has_buffers = e.has_tasks = false;
+  }
   ir::Program out = std::move(impl_->p.program);
   impl_->p.program = ir::Program{};  // whole for the next run (a moved-from one has no versions)
   return out;
@@ -185,6 +212,10 @@ ir::Program Lowerer::take() {
 
 uint64_t Lowerer::cache_hits() const {
   return impl_->hits;
+}
+
+uint64_t Lowerer::emits_recalled() const {
+  return impl_->recalled;
 }
 
 std::string Lowerer::structure_of(const ir::ScheduleConfig& cfg) {
@@ -287,17 +318,34 @@ Structure& Lowerer::Impl::enter(const std::string& key, bool& hit) {
   return *entry;
 }
 
+void Lowerer::Impl::stage(Structure& s, bool hit) {
+  const ptrdiff_t e = &s - cache.data();
+  if (!hit) s.emitted.has_buffers = s.emitted.has_tasks = false;
+  if (staged == e) return;
+  if (staged >= 0) cache[static_cast<size_t>(staged)].emitted.swap_with(p.program);
+  s.emitted.swap_with(p.program);
+  staged = e;
+  size_t holding = 1;  // s, after this run
+  for (const Structure& x : cache)
+    holding += &x != &s && (x.emitted.has_buffers || x.emitted.has_tasks);
+  if (holding <= kEmittedKept) return;
+  Structure* oldest = nullptr;
+  for (Structure& x : cache)
+    if (&x != &s && (x.emitted.has_buffers || x.emitted.has_tasks) &&
+        (!oldest || x.used < oldest->used))
+      oldest = &x;
+  oldest->emitted = {};
+}
+
 bool Lowerer::Impl::structure(Structure& s, bool hit, std::string key, Passes& passes,
                               LowerResult& r) {
-  const std::pair<ptrdiff_t, uint64_t> id{&s - cache.data(), s.filled};
   if (hit) {
     ++hits;
     return passes.always("structure", [&] {  // an earlier run's
-      if (buffers_of != id) p.program.buffers = s.buffers;
-      buffers_of = id;
+      if (!s.emitted.has_buffers) p.program.buffers = s.buffers;
+      s.emitted.has_buffers = true;
     });
   }
-  buffers_of = emitted = {-1, 0};
   s.key.clear();
   s.filled = clock;
   p.program.buffers.clear();
@@ -313,7 +361,7 @@ bool Lowerer::Impl::structure(Structure& s, bool hit, std::string key, Passes& p
   if (ok && warm) {
     s.key = std::move(key);
     s.buffers = p.program.buffers;
-    buffers_of = {id.first, s.filled};
+    s.emitted.has_buffers = true;
   }
   return ok;
 }
@@ -419,19 +467,21 @@ LowerResult Lowerer::run(const std::optional<ir::ScheduleConfig>& cfg) {
   }
   bool hit = false;
   Structure& s = w.enter(key, hit);
-  const std::pair<ptrdiff_t, uint64_t> id{&s - w.cache.data(), s.filled};
+  w.stage(s, hit);
   s.swap_with(p);
   bool ok = w.structure(s, hit, std::move(key), passes, r);
-  const std::pair<ptrdiff_t, uint64_t> st{id.first, s.filled};
+  const std::pair<ptrdiff_t, uint64_t> st{&s - w.cache.data(), s.filled};
   const bool recallable = w.warm && !w.opt.amk_compat && !w.opt.reference;
   ok = ok && passes.step("assign", [&] { return w.assign(st, recallable); });
   ok = ok && passes.step("pages", [&] { return w.pages(st, recallable); });
-  p.tasks_emitted = ok && hit && w.emitted == id && w.emitted_order == p.order;
-  w.emitted = {-1, 0};
+  Structure::Emitted& out = s.emitted;
+  p.tasks_emitted = ok && hit && out.has_tasks && out.order == p.order;
+  out.has_tasks = false;
+  w.recalled += p.tasks_emitted;
   ok = ok && passes.step("emit", [&] { return emit(p); });
   if (ok && w.warm) {
-    w.emitted = st;
-    w.emitted_order = p.order;
+    out.has_tasks = true;
+    out.order = p.order;
   }
   s.swap_with(p);  // the entry keeps the structure (emptied by a cold emit's moves)
   if (w.opt.log) r.log = p.log;

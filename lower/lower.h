@@ -59,6 +59,9 @@ class Lowerer {
   ir::Program take();
   /// How many run()s reused a cached (tiling, fusion) point.
   uint64_t cache_hits() const;
+  /// How many run()s found the tasks of their structure as emitted before in the same order (only
+  /// the SMs set): the structure's last program, kept while it is among the recent ones.
+  uint64_t emits_recalled() const;
   /// The key of the structure (tasks, buffers, dependencies) `cfg` lowers to, as run() keys its
   /// cache: configs with one key differ only in what the later passes read (placement, pages,
   /// the launch). "" when the config's knobs are refused.

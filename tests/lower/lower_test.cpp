@@ -684,6 +684,62 @@ TEST(Lowerer, AProgramTakenFromAWarmLowererLeavesItWholeForTheNextRuns) {
   EXPECT_TRUE(amk::test::same_text(ir::write_program(warm.take()), cold_a));
 }
 
+TEST(Lowerer, ComesBackToTheTasksOfARecentStructureAsItEmittedThem) {
+  // A search's next neighbourhood returns to the tilings of its last one: the program a structure
+  // was emitted into is kept (for the eight most recent), and a run back to it in the same order
+  // only sets the SMs. Every run still gives a cold lower's bytes.
+  // small-4L on l4: at depth 0 load_balance renumbers the tasks of 32-column tiles (critical-path
+  // order), where round_robin keeps task order.
+  const ModelSpec m = model("small-4L");
+  const targets::TargetSpec t = target("l4");
+  LowerOptions o;
+  o.pos = 100;  // the attention splits
+  std::vector<ir::ScheduleConfig> configs;
+  for (int64_t n : {32, 16, 64, 128})
+    for (int64_t parts : {1, 2, 4})
+      configs.push_back(
+          config({{"tiling", {{"gemv", {{"N_tile", n}}}, {"attention", {{"n_partitions", parts}}}}},
+                  {"sm_assignment", "load_balance"},
+                  {"pipelining_depth", 0}}));
+  ir::ScheduleConfig other_order = configs[0];  // configs[0]'s structure, placed otherwise
+  other_order.sm_assignment = ir::JsonValue(json("round_robin"));
+  auto labels = [&](const ir::ScheduleConfig& c) {
+    std::vector<std::string> v;
+    for (const ir::Task& x : must(lower(m, t, c, o)).tasks) v.push_back(x.label);
+    return v;
+  };
+  ASSERT_NE(labels(configs[0]), labels(other_order)) << "the test has teeth";
+  Lowerer warm(m, t, o);
+  uint64_t recalled = 0;
+  auto run = [&](const ir::ScheduleConfig& c) {
+    const LowerResult w = warm.run(c);
+    EXPECT_FALSE(ir::has_errors(w.diagnostics)) << amk::test::text(w.diagnostics);
+    EXPECT_TRUE(amk::test::same_text(ir::write_program(warm.program()),
+                                     ir::write_program(must(lower(m, t, c, o)))));
+    const bool now = warm.emits_recalled() > recalled;
+    recalled = warm.emits_recalled();
+    return now;
+  };
+  EXPECT_FALSE(run(configs[0]));
+  EXPECT_FALSE(run(configs[1]));
+  EXPECT_TRUE(run(configs[0]));  // back, in the same order
+  EXPECT_TRUE(run(configs[1]));
+  EXPECT_FALSE(run(other_order));  // back, in another order
+  EXPECT_FALSE(run(configs[0]));   // the other order's tasks are the structure's last
+  EXPECT_TRUE(run(configs[0]));
+  // Eight structures keep their programs, the least recently used lets its go: after seven
+  // others, configs[1]'s is let go, then each one's that a return to a let-go structure displaces.
+  for (size_t i = 2; i <= 8; ++i) EXPECT_FALSE(run(configs[i])) << i;
+  EXPECT_TRUE(run(configs[0]));
+  EXPECT_FALSE(run(configs[1]));  // let go: emitted again (and configs[2]'s goes)
+  EXPECT_FALSE(run(configs[2]));  // (configs[3]'s goes)
+  EXPECT_TRUE(run(configs[8]));
+  EXPECT_TRUE(run(configs[0]));
+  EXPECT_FALSE(warm.take().tasks.empty());
+  EXPECT_FALSE(run(configs[0]));  // taken away with the program
+  EXPECT_TRUE(run(configs[0]));
+}
+
 TEST(Lowerer, KeepsTheStructuresOfANeighbourhoodWithinItsTaskBudget) {
   // llama-3.2-1b at a 101-token KV (the attention's partitions count) in 16- and 32-column tiles
   // (6,000-6,500 tasks a structure): 40 configs, each its own structure (28 are used).
