@@ -4,8 +4,10 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <set>
@@ -34,6 +36,9 @@ constexpr Source kSources[] = {Source::Start,    Source::Random,    Source::Muta
 constexpr std::string_view kSourceNames[] = {"start",     "random",  "mutate",  "neighbor",
                                              "crossover", "perturb", "combine", "repair"};
 constexpr size_t kReasons = 3;  // rejection diagnostics kept per trial (AMK keeps 3 messages)
+// What a unit's structure costs an evaluator that does not hold it, in evaluations: a tiling, an
+// emission and a full proof.
+constexpr size_t kMissCost = 4;
 
 double us_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
@@ -433,10 +438,48 @@ class Run {
       });
       return {};
     }
-    pool_.run(units.size(), [&](size_t w, size_t u) {
-      for (size_t k : units[u])
-        if (!stopped()) workers_[w].evaluate(trials[todo[k]], o_.objective);
+    // Each evaluator keeps the structures it evaluated last (their lowering, program and
+    // validator): a unit goes to the evaluator that evaluated its structure last unless that one
+    // has a miss's worth more queued than the least loaded, and an evaluator whose queue runs dry
+    // takes the last unit of the fullest other queue.
+    const size_t n = workers_.size();
+    std::vector<std::deque<size_t>> queues(n);
+    std::vector<size_t> load(n, 0), ran_by(units.size());
+    for (size_t u = 0; u < units.size(); ++u) {
+      const size_t cost = units[u].size();
+      size_t e = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+      if (auto home = home_.find(texts[units[u][0]]);
+          home != home_.end() && load[home->second] <= load[e] + kMissCost)
+        e = home->second;
+      queues[e].push_back(u);
+      load[e] += cost;
+    }
+    std::mutex claim;
+    pool_.run(n, [&](size_t, size_t e) {
+      for (;;) {
+        size_t u = 0;
+        {
+          std::lock_guard<std::mutex> lock(claim);
+          std::deque<size_t>* q = &queues[e];
+          if (q->empty())
+            q = &*std::max_element(queues.begin(), queues.end(), [](const auto& a, const auto& b) {
+              return a.size() < b.size();
+            });
+          if (q->empty()) return;
+          if (q == &queues[e]) {
+            u = q->front();
+            q->pop_front();
+          } else {
+            u = q->back();
+            q->pop_back();
+          }
+        }
+        ran_by[u] = e;
+        for (size_t k : units[u])
+          if (!stopped()) workers_[e].evaluate(trials[todo[k]], o_.objective);
+      }
     });
+    for (size_t u = 0; u < units.size(); ++u) home_[texts[units[u][0]]] = ran_by[u];
     return {};
   }
 
@@ -543,6 +586,8 @@ class Run {
   ir::Pool pool_;
   std::vector<Evaluator> workers_;
   std::unordered_set<std::string> lowered_;  // the structures (structure_of) evaluated so far
+  // The evaluator that evaluated each structure last.
+  std::unordered_map<std::string, size_t> home_;
   // A log's evaluations by config: a proposal the log evaluated takes its result, whatever its
   // index there (a search of another budget: AMK's random share depends on it).
   std::unordered_map<std::string, const Trial*> replay_by_key_;
