@@ -56,11 +56,12 @@ std::optional<Source> parse_source(std::string_view s) {
   return std::nullopt;
 }
 
-// An evaluator proves each candidate with the validator of its structure (Lowerer::structure_of):
-// a search's next neighbourhoods come back to the tilings of its last ones with other placements,
-// and the validator that proved a structure last proves it again incrementally. Validators are
-// kept while their programs total at most kSlotTasks tasks (some 1.7 MB per 4k tasks each: eight
-// Llama-3.2-1B structures), and at least one; past that the least recently used proves the next
+// An evaluator proves and scores each candidate with the validator and the estimator of its
+// structure (Lowerer::structure_of): a search's next neighbourhoods come back to the tilings of its
+// last ones with other placements, and the validator that proved a structure last proves it again
+// incrementally, the estimator takes its tasks' loads and recalls its recent walks. Slots are kept
+// while their programs total at most kSlotTasks tasks (some 2 MB per 4k tasks each: eight
+// Llama-3.2-1B structures), and at least one; past that the least recently used takes the next
 // new structure.
 constexpr size_t kMaxSlots = 8;
 constexpr size_t kSlotTasks = 40'000;
@@ -68,7 +69,9 @@ constexpr size_t kSlotTasks = 40'000;
 struct Slot {
   std::string structure;
   validate::Validator validator;
-  size_t tasks = 0;  // of the program it proved last
+  targets::Estimator estimator;  // of this structure's programs (their loads, its recent walks)
+  bool estimated_last = false;  // the estimator's last program is the one the validator proved last
+  size_t tasks = 0;             // of the program it proved last
   uint64_t used = 0;
 };
 
@@ -76,11 +79,8 @@ struct Evaluator::Impl {
   const targets::TargetSpec& target;
   const targets::Runtime& runtime;
   lower::Lowerer lowerer;
-  targets::Estimator estimator;
   std::vector<Slot> slots;
   uint64_t clock = 0;
-  // The slot whose validator's last program is the estimator's last one, or kMaxSlots.
-  size_t estimated = kMaxSlots;
 
   // The slot of `structure`, else a new one within the budget, else the least recently used.
   Slot& slot_for(const std::string& structure) {
@@ -100,6 +100,7 @@ struct Evaluator::Impl {
                               [](const Slot& a, const Slot& b) { return a.used < b.used; });
       }
       it->structure = structure;
+      it->estimated_last = false;
     }
     it->used = ++clock;
     return *it;
@@ -112,11 +113,7 @@ Evaluator::Evaluator(const lower::ModelSpec& m, const targets::TargetSpec& t,
                                         o.runtime ? *o.runtime : targets::default_runtime(t),
                                         lower::Lowerer(m, t, o),
                                         {},
-                                        {},
-                                        0,
-                                        kMaxSlots})) {
-  impl_->slots.reserve(kMaxSlots);  // the estimated slot's index stays valid
-}
+                                        0})) {}
 Evaluator::~Evaluator() = default;
 Evaluator::Evaluator(Evaluator&&) noexcept = default;
 Evaluator& Evaluator::operator=(Evaluator&&) noexcept = default;
@@ -137,7 +134,6 @@ void Evaluator::evaluate(Trial& t, Objective obj) {
   const ir::Program& p = lowerer.program();
   t.tasks = static_cast<int64_t>(p.tasks.size());
   Slot& slot = impl_->slot_for(lowerer.structure_of(t.config));
-  const auto slot_index = static_cast<size_t>(&slot - impl_->slots.data());
   validate::Validator& validator = slot.validator;
   validate::Result v = validator.validate(p);
   slot.tasks = p.tasks.size();
@@ -147,11 +143,8 @@ void Evaluator::evaluate(Trial& t, Objective obj) {
   // A proof that took the last one's structure found p's tasks and buffers equal to those of the
   // program this validator proved last: when that one was estimated last, its tasks' loads are
   // still right.
-  const bool same_tasks = !validator.last_path().full && impl_->estimated == slot_index;
-  if (v.ok)
-    impl_->estimated = slot_index;
-  else if (impl_->estimated == slot_index)
-    impl_->estimated = kMaxSlots;  // the program the estimator took last is proved no more here
+  const bool same_tasks = !validator.last_path().full && slot.estimated_last;
+  slot.estimated_last = v.ok;
   if (!v.ok) {
     for (ir::Diagnostic& d : v.errors) {
       if (t.diagnostics.size() == kReasons) break;
@@ -161,8 +154,8 @@ void Evaluator::evaluate(Trial& t, Objective obj) {
     return;
   }
   const targets::CostEstimate c =
-      impl_->estimator(p, impl_->target.record, impl_->runtime, validator.graph(),
-                       validator.queue_graph(), same_tasks);
+      slot.estimator(p, impl_->target.record, impl_->runtime, validator.graph(),
+                     validator.queue_graph(), same_tasks);
   t.cost_us = us_since(t2);
   t.valid = true;
   t.predicted_us = c.makespan_us;
