@@ -103,7 +103,7 @@ struct PagePlan {
   ir::PageAllocation pages;     // the decision, and its log line
   std::string log;
 };
-constexpr size_t kDecisions = 16;  // kept per pass and lowerer
+constexpr size_t kDecisions = 64;  // kept per pass and lowerer
 constexpr size_t kRefusals = 64;   // structures the fusion refused, kept per lowerer
 
 class Passes;
