@@ -352,6 +352,9 @@ class Run {
 
   // Where the budget ends inside a batch: after as many new configs as it has left.
   void cut_at_budget(std::vector<Proposal>& batch) const {
+    // A batch no longer than the budget left has no more new configs than that (the usual case:
+    // its keys are then worked out once, by settle).
+    if (static_cast<int64_t>(batch.size()) <= o_.budget - res_.evaluations) return;
     std::unordered_set<std::string> fresh;
     for (size_t i = 0; i < batch.size(); ++i) {
       std::string key = config_key(config_of(batch[i]));
