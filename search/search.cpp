@@ -435,9 +435,9 @@ class Run {
       return {};
     }
     // Each evaluator keeps the structures it evaluated last (their lowering, program and
-    // validator): a unit goes to the evaluator that evaluated its structure last unless that one
-    // has a miss's worth more queued than the least loaded, and an evaluator whose queue runs dry
-    // takes the last unit of the fullest other queue.
+    // validator): a unit goes to its structure's evaluator (home_) unless that one has a miss's
+    // worth more queued than the least loaded, and an evaluator whose queue runs dry takes the last
+    // unit of the fullest other queue.
     const size_t n = workers_.size();
     std::vector<std::deque<size_t>> queues(n);
     std::vector<size_t> load(n, 0), ran_by(units.size());
@@ -475,7 +475,7 @@ class Run {
           if (!stopped()) workers_[e].evaluate(trials[todo[k]], o_.objective);
       }
     });
-    for (size_t u = 0; u < units.size(); ++u) home_[texts[units[u][0]]] = ran_by[u];
+    for (size_t u = 0; u < units.size(); ++u) home_.try_emplace(texts[units[u][0]], ran_by[u]);
     return {};
   }
 
@@ -582,7 +582,8 @@ class Run {
   ir::Pool pool_;
   std::vector<Evaluator> workers_;
   std::unordered_set<std::string> lowered_;  // the structures (structure_of) evaluated so far
-  // The evaluator that evaluated each structure last.
+  // Each structure's evaluator: the one that evaluated it first (a unit taken by an idle one
+  // leaves it there, so that structures do not wander between evaluators).
   std::unordered_map<std::string, size_t> home_;
   // A log's evaluations by config: a proposal the log evaluated takes its result, whatever its
   // index there (a search of another budget: AMK's random share depends on it).
