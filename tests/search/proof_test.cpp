@@ -57,6 +57,14 @@ TEST(SearchProof, EveryCandidateOfSearchesOnThreeModelsAndTwoTargetsIsProvedAsIn
           const validate::Result got = incremental.validate(lowerer.program());
           const validate::Result want = validate::Validator().validate(lowerer.program());
           EXPECT_EQ(everything(got), everything(want)) << trial->key;
+          // The evaluator's own verdict and reasons are the full proof's.
+          EXPECT_EQ(trial->valid, want.ok) << trial->key;
+          for (size_t k = 0; k < trial->diagnostics.size() && k < want.errors.size(); ++k) {
+            EXPECT_EQ(trial->diagnostics[k].code, want.errors[k].code) << trial->key;
+            EXPECT_EQ(trial->diagnostics[k].message, want.errors[k].message) << trial->key;
+          }
+          EXPECT_EQ(trial->diagnostics.size(), std::min<size_t>(want.errors.size(), 3))
+              << trial->key;
           const std::string path(validate::name(incremental.last_path()));
           // The evaluator keeps the validators of its recent structures only.
           if (trial->proof != "full") {
