@@ -1,5 +1,6 @@
 #include "lower/lower.h"
 
+#include "ir/cache.h"
 #include "ir/choice.h"
 
 #include <chrono>
@@ -214,6 +215,11 @@ uint64_t Lowerer::cache_hits() const {
   return impl_->hits;
 }
 
+const std::string& Lowerer::structure() const {
+  AMK_ASSERT(impl_->has_program, "Lowerer::structure() before a successful run()");
+  return impl_->cache[static_cast<size_t>(impl_->staged)].key;
+}
+
 uint64_t Lowerer::emits_recalled() const {
   return impl_->recalled;
 }
@@ -293,29 +299,20 @@ class Passes {
 }  // namespace
 
 Structure& Lowerer::Impl::enter(const std::string& key, bool& hit) {
-  auto entry = std::find_if(cache.begin(), cache.end(),
-                            [&](const Structure& s) { return !s.key.empty() && s.key == key; });
-  hit = warm && entry != cache.end();
-  if (!hit) {  // an entry that holds no structure (unfilled, or its fill failed: a config the
-               // fusion refuses), else a new one within the budget, else the least recently used
-    entry =
+  auto held = std::find_if(cache.begin(), cache.end(),
+                           [&](const Structure& s) { return !s.key.empty() && s.key == key; });
+  hit = warm && held != cache.end();
+  // Else an entry that holds no structure (unfilled, or its fill failed: a config the fusion
+  // refuses), else a new one within the budget, else the least recently used.
+  if (!hit)
+    held =
         std::find_if(cache.begin(), cache.end(), [](const Structure& s) { return s.key.empty(); });
-    if (entry == cache.end()) {
-      size_t kept = 0;
-      for (const Structure& e : cache) kept += e.tasks.size();
-      const size_t n = cache.size();
-      if (n < kMaxStructures && (n < kMinStructures || kept + kept / n <= kCachedTasks)) {
-        cache.emplace_back();
-        entry = cache.end() - 1;
-      } else {
-        entry = std::min_element(
-            cache.begin(), cache.end(),
-            [](const Structure& a, const Structure& b) { return a.used < b.used; });
-      }
-    }
-  }
-  entry->used = ++clock;
-  return *entry;
+  Structure& entry = held != cache.end()
+                         ? *held
+                         : ir::entry_to_fill(cache, kMinStructures, kMaxStructures, kCachedTasks,
+                                             [](const Structure& e) { return e.tasks.size(); });
+  entry.used = ++clock;
+  return entry;
 }
 
 void Lowerer::Impl::stage(Structure& s, bool hit) {

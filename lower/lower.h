@@ -62,6 +62,9 @@ class Lowerer {
   /// How many run()s found the tasks of their structure as emitted before in the same order (only
   /// the SMs set): the structure's last program, kept while it is among the recent ones.
   uint64_t emits_recalled() const;
+  /// The structure key of the last successful run() (structure_of its config) for a warm
+  /// lowerer; empty for a cold one.
+  const std::string& structure() const;
   /// The key of the structure (tasks, buffers, dependencies) `cfg` lowers to, as run() keys its
   /// cache: configs with one key differ only in what the later passes read (placement, pages,
   /// the launch). "" when the config's knobs are refused.

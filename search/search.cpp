@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/cache.h"
 #include "ir/pool.h"
 #include "ir/pyjson.h"
 #include "lower/config.h"
@@ -86,24 +87,21 @@ struct Evaluator::Impl {
   Slot& slot_for(const std::string& structure) {
     auto it = std::find_if(slots.begin(), slots.end(),
                            [&](const Slot& s) { return s.structure == structure; });
-    if (it == slots.end()) {
-      size_t kept = 0;
-      for (const Slot& s : slots) kept += s.tasks;
-      const size_t n = slots.size();
-      if (n == 0 || (n < kMaxSlots && kept + kept / n <= kSlotTasks)) {
-        Slot& s = slots.emplace_back();
-        s.validator.set_threads(1);         // a search runs evaluators in parallel, one per thread
-        s.validator.set_incremental(true);  // a candidate often differs from the last in one knob
-        it = slots.end() - 1;
-      } else {
-        it = std::min_element(slots.begin(), slots.end(),
-                              [](const Slot& a, const Slot& b) { return a.used < b.used; });
-      }
-      it->structure = structure;
-      it->estimated_last = false;
+    if (it != slots.end()) {
+      it->used = ++clock;
+      return *it;
     }
-    it->used = ++clock;
-    return *it;
+    const size_t before = slots.size();
+    Slot& s =
+        ir::entry_to_fill(slots, 1, kMaxSlots, kSlotTasks, [](const Slot& x) { return x.tasks; });
+    if (slots.size() > before) {
+      s.validator.set_threads(1);         // a search runs evaluators in parallel, one per thread
+      s.validator.set_incremental(true);  // a candidate often differs from the last in one knob
+    }
+    s.structure = structure;
+    s.estimated_last = false;
+    s.used = ++clock;
+    return s;
   }
 };
 
@@ -133,7 +131,7 @@ void Evaluator::evaluate(Trial& t, Objective obj) {
   }
   const ir::Program& p = lowerer.program();
   t.tasks = static_cast<int64_t>(p.tasks.size());
-  Slot& slot = impl_->slot_for(lowerer.structure_of(t.config));
+  Slot& slot = impl_->slot_for(lowerer.structure());
   validate::Validator& validator = slot.validator;
   validate::Result v = validator.validate(p);
   slot.tasks = p.tasks.size();

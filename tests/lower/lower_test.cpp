@@ -548,7 +548,8 @@ TEST(Property, RandomValidConfigsOfSmallModelsAlwaysValidate) {
 }
 
 // Each step: the config, whether the warm lowerer reuses the previous step's structure; and
-// structure_of() names a structure run() reuses, and only such a one, by a key seen before.
+// structure_of() names a structure run() reuses, and only such a one, by a key seen before (the
+// key structure() gives after the run).
 void expect_reuse(const ModelSpec& m, const LowerOptions& o,
                   const std::vector<std::pair<json, bool>>& steps) {
   const targets::TargetSpec t = target("h100");
@@ -563,6 +564,7 @@ void expect_reuse(const ModelSpec& m, const LowerOptions& o,
     const LowerResult w = warm.run(c);
     ASSERT_FALSE(ir::has_errors(w.diagnostics)) << amk::test::text(w.diagnostics);
     EXPECT_EQ(warm.cache_hits() - before, steps[i].second ? 1u : 0u) << "step " << i;
+    EXPECT_EQ(warm.structure(), key) << "step " << i;
     EXPECT_TRUE(amk::test::same_text(ir::write_program(warm.program()),
                                      ir::write_program(must(lower(m, t, c, o)))))
         << "step " << i;
