@@ -81,12 +81,21 @@ void amk_paths(const ir::Program& p, const ir::Target& tg, const ir::Graph& g,
   }
 }
 
-// Whether two walk inputs are the same, the fields that tell a search's programs apart first.
-bool same_walk(const WalkInput& a, const WalkInput& b) {
-  return a.slots == b.slots && a.acyclic == b.acyclic && a.worker == b.worker &&
-         a.order == b.order && a.bytes == b.bytes && a.flops == b.flops && a.streams == b.streams &&
-         a.dequant == b.dequant && a.chain == b.chain && a.out == b.out &&
-         a.wait_off == b.wait_off && a.waits == b.waits && a.est == b.est;
+// Whether two walk inputs have the same program part: the counter slots and the per-task loads
+// (the same for every placement of one program's tasks). `loads`: compare the loads too.
+bool same_program_part(const WalkInput& a, const WalkInput& b, bool loads) {
+  return a.slots == b.slots && a.out == b.out && a.wait_off == b.wait_off && a.waits == b.waits &&
+         (!loads || (a.bytes == b.bytes && a.flops == b.flops && a.streams == b.streams &&
+                     a.dequant == b.dequant && a.chain == b.chain));
+}
+
+// Whether two walk inputs have the same placement part (the rest: what a search's programs of
+// one structure differ in), the fields that tell them apart first.
+bool same_placement_part(const WalkInput& a, const WalkInput& b) {
+  // Each field is in one of the two parts: a field added stops this compiling until it is.
+  [[maybe_unused]] const auto& [bytes, flops, streams, dequant, chain, worker, order, wait_off,
+                                waits, out, est, slots, acyclic] = a;
+  return a.acyclic == b.acyclic && a.worker == b.worker && a.order == b.order && a.est == b.est;
 }
 
 }  // namespace
@@ -163,7 +172,8 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const Runtime&
 // An estimate and what decides it: the walk's input and machine, AMK's task times, and what the
 // formulas read of the target.
 struct Estimator::Entry {
-  WalkInput in;
+  WalkInput in;  // its placement part only (the program part is Estimator::program_'s)
+  uint64_t program_version = 0;
   std::vector<double> times;
   std::optional<Machine> machine;
   double floor_us = 0, sms = 0;
@@ -186,9 +196,18 @@ CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, c
   r.floor_us = weight_floor_us(p, tg);
   std::optional<ir::ScheduleGraph> own;  // the placed program's queues, built once for all
   if (r.sm_assigned) queues = &placed_queues(p, g, queues, own);
-  const bool reuse = same_tasks && loads_.bytes.size() == p.tasks.size();
-  fill_walk_input(in_, p, g, queues, reuse ? &loads_ : nullptr);
-  if (!reuse) loads_.copy_loads(in_);
+  const bool reuse = same_tasks && program_.bytes.size() == p.tasks.size();
+  fill_walk_input(in_, p, g, queues, reuse ? &program_ : nullptr);
+  // A walk input is its program part and its placement part; program_ holds the last call's
+  // program part, and its version tells the estimates kept which program part was theirs.
+  if (!same_program_part(program_, in_, !reuse)) {
+    program_.slots = in_.slots;
+    program_.out = in_.out;
+    program_.wait_off = in_.wait_off;
+    program_.waits = in_.waits;
+    if (!reuse) program_.copy_loads(in_);
+    ++program_version_;
+  }
   r.total_us = amk_times(p, tg, in_, times_);
   const Machine m(p.config ? &*p.config : nullptr, tg, rt);
   const double sms = tg.num_sms.as_double();
@@ -199,7 +218,8 @@ CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, c
   if (recallable)
     for (Entry& e : recent_)
       if (e.machine == m && e.floor_us == r.floor_us && e.sms == sms &&
-          e.result.sm_assigned == r.sm_assigned && e.times == times_ && same_walk(e.in, in_)) {
+          e.result.sm_assigned == r.sm_assigned && e.times == times_ &&
+          e.program_version == program_version_ && same_placement_part(e.in, in_)) {
         e.used = clock_;
         ++recalled_;
         r = e.result;
@@ -225,7 +245,7 @@ CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, c
 }
 
 // Keeps the estimate just made, in place of the least recently used one when kRecall are kept
-// (in_ and times_ are left holding that one's memory).
+// (in_ and times_ are left holding that one's memory for their placement part and AMK's times).
 void Estimator::remember(const Machine& m, double sms, const CostEstimate& r) {
   Entry* e = nullptr;
   if (recent_.size() < kRecall) {
@@ -234,7 +254,12 @@ void Estimator::remember(const Machine& m, double sms, const CostEstimate& r) {
     e = &*std::min_element(recent_.begin(), recent_.end(),
                            [](const Entry& a, const Entry& b) { return a.used < b.used; });
   }
-  std::swap(e->in, in_);  // the estimate's input moves in; the old one's memory is the next's
+  // The estimate's placement part moves in; the old one's memory is the next's.
+  e->in.worker.swap(in_.worker);
+  e->in.order.swap(in_.order);
+  e->in.est.swap(in_.est);
+  e->in.acyclic = in_.acyclic;
+  e->program_version = program_version_;
   std::swap(e->times, times_);
   e->machine = m;
   e->floor_us = r.floor_us;

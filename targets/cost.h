@@ -84,7 +84,10 @@ class Estimator {
   static constexpr size_t kRecall = 8;  // estimates kept
   void remember(const Machine& m, double sms, const CostEstimate& r);
   WalkInput in_;
-  WalkInput loads_;  // the per-task loads of the last call's program
+  // The last call's program part of the walk input: counter slots and per-task loads (the
+  // placement part stays empty), and a number that changes whenever it does.
+  WalkInput program_;
+  uint64_t program_version_ = 0;
   Simulator sim_;
   std::vector<double> times_;  // AMK's formula: each task's time
   std::vector<Entry> recent_;

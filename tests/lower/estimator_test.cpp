@@ -93,5 +93,52 @@ TEST(Estimator, EqualsAColdEstimateOverManyConfigsTargetsAndRuntimes) {
   EXPECT_LT(warm.recalled(), 2 * programs) << "and programs it walks";
 }
 
+// The walks an estimator keeps are recalled only for the program part (counter slots, task loads)
+// they were walked with: programs whose tasks are placed alike and take as long by AMK's formula,
+// but load otherwise, are walked each time they come back; a program back with the same tasks
+// (the caller says only SMs changed) is recalled.
+TEST(Estimator, RecallsAWalkOnlyForTheTasksItWalked) {
+  const ModelSpec m = model("toy-2L");
+  const targets::TargetSpec t = target("h100");
+  const targets::Runtime& rt = targets::default_runtime(t.record);
+  Lowerer lowerer(m, t, {});
+  ASSERT_FALSE(ir::has_errors(lowerer.run(random_config(3, m, t)).diagnostics));
+  const ir::Program a = lowerer.program();
+  // The same placement, bytes and flops (so the same AMK task times), but attention tiles that
+  // walk a KV window twice as long: other loads, another walk.
+  ir::Program other = a;
+  size_t longer = 0;
+  for (ir::Task& task : other.tasks)
+    if (const auto kv = task.int_param("kv_len"); kv && task.op == ir::Op::ATTENTION_TILE) {
+      task.set_param("kv_len", ir::ParamValue::of_int(2 * *kv + 64));
+      ++longer;
+    }
+  ASSERT_GT(longer, 0u);
+  ir::Program moved = a;  // the same tasks, each on the next SM
+  for (ir::Task& task : moved.tasks) task.sm = (task.sm.value_or(0) + 1) % 4;
+  const ir::Graph g = ir::Graph::build(a);  // the same counter graph for all three
+  targets::Estimator warm;
+  struct Step {
+    const ir::Program* p;
+    bool same_tasks;
+    const char* what;
+  };
+  const Step steps[] = {{&a, false, "a"},
+                        {&other, false, "other"},
+                        {&a, false, "a again"},
+                        {&other, false, "other again"},
+                        {&a, false, "a"},
+                        {&moved, true, "moved (same tasks)"},
+                        {&a, true, "a (same tasks)"},
+                        {&moved, true, "moved again (same tasks)"}};
+  for (const Step& s : steps)
+    expect_same(warm(*s.p, t.record, rt, g, nullptr, s.same_tasks),
+                targets::estimate(*s.p, t.record, rt), s.what);
+  EXPECT_NE(targets::estimate(a, t.record, rt).queue_us,
+            targets::estimate(other, t.record, rt).queue_us)
+      << "the two loads give two walks";
+  EXPECT_GE(warm.recalled(), 2u) << "a and moved, each back with the same tasks";
+}
+
 }  // namespace
 }  // namespace amk::lower
