@@ -1,8 +1,8 @@
 // Validator benchmarks. Full proof (every rule) on generated programs from 1k to 1M tasks, the
 // library API's throughput on mutated ~1k-task programs, the incremental proof of a placement
-// change against the full proof of it, and, as the baseline measured in the same run, AMK's own
-// RAW algorithm (per-task ancestor bitsets in topological order, O(V^2) bits) in C++ on the same
-// programs where it fits in memory.
+// change against the full proof of it, the image comparison it rests on, and, as the baseline
+// measured in the same run, AMK's own RAW algorithm (per-task ancestor bitsets in topological
+// order, O(V^2) bits) in C++ on the same programs where it fits in memory.
 #include <benchmark/benchmark.h>
 
 #include <map>
@@ -11,6 +11,7 @@
 #include "fixtures/gen.h"
 #include "ir/graph.h"
 #include "ir/json_io.h"
+#include "validate/image.h"
 #include "validate/validate.h"
 
 namespace {
@@ -203,10 +204,45 @@ BENCHMARK(BM_AmkAncestorBitsetsBaseline)
     ->Arg(10000)
     ->Arg(30000)
     ->Unit(benchmark::kMillisecond);
+// The word-by-word comparison the incremental proof rests on (ProgramImage::rebuild) of a program
+// equal to its image: one program, in cache, or eight in turn, as a search's evaluator keeps the
+// last programs of eight structures (none of them in cache when its turn comes).
+void BM_ImageRebuild(benchmark::State& st) {
+  amk::fixtures::GenOptions o;
+  o.tasks = static_cast<uint64_t>(st.range(0));
+  o.pages = true;
+  o.num_sms = 132;
+  std::vector<amk::ir::Program> programs;
+  for (int64_t k = 0; k < st.range(1); ++k) {
+    o.seed = static_cast<uint64_t>(k + 1);
+    programs.push_back(amk::fixtures::generate(o).program);
+  }
+  std::vector<amk::validate::ProgramImage> images(programs.size());
+  for (size_t k = 0; k < programs.size(); ++k) images[k].rebuild(programs[k]);
+  size_t i = 0;
+  bool same = true;
+  for (auto _ : st) {
+    const size_t k = i++ % programs.size();
+    const auto changes = images[k].rebuild(programs[k]);
+    same = same && !changes.core && !changes.sm;
+    benchmark::DoNotOptimize(changes);
+  }
+  if (!same) st.SkipWithError("an image differs from the program it was built of");
+  st.counters["ns_per_task"] = benchmark::Counter(
+      static_cast<double>(programs[0].tasks.size()),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  st.counters["words_per_task"] =
+      static_cast<double>(images[0].core.n) / static_cast<double>(programs[0].tasks.size());
+}
+
 BENCHMARK(BM_LibraryApiMutatedToyPrograms)->Arg(166)->Arg(1000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlacementChange)
     ->ArgsProduct({{5000, 100000}, {0, 1}})
     ->ArgNames({"tasks", "incremental"})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ImageRebuild)
+    ->ArgsProduct({{4000}, {1, 8}})
+    ->ArgNames({"tasks", "programs"})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

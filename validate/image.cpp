@@ -308,7 +308,13 @@ ProgramImage::Changes ProgramImage::rebuild(const ir::Program& p) {
       w.json(counter_extra);
     }
     w.u(tasks.size());
-    for (const ir::Task& t : tasks) put(w, t);
+    // The program is often not in cache (a search's evaluator proves the programs of eight
+    // structures in turn): the blocks of the tasks ahead are asked for now.
+    constexpr size_t kAhead = 16;
+    for (size_t k = 0; k < tasks.size(); ++k) {
+      if (k + kAhead < tasks.size()) ir::prefetch_whole(tasks[k + kAhead]);
+      put(w, tasks[k]);
+    }
     w.json(extra);
     w.u(runtime.has_value());
     if (runtime) put(w, *runtime);
