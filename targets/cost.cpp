@@ -193,10 +193,12 @@ CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, c
   CostEstimate r;
   r.runtime = rt.name;
   r.sm_assigned = p.sm_assigned();
-  r.floor_us = weight_floor_us(p, tg);
+  // Same tasks and buffers as the last call: the same loads and weights streamed.
+  const bool reuse = same_tasks && program_.bytes.size() == p.tasks.size();
+  if (!reuse) streamed_bytes_ = streamed_weight_bytes(p);
+  r.floor_us = tg.bandwidth_bound_us(streamed_bytes_);
   std::optional<ir::ScheduleGraph> own;  // the placed program's queues, built once for all
   if (r.sm_assigned) queues = &placed_queues(p, g, queues, own);
-  const bool reuse = same_tasks && program_.bytes.size() == p.tasks.size();
   fill_walk_input(in_, p, g, queues, reuse ? &program_ : nullptr);
   // A walk input is its program part and its placement part; program_ holds the last call's
   // program part, and its version tells the estimates kept which program part was theirs.

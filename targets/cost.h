@@ -71,8 +71,8 @@ class Estimator {
   Estimator& operator=(Estimator&&) noexcept;
   /// estimate(p, tg, rt, g, queues). `same_tasks` says that p's tasks (their SMs aside) and
   /// buffers equal, field for field, those of the program of this estimator's last call (a search
-  /// knows it from its incremental proof): their loads are then taken from that call instead of
-  /// being worked out again. False is always right.
+  /// knows it from its incremental proof): their loads and the weight bytes they stream are then
+  /// taken from that call instead of being worked out again. False is always right.
   CostEstimate operator()(const ir::Program& p, const ir::Target& tg, const Runtime& rt,
                           const ir::Graph& g, const ir::ScheduleGraph* queues = nullptr,
                           bool same_tasks = false);
@@ -88,6 +88,7 @@ class Estimator {
   // placement part stays empty), and a number that changes whenever it does.
   WalkInput program_;
   uint64_t program_version_ = 0;
+  double streamed_bytes_ = 0;  // streamed_weight_bytes of the last call's program
   Simulator sim_;
   std::vector<double> times_;  // AMK's formula: each task's time
   std::vector<Entry> recent_;
