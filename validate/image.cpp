@@ -294,6 +294,7 @@ ProgramImage::Changes ProgramImage::rebuild(const ir::Program& p) {
   Changes changes;
   {
     Writer w(core, changes.core);
+    Writer s(sm, changes.sm);  // each task's SM, written in the same pass over the tasks
     w.str(ir_version);
     w.str(abi_version);
     w.u(target.has_value());
@@ -308,23 +309,20 @@ ProgramImage::Changes ProgramImage::rebuild(const ir::Program& p) {
       w.json(counter_extra);
     }
     w.u(tasks.size());
+    s.room(2 * tasks.size());
     // The program is often not in cache (a search's evaluator proves the programs of eight
     // structures in turn): the blocks of the tasks ahead are asked for now.
     constexpr size_t kAhead = 16;
     for (size_t k = 0; k < tasks.size(); ++k) {
       if (k + kAhead < tasks.size()) ir::prefetch_whole(tasks[k + kAhead]);
-      put(w, tasks[k]);
+      const ir::Task& t = tasks[k];
+      put(w, t);
+      s.put(t.sm.has_value());
+      s.put(static_cast<uint64_t>(t.sm.value_or(0)));
     }
     w.json(extra);
     w.u(runtime.has_value());
     if (runtime) put(w, *runtime);
-  }
-  {
-    Writer s(sm, changes.sm);
-    for (const ir::Task& t : tasks) {
-      s.u(t.sm.has_value());
-      s.i(t.sm.value_or(0));
-    }
   }
   {
     Writer pw(pages, changes.pages);
