@@ -194,7 +194,8 @@ CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, c
   r.runtime = rt.name;
   r.sm_assigned = p.sm_assigned();
   // Same tasks and buffers as the last call: the same loads and weights streamed.
-  const bool reuse = same_tasks && program_.bytes.size() == p.tasks.size();
+  const bool reuse = same_tasks && called_ && program_.bytes.size() == p.tasks.size();
+  called_ = true;
   if (!reuse) streamed_bytes_ = streamed_weight_bytes(p);
   r.floor_us = tg.bandwidth_bound_us(streamed_bytes_);
   std::optional<ir::ScheduleGraph> own;  // the placed program's queues, built once for all

@@ -89,6 +89,7 @@ class Estimator {
   WalkInput program_;
   uint64_t program_version_ = 0;
   double streamed_bytes_ = 0;  // streamed_weight_bytes of the last call's program
+  bool called_ = false;        // there is a last call (same_tasks means nothing before)
   Simulator sim_;
   std::vector<double> times_;  // AMK's formula: each task's time
   std::vector<Entry> recent_;
