@@ -1,35 +1,54 @@
 #include "ir/json_value.h"
 
+#include <atomic>
+#include <cstdint>
+
 #include <nlohmann/json.hpp>
 
 namespace amk::ir {
 
+struct JsonValue::Shared {
+  std::atomic<uint64_t> refs{1};
+  nlohmann::ordered_json j;
+};
+
+void JsonValue::retain(Shared* p) noexcept {
+  p->refs.fetch_add(1, std::memory_order_relaxed);
+}
+
+void JsonValue::release(Shared* p) noexcept {
+  if (p->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete p;
+}
+
 JsonValue::JsonValue(nlohmann::ordered_json j)
-    : p_(j.is_null() ? nullptr : std::make_shared<nlohmann::ordered_json>(std::move(j))) {}
+    : p_(j.is_null() ? nullptr : new Shared{{1}, std::move(j)}) {}
 
 JsonValue JsonValue::object() {
   return JsonValue(nlohmann::ordered_json::object());
 }
 
 bool JsonValue::is_null() const {
-  return !p_ || p_->is_null();
+  return !p_ || p_->j.is_null();
 }
 
 bool JsonValue::empty() const {
-  return !p_ || p_->is_null() || (p_->is_object() && p_->empty());
+  return !p_ || p_->j.is_null() || (p_->j.is_object() && p_->j.empty());
 }
 
 const nlohmann::ordered_json& JsonValue::json() const {
   static const nlohmann::ordered_json kNull;
-  return p_ ? *p_ : kNull;
+  return p_ ? p_->j : kNull;
 }
 
 nlohmann::ordered_json& JsonValue::mut() {
-  if (!p_)
-    p_ = std::make_shared<nlohmann::ordered_json>();
-  else if (p_.use_count() > 1)  // shared with a copy: this one gets its own
-    p_ = std::make_shared<nlohmann::ordered_json>(*p_);
-  return *p_;
+  if (!p_) {
+    p_ = new Shared{{1}, {}};
+  } else if (p_->refs.load(std::memory_order_acquire) > 1) {  // shared with a copy: this one
+    Shared* own = new Shared{{1}, p_->j};                     // gets its own
+    release(p_);
+    p_ = own;
+  }
+  return p_->j;
 }
 
 namespace {

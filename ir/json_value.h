@@ -1,8 +1,6 @@
 // A verbatim JSON value (meta, unknown fields, recipes) that keeps key order and number kinds.
 #pragma once
 
-#include <memory>
-
 #include <nlohmann/json_fwd.hpp>
 
 namespace amk::ir {
@@ -16,11 +14,27 @@ class JsonValue {
   /// Wraps a JSON value (moved in).
   explicit JsonValue(nlohmann::ordered_json j);
   // Inline: copying a null value (most tasks' params and extras) is then a test, not a call.
-  JsonValue(const JsonValue& o) = default;
-  JsonValue(JsonValue&& o) noexcept = default;
-  JsonValue& operator=(const JsonValue& o) = default;
-  JsonValue& operator=(JsonValue&& o) noexcept = default;
-  ~JsonValue() = default;
+  JsonValue(const JsonValue& o) noexcept : p_(o.p_) {
+    if (p_) retain(p_);
+  }
+  JsonValue(JsonValue&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  JsonValue& operator=(const JsonValue& o) noexcept {
+    if (o.p_) retain(o.p_);
+    if (p_) release(p_);
+    p_ = o.p_;
+    return *this;
+  }
+  JsonValue& operator=(JsonValue&& o) noexcept {
+    if (this != &o) {
+      if (p_) release(p_);
+      p_ = o.p_;
+      o.p_ = nullptr;
+    }
+    return *this;
+  }
+  ~JsonValue() {
+    if (p_) release(p_);
+  }
 
   /// An empty JSON object `{}`.
   static JsonValue object();
@@ -38,7 +52,12 @@ class JsonValue {
   bool operator==(const JsonValue& o) const;
 
  private:
-  std::shared_ptr<nlohmann::ordered_json> p_;
+  // The JSON and how many JsonValues share it (one pointer, where a shared_ptr takes two: a
+  // program holds one JsonValue in each task, wait and param).
+  struct Shared;
+  static void retain(Shared* p) noexcept;
+  static void release(Shared* p) noexcept;
+  Shared* p_ = nullptr;
 };
 
 }  // namespace amk::ir
