@@ -69,8 +69,10 @@ struct Wait {
 struct ParamValue {
   enum class Kind : uint8_t { Int, Float, Bool, Other };
   Kind kind = Kind::Int;
-  int64_t i = 0;
-  double f = 0.0;
+  union {
+    int64_t i = 0;  ///< Int, Bool (0 or 1)
+    double f;       ///< Float
+  };
   JsonValue other;
   /// An int param.
   static ParamValue of_int(int64_t v);

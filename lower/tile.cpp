@@ -107,8 +107,10 @@ struct Tiler {
     ir::Param& q = ps[params_used++];
     if (q.key != key) q.key.assign(key);
     q.value.kind = kind;
-    q.value.i = i;
-    q.value.f = f;
+    if (kind == ParamValue::Kind::Float)
+      q.value.f = f;
+    else
+      q.value.i = i;
     if (!q.value.other.is_null()) q.value.other = ir::JsonValue();
   }
   void param_int(PlanTask& t, std::string_view key, int64_t v) {

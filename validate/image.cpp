@@ -169,25 +169,30 @@ void put(Writer& w, const ir::Task& t) {
     put_json(w, wait_extra);
   }
   w.put(params.size());
+  // A ParamValue is its kind, one word (an int's or a float's bits) and its JSON: a member added
+  // to it changes its size and stops this file compiling until it is written here too.
+  static_assert(sizeof(ir::ParamValue) == 16 + sizeof(ir::JsonValue));
   for (const ir::Param& x : params) {
     const auto& [key, value] = x;
-    const auto& [kind, iv, fv, other] = value;
+    const ir::ParamValue::Kind kind = value.kind;
+    const ir::JsonValue& other = value.other;
+    uint64_t bits;  // the word as stored, whichever member was written last
+    std::memcpy(&bits, &value.i, sizeof bits);
     // A key of 1 to 7 bytes, with the kind, in one word when the value holds no JSON: its top
     // bit set (no key's length has it), then the kind, the length and the bytes; any other
     // param spells its key out and writes its JSON value.
     const uint64_t kind_code = static_cast<uint64_t>(kind);
     const bool short_form = other.unset() && !key.empty() && key.size() <= 7 && kind_code < 4;
     if (short_form) {
-      w.room(3);
+      w.room(2);
       w.put(kShortKey | kind_code << 59 | uint64_t{key.size()} << 56 |
             ir::bytes_word(key.data(), key.size()));
     } else {
       w.str(key);
-      w.room(4);
+      w.room(3);
       w.put(kind_code);
     }
-    w.put(static_cast<uint64_t>(iv));
-    w.put(std::bit_cast<uint64_t>(fv));
+    w.put(bits);
     if (!short_form) put_json(w, other);
   }
   w.room(4);
