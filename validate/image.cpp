@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstring>
 #include <string_view>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -144,6 +145,24 @@ class Writer {
   uint64_t* end_;
 };
 
+// Converts to any member's type: an aggregate initialised from n of these has at least n members.
+struct AnyMember {
+  template <class T>
+  operator T() const;  // never called: only counted in unevaluated initialisations
+};
+template <class T, class... M>
+constexpr bool takes_members = requires {
+  T{M{}...};
+};
+template <class T, size_t... I>
+constexpr bool takes_n(std::index_sequence<I...>) {
+  return takes_members<T, decltype((void)I, AnyMember{})...>;
+}
+// Whether the aggregate T has exactly n members (an anonymous union counts as one).
+template <class T, size_t n>
+constexpr bool aggregate_of = takes_n<T>(std::make_index_sequence<n>()) &&
+                              !takes_n<T>(std::make_index_sequence<n + 1>());
+
 // A JSON value in a task: one word when unset (the room for it is made by the caller).
 void put_json(Writer& w, const ir::JsonValue& v) {
   if (v.unset())
@@ -169,8 +188,11 @@ void put(Writer& w, const ir::Task& t) {
     put_json(w, wait_extra);
   }
   w.put(params.size());
-  // A ParamValue is its kind, one word (an int's or a float's bits) and its JSON: a member added
-  // to it changes its size and stops this file compiling until it is written here too.
+  // A ParamValue is its kind, one word (an int's or a float's bits) and its JSON. Its union
+  // cannot be taken apart by a structured binding, so its members are counted instead: one
+  // added (even in the padding after the kind) stops this file compiling until it is written
+  // here too.
+  static_assert(aggregate_of<ir::ParamValue, 3>);
   static_assert(sizeof(ir::ParamValue) == 16 + sizeof(ir::JsonValue));
   for (const ir::Param& x : params) {
     const auto& [key, value] = x;
