@@ -6,7 +6,6 @@
 #include <bit>
 #include <cstring>
 #include <string_view>
-#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -145,7 +144,8 @@ class Writer {
   uint64_t* end_;
 };
 
-// Converts to any member's type: an aggregate initialised from n of these has at least n members.
+// Converts to any member's type: an aggregate initialised from n of these has at least n members
+// (an anonymous union counts as one).
 struct AnyMember {
   template <class T>
   operator T() const;  // never called: only counted in unevaluated initialisations
@@ -154,14 +154,6 @@ template <class T, class... M>
 constexpr bool takes_members = requires {
   T{M{}...};
 };
-template <class T, size_t... I>
-constexpr bool takes_n(std::index_sequence<I...>) {
-  return takes_members<T, decltype((void)I, AnyMember{})...>;
-}
-// Whether the aggregate T has exactly n members (an anonymous union counts as one).
-template <class T, size_t n>
-constexpr bool aggregate_of = takes_n<T>(std::make_index_sequence<n>()) &&
-                              !takes_n<T>(std::make_index_sequence<n + 1>());
 
 // A JSON value in a task: one word when unset (the room for it is made by the caller).
 void put_json(Writer& w, const ir::JsonValue& v) {
@@ -175,7 +167,7 @@ void put(Writer& w, const ir::Task& t) {
   [[maybe_unused]] const auto& [op, inputs, outputs, out_counter, waits, params, sm, est_bytes,
                                 est_flops, label, extra] = t;  // sm: ProgramImage::sm
   // Room for every word but those of set JSON values and of strings (which make their own).
-  w.room(8 + inputs.size() + outputs.size() + 3 * waits.size() + 5 * params.size());
+  w.room(8 + inputs.size() + outputs.size() + 3 * waits.size() + 3 * params.size());
   w.put(static_cast<uint64_t>(op));
   w.ints(inputs);
   w.ints(outputs);
@@ -192,7 +184,8 @@ void put(Writer& w, const ir::Task& t) {
   // cannot be taken apart by a structured binding, so its members are counted instead: one
   // added (even in the padding after the kind) stops this file compiling until it is written
   // here too.
-  static_assert(aggregate_of<ir::ParamValue, 3>);
+  static_assert(takes_members<ir::ParamValue, AnyMember, AnyMember, AnyMember> &&
+                !takes_members<ir::ParamValue, AnyMember, AnyMember, AnyMember, AnyMember>);
   static_assert(sizeof(ir::ParamValue) == 16 + sizeof(ir::JsonValue));
   for (const ir::Param& x : params) {
     const auto& [key, value] = x;
