@@ -3,6 +3,7 @@
 #include "ir/cache.h"
 #include "ir/choice.h"
 
+#include <atomic>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -21,6 +22,12 @@
 namespace amk::lower {
 
 namespace {
+
+// A new Lowerer::tasks_stamp, unique among the process's lowerers.
+uint64_t fresh_stamp() {
+  static std::atomic<uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
 
 // A key for the tasks, buffers and dependencies tile, fuse and deps derive from the knobs: what
 // the tiling comes to (configs that differ only in knobs it ignores share a structure) and the
@@ -53,6 +60,9 @@ struct Structure {
     std::vector<ir::Task> tasks;
     std::vector<uint32_t> order;
     bool has_buffers = false, has_tasks = false;
+    // Lowerer::tasks_stamp of these tasks: set when they are emitted in full, kept while runs
+    // only move their SMs, 0 while there are none.
+    uint64_t stamp = 0;
     void swap_with(ir::Program& program) {
       buffers.swap(program.buffers);
       counters.swap(program.counters);
@@ -222,6 +232,11 @@ const std::string& Lowerer::structure() const {
 
 uint64_t Lowerer::emits_recalled() const {
   return impl_->recalled;
+}
+
+uint64_t Lowerer::tasks_stamp() const {
+  AMK_ASSERT(impl_->has_program, "Lowerer::tasks_stamp() before a successful run()");
+  return impl_->warm ? impl_->cache[static_cast<size_t>(impl_->staged)].emitted.stamp : 0;
 }
 
 std::string Lowerer::structure_of(const ir::ScheduleConfig& cfg) {
@@ -475,10 +490,12 @@ LowerResult Lowerer::run(const std::optional<ir::ScheduleConfig>& cfg) {
   p.tasks_emitted = ok && hit && out.has_tasks && out.order == p.order;
   out.has_tasks = false;
   w.recalled += p.tasks_emitted;
+  if (!p.tasks_emitted) out.stamp = 0;
   ok = ok && passes.step("emit", [&] { return emit(p); });
   if (ok && w.warm) {
     out.has_tasks = true;
     out.order = p.order;
+    if (out.stamp == 0) out.stamp = fresh_stamp();
   }
   s.swap_with(p);  // the entry keeps the structure (emptied by a cold emit's moves)
   if (w.opt.log) r.log = p.log;

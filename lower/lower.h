@@ -62,6 +62,11 @@ class Lowerer {
   /// How many run()s found the tasks of their structure as emitted before in the same order (only
   /// the SMs set): the structure's last program, kept while it is among the recent ones.
   uint64_t emits_recalled() const;
+  /// A stamp of the last successful run's tasks but their SMs, unique in the process: a run that
+  /// recalls the tasks (emits_recalled) keeps its structure's stamp, any other emission takes a
+  /// new one, so programs with one stamp have the same tasks but for their SMs (the promise
+  /// validate::Validator::validate takes). 0 for a cold lowerer.
+  uint64_t tasks_stamp() const;
   /// The structure key of the last successful run() (structure_of its config) for a warm
   /// lowerer; empty for a cold one.
   const std::string& structure() const;

@@ -61,6 +61,7 @@ struct LastProof {
   Result result;       ///< its result
   RuleCounts counts;   ///< its diagnostics per code (kept or not)
   StageEnds ends;
+  uint64_t tasks_stamp = 0;  ///< the stamp it was proved with (Validator::validate)
 };
 
 /// A buffer's parties in the page rule's all_before (check_pages.cpp): in Scratch::party_pool,
@@ -106,12 +107,14 @@ struct Scratch {
   std::vector<uint32_t> page_off;
   std::vector<int64_t> page_occ, page_order;
   std::vector<std::pair<uint32_t, int64_t>> written;
-  unsigned threads = 0;      // Validator::set_threads
-  bool screens = true;       // Validator::set_screens
-  bool incremental = false;  // Validator::set_incremental
-  ProofPath path;            // Validator::last_path
-  LastProof last;            // (incremental only)
-  RuleCounts rule_count;     // the run's (a part of a parallel pass counts in its own)
+  unsigned threads = 0;        // Validator::set_threads
+  bool screens = true;         // Validator::set_screens
+  bool incremental = false;    // Validator::set_incremental
+  bool check_stamps = false;   // Validator::set_check_stamps
+  uint64_t broken_stamps = 0;  // Validator::broken_stamps
+  ProofPath path;              // Validator::last_path
+  LastProof last;              // (incremental only)
+  RuleCounts rule_count;       // the run's (a part of a parallel pass counts in its own)
 };
 
 /// One run: the program, its graph, the result being filled and helpers for the rules.
@@ -203,7 +206,7 @@ void run_stage(Context& c, Stage stage);
 /// The stats of `p`, whose counter graph is `g`.
 Stats stats_of(const ir::Program& p, const ir::Graph& g);
 /// Validator::validate with set_incremental(true) (incremental.cpp).
-Result prove_incrementally(Scratch& s, const ir::Program& p, Reuse reuse);
+Result prove_incrementally(Scratch& s, const ir::Program& p, Reuse reuse, uint64_t tasks_stamp);
 
 /// "task 3 (label)" as AMK's messages print a task.
 std::string task_ref(const ir::Task& t, size_t id);

@@ -308,13 +308,37 @@ void put(Writer& w, const std::optional<ir::ScheduleConfig>& c) {
 
 }  // namespace
 
-ProgramImage::Changes ProgramImage::rebuild(const ir::Program& p) {
-  const auto& [ir_version, abi_version, program_meta, target, buffers, counters, tasks,
+ProgramImage::Changes ProgramImage::rebuild(const ir::Program& p, bool tasks_kept) {
+  const auto& [ir_version, abi_version, program_meta, target, buffers, counters, program_tasks,
                page_allocation, schedule_config, extra, runtime] = p;
   Changes changes;
   {
-    Writer w(core, changes.core);
     Writer s(sm, changes.sm);  // each task's SM, written in the same pass over the tasks
+    s.room(1 + 2 * program_tasks.size());
+    s.put(program_tasks.size());
+    auto put_sm = [&s](const ir::Task& t) {
+      s.put(t.sm.has_value());
+      s.put(static_cast<uint64_t>(t.sm.value_or(0)));
+    };
+    if (tasks_kept) {
+      changes.tasks = false;
+      for (const ir::Task& t : program_tasks) put_sm(t);
+    } else {
+      Writer w(tasks, changes.tasks);
+      w.u(program_tasks.size());
+      // The program is often not in cache (a search's evaluator proves the programs of eight
+      // structures in turn): the blocks of the tasks ahead are asked for now.
+      constexpr size_t kAhead = 16;
+      for (size_t k = 0; k < program_tasks.size(); ++k) {
+        if (k + kAhead < program_tasks.size()) ir::prefetch_whole(program_tasks[k + kAhead]);
+        const ir::Task& t = program_tasks[k];
+        put(w, t);
+        put_sm(t);
+      }
+    }
+  }
+  {
+    Writer w(core, changes.core);
     w.str(ir_version);
     w.str(abi_version);
     w.u(target.has_value());
@@ -327,18 +351,6 @@ ProgramImage::Changes ProgramImage::rebuild(const ir::Program& p) {
       w.i(init);
       w.str(note);
       w.json(counter_extra);
-    }
-    w.u(tasks.size());
-    s.room(2 * tasks.size());
-    // The program is often not in cache (a search's evaluator proves the programs of eight
-    // structures in turn): the blocks of the tasks ahead are asked for now.
-    constexpr size_t kAhead = 16;
-    for (size_t k = 0; k < tasks.size(); ++k) {
-      if (k + kAhead < tasks.size()) ir::prefetch_whole(tasks[k + kAhead]);
-      const ir::Task& t = tasks[k];
-      put(w, t);
-      s.put(t.sm.has_value());
-      s.put(static_cast<uint64_t>(t.sm.value_or(0)));
     }
     w.json(extra);
     w.u(runtime.has_value());

@@ -10,8 +10,8 @@ namespace amk::validate {
 
 /// Every field of a program, bit for bit, as words: two programs with equal images are equal in
 /// everything a proof reads (floats by their bits, JSON by its types, so -0.0 and 0.0, 1 and 1.0
-/// differ), whatever the proof reads. The tasks' SMs, the page allocation, meta and the config are
-/// kept apart; `core` holds everything else.
+/// differ), whatever the proof reads. The tasks but their SMs, the tasks' SMs, the page
+/// allocation, meta and the config are kept apart; `core` holds everything else.
 struct ProgramImage {
   /// Words and how many of them are in use (the memory only grows).
   struct Words {
@@ -20,16 +20,19 @@ struct ProgramImage {
   };
   /// Which parts a rebuild found different from the image it overwrote.
   struct Changes {
-    bool core = true, sm = true, pages = true, meta = true, config = true;
+    bool core = true, tasks = true, sm = true, pages = true, meta = true, config = true;
   };
-  Words core;    ///< versions, target, buffers, counters, tasks but their SMs, extra, runtime
+  Words core;    ///< versions, target, buffers, counters, extra, runtime
+  Words tasks;   ///< the tasks but their SMs
   Words sm;      ///< each task's SM: presence, value
   Words pages;   ///< the page allocation
   Words meta;    ///< meta
   Words config;  ///< the schedule config
   /// Writes the image of `p` over the one held, word by word, and says which parts differ from
-  /// it (one pass: each word is compared as it is stored, where it is stored).
-  Changes rebuild(const ir::Program& p);
+  /// it (one pass: each word is compared as it is stored, where it is stored). `tasks_kept`: the
+  /// caller knows p's tasks but their SMs to be those imaged (Validator::validate's stamp), so
+  /// their words are neither read nor written, and `tasks` is reported unchanged.
+  Changes rebuild(const ir::Program& p, bool tasks_kept = false);
 };
 
 }  // namespace amk::validate

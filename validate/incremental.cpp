@@ -2,7 +2,9 @@
 // everything but its tasks' SMs, its page allocation, its meta and its config is proved by running
 // again the stages of the proof that read what changed, and taking the other stages' diagnostics
 // from the last proof. Why the result is the full proof's:
-//  - Equal means word for word on ProgramImage: every field of the program, bit for bit.
+//  - Equal means word for word on ProgramImage: every field of the program, bit for bit. The
+//    tasks but their SMs are not compared when the caller's stamp promises them to be the last
+//    proof's (Validator::validate: a warm lowerer's recalled run only moves SMs).
 //  - Of the four, the proof reads tasks' SMs in check_placement, check_capacity and
 //    Stats::sm_assigned only; the page allocation in check_pages only; meta in check_outputs
 //    only; the config in check_capacity only. A stage that reads none of what changed reports
@@ -39,7 +41,7 @@ namespace {
 // (pages), meta (outputs), the config (capacity); anything else is proved in full.
 ProofPath path_of(const ProgramImage::Changes& c) {
   ProofPath path;
-  if (c.core) return path;
+  if (c.core || c.tasks) return path;
   path.full = false;
   path.placement = c.sm;
   path.pages = c.pages;
@@ -121,17 +123,21 @@ Result reprove(Scratch& s, const ir::Program& p, ProofPath path, StageEnds& ends
 
 }  // namespace
 
-Result prove_incrementally(Scratch& s, const ir::Program& p, Reuse reuse) {
+Result prove_incrementally(Scratch& s, const ir::Program& p, Reuse reuse, uint64_t tasks_stamp) {
   LastProof& last = s.last;
   if (reuse == Reuse::Alone) {  // no image: the next call has nothing to compare with
     last.valid = false;
     s.path = ProofPath{};
     return prove(s, p, nullptr);
   }
-  // The image of the last proof becomes p's; what it found changed picks the path.
-  const ProgramImage::Changes changes = last.image.rebuild(p);
+  // The image of the last proof becomes p's; what it found changed picks the path. Tasks the
+  // caller's stamp says are the last proof's (but for their SMs) are not compared.
+  const bool promised = last.valid && tasks_stamp != 0 && tasks_stamp == last.tasks_stamp;
+  const ProgramImage::Changes changes = last.image.rebuild(p, promised && !s.check_stamps);
+  s.broken_stamps += promised && changes.tasks;
   const ProofPath path = last.valid ? path_of(changes) : ProofPath{};
   last.valid = false;
+  last.tasks_stamp = tasks_stamp;
   StageEnds ends;
   Result r = path.full ? prove(s, p, &ends) : reprove(s, p, path, ends);
   last.result = r;

@@ -89,6 +89,17 @@ class Validator {
   /// Runs every rule on an in-memory program; never throws on a malformed program. `reuse` is a
   /// hint for an incremental validator: the result is the same whatever it says.
   Result validate(const ir::Program& p, Reuse reuse = Reuse::Compare);
+  /// validate() with a caller's promise to an incremental validator: every program it passes with
+  /// one non-zero `tasks_stamp` has the same tasks, but for their SMs (lower::Lowerer::
+  /// tasks_stamp, whose recalled runs only move SMs). A program with the last proof's stamp is
+  /// then compared with it in all but those tasks, which are neither read nor compared. Unlike
+  /// `reuse`, the promise is trusted: a broken one gives a wrong result (set_check_stamps).
+  Result validate(const ir::Program& p, uint64_t tasks_stamp);
+  /// With `on`, a program with the last proof's stamp is compared in full all the same, and one
+  /// whose tasks differ is proved as such and counted in broken_stamps() (for tests).
+  void set_check_stamps(bool on);
+  /// The programs whose stamp promised the last proof's tasks but whose tasks differed.
+  uint64_t broken_stamps() const;
   /// The threads validate() may use: 0 (the default) splits the per-task passes of a program of
   /// 2^16 tasks or more over the hardware's threads (at most 8); n >= 1 over n, at any size. The
   /// result is the same for every n.

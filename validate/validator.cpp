@@ -106,9 +106,23 @@ ProofPath Validator::last_path() const {
 
 Result Validator::validate(const ir::Program& p, Reuse reuse) {
   Scratch& s = *s_;
-  if (s.incremental) return prove_incrementally(s, p, reuse);
+  if (s.incremental) return prove_incrementally(s, p, reuse, 0);
   s.path = ProofPath{};
   return prove(s, p, nullptr);
+}
+
+Result Validator::validate(const ir::Program& p, uint64_t tasks_stamp) {
+  Scratch& s = *s_;
+  if (s.incremental) return prove_incrementally(s, p, Reuse::Compare, tasks_stamp);
+  return validate(p);
+}
+
+void Validator::set_check_stamps(bool on) {
+  s_->check_stamps = on;
+}
+
+uint64_t Validator::broken_stamps() const {
+  return s_->broken_stamps;
 }
 
 namespace {

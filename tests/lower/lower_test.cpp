@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <random>
 #include <set>
+#include <string>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -713,6 +716,9 @@ TEST(Lowerer, ComesBackToTheTasksOfARecentStructureAsItEmittedThem) {
   ASSERT_NE(labels(configs[0]), labels(other_order)) << "the test has teeth";
   Lowerer warm(m, t, o);
   uint64_t recalled = 0;
+  // A recalled run keeps the stamp of its structure's last run; any other takes a new one.
+  std::map<std::string, uint64_t> stamp_of;  // by structure
+  std::set<uint64_t> stamps;
   auto run = [&](const ir::ScheduleConfig& c) {
     const LowerResult w = warm.run(c);
     EXPECT_FALSE(ir::has_errors(w.diagnostics)) << amk::test::text(w.diagnostics);
@@ -720,6 +726,13 @@ TEST(Lowerer, ComesBackToTheTasksOfARecentStructureAsItEmittedThem) {
                                      ir::write_program(must(lower(m, t, c, o)))));
     const bool now = warm.emits_recalled() > recalled;
     recalled = warm.emits_recalled();
+    const uint64_t stamp = warm.tasks_stamp();
+    EXPECT_NE(stamp, 0u);
+    if (now)
+      EXPECT_EQ(stamp, stamp_of[warm.structure()]);
+    else
+      EXPECT_TRUE(stamps.insert(stamp).second) << "a new emission takes a new stamp";
+    stamp_of[warm.structure()] = stamp;
     return now;
   };
   EXPECT_FALSE(run(configs[0]));
@@ -833,9 +846,19 @@ ir::ScheduleConfig walk_step(uint64_t s, const ir::ScheduleConfig& prev, const M
   return c;
 }
 
+// The tasks of a program but their SMs, as text (what Lowerer::tasks_stamp promises).
+std::string tasks_but_sms(const ir::Program& p) {
+  ir::Program q;
+  q.tasks = p.tasks;
+  for (ir::Task& x : q.tasks) x.sm.reset();
+  return ir::write_program(q);
+}
+
 TEST(Property, TheWarmLowererGivesTheBytesOfAColdLowerOnAThousandConfigs) {
-  int checked = 0, refused = 0;
+  int checked = 0, refused = 0, stamps_met_again = 0;
   uint64_t hits = 0;
+  // Programs with one stamp have the same tasks but for their SMs (their text's hash, by stamp).
+  std::map<uint64_t, size_t> tasks_of_stamp;
   for (const char* name : {"toy-2L", "smollm2-135m", "llama-3.2-1b"}) {
     const ModelSpec m = model(name);
     for (const char* tn : {"h100", "a2a3"}) {
@@ -859,14 +882,20 @@ TEST(Property, TheWarmLowererGivesTheBytesOfAColdLowerOnAThousandConfigs) {
         ASSERT_TRUE(
             amk::test::same_text(ir::write_program(warm.program()), ir::write_program(*cold.value)))
             << name << " " << tn << " step " << s;
+        const size_t tasks = std::hash<std::string>{}(tasks_but_sms(warm.program()));
+        const auto [it, fresh] = tasks_of_stamp.try_emplace(warm.tasks_stamp(), tasks);
+        ASSERT_EQ(it->second, tasks) << name << " " << tn << " step " << s;
+        stamps_met_again += !fresh;
         ++checked;
       }
       hits += warm.cache_hits();
     }
   }
   EXPECT_GE(checked, 1000);
-  EXPECT_GT(hits, 400u);   // the walk reused a structure about every other step
-  EXPECT_GE(refused, 10);  // and came back to structures the fusion refuses
+  EXPECT_GT(hits, 400u);             // the walk reused a structure about every other step
+  EXPECT_GE(refused, 10);            // and came back to structures the fusion refuses
+  EXPECT_GT(stamps_met_again, 100);  // and to a structure's tasks as emitted
+  EXPECT_EQ(tasks_of_stamp.count(0), 0u);
   RecordProperty("configs_checked", checked);
 }
 

@@ -3,7 +3,8 @@
 // proved by the incremental validator of its structure and by a fresh full one, with the same
 // result; the evaluator's logged path is the one that validator took, or "full" where the
 // evaluator had let that structure's validator go; and its predictions (whose task loads it takes
-// from the last candidate when the proof found the same tasks) are those of a fresh estimate.
+// from the last candidate when the proof found the same tasks) are those of a fresh estimate. The
+// evaluator takes its lowering's stamps on trust; the test's validators check every promise.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -39,6 +40,8 @@ TEST(SearchProof, EveryCandidateOfSearchesOnThreeModelsAndTwoTargetsIsProvedAsIn
       Evaluator evaluator(m, t, o.lower);
       lower::Lowerer lowerer(m, t, o.lower);
       std::map<std::string, validate::Validator> by_structure;  // every structure met
+      std::map<std::string, uint64_t> stamp_of;                 // the last one each was given
+      int promised = 0;  // programs whose lowering stamp promised the last proof's tasks
       std::map<std::string, int> paths;
       std::string last;  // the structure of the last config proved
       int returns_proved_incrementally = 0;
@@ -54,7 +57,12 @@ TEST(SearchProof, EveryCandidateOfSearchesOnThreeModelsAndTwoTargetsIsProvedAsIn
           auto [it, first] = by_structure.try_emplace(structure);
           validate::Validator& incremental = it->second;
           if (first) incremental.set_incremental(true);
-          const validate::Result got = incremental.validate(lowerer.program());
+          // The lowering's stamp, checked: a broken promise is counted (and proved as it is).
+          incremental.set_check_stamps(true);
+          const uint64_t stamp = lowerer.tasks_stamp();
+          promised += !first && stamp == stamp_of[structure];
+          stamp_of[structure] = stamp;
+          const validate::Result got = incremental.validate(lowerer.program(), stamp);
           const validate::Result want = validate::Validator().validate(lowerer.program());
           EXPECT_EQ(everything(got), everything(want)) << trial->key;
           // The evaluator's own verdict and reasons are the full proof's.
@@ -89,6 +97,10 @@ TEST(SearchProof, EveryCandidateOfSearchesOnThreeModelsAndTwoTargetsIsProvedAsIn
       EXPECT_GT(r.evaluations, paths["full"]) << "some candidates proved incrementally";
       EXPECT_GT(returns_proved_incrementally, 0)
           << "some configs that came back to a structure after others were proved incrementally";
+      uint64_t broken = 0;
+      for (const auto& [structure, v] : by_structure) broken += v.broken_stamps();
+      EXPECT_EQ(broken, 0u) << "programs with one stamp have the same tasks but for their SMs";
+      EXPECT_GT(promised, 0) << "some programs came with the last proof's stamp";
       std::string seen;
       for (const auto& [path, n] : paths) seen += path + " " + std::to_string(n) + "; ";
       ::testing::Test::RecordProperty(std::string(model) + "/" + target, seen);

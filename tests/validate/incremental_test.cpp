@@ -77,6 +77,21 @@ void prove_in_a_row(const ir::Program& base, uint64_t seed, int variants,
   }
 }
 
+// A generated program placed on four SMs.
+ir::Program on_four_sms() {
+  fixtures::GenOptions o;
+  o.num_sms = 4;
+  return fixtures::generate(o).program;
+}
+
+// The first task of `p` that `has` holds for (p.tasks.size() when none does).
+template <class Has>
+size_t first_task(const ir::Program& p, Has has) {
+  size_t at = 0;
+  while (at < p.tasks.size() && !has(p.tasks[at])) ++at;
+  return at;
+}
+
 std::vector<fs::path> corpus() {
   std::vector<fs::path> v;
   for (const char* dir :
@@ -162,16 +177,68 @@ TEST(Incremental, AProgramSaidToStandAloneIsProvedInFullAndLeavesNothingToCompar
   EXPECT_EQ(name(v.last_path()), "full");
 }
 
+// A caller's stamp stands in for the comparison of the tasks (but their SMs) only when it is the
+// last proof's: a program that moves SMs under the same stamp is proved along the placement path,
+// as in full; under another stamp, or no stamp, its tasks are compared; a program whose tasks
+// differ under another stamp is proved in full.
+TEST(Incremental, AStampStandsInForTheTaskComparisonOnlyWhenItIsTheLastProofs) {
+  fixtures::GenOptions o;
+  o.num_sms = 4;
+  const ir::Program a = fixtures::generate(o).program;
+  ir::Program moved = a;
+  for (ir::Task& t : moved.tasks) t.sm = (t.sm.value_or(0) + 1) % o.num_sms;
+  o.seed = 7;
+  o.defect = fixtures::GenDefect::DropWait;
+  const ir::Program other = fixtures::generate(o).program;
+  Validator v;
+  v.set_incremental(true);
+  v.validate(a, uint64_t{5});
+  EXPECT_EQ(name(v.last_path()), "full");
+  EXPECT_EQ(everything(v.validate(moved, uint64_t{5})), everything(Validator().validate(moved)));
+  EXPECT_EQ(name(v.last_path()), "placement+capacity");
+  EXPECT_EQ(everything(v.validate(other, uint64_t{6})), everything(Validator().validate(other)));
+  EXPECT_EQ(name(v.last_path()), "full");
+  v.validate(a, uint64_t{0});
+  EXPECT_EQ(name(v.last_path()), "full");
+  v.validate(a, uint64_t{0});  // no promise: compared, and found the same
+  EXPECT_EQ(name(v.last_path()), "same");
+  EXPECT_EQ(v.broken_stamps(), 0u);
+}
+
+// The stamp is a promise the validator trusts: with set_check_stamps it compares the tasks all the
+// same, proves a program whose tasks differ as it is (in full, as a fresh validator does) and
+// counts the broken promise; without it, only SMs' changes are looked for.
+TEST(Incremental, ABrokenStampIsCountedAndProvedAsItIsWhenStampsAreChecked) {
+  const ir::Program good = on_four_sms();
+  ir::Program bad = good;  // the same tasks but one wait: a race
+  const size_t at = first_task(bad, [](const ir::Task& t) { return !t.waits.empty(); });
+  ASSERT_LT(at, bad.tasks.size());
+  bad.tasks[at].waits.pop_back();
+  const Result want = Validator().validate(bad);
+  ASSERT_FALSE(want.ok);
+  Validator checked;
+  checked.set_incremental(true);
+  checked.set_check_stamps(true);
+  checked.validate(good, uint64_t{9});
+  EXPECT_EQ(everything(checked.validate(bad, uint64_t{9})), everything(want));
+  EXPECT_EQ(name(checked.last_path()), "full");
+  EXPECT_EQ(checked.broken_stamps(), 1u);
+  Validator trusting;
+  trusting.set_incremental(true);
+  trusting.validate(good, uint64_t{9});
+  // Trusted, the promise hides the dropped wait: the result is the last proof's.
+  EXPECT_TRUE(trusting.validate(bad, uint64_t{9}).ok);
+  EXPECT_EQ(name(trusting.last_path()), "same");
+  EXPECT_EQ(trusting.broken_stamps(), 0u);
+}
+
 // A param is told apart by each of its parts, whichever way the image writes it (a key of up to 7
 // bytes in one word with its kind, a longer one spelled out): for each pair of programs that
 // differ in one part of one param, the second, proved right after the first, is proved in full,
 // as a fresh validator proves it, and proved again after itself is the same.
 TEST(Incremental, EveryPartOfAParamTellsProgramsApart) {
-  fixtures::GenOptions o;
-  o.num_sms = 4;
-  const ir::Program base = fixtures::generate(o).program;
-  size_t at = 0;  // a task with params
-  while (at < base.tasks.size() && base.tasks[at].params.empty()) ++at;
+  const ir::Program base = on_four_sms();
+  const size_t at = first_task(base, [](const ir::Task& t) { return !t.params.empty(); });
   ASSERT_LT(at, base.tasks.size());
   using V = ir::ParamValue;
   struct Differ {
