@@ -132,11 +132,14 @@ Result prove_incrementally(Scratch& s, const ir::Program& p, Reuse reuse, uint64
   }
   // The image of the last proof becomes p's; what it found changed picks the path. Tasks the
   // caller's stamp says are the last proof's (but for their SMs) are not compared.
-  const bool promised = last.valid && tasks_stamp != 0 && tasks_stamp == last.tasks_stamp;
+  // Nothing of the last proof is trusted until this one completes: a rebuild or a proof that
+  // throws leaves a partial image, which the next call then compares in full.
+  const bool had_last = last.valid;
+  last.valid = false;
+  const bool promised = had_last && tasks_stamp != 0 && tasks_stamp == last.tasks_stamp;
   const ProgramImage::Changes changes = last.image.rebuild(p, promised && !s.check_stamps);
   s.broken_stamps += promised && changes.tasks;
-  const ProofPath path = last.valid ? path_of(changes) : ProofPath{};
-  last.valid = false;
+  const ProofPath path = had_last ? path_of(changes) : ProofPath{};
   last.tasks_stamp = tasks_stamp;
   StageEnds ends;
   Result r = path.full ? prove(s, p, &ends) : reprove(s, p, path, ends);
