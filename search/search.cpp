@@ -82,7 +82,6 @@ struct Evaluator::Impl {
   lower::Lowerer lowerer;
   std::vector<Slot> slots;
   uint64_t clock = 0;
-  bool check_stamps = false;  // Evaluator::set_check_stamps
 
   // The slot of `structure`, else a new one within the budget, else the least recently used.
   Slot& slot_for(const std::string& structure) {
@@ -99,7 +98,6 @@ struct Evaluator::Impl {
       s.validator.set_threads(1);         // a search runs evaluators in parallel, one per thread
       s.validator.set_incremental(true);  // a candidate often differs from the last in one knob
     }
-    s.validator.set_check_stamps(check_stamps);
     s.structure = structure;
     s.estimated_last = false;
     s.used = ++clock;
@@ -113,8 +111,7 @@ Evaluator::Evaluator(const lower::ModelSpec& m, const targets::TargetSpec& t,
                                         o.runtime ? *o.runtime : targets::default_runtime(t),
                                         lower::Lowerer(m, t, o),
                                         {},
-                                        0,
-                                        false})) {}
+                                        0})) {}
 Evaluator::~Evaluator() = default;
 Evaluator::Evaluator(Evaluator&&) noexcept = default;
 Evaluator& Evaluator::operator=(Evaluator&&) noexcept = default;
@@ -167,17 +164,6 @@ void Evaluator::evaluate(Trial& t, Objective obj) {
 
 std::string Evaluator::structure_of(const ir::ScheduleConfig& c) {
   return impl_->lowerer.structure_of(c);
-}
-
-void Evaluator::set_check_stamps(bool on) {
-  impl_->check_stamps = on;
-  for (Slot& s : impl_->slots) s.validator.set_check_stamps(on);
-}
-
-uint64_t Evaluator::broken_stamps() const {
-  uint64_t n = 0;  // slots are reused, never dropped: their validators count every promise
-  for (const Slot& s : impl_->slots) n += s.validator.broken_stamps();
-  return n;
 }
 
 std::string structure_text(const ir::ScheduleConfig& c) {

@@ -133,11 +133,6 @@ class Evaluator {
   /// the lowering's tile, fuse and dependency work, and their programs differ only where the
   /// incremental proof reruns what changed.
   std::string structure_of(const ir::ScheduleConfig& c);
-  /// Its validators compare the tasks even where the lowering's stamp promises them unchanged
-  /// (validate::Validator::set_check_stamps), counting broken promises (for tests).
-  void set_check_stamps(bool on);
-  /// The broken promises its validators counted (with set_check_stamps).
-  uint64_t broken_stamps() const;
 
  private:
   struct Impl;

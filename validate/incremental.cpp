@@ -131,9 +131,9 @@ Result prove_incrementally(Scratch& s, const ir::Program& p, Reuse reuse, uint64
     return prove(s, p, nullptr);
   }
   // The image of the last proof becomes p's; what it found changed picks the path. Tasks the
-  // caller's stamp says are the last proof's (but for their SMs) are not compared.
-  // Nothing of the last proof is trusted until this one completes: a rebuild or a proof that
-  // throws leaves a partial image, which the next call then compares in full.
+  // caller's stamp says are the last proof's (but for their SMs) are not compared. Nothing of the
+  // last proof is trusted until this one completes: a rebuild or a proof that throws leaves a
+  // partial image, which the next call then compares in full.
   const bool had_last = last.valid;
   last.valid = false;
   const bool promised = had_last && tasks_stamp != 0 && tasks_stamp == last.tasks_stamp;

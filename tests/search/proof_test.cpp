@@ -56,9 +56,11 @@ TEST(SearchProof, EveryCandidateOfSearchesOnThreeModelsAndTwoTargetsIsProvedAsIn
           const std::string structure = lowerer.structure_of(trial->config);
           auto [it, first] = by_structure.try_emplace(structure);
           validate::Validator& incremental = it->second;
-          if (first) incremental.set_incremental(true);
-          // The lowering's stamp, checked: a broken promise is counted (and proved as it is).
-          incremental.set_check_stamps(true);
+          if (first) {
+            incremental.set_incremental(true);
+            // The lowering's stamp, checked: a broken promise is counted (and proved as it is).
+            incremental.set_check_stamps(true);
+          }
           const uint64_t stamp = lowerer.tasks_stamp();
           promised += !first && stamp == stamp_of[structure];
           stamp_of[structure] = stamp;
