@@ -33,12 +33,12 @@ Parts task_parts(const ir::TaskLoad& load, const Rates& r) {
   return {hbm * r.exposed, r.tf > 0 ? load.flops / (r.tf * 1e6 * 0.70) : 0.0};
 }
 
-double finish(const Parts& q, const ir::Task& t) {
-  return std::max(q.mem_us, q.compute_us) + 1.5 + (t.op == ir::Op::GEMV_TILE ? 0.05 : 0.0);
+double finish(const Parts& q, ir::Op op) {
+  return std::max(q.mem_us, q.compute_us) + 1.5 + (op == ir::Op::GEMV_TILE ? 0.05 : 0.0);
 }
 
-// AMK's formula's task times into `t` (`in`: the walk's input of `p`, whose loads it reads); their
-// sum.
+// AMK's formula's task times into `t` (`in`: the walk's input of `p`, whose loads and ops it reads,
+// not p's task records); their sum.
 double amk_times(const ir::Program& p, const ir::Target& tg, const WalkInput& in,
                  std::vector<double>& t) {
   const int64_t depth = p.config ? p.config->depth() : 2;
@@ -47,24 +47,41 @@ double amk_times(const ir::Program& p, const ir::Target& tg, const WalkInput& in
   const Rates rates(tg, depth);
   double total = 0;
   for (size_t i = 0; i < n; ++i) {
-    t[i] = finish(task_parts({in.bytes[i], in.flops[i]}, rates), p.tasks[i]);
+    t[i] = finish(task_parts({in.bytes[i], in.flops[i]}, rates), in.op[i]);
     total += t[i];
   }
   return total;
 }
 
-// AMK's formula over the task times `t`: its makespan and critical path into `r` (whose total_us
-// is their sum).
+}  // namespace
+
+std::optional<double> Estimator::CriticalPath::of(const ir::Program& p, const ir::Graph& g,
+                                                  const std::vector<double>& t, bool same_tasks) {
+  if (!same_tasks || !valid || times != t) {
+    const ir::ScheduleGraph deps(p, g, ir::QueueEdges::None);
+    length = deps.acyclic()
+                 ? std::optional<double>((*ir::longest_lengths<1>(deps, {std::span(t)}))[0])
+                 : std::nullopt;
+    times = t;
+    valid = true;
+  }
+  return length;
+}
+
+namespace {
+
+// AMK's formula over the task times `t`, whose critical path (nullopt: the dependencies hold a
+// cycle) is `critical`: its makespan and critical path into `r` (whose total_us is their sum).
 void amk_paths(const ir::Program& p, const ir::Target& tg, const ir::Graph& g,
-               const ir::ScheduleGraph* queues, const std::vector<double>& t, CostEstimate& r) {
-  const ir::ScheduleGraph deps(p, g, ir::QueueEdges::None);
-  if (!deps.acyclic()) {
+               const ir::ScheduleGraph* queues, const std::vector<double>& t,
+               std::optional<double> critical, CostEstimate& r) {
+  if (!critical) {
     r.cyclic = true;
     r.amk_makespan_us = r.total_us;
     return;
   }
   const std::span<const double> ct(t);
-  r.critical_path_us = (*ir::longest_lengths<1>(deps, {ct}))[0];
+  r.critical_path_us = *critical;
   if (!r.sm_assigned) {
     const double sms = std::max(1.0, tg.num_sms.as_double());
     r.amk_makespan_us = std::max(r.critical_path_us, r.total_us / sms);
@@ -86,14 +103,14 @@ void amk_paths(const ir::Program& p, const ir::Target& tg, const ir::Graph& g,
 bool same_program_part(const WalkInput& a, const WalkInput& b, bool loads) {
   return a.slots == b.slots && a.out == b.out && a.wait_off == b.wait_off && a.waits == b.waits &&
          (!loads || (a.bytes == b.bytes && a.flops == b.flops && a.streams == b.streams &&
-                     a.dequant == b.dequant && a.chain == b.chain));
+                     a.dequant == b.dequant && a.chain == b.chain && a.op == b.op));
 }
 
 // Whether two walk inputs have the same placement part (the rest: what a search's programs of
 // one structure differ in), the fields that tell them apart first.
 bool same_placement_part(const WalkInput& a, const WalkInput& b) {
   // Each field is in one of the two parts: a field added stops this compiling until it is.
-  [[maybe_unused]] const auto& [bytes, flops, streams, dequant, chain, worker, order, wait_off,
+  [[maybe_unused]] const auto& [bytes, flops, streams, dequant, chain, op, worker, order, wait_off,
                                 waits, out, est, slots, acyclic] = a;
   return a.acyclic == b.acyclic && a.worker == b.worker && a.order == b.order && a.est == b.est;
 }
@@ -153,7 +170,7 @@ double weight_floor_us(const ir::Program& p, const ir::Target& tg) {
 }
 
 double task_time_us(const ir::Program& p, const ir::Task& t, const ir::Target& tg, int64_t depth) {
-  return finish(task_parts(ir::task_load(p, t), Rates(tg, depth)), t);
+  return finish(task_parts(ir::task_load(p, t), Rates(tg, depth)), t.op);
 }
 
 CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const Runtime& rt) {
@@ -196,11 +213,15 @@ CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, c
   // Same tasks and buffers as the last call: the same loads and weights streamed.
   const bool reuse = same_tasks && called_ && program_.bytes.size() == p.tasks.size();
   called_ = true;
-  if (!reuse) streamed_bytes_ = streamed_weight_bytes(p);
+  if (!reuse) {
+    streamed_bytes_ = streamed_weight_bytes(p);
+    path_.valid = false;  // (an estimate recalled below would leave it another program's)
+  }
   r.floor_us = tg.bandwidth_bound_us(streamed_bytes_);
   std::optional<ir::ScheduleGraph> own;  // the placed program's queues, built once for all
   if (r.sm_assigned) queues = &placed_queues(p, g, queues, own);
-  fill_walk_input(in_, p, g, queues, reuse ? &program_ : nullptr);
+  // Reused, the loads are those in_ holds already: the last call's, of the same tasks.
+  fill_walk_input(in_, p, g, queues, reuse ? &in_ : nullptr);
   // A walk input is its program part and its placement part; program_ holds the last call's
   // program part, and its version tells the estimates kept which program part was theirs.
   if (!same_program_part(program_, in_, !reuse)) {
@@ -229,7 +250,7 @@ CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, c
         r.runtime = rt.name;
         return r;
       }
-  amk_paths(p, tg, g, queues, times_, r);
+  amk_paths(p, tg, g, queues, times_, path_.of(p, g, times_, reuse), r);
   r.bytes_in_flight = m.in_flight;
   r.worker_gbs = m.stream * 1e-3;
   const Walk w = sim_.run(in_, m, false);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,17 @@ class Estimator {
   bool called_ = false;        // there is a last call (same_tasks means nothing before)
   Simulator sim_;
   std::vector<double> times_;  // AMK's formula: each task's time
+  // AMK's critical path through the dependencies of the tasks of the last calls, kept while their
+  // tasks stay the same (same_tasks) and are weighed by the same times.
+  struct CriticalPath {
+    bool valid = false;
+    std::vector<double> times;     // the task times it was found for
+    std::optional<double> length;  // nullopt: the dependencies hold a cycle
+    // Its length for p's tasks (graph g) weighed by `t`, found again unless `same_tasks` (p's
+    // tasks are those it was found for) and t are its times.
+    std::optional<double> of(const ir::Program& p, const ir::Graph& g, const std::vector<double>& t,
+                             bool same_tasks);
+  } path_;
   std::vector<Entry> recent_;
   uint64_t clock_ = 0, recalled_ = 0;
 };

@@ -132,6 +132,7 @@ void WalkInput::resize_loads(size_t n) {
   streams.resize(n);
   dequant.resize(n);
   chain.resize(n);
+  op.resize(n);
 }
 
 void WalkInput::copy_loads(const WalkInput& from) {
@@ -140,6 +141,7 @@ void WalkInput::copy_loads(const WalkInput& from) {
   streams = from.streams;
   dequant = from.dequant;
   chain = from.chain;
+  op = from.op;
 }
 
 void WalkInput::set_load(size_t i, const ir::TaskLoad& l, const ir::Task& t) {
@@ -149,6 +151,7 @@ void WalkInput::set_load(size_t i, const ir::TaskLoad& l, const ir::Task& t) {
   dequant[i] = l.dequant;
   chain[i] = {static_cast<float>(l.heads), static_cast<float>(l.steps),
               static_cast<float>(l.width)};
+  op[i] = t.op;
 }
 
 void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
@@ -166,7 +169,7 @@ void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
   in.waits.assign(g.wait_slot_list().begin(), g.wait_slot_list().end());
   if (loads) {
     AMK_ASSERT(loads->bytes.size() == n, "fill_walk_input: the loads of another program");
-    in.copy_loads(*loads);
+    if (loads != &in) in.copy_loads(*loads);
   } else {
     in.resize_loads(n);
   }
@@ -244,7 +247,7 @@ void Simulator::State::start(const WalkInput& input, const Machine& machine) {
   m = &machine;
   const size_t n = input.out.size();
   AMK_ASSERT(input.bytes.size() == n && input.flops.size() == n && input.streams.size() == n &&
-                 input.dequant.size() == n && input.chain.size() == n &&
+                 input.dequant.size() == n && input.chain.size() == n && input.op.size() == n &&
                  input.wait_off.size() == n + 1,
              "a walk's input holds a load and a wait list for every task");
   const uint32_t workers = machine.workers;

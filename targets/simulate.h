@@ -127,6 +127,7 @@ struct WalkInput {
   std::vector<uint8_t> streams;              ///< by task: streams weights a runtime may load ahead
   std::vector<uint8_t> dequant;              ///< by task: ir::TaskLoad::dequant
   std::vector<std::array<float, 3>> chain;   ///< by task: ir::TaskLoad's heads, steps and width
+  std::vector<ir::Op> op;                    ///< by task (AMK's formula adds a GEMV tile's issue)
   std::vector<uint32_t> worker;              ///< by task; empty: the runtime places the tasks
   std::vector<uint32_t> order;               ///< topological over the waits and each worker's queue
   std::vector<uint32_t> wait_off{0}, waits;  ///< CSR: the counter slots each task waits on
@@ -134,9 +135,9 @@ struct WalkInput {
   std::vector<std::pair<int64_t, int64_t>> est;  ///< est_bytes, est_flops (AMK's loader's keys)
   uint32_t slots = 0;                            ///< number of counter slots
   bool acyclic = true;                           ///< false: no order holds every task
-  /// Sizes the per-task loads (bytes, flops, streams, dequant, chain) for `n` tasks.
+  /// Sizes the per-task loads (bytes, flops, streams, dequant, chain, op) for `n` tasks.
   void resize_loads(size_t n);
-  /// The per-task loads of `from` (bytes, flops, streams, dequant, chain), in place of these.
+  /// The per-task loads of `from` (bytes, flops, streams, dequant, chain, op), in place of these.
   void copy_loads(const WalkInput& from);
   /// Task i's load, as the walk reads it of task `t`.
   void set_load(size_t i, const ir::TaskLoad& l, const ir::Task& t);
@@ -145,7 +146,8 @@ struct WalkInput {
 /// estimate() takes it).
 WalkInput walk_input(const ir::Program& p, const ir::Graph& g, const ir::ScheduleGraph* queues);
 /// Likewise into `in`, reusing its memory; the loads are copied from `loads` when it is given (the
-/// input of a program whose tasks, their SMs aside, and buffers are those of `p`: as many tasks).
+/// input of a program whose tasks, their SMs aside, and buffers are those of `p`: as many tasks;
+/// `in` itself: its loads are p's already).
 void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
                      const ir::ScheduleGraph* queues, const WalkInput* loads = nullptr);
 

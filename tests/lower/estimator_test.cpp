@@ -54,7 +54,20 @@ TEST(Estimator, EqualsAColdEstimateOverManyConfigsTargetsAndRuntimes) {
                         {"toy-2L", "tx8", "tx8"},       {"toy-1L", "b200", "hazy"},
                         {"toy-2L", "h100", "mpk"},      {"small-4L", "h100", "amk-cuda"}};
   targets::Estimator warm;  // one for every case: what a case left must not answer another
-  size_t programs = 0;
+  size_t programs = 0, same = 0;
+  // The tasks (their SMs cleared) and buffers of the program the estimator took last: a program
+  // with the same ones is said to have the same tasks, as a search says it.
+  std::vector<ir::Task> last_tasks;
+  std::vector<ir::Buffer> last_buffers;
+  auto same_tasks = [&](const ir::Program& p) {
+    std::vector<ir::Task> tasks = p.tasks;
+    for (ir::Task& task : tasks) task.sm.reset();
+    const bool is_same = tasks == last_tasks && p.buffers == last_buffers;
+    last_tasks = std::move(tasks);
+    last_buffers = p.buffers;
+    same += is_same;
+    return is_same;
+  };
   for (const Case& k : cases) {
     const ModelSpec m = model(k.model);
     const targets::TargetSpec t = target(k.target);
@@ -80,17 +93,19 @@ TEST(Estimator, EqualsAColdEstimateOverManyConfigsTargetsAndRuntimes) {
         const ir::Graph g = ir::Graph::build(p);
         const ir::ScheduleGraph queues(p, g, ir::QueueEdges::Loader);
         const targets::CostEstimate cold = targets::estimate(p, t.record, rt);
-        expect_same(warm(p, t.record, rt, g, i % 2 ? &queues : nullptr), cold, what);
+        expect_same(warm(p, t.record, rt, g, i % 2 ? &queues : nullptr, same_tasks(p)), cold, what);
         // The same program under the target's other runtime: never the first one's estimate.
         const targets::Runtime& other = targets::default_runtime(t.record);
-        expect_same(warm(p, t.record, other, g), targets::estimate(p, t.record, other),
-                    what + " on " + other.name);
+        expect_same(warm(p, t.record, other, g, nullptr, same_tasks(p)),
+                    targets::estimate(p, t.record, other), what + " on " + other.name);
         ++programs;
       }
     }
   }
   EXPECT_GT(warm.recalled(), programs / 4) << "the sequences hold programs the estimator recalls";
   EXPECT_LT(warm.recalled(), 2 * programs) << "and programs it walks";
+  EXPECT_GT(same, programs) << "and programs with the tasks of the one before";
+  EXPECT_LT(same, 2 * programs) << "and programs with others";
 }
 
 // The walks an estimator keeps are recalled only for the program part (counter slots, task loads)
