@@ -1,6 +1,7 @@
 #include "targets/cost.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 #include <utility>
@@ -26,6 +27,7 @@ struct Rates {
       : exposed(std::max(0.5, 1.0 / (1.0 + 0.6 * static_cast<double>(depth)))),
         bw(tg.hbm_bandwidth_gbs.as_double()),
         tf(tg.fp16_tflops.as_double()) {}
+  std::array<double, 3> key() const { return {exposed, bw, tf}; }
 };
 
 Parts task_parts(const ir::TaskLoad& load, const Rates& r) {
@@ -37,14 +39,16 @@ double finish(const Parts& q, ir::Op op) {
   return std::max(q.mem_us, q.compute_us) + 1.5 + (op == ir::Op::GEMV_TILE ? 0.05 : 0.0);
 }
 
-// AMK's formula's task times into `t` (`in`: the walk's input of `p`, whose loads and ops it reads,
-// not p's task records); their sum.
-double amk_times(const ir::Program& p, const ir::Target& tg, const WalkInput& in,
-                 std::vector<double>& t) {
-  const int64_t depth = p.config ? p.config->depth() : 2;
-  const size_t n = p.tasks.size();
+// The rates AMK's formula weighs p's tasks by on `tg`.
+Rates rates_of(const ir::Program& p, const ir::Target& tg) {
+  return Rates(tg, p.config ? p.config->depth() : 2);
+}
+
+// AMK's formula's task times into `t` (`in`: the walk's input of a program, whose loads and ops it
+// reads, not the program's task records); their sum.
+double amk_times(const Rates& rates, const WalkInput& in, std::vector<double>& t) {
+  const size_t n = in.op.size();
   t.resize(n);
-  const Rates rates(tg, depth);
   double total = 0;
   for (size_t i = 0; i < n; ++i) {
     t[i] = finish(task_parts({in.bytes[i], in.flops[i]}, rates), in.op[i]);
@@ -56,13 +60,13 @@ double amk_times(const ir::Program& p, const ir::Target& tg, const WalkInput& in
 }  // namespace
 
 std::optional<double> Estimator::CriticalPath::of(const ir::Program& p, const ir::Graph& g,
-                                                  const std::vector<double>& t, bool same_tasks) {
-  if (!same_tasks || !valid || times != t) {
+                                                  const Times& t, bool same_tasks) {
+  if (!same_tasks || !valid || times_version != t.version) {
     const ir::ScheduleGraph deps(p, g, ir::QueueEdges::None);
     length = deps.acyclic()
-                 ? std::optional<double>((*ir::longest_lengths<1>(deps, {std::span(t)}))[0])
+                 ? std::optional<double>((*ir::longest_lengths<1>(deps, {std::span(t.t)}))[0])
                  : std::nullopt;
-    times = t;
+    times_version = t.version;
     valid = true;
   }
   return length;
@@ -191,7 +195,7 @@ CostEstimate estimate(const ir::Program& p, const ir::Target& tg, const Runtime&
 struct Estimator::Entry {
   WalkInput in;  // its placement part only (the program part is Estimator::program_'s)
   uint64_t program_version = 0;
-  std::vector<double> times;
+  std::array<double, 3> rates{};  // AMK's times are those of its program part at these rates
   std::optional<Machine> machine;
   double floor_us = 0, sms = 0;
   uint64_t used = 0;
@@ -232,7 +236,16 @@ CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, c
     if (!reuse) program_.copy_loads(in_);
     ++program_version_;
   }
-  r.total_us = amk_times(p, tg, in_, times_);
+  // AMK's times: those of the program part at the rates, worked out once for both.
+  const Rates rates = rates_of(p, tg);
+  if (!times_.valid || times_.program_version != program_version_ || times_.rates != rates.key()) {
+    times_.total = amk_times(rates, in_, times_.t);
+    times_.program_version = program_version_;
+    times_.rates = rates.key();
+    times_.valid = true;
+    ++times_.version;
+  }
+  r.total_us = times_.total;
   const Machine m(p.config ? &*p.config : nullptr, tg, rt);
   const double sms = tg.num_sms.as_double();
   // The walk's input holds the SM queues of AMK's loader, not those of another runtime's graph,
@@ -242,7 +255,7 @@ CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, c
   if (recallable)
     for (Entry& e : recent_)
       if (e.machine == m && e.floor_us == r.floor_us && e.sms == sms &&
-          e.result.sm_assigned == r.sm_assigned && e.times == times_ &&
+          e.result.sm_assigned == r.sm_assigned && e.rates == times_.rates &&
           e.program_version == program_version_ && same_placement_part(e.in, in_)) {
         e.used = clock_;
         ++recalled_;
@@ -250,7 +263,7 @@ CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, c
         r.runtime = rt.name;
         return r;
       }
-  amk_paths(p, tg, g, queues, times_, path_.of(p, g, times_, reuse), r);
+  amk_paths(p, tg, g, queues, times_.t, path_.of(p, g, times_, reuse), r);
   r.bytes_in_flight = m.in_flight;
   r.worker_gbs = m.stream * 1e-3;
   const Walk w = sim_.run(in_, m, false);
@@ -269,7 +282,7 @@ CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, c
 }
 
 // Keeps the estimate just made, in place of the least recently used one when kRecall are kept
-// (in_ and times_ are left holding that one's memory for their placement part and AMK's times).
+// (in_ is left holding that one's memory for its placement part).
 void Estimator::remember(const Machine& m, double sms, const CostEstimate& r) {
   Entry* e = nullptr;
   if (recent_.size() < kRecall) {
@@ -284,7 +297,7 @@ void Estimator::remember(const Machine& m, double sms, const CostEstimate& r) {
   e->in.est.swap(in_.est);
   e->in.acyclic = in_.acyclic;
   e->program_version = program_version_;
-  std::swap(e->times, times_);
+  e->rates = times_.rates;
   e->machine = m;
   e->floor_us = r.floor_us;
   e->sms = sms;

@@ -4,6 +4,7 @@
 // weight-streaming floor no schedule beats.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -92,16 +93,25 @@ class Estimator {
   double streamed_bytes_ = 0;  // streamed_weight_bytes of the last call's program
   bool called_ = false;        // there is a last call (same_tasks means nothing before)
   Simulator sim_;
-  std::vector<double> times_;  // AMK's formula: each task's time
+  // AMK's formula: each task's time and their sum, for the program part of program_version and
+  // the rates (a depth's exposed share, bandwidth, tflops) they were worked out for; version
+  // changes whenever they are worked out again.
+  struct Times {
+    bool valid = false;
+    uint64_t program_version = 0, version = 0;
+    std::array<double, 3> rates{};
+    std::vector<double> t;
+    double total = 0;
+  } times_;
   // AMK's critical path through the dependencies of the tasks of the last calls, kept while their
   // tasks stay the same (same_tasks) and are weighed by the same times.
   struct CriticalPath {
     bool valid = false;
-    std::vector<double> times;     // the task times it was found for
+    uint64_t times_version = 0;    // Times::version of the times it was found for
     std::optional<double> length;  // nullopt: the dependencies hold a cycle
     // Its length for p's tasks (graph g) weighed by `t`, found again unless `same_tasks` (p's
     // tasks are those it was found for) and t are its times.
-    std::optional<double> of(const ir::Program& p, const ir::Graph& g, const std::vector<double>& t,
+    std::optional<double> of(const ir::Program& p, const ir::Graph& g, const Times& t,
                              bool same_tasks);
   } path_;
   std::vector<Entry> recent_;
