@@ -91,19 +91,21 @@ constexpr size_t kEmittedKept = 8;
 
 // What assign and pages decided for a structure and the knobs they read, kept so that a config
 // differing from an earlier one only in knobs a pass does not read (a search's neighbours: the
-// page allocation, threads and smem leave the placement as it was) takes the decision again.
+// page allocation and smem leave the placement as it was; the threads weigh its tasks) takes the
+// decision again.
 // `structure` is the Lowerer's (entry, Structure::filled) pair; {-1, 0}: not filled.
 struct Placement {
   std::pair<ptrdiff_t, uint64_t> structure{-1, 0};
   uint64_t used = 0;
   Knobs::Sm sm = Knobs::Sm::None;
   std::vector<std::pair<int64_t, int64_t>> sm_map;
-  int64_t depth = 0;
+  int64_t depth = 0, threads = 0;
   std::vector<int64_t> sms;  // the decision: Plan::sm, order, pos and the log line
   std::vector<uint32_t> order, pos;
   std::string log;
   bool reads(const std::pair<ptrdiff_t, uint64_t>& st, const Knobs& k) const {
-    return structure == st && sm == k.sm && sm_map == k.sm_map && depth == k.depth;
+    return structure == st && sm == k.sm && sm_map == k.sm_map && depth == k.depth &&
+           threads == k.threads;
   }
 };
 struct PagePlan {
@@ -393,7 +395,16 @@ ir::Status Lowerer::Impl::assign(const std::pair<ptrdiff_t, uint64_t>& st, bool 
   d.structure = {-1, 0};
   ir::Status status = assign_workers(p);
   if (!status) return status;
-  d = {st, clock, p.knobs.sm, p.knobs.sm_map, p.knobs.depth, p.sm, p.order, p.pos, p.log.back()};
+  d = {.structure = st,
+       .used = clock,
+       .sm = p.knobs.sm,
+       .sm_map = p.knobs.sm_map,
+       .depth = p.knobs.depth,
+       .threads = p.knobs.threads,
+       .sms = p.sm,
+       .order = p.order,
+       .pos = p.pos,
+       .log = p.log.back()};
   return status;
 }
 

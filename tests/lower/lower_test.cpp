@@ -644,6 +644,10 @@ TEST(Lowerer, RecallsAPlacementOrPagesOnlyWhereTheKnobsTheyReadAreTheSame) {
       cfg("load_balance", 0, "graph_color"),
       cfg("load_balance", 2, "linear"),
       cfg(json::object(), 0, "graph_color"),  // explicit, nothing pinned: no load balancing
+      // At depth 1 the threads weigh the tasks differently enough that load_balance keeps round
+      // robin at 256 and the critical-path order at 128.
+      cfg("load_balance", 1, "graph_color", 256),
+      cfg("load_balance", 1, "graph_color", 128),
   };
   Lowerer warm(m, t, {});
   std::vector<ir::Program> cold;
@@ -665,6 +669,7 @@ TEST(Lowerer, RecallsAPlacementOrPagesOnlyWhereTheKnobsTheyReadAreTheSame) {
   EXPECT_NE(sms(cold[0]), sms(cold[4]));    // pipelining_depth
   EXPECT_NE(sms(cold[5]), sms(cold[6]));    // the explicit map
   EXPECT_NE(sms(cold[7]), sms(cold[9]));    // load_balance or not
+  EXPECT_NE(sms(cold[10]), sms(cold[11]));  // threads_per_block
   EXPECT_NE(cold[0].pages, cold[3].pages);  // the emission order the pages are planned for
   EXPECT_NE(cold[0].pages, cold[1].pages);  // page_allocation
 }
