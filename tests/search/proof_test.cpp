@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 
+#include "ir/json_io.h"
 #include "lower/config.h"
 #include "lower/lower.h"
 #include "lower_support.h"
@@ -52,6 +53,13 @@ TEST(SearchProof, EveryCandidateOfSearchesOnThreeModelsAndTwoTargetsIsProvedAsIn
           if (ir::has_errors(lr.diagnostics)) {
             EXPECT_EQ(trial->proof, "");
             continue;
+          }
+          // The warm lowering's program is a cold lowering's, byte for byte.
+          const lower::LowerResult cold = lower::lower(m, t, trial->config, o.lower);
+          EXPECT_TRUE(cold.value) << trial->key;
+          if (cold.value) {
+            EXPECT_EQ(ir::write_program(lowerer.program()), ir::write_program(*cold.value))
+                << trial->key;
           }
           const std::string structure = lowerer.structure_of(trial->config);
           auto [it, first] = by_structure.try_emplace(structure);
