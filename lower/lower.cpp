@@ -232,6 +232,16 @@ const std::string& Lowerer::structure() const {
   return impl_->cache[static_cast<size_t>(impl_->staged)].key;
 }
 
+uint64_t Lowerer::emission_order() const {
+  AMK_ASSERT(impl_->has_program, "Lowerer::emission_order() before a successful run()");
+  uint64_t h = 0;
+  for (uint32_t v : impl_->p.order) {
+    h = (h ^ v) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
 uint64_t Lowerer::emits_recalled() const {
   return impl_->recalled;
 }

@@ -70,6 +70,10 @@ class Lowerer {
   /// The structure key of the last successful run() (structure_of its config) for a warm
   /// lowerer; empty for a cold one.
   const std::string& structure() const;
+  /// A hash of the order the last successful run() emitted its tasks in (0: task order): the
+  /// programs of one structure and one order differ only where a placement, page plan or config
+  /// differs (load_balance's critical-path order renumbers the tasks).
+  uint64_t emission_order() const;
   /// The key of the structure (tasks, buffers, dependencies) `cfg` lowers to, as run() keys its
   /// cache: configs with one key differ only in what the later passes read (placement, pages,
   /// the launch). "" when the config's knobs are refused.

@@ -58,9 +58,11 @@ std::optional<Source> parse_source(std::string_view s) {
 }
 
 // An evaluator proves and scores each candidate with the validator and the estimator of its
-// structure (Lowerer::structure_of): a search's next neighbourhoods come back to the tilings of its
-// last ones with other placements, and the validator that proved a structure last proves it again
-// incrementally, the estimator takes its tasks' loads and recalls its recent walks. Slots are kept
+// structure (Lowerer::structure_of) and emission order (Lowerer::emission_order: a placement in
+// critical-path order renumbers the tasks, which a proof against the other order would take for
+// new tasks): a search's next neighbourhoods come back to the tilings of its last ones with other
+// placements, and the validator that proved a structure last proves it again incrementally, the
+// estimator takes its tasks' loads and recalls its recent walks. Slots are kept
 // while their programs total at most kSlotTasks tasks (some 2 MB per 4k tasks each: eight
 // Llama-3.2-1B structures), and at least one; past that the least recently used takes the next
 // new structure.
@@ -131,7 +133,8 @@ void Evaluator::evaluate(Trial& t, Objective obj) {
   }
   const ir::Program& p = lowerer.program();
   t.tasks = static_cast<int64_t>(p.tasks.size());
-  Slot& slot = impl_->slot_for(lowerer.structure());
+  Slot& slot =
+      impl_->slot_for(fmt::format("{}#{:x}", lowerer.structure(), lowerer.emission_order()));
   validate::Validator& validator = slot.validator;
   validate::Result v = validator.validate(p, lowerer.tasks_stamp());
   slot.tasks = p.tasks.size();

@@ -651,9 +651,11 @@ TEST(Lowerer, RecallsAPlacementOrPagesOnlyWhereTheKnobsTheyReadAreTheSame) {
   };
   Lowerer warm(m, t, {});
   std::vector<ir::Program> cold;
+  std::vector<uint64_t> orders;  // emission_order() by step
   for (size_t i = 0; i < walk.size(); ++i) {
     const LowerResult w = warm.run(walk[i]);
     ASSERT_FALSE(ir::has_errors(w.diagnostics)) << amk::test::text(w.diagnostics);
+    orders.push_back(warm.emission_order());
     cold.push_back(must(lower(m, t, walk[i], {})));
     EXPECT_TRUE(
         amk::test::same_text(ir::write_program(warm.program()), ir::write_program(cold.back())))
@@ -670,6 +672,12 @@ TEST(Lowerer, RecallsAPlacementOrPagesOnlyWhereTheKnobsTheyReadAreTheSame) {
   EXPECT_NE(sms(cold[5]), sms(cold[6]));    // the explicit map
   EXPECT_NE(sms(cold[7]), sms(cold[9]));    // load_balance or not
   EXPECT_NE(sms(cold[10]), sms(cold[11]));  // threads_per_block
+  // The emission order: renumbered at depth 0 (one order for both page plans), the tasks' own
+  // under round robin.
+  EXPECT_NE(orders[0], 0u);
+  EXPECT_EQ(orders[0], orders[1]);
+  EXPECT_EQ(orders[3], 0u);
+  EXPECT_EQ(orders[10], 0u);
   EXPECT_NE(cold[0].pages, cold[3].pages);  // the emission order the pages are planned for
   EXPECT_NE(cold[0].pages, cold[1].pages);  // page_allocation
 }

@@ -1,14 +1,16 @@
 // Proves that a search's incremental proof is the full proof: every candidate of searches on three
 // models and two targets, in the order the search hands them to its evaluator, is lowered and
-// proved by the incremental validator of its structure and by a fresh full one, with the same
-// result; the evaluator's logged path is the one that validator took, or "full" where the
-// evaluator had let that structure's validator go; and its predictions (whose task loads it takes
+// proved by the incremental validator of its structure and emission order and by a fresh full one,
+// with the same result; the evaluator's logged path is the one that validator took, or "full"
+// where the evaluator had let that validator go; and its predictions (whose task loads it takes
 // from the last candidate when the proof found the same tasks) are those of a fresh estimate. The
 // evaluator takes its lowering's stamps on trust; the test's validators check every promise.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "ir/json_io.h"
 #include "lower/config.h"
@@ -40,7 +42,7 @@ TEST(SearchProof, EveryCandidateOfSearchesOnThreeModelsAndTwoTargetsIsProvedAsIn
       o.seed = 46;
       Evaluator evaluator(m, t, o.lower);
       lower::Lowerer lowerer(m, t, o.lower);
-      std::map<std::string, validate::Validator> by_structure;  // every structure met
+      std::map<std::string, validate::Validator> by_structure;  // every structure and order met
       std::map<std::string, uint64_t> stamp_of;                 // the last one each was given
       int promised = 0;  // programs whose lowering stamp promised the last proof's tasks
       std::map<std::string, int> paths;
@@ -61,7 +63,9 @@ TEST(SearchProof, EveryCandidateOfSearchesOnThreeModelsAndTwoTargetsIsProvedAsIn
             EXPECT_EQ(ir::write_program(lowerer.program()), ir::write_program(*cold.value))
                 << trial->key;
           }
-          const std::string structure = lowerer.structure_of(trial->config);
+          // A validator per structure and emission order, as the evaluator keeps them.
+          const std::string structure =
+              fmt::format("{}#{:x}", lowerer.structure_of(trial->config), lowerer.emission_order());
           auto [it, first] = by_structure.try_emplace(structure);
           validate::Validator& incremental = it->second;
           if (first) {
