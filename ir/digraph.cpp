@@ -69,6 +69,7 @@ ScheduleGraph::ScheduleGraph(const Program& p, const Graph& g, QueueEdges queues
 
 void ScheduleGraph::assign(const Program& p, QueueEdges queues) {
   kind_ = queues;
+  placed_ = false;
   prev_.clear();
   next_.clear();
   order_.clear();
@@ -79,8 +80,10 @@ void ScheduleGraph::assign(const Program& p, QueueEdges queues) {
   prev_.assign(n, -1);
   next_.assign(n, -1);
   LastOnSm last;
+  placed_ = true;
   for (uint32_t t = 0; t < n; ++t) {
     const auto& sm = p.tasks[t].sm;
+    placed_ = placed_ && sm && *sm >= 0;
     if (queues == QueueEdges::Assigned && !sm) continue;
     int64_t& q = last[queues == QueueEdges::Loader ? std::max<int64_t>(0, sm.value_or(0)) : *sm];
     if (q >= 0) {

@@ -92,6 +92,9 @@ class ScheduleGraph {
   bool acyclic() const { return order().size() == g_.num_tasks(); }
   /// The queue edges it was built with.
   QueueEdges queues() const { return kind_; }
+  /// Whether every task has an SM >= 0, where its queues then stand for both kinds (false for
+  /// QueueEdges::None).
+  bool every_task_placed() const { return placed_; }
   /// A task's predecessor in its SM's queue, or -1.
   int64_t queue_prev(uint32_t t) const { return prev_.empty() ? -1 : prev_[t]; }
   /// A task's successor in its SM's queue, or -1.
@@ -110,6 +113,7 @@ class ScheduleGraph {
  private:
   const Graph& g_;
   QueueEdges kind_;
+  bool placed_ = false;
   std::vector<int64_t> prev_, next_;
   std::vector<uint32_t> order_, pos_;
   KahnScratch kahn_;

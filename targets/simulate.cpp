@@ -40,10 +40,8 @@ const ir::ScheduleGraph& placed_queues(const ir::Program& p, const ir::Graph& g,
                                   ? ir::QueueEdges::Assigned
                                   : ir::QueueEdges::Loader;
   const bool reuse = queues && &queues->graph() == &g &&
-                     (queues->queues() == mode ||
-                      (queues->queues() == ir::QueueEdges::Assigned &&
-                       std::all_of(p.tasks.begin(), p.tasks.end(),
-                                   [](const ir::Task& t) { return t.sm && *t.sm >= 0; })));
+                     (queues->queues() == mode || (queues->queues() == ir::QueueEdges::Assigned &&
+                                                   queues->every_task_placed()));
   return reuse ? *queues : own.emplace(p, g, mode);
 }
 

@@ -289,6 +289,30 @@ TEST(ScheduleGraph, AQueueOrderAgainstTheDependenciesIsACycle) {
   EXPECT_FALSE(longest_lengths<1>(q, {std::span<const double>(ones)}).has_value());
 }
 
+TEST(ScheduleGraph, EveryTaskPlacedOnlyWhereEachTaskHasAnSmOfZeroOrMore) {
+  Program p;
+  p.add_counter();
+  Task a;
+  a.out_counter = 0;
+  a.sm = 1;
+  Task b = a;
+  b.sm = 0;
+  p.tasks = {a, b};
+  const Graph g = Graph::build(p);
+  ScheduleGraph q(p, g, QueueEdges::Assigned);
+  EXPECT_TRUE(q.every_task_placed());
+  EXPECT_TRUE(ScheduleGraph(p, g, QueueEdges::Loader).every_task_placed());
+  EXPECT_FALSE(ScheduleGraph(p, g, QueueEdges::None).every_task_placed());
+  for (const std::optional<int64_t> sm : {std::optional<int64_t>(), std::optional<int64_t>(-1)}) {
+    p.tasks[1].sm = sm;
+    q.assign(p, QueueEdges::Assigned);  // built again, in place
+    EXPECT_FALSE(q.every_task_placed());
+  }
+  p.tasks[1].sm = 2;
+  q.assign(p, QueueEdges::Assigned);
+  EXPECT_TRUE(q.every_task_placed());
+}
+
 TEST(Digraph, KahnOrderAndUpwardRanks) {
   const std::pair<uint32_t, uint32_t> edges[] = {{0, 2}, {1, 2}, {2, 3}, {1, 3}};
   const Digraph d = Digraph::from_edges(4, edges);
