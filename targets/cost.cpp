@@ -103,11 +103,11 @@ void amk_paths(const ir::Program& p, const ir::Target& tg, const ir::Graph& g,
 }
 
 // Whether two walk inputs have the same program part: the counter slots and the per-task loads
-// (the same for every placement of one program's tasks). `loads`: compare the loads too.
-bool same_program_part(const WalkInput& a, const WalkInput& b, bool loads) {
+// (the same for every placement of one program's tasks).
+bool same_program_part(const WalkInput& a, const WalkInput& b) {
   return a.slots == b.slots && a.out == b.out && a.wait_off == b.wait_off && a.waits == b.waits &&
-         (!loads || (a.bytes == b.bytes && a.flops == b.flops && a.streams == b.streams &&
-                     a.dequant == b.dequant && a.chain == b.chain && a.op == b.op));
+         a.bytes == b.bytes && a.flops == b.flops && a.streams == b.streams &&
+         a.dequant == b.dequant && a.chain == b.chain && a.op == b.op;
 }
 
 // Whether two walk inputs have the same placement part (the rest: what a search's programs of
@@ -224,16 +224,17 @@ CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, c
   r.floor_us = tg.bandwidth_bound_us(streamed_bytes_);
   std::optional<ir::ScheduleGraph> own;  // the placed program's queues, built once for all
   if (r.sm_assigned) queues = &placed_queues(p, g, queues, own);
-  // Reused, the loads are those in_ holds already: the last call's, of the same tasks.
+  // Reused, the program part (counter slots, loads) is the one in_ holds already: the last
+  // call's, of the same tasks.
   fill_walk_input(in_, p, g, queues, reuse ? &in_ : nullptr);
   // A walk input is its program part and its placement part; program_ holds the last call's
   // program part, and its version tells the estimates kept which program part was theirs.
-  if (!same_program_part(program_, in_, !reuse)) {
+  if (!reuse && !same_program_part(program_, in_)) {
     program_.slots = in_.slots;
     program_.out = in_.out;
     program_.wait_off = in_.wait_off;
     program_.waits = in_.waits;
-    if (!reuse) program_.copy_loads(in_);
+    program_.copy_loads(in_);
     ++program_version_;
   }
   // AMK's times: those of the program part at the rates, worked out once for both.

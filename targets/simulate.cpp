@@ -161,13 +161,17 @@ void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
       placed ? placed_queues(p, g, queues, own).order() : g.topo_order();
   in.order.assign(order.begin(), order.end());
   in.acyclic = in.order.size() == n;
-  in.slots = g.num_slots();
-  in.out.assign(g.out_slots().begin(), g.out_slots().end());
-  in.wait_off.assign(g.wait_slot_offsets().begin(), g.wait_slot_offsets().end());
-  in.waits.assign(g.wait_slot_list().begin(), g.wait_slot_list().end());
+  const bool kept = loads == &in;  // its counter slots and loads are p's already
+  if (!kept) {
+    in.slots = g.num_slots();
+    in.out.assign(g.out_slots().begin(), g.out_slots().end());
+    in.wait_off.assign(g.wait_slot_offsets().begin(), g.wait_slot_offsets().end());
+    in.waits.assign(g.wait_slot_list().begin(), g.wait_slot_list().end());
+  }
   if (loads) {
-    AMK_ASSERT(loads->bytes.size() == n, "fill_walk_input: the loads of another program");
-    if (loads != &in) in.copy_loads(*loads);
+    AMK_ASSERT(loads->bytes.size() == n && (!kept || in.out.size() == n),
+               "fill_walk_input: the loads of another program");
+    if (!kept) in.copy_loads(*loads);
   } else {
     in.resize_loads(n);
   }

@@ -147,7 +147,7 @@ struct WalkInput {
 WalkInput walk_input(const ir::Program& p, const ir::Graph& g, const ir::ScheduleGraph* queues);
 /// Likewise into `in`, reusing its memory; the loads are copied from `loads` when it is given (the
 /// input of a program whose tasks, their SMs aside, and buffers are those of `p`: as many tasks;
-/// `in` itself: its loads are p's already).
+/// `in` itself: its counter slots and loads, the program part, are p's already and kept).
 void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
                      const ir::ScheduleGraph* queues, const WalkInput* loads = nullptr);
 
