@@ -226,7 +226,7 @@ CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, c
   if (r.sm_assigned) queues = &placed_queues(p, g, queues, own);
   // Reused, the program part (counter slots, loads) is the one in_ holds already: the last
   // call's, of the same tasks.
-  fill_walk_input(in_, p, g, queues, reuse ? &in_ : nullptr);
+  fill_walk_input(in_, p, g, queues, /*keep_program_part=*/reuse);
   // A walk input is its program part and its placement part; program_ holds the last call's
   // program part, and its version tells the estimates kept which program part was theirs.
   if (!reuse && !same_program_part(program_, in_)) {

@@ -153,7 +153,7 @@ void WalkInput::set_load(size_t i, const ir::TaskLoad& l, const ir::Task& t) {
 }
 
 void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
-                     const ir::ScheduleGraph* queues, const WalkInput* loads) {
+                     const ir::ScheduleGraph* queues, bool keep_program_part) {
   const size_t n = p.tasks.size();
   const bool placed = p.sm_assigned();
   std::optional<ir::ScheduleGraph> own;
@@ -161,25 +161,21 @@ void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
       placed ? placed_queues(p, g, queues, own).order() : g.topo_order();
   in.order.assign(order.begin(), order.end());
   in.acyclic = in.order.size() == n;
-  const bool kept = loads == &in;  // its counter slots and loads are p's already
-  if (!kept) {
+  if (keep_program_part) {
+    AMK_ASSERT(in.bytes.size() == n && in.out.size() == n,
+               "fill_walk_input: the program part of another program");
+  } else {
     in.slots = g.num_slots();
     in.out.assign(g.out_slots().begin(), g.out_slots().end());
     in.wait_off.assign(g.wait_slot_offsets().begin(), g.wait_slot_offsets().end());
     in.waits.assign(g.wait_slot_list().begin(), g.wait_slot_list().end());
-  }
-  if (loads) {
-    AMK_ASSERT(loads->bytes.size() == n && (!kept || in.out.size() == n),
-               "fill_walk_input: the loads of another program");
-    if (!kept) in.copy_loads(*loads);
-  } else {
     in.resize_loads(n);
   }
   in.worker.resize(placed ? n : 0);
   in.est.resize(placed ? 0 : n);
   for (uint32_t i = 0; i < n; ++i) {
     const ir::Task& t = p.tasks[i];
-    if (!loads) in.set_load(i, ir::task_load(p, t), t);
+    if (!keep_program_part) in.set_load(i, ir::task_load(p, t), t);
     if (placed)
       in.worker[i] = static_cast<uint32_t>(std::max<int64_t>(0, t.sm.value_or(0)));
     else

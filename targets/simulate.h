@@ -145,11 +145,11 @@ struct WalkInput {
 /// The walk's input of a placed or unplaced program (`g`: its counter graph; `queues` as
 /// estimate() takes it).
 WalkInput walk_input(const ir::Program& p, const ir::Graph& g, const ir::ScheduleGraph* queues);
-/// Likewise into `in`, reusing its memory; the loads are copied from `loads` when it is given (the
-/// input of a program whose tasks, their SMs aside, and buffers are those of `p`: as many tasks;
-/// `in` itself: its counter slots and loads, the program part, are p's already and kept).
+/// Likewise into `in`, reusing its memory; with `keep_program_part`, `in` holds the input of a
+/// program whose tasks, their SMs aside, and buffers are those of `p`, and its program part
+/// (counter slots, waits, loads) is kept as it is: only the placement part is filled.
 void fill_walk_input(WalkInput& in, const ir::Program& p, const ir::Graph& g,
-                     const ir::ScheduleGraph* queues, const WalkInput* loads = nullptr);
+                     const ir::ScheduleGraph* queues, bool keep_program_part = false);
 
 /// Whether a runtime may load a task's weights ahead: GEMV and GEMM tiles, fused tasks.
 inline bool streams_weights(const ir::Task& t) {
