@@ -267,7 +267,7 @@ CostEstimate Estimator::operator()(const ir::Program& p, const ir::Target& tg, c
   amk_paths(p, tg, g, queues, times_.t, path_.of(p, g, times_, reuse), r);
   r.bytes_in_flight = m.in_flight;
   r.worker_gbs = m.stream * 1e-3;
-  const Walk w = sim_.run(in_, m, false);
+  const Walk w = sim_.run(in_, m, false, program_version_);
   r.bandwidth_us = w.bytes / m.hbm;
   if (!w.acyclic) {  // a deadlock has no schedule: the tasks one after another, as AMK's Σt
     r.cyclic = true;

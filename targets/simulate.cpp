@@ -194,12 +194,14 @@ WalkInput walk_input(const ir::Program& p, const ir::Graph& g, const ir::Schedul
 struct Simulator::State {
   const WalkInput* in = nullptr;
   const Machine* m = nullptr;
-  std::vector<float> k;             // by task: the workers streaming beside it (concurrency)
-  std::vector<double> rate;         // by task: its streaming rate, m->rate(k)
-  std::vector<uint32_t> count;      // scratch: weight-streaming tasks per last dependency
-  std::vector<uint32_t> last_wait;  // scratch: each task's last dependency
-  std::vector<double> rate_of;      // scratch: m->rate(c) by concurrency c
-  std::vector<double> qrate_of;     // scratch: m->rate(c, true) by concurrency c
+  std::vector<float> k;              // by task: the workers streaming beside it (concurrency)
+  std::vector<double> rate;          // by task: its streaming rate, m->rate(k)
+  std::vector<uint32_t> count;       // scratch: weight-streaming tasks per last dependency
+  std::vector<uint32_t> last_wait;   // scratch: each task's last dependency
+  std::vector<double> rate_of;       // scratch: m->rate(c) by concurrency c
+  std::vector<double> qrate_of;      // scratch: m->rate(c, true) by concurrency c
+  uint64_t k_version = 0;            // the program version k and rate are of (0: none)
+  std::optional<Machine> k_machine;  // and the machine
   std::vector<LatestFinish> slots;
   std::vector<double> ready, finish, comp;
   std::vector<uint32_t> bound, worker, where;
@@ -217,7 +219,7 @@ struct Simulator::State {
   std::vector<uint32_t> queue_off, queue, queue_fill;  // scratch: each worker's queue (CSR)
   void next_hints();
 
-  void start(const WalkInput& input, const Machine& machine);
+  void start(const WalkInput& input, const Machine& machine, uint64_t program_version);
   void concurrency();
   uint32_t run();
   template <Machine::Prefetch P, bool Dynamic>
@@ -240,7 +242,8 @@ Simulator::Simulator(Simulator&&) noexcept = default;
 Simulator& Simulator::operator=(Simulator&&) noexcept = default;
 
 // Sizes the state for a walk of `input` on `machine` and places the tasks when the input does not.
-void Simulator::State::start(const WalkInput& input, const Machine& machine) {
+void Simulator::State::start(const WalkInput& input, const Machine& machine,
+                             uint64_t program_version) {
   in = &input;
   m = &machine;
   const size_t n = input.out.size();
@@ -249,7 +252,12 @@ void Simulator::State::start(const WalkInput& input, const Machine& machine) {
                  input.wait_off.size() == n + 1,
              "a walk's input holds a load and a wait list for every task");
   const uint32_t workers = machine.workers;
-  concurrency();
+  if (program_version == 0 || program_version != k_version || k_machine != machine ||
+      k.size() != n) {
+    concurrency();
+    k_version = program_version;
+    k_machine = machine;
+  }
   slots.assign(input.slots, LatestFinish{});
   ready.resize(n);
   finish.resize(n);
@@ -498,7 +506,7 @@ double bounded_makespan(double makespan_us, const Walk& w, const Machine& m, dou
   return std::isfinite(floor_us) ? std::max(r, floor_us) : r;
 }
 
-Walk Simulator::run(const WalkInput& in, const Machine& m, bool times) {
+Walk Simulator::run(const WalkInput& in, const Machine& m, bool times, uint64_t program_version) {
   Walk w;
   for (double b : in.bytes) w.bytes += b;
   if (!in.acyclic) {
@@ -506,7 +514,7 @@ Walk Simulator::run(const WalkInput& in, const Machine& m, bool times) {
     return w;
   }
   State& st = *s_;
-  st.start(in, m);
+  st.start(in, m, program_version);
   const uint32_t last = st.run();
   std::vector<uint32_t> path = st.trace(last, w.breakdown);
   w.makespan = m.launch + (last != kNoTask ? st.finish[last] : 0.0);

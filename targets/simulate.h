@@ -189,8 +189,10 @@ class Simulator {
   ~Simulator();
   Simulator(Simulator&&) noexcept;
   Simulator& operator=(Simulator&&) noexcept;
-  /// simulate(in, m, times).
-  Walk run(const WalkInput& in, const Machine& m, bool times);
+  /// simulate(in, m, times). A non-zero `program_version` names `in`'s program part (counter
+  /// slots, waits, loads): a run with the version and the machine of the last run takes the
+  /// streams' concurrency that run worked out (the caller keeps each version to one program part).
+  Walk run(const WalkInput& in, const Machine& m, bool times, uint64_t program_version = 0);
 
  private:
   struct State;
