@@ -8,24 +8,27 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ir/assert.h"
 #include "ir/digraph.h"
 #include "ir/free_times.h"
 #include "targets/cost.h"
 
 namespace amk::lower {
 
-namespace {
-
 // What a list schedule sees of the plan. Emit makes a consumer wait for every task of each
 // producer group (all-join counters), so readiness is per group, exactly as the cost model
 // charges it: a task starts when all of its producer groups and its SM's previous task are done.
-struct Dag {
-  std::vector<int64_t> group;     // task -> its counter group (index of Plan::group_notes)
-  std::vector<uint32_t> off, in;  // CSR: the producer groups of each task (not its own)
-  std::vector<double> time;       // the runtime's time of a task by itself
+// Its structure part (groups, producers, loads, the walk's program part) is a structure's and is
+// built once for it; the times and the machine are the knobs' and are worked out for each run.
+struct PlacementDag {
+  bool built = false;              // the structure part is filled
+  std::vector<int64_t> group;      // task -> its counter group (index of Plan::group_notes)
+  std::vector<uint32_t> off, in;   // CSR: the producer groups of each task (not its own)
+  std::vector<ir::TaskLoad> load;  // by task
   size_t groups = 0;
-  double cross = 0;  // a dependency across workers arrives this much later (the runtime's)
-  double lag = 0;    // a task that waits on one starts this much after it
+  std::vector<double> time;  // the runtime's time of a task by itself
+  double cross = 0;          // a dependency across workers arrives this much later (the runtime's)
+  double lag = 0;            // a task that waits on one starts this much after it
   // The runtime model's walk of the plan (its groups as counters), which scores placements.
   targets::WalkInput walk;
   std::optional<targets::Machine> machine;
@@ -40,18 +43,56 @@ struct Dag {
     } else {
       walk.order = order;
     }
-    return sim.run(walk, *machine, false).makespan;
+    // The walk's program part is the structure's for the life of this object.
+    return sim.run(walk, *machine, false, /*program_version=*/1).makespan;
   }
 };
 
-Dag build_dag(const Plan& p) {
-  Dag d;
+std::shared_ptr<PlacementDag> new_placement_dag() {
+  return std::make_shared<PlacementDag>();
+}
+
+namespace {
+
+using Dag = PlacementDag;
+
+// Fills `d` for the plan: its structure part once, the times at the knobs' depth and threads.
+void build_dag(const Plan& p, Dag& d) {
   const size_t n = p.tasks.size();
-  d.groups = p.group_notes.size();
-  d.group.resize(n);
-  d.time.resize(n);
-  d.off.assign(1, 0);
-  d.off.reserve(n + 1);
+  if (!d.built) {
+    d.groups = p.group_notes.size();
+    d.group.resize(n);
+    d.load.resize(n);
+    d.off.assign(1, 0);
+    d.off.reserve(n + 1);
+    d.in.clear();
+    targets::WalkInput& w = d.walk;
+    w.slots = static_cast<uint32_t>(d.groups);
+    w.resize_loads(n);
+    w.out.clear();
+    for (size_t i = 0; i < n; ++i) {
+      const ir::Task& task = p.tasks[i].task;
+      d.group[i] = p.tasks[i].group;
+      d.load[i] = ir::task_load(p.program, task);
+      w.set_load(i, d.load[i], task);
+      w.out.push_back(static_cast<uint32_t>(d.group[i]));
+      const size_t first = d.in.size();
+      for (uint32_t dep : p.deps(i)) {
+        const auto g = static_cast<uint32_t>(p.tasks[dep].group);
+        if (static_cast<int64_t>(g) == d.group[i] ||
+            std::find(d.in.begin() + static_cast<std::ptrdiff_t>(first), d.in.end(), g) !=
+                d.in.end())
+          continue;
+        d.in.push_back(g);
+      }
+      d.off.push_back(static_cast<uint32_t>(d.in.size()));
+    }
+    w.waits = d.in;
+    w.wait_off = d.off;
+    d.built = true;
+  }
+  AMK_ASSERT(d.group.size() == n && d.groups == p.group_notes.size(),
+             "assign_workers: a placement view of another structure");
   // Tasks are weighed by the runtime at the config's depth and threads (an attention tile's chain
   // depends on its warps; shared memory scales every stream alike, so the placement does not
   // read it).
@@ -64,29 +105,8 @@ Dag build_dag(const Plan& p) {
   d.cross = cost.machine().remote;
   d.lag = cost.machine().poll_half + cost.machine().wait;
   d.machine = cost.machine();
-  targets::WalkInput& w = d.walk;
-  w.slots = static_cast<uint32_t>(d.groups);
-  w.resize_loads(n);
-  for (size_t i = 0; i < n; ++i) {
-    const ir::Task& task = p.tasks[i].task;
-    d.group[i] = p.tasks[i].group;
-    const ir::TaskLoad load = ir::task_load(p.program, task);
-    d.time[i] = cost(load);
-    w.set_load(i, load, task);
-    w.out.push_back(static_cast<uint32_t>(d.group[i]));
-    const size_t first = d.in.size();
-    for (uint32_t dep : p.deps(i)) {
-      const auto g = static_cast<uint32_t>(p.tasks[dep].group);
-      if (static_cast<int64_t>(g) == d.group[i] ||
-          std::find(d.in.begin() + static_cast<std::ptrdiff_t>(first), d.in.end(), g) != d.in.end())
-        continue;
-      d.in.push_back(g);
-    }
-    d.off.push_back(static_cast<uint32_t>(d.in.size()));
-  }
-  w.waits = d.in;
-  w.wait_off = d.off;
-  return d;
+  d.time.resize(n);
+  for (size_t i = 0; i < n; ++i) d.time[i] = cost(d.load[i]);
 }
 
 // Earliest-finish list scheduling of `order` (each SM runs its tasks in this order) as the
@@ -182,7 +202,9 @@ ir::Status assign_workers(Plan& p) {
                        fmt::format("/config/sm_assignment/{}", task));
     fixed[static_cast<size_t>(task)] = sm;
   }
-  Dag d = build_dag(p);
+  std::optional<Dag> own;  // without a view kept for the structure
+  Dag& d = p.dag ? *p.dag : own.emplace();
+  build_dag(p, d);
   std::vector<uint32_t> ids(n);
   std::iota(ids.begin(), ids.end(), 0u);
   std::vector<int64_t> sm, other;

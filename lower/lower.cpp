@@ -187,6 +187,17 @@ struct Lowerer::Impl {
   bool structure(Structure& s, bool hit, std::string key, Passes& passes, LowerResult& r);
   // assign_workers, or the placement decided before for structure `st` and the knobs it reads.
   ir::Status assign(const std::pair<ptrdiff_t, uint64_t>& st, bool recallable);
+  // The placement views of the last kDags structures placed (a search works out placements for
+  // a few structures at a time; each view holds some 1 MB for Llama-3.2-1B).
+  struct DagEntry {
+    std::pair<ptrdiff_t, uint64_t> structure{-1, 0};
+    uint64_t used = 0;
+    std::shared_ptr<PlacementDag> dag;
+  };
+  static constexpr size_t kDags = 4;
+  std::vector<DagEntry> dags;
+  // The view of structure `st`: kept, or a new one in place of the least recently used.
+  std::shared_ptr<PlacementDag> dag_of(const std::pair<ptrdiff_t, uint64_t>& st);
   // allocate_pages, or the page plan decided before for `st`, the mode and the order.
   ir::Status pages(const std::pair<ptrdiff_t, uint64_t>& st, bool recallable);
   // meta: the model, target, position, dtype, weight bytes and config hash.
@@ -201,6 +212,7 @@ Lowerer::Lowerer(const ModelSpec& m, const targets::TargetSpec& t, const LowerOp
   impl_->cache.resize(1);
   impl_->placements.resize(warm ? kDecisions : 0);
   impl_->page_plans.resize(warm ? kDecisions : 0);
+  impl_->dags.resize(warm ? Impl::kDags : 0);
 }
 Lowerer::~Lowerer() = default;
 Lowerer::Lowerer(Lowerer&&) noexcept = default;
@@ -403,7 +415,9 @@ ir::Status Lowerer::Impl::assign(const std::pair<ptrdiff_t, uint64_t>& st, bool 
     return {};
   }
   d.structure = {-1, 0};
+  p.dag = dag_of(st);
   ir::Status status = assign_workers(p);
+  p.dag.reset();
   if (!status) return status;
   d = {.structure = st,
        .used = clock,
@@ -416,6 +430,16 @@ ir::Status Lowerer::Impl::assign(const std::pair<ptrdiff_t, uint64_t>& st, bool 
        .pos = p.pos,
        .log = p.log.back()};
   return status;
+}
+
+std::shared_ptr<PlacementDag> Lowerer::Impl::dag_of(const std::pair<ptrdiff_t, uint64_t>& st) {
+  bool same = false;
+  DagEntry& e = recall(dags, clock, same, [&](const DagEntry& x) { return x.structure == st; });
+  if (!same) {
+    e.structure = st;
+    e.dag = new_placement_dag();
+  }
+  return e.dag;
 }
 
 ir::Status Lowerer::Impl::pages(const std::pair<ptrdiff_t, uint64_t>& st, bool recallable) {

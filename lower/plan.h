@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -93,6 +94,8 @@ void resize_reusing(std::vector<T>& v, size_t n, std::vector<T>& spare) {
 
 /// Everything the passes share. `program` holds buffers, meta, target and config until emit
 /// fills its counters and tasks.
+struct PlacementDag;  // assign.cpp's
+
 struct Plan {
   const ModelSpec* model = nullptr;
   const targets::TargetSpec* target = nullptr;
@@ -110,6 +113,9 @@ struct Plan {
   std::vector<uint32_t> order;  ///< order[k]: the task emitted k-th (empty: task order)
   std::vector<uint32_t> pos;    ///< inverse of order (empty with it)
   std::vector<std::string> log;
+  /// assign_workers's view of the tasks, kept by a warm Lowerer for the structure placed (null:
+  /// assign_workers makes one for the run).
+  std::shared_ptr<PlacementDag> dag;
   bool keep_tasks = false;  ///< emit copies the tasks instead of moving them (a warm Lowerer)
   /// The program's tasks are already those this run emits, in this order (a warm Lowerer's run
   /// on the structure and order of its previous one): emit only sets their SMs.

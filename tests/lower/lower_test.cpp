@@ -682,6 +682,33 @@ TEST(Lowerer, RecallsAPlacementOrPagesOnlyWhereTheKnobsTheyReadAreTheSame) {
   EXPECT_NE(cold[0].pages, cold[1].pages);  // page_allocation
 }
 
+TEST(Lowerer, APlacementOfAStructurePlacedBeforeWeighsTheTasksAtItsOwnDepthAndThreads) {
+  // toy-2L on l4 in 32-column tiles: load_balance places the tasks differently at 64 threads and
+  // at 128, at every depth. The lowerer keeps what placing reads of a structure (its loads and
+  // groups) from one placement to the next, so times kept from the last knobs would show here.
+  const ModelSpec m = model("toy-2L");
+  const targets::TargetSpec t = target("l4");
+  Lowerer warm(m, t, {});
+  std::vector<std::vector<int64_t>> placed;
+  for (int64_t depth : {0, 1, 2, 3})
+    for (int64_t threads : {64, 128}) {
+      const ir::ScheduleConfig c = config({{"tiling", {{"gemv", {{"N_tile", 32}}}}},
+                                           {"sm_assignment", "load_balance"},
+                                           {"pipelining_depth", depth},
+                                           {"page_allocation", "graph_color"},
+                                           {"threads_per_block", threads}});
+      const LowerResult w = warm.run(c);
+      ASSERT_FALSE(ir::has_errors(w.diagnostics)) << amk::test::text(w.diagnostics);
+      const ir::Program cold = must(lower(m, t, c, {}));
+      EXPECT_TRUE(amk::test::same_text(ir::write_program(warm.program()), ir::write_program(cold)))
+          << "depth " << depth << ", " << threads << " threads";
+      placed.emplace_back();
+      for (const ir::Task& x : cold.tasks) placed.back().push_back(x.sm.value_or(-1));
+    }
+  EXPECT_EQ(warm.cache_hits(), 7u);  // one structure
+  for (size_t i = 0; i < placed.size(); i += 2) EXPECT_NE(placed[i], placed[i + 1]) << i;
+}
+
 TEST(Lowerer, AProgramTakenFromAWarmLowererLeavesItWholeForTheNextRuns) {
   // A program taken away takes the tasks the lowerer would otherwise reuse, and leaves a
   // moved-from program behind: the next runs, on the same structure or another, must still give
