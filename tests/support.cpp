@@ -19,17 +19,41 @@ std::string text(const ir::Diagnostics& d) {
   return out;
 }
 
-std::filesystem::path temp_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+namespace {
+
+// The directory temp_dir() gives the test `info` (nullptr: outside a test).
+std::filesystem::path dir_of(const ::testing::TestInfo* info) {
   std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "amk";
   for (char& c : name)
     if (c == '/') c = '_';
-  auto dir = std::filesystem::temp_directory_path() /
-             ("amk-test-" + std::to_string(::getpid()) + "-" + name);
+  return std::filesystem::temp_directory_path() /
+         ("amk-test-" + std::to_string(::getpid()) + "-" + name);
+}
+
+// Removes a test's directory when the test ends without failing; a failed test's is kept to
+// look at.
+class RemoveTempDirs : public ::testing::EmptyTestEventListener {
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    if (info.result()->Failed()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(dir_of(&info), ec);
+  }
+};
+
+}  // namespace
+
+std::filesystem::path temp_dir() {
+  static const bool removing = [] {  // the listeners own it
+    ::testing::UnitTest::GetInstance()->listeners().Append(new RemoveTempDirs);
+    return true;
+  }();
+  (void)removing;
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::filesystem::path dir = dir_of(info);
   static std::string fresh;  // wipe once per test, so helpers may call this again
-  if (fresh != name) {
+  if (fresh != dir.string()) {
     std::filesystem::remove_all(dir);
-    fresh = name;
+    fresh = dir.string();
   }
   std::filesystem::create_directories(dir);
   return dir;

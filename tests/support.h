@@ -26,7 +26,8 @@ inline std::filesystem::path conformance_dir() {
 inline std::string amk_binary() {
   return AMK_BINARY;
 }
-/// A fresh empty temporary directory unique to the calling test.
+/// A fresh empty temporary directory unique to the calling test; removed when the test ends
+/// unless it failed (kept to look at).
 std::filesystem::path temp_dir();
 /// Every diagnostic rendered as the CLI prints it (file, line:column, pointer, code, message).
 std::string text(const ir::Diagnostics& d);

@@ -89,7 +89,9 @@ TEST(GitSetup, WritesAttributesAndConfigOnceAndPrintsWhatItWould) {
   const Sh print = sh(dir, "amk git-setup --print");
   EXPECT_NE(print.out.find("(already there)"), std::string::npos) << print.out;
   EXPECT_NE(print.out.find("git config diff.amk.command"), std::string::npos) << print.out;
-  EXPECT_NE(sh(test::temp_dir(), "amk git-setup").rc, 0) << "outside a repository";
+  const fs::path outside = test::temp_dir() / "outside";  // its parent is the test's own folder
+  fs::create_directories(outside);
+  EXPECT_NE(sh(outside, "amk git-setup").rc, 0) << "outside a repository";
 }
 
 TEST(GitDiff, TextconvShowsLabelledLinesAndTheExternalDiffIsSemantic) {
@@ -259,7 +261,8 @@ TEST(GitHooks, NamesWithALeadingDashASpaceAndABarAreFilesAndTheValidatorsErrorsA
 
 TEST(GitHooks, ThePreCommitFrameworksEntriesTakeANameWithALeadingDashAsAFile) {
   // pre-commit runs `entry FILE...` without a shell: each entry must end its options.
-  const fs::path dir = test::temp_dir();
+  const fs::path dir = test::temp_dir() / "work";  // sh() logs into its parent
+  fs::create_directories(dir);
   const std::string name = "-p x|y.amk.json";
   fs::copy_file(test::source_dir() / "tests/cli/merge/base.amk.json", dir / name);
   std::istringstream yaml(test::slurp(test::source_dir() / ".pre-commit-hooks.yaml"));

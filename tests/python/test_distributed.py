@@ -28,9 +28,11 @@ def same_search(a, b):
     return strip[0] == strip[1] and a["best"] == b["best"] and a["best_config"] == b["best_config"]
 
 
-def local_cluster(workers=2):
+def local_cluster(workdir, workers=2):
+    """A cluster on 127.0.0.1 whose workers keep their files in the test's `workdir`."""
     return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                        dashboard_address=None, worker_dashboard_address=None)
+                        dashboard_address=None, worker_dashboard_address=None,
+                        local_directory=str(workdir))
 
 
 def test_search_with_a_thread_pool_executor_equals_the_local_search():
@@ -155,9 +157,9 @@ class KillAfterMap:
         return self.client.gather(*args, **kwargs)
 
 
-def test_a_search_on_dask_equals_the_local_one_and_survives_a_killed_worker():
+def test_a_search_on_dask_equals_the_local_one_and_survives_a_killed_worker(tmp_path):
     local = amk.search("llama-3.2-1b", "h100", budget=120, seed=11, jobs=2)
-    with local_cluster() as cluster, Client(cluster, timeout=60) as client:
+    with local_cluster(tmp_path) as cluster, Client(cluster, timeout=60) as client:
         client.wait_for_workers(2, timeout=60)
         for batch_size in (4, None):  # None: one chunk per worker
             remote = amk.search("llama-3.2-1b", "h100", budget=120, seed=11,
@@ -197,10 +199,10 @@ def cli_verdict(path):
     return r.returncode, json.loads(r.stdout)["files"][0]
 
 
-def test_validate_many_on_the_conformance_corpus_equals_the_cli_verdicts():
+def test_validate_many_on_the_conformance_corpus_equals_the_cli_verdicts(tmp_path):
     files = sorted(PROGRAMS.glob("*.json"))
     texts = [files[0].read_text(), files[1].read_text()]
-    with local_cluster() as cluster, Client(cluster, timeout=60) as client:
+    with local_cluster(tmp_path) as cluster, Client(cluster, timeout=60) as client:
         verdicts = amk.distributed.validate_many([str(f) for f in files] + texts, client,
                                                  batch_size=5)
     assert len(verdicts) == len(files) + 2
@@ -218,10 +220,10 @@ def test_validate_many_on_the_conformance_corpus_equals_the_cli_verdicts():
         assert v["errors"] == by_path["errors"]
 
 
-def test_search_many_equals_the_searches_run_locally():
+def test_search_many_equals_the_searches_run_locally(tmp_path):
     jobs = [dict(model="toy-2L", target="h100", budget=12, seed=s) for s in (1, 2)]
     jobs.append(dict(model="small-4L", target="a100", budget=10, algo="amk"))
-    with local_cluster() as cluster, Client(cluster, timeout=60) as client:
+    with local_cluster(tmp_path) as cluster, Client(cluster, timeout=60) as client:
         results = amk.distributed.search_many(jobs, client)
     assert len(results) == 3
     for job, r in zip(jobs, results):
