@@ -92,10 +92,10 @@ void resize_reusing(std::vector<T>& v, size_t n, std::vector<T>& spare) {
   v.resize(n);
 }
 
-/// Everything the passes share. `program` holds buffers, meta, target and config until emit
-/// fills its counters and tasks.
 struct PlacementDag;  // assign.cpp's
 
+/// Everything the passes share. `program` holds buffers, meta, target and config until emit
+/// fills its counters and tasks.
 struct Plan {
   const ModelSpec* model = nullptr;
   const targets::TargetSpec* target = nullptr;
