@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -197,7 +198,7 @@ struct Lowerer::Impl {
   static constexpr size_t kDags = 4;
   std::vector<DagEntry> dags;
   // The view of structure `st`: kept, or a new one in place of the least recently used.
-  std::shared_ptr<PlacementDag> dag_of(const std::pair<ptrdiff_t, uint64_t>& st);
+  PlacementDag* dag_of(const std::pair<ptrdiff_t, uint64_t>& st);
   // allocate_pages, or the page plan decided before for `st`, the mode and the order.
   ir::Status pages(const std::pair<ptrdiff_t, uint64_t>& st, bool recallable);
   // meta: the model, target, position, dtype, weight bytes and config hash.
@@ -417,7 +418,7 @@ ir::Status Lowerer::Impl::assign(const std::pair<ptrdiff_t, uint64_t>& st, bool 
   d.structure = {-1, 0};
   p.dag = dag_of(st);
   ir::Status status = assign_workers(p);
-  p.dag.reset();
+  p.dag = nullptr;
   if (!status) return status;
   d = {.structure = st,
        .used = clock,
@@ -432,14 +433,14 @@ ir::Status Lowerer::Impl::assign(const std::pair<ptrdiff_t, uint64_t>& st, bool 
   return status;
 }
 
-std::shared_ptr<PlacementDag> Lowerer::Impl::dag_of(const std::pair<ptrdiff_t, uint64_t>& st) {
+PlacementDag* Lowerer::Impl::dag_of(const std::pair<ptrdiff_t, uint64_t>& st) {
   bool same = false;
   DagEntry& e = recall(dags, clock, same, [&](const DagEntry& x) { return x.structure == st; });
   if (!same) {
     e.structure = st;
     e.dag = new_placement_dag();
   }
-  return e.dag;
+  return e.dag.get();
 }
 
 ir::Status Lowerer::Impl::pages(const std::pair<ptrdiff_t, uint64_t>& st, bool recallable) {

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -113,9 +112,9 @@ struct Plan {
   std::vector<uint32_t> order;  ///< order[k]: the task emitted k-th (empty: task order)
   std::vector<uint32_t> pos;    ///< inverse of order (empty with it)
   std::vector<std::string> log;
-  /// assign_workers's view of the tasks, kept by a warm Lowerer for the structure placed (null:
-  /// assign_workers makes one for the run).
-  std::shared_ptr<PlacementDag> dag;
+  /// assign_workers's view of the tasks, kept (and owned) by a warm Lowerer for the structure
+  /// placed; null: assign_workers makes one for the run.
+  PlacementDag* dag = nullptr;
   bool keep_tasks = false;  ///< emit copies the tasks instead of moving them (a warm Lowerer)
   /// The program's tasks are already those this run emits, in this order (a warm Lowerer's run
   /// on the structure and order of its previous one): emit only sets their SMs.
