@@ -29,13 +29,22 @@ class Writer {
   ~Writer() {
     const auto n = static_cast<size_t>(at_ - to_.w.data());
     // Words past the old count were compared with leftovers: the counts then differ anyway.
-    changed_ = differ_ != 0 || n != to_.n;
+    changed_ = (differed_ | differ_) != 0 || n != to_.n;
     to_.n = n;
   }
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
   // Makes room for `k` more words: put() then writes without looking.
+  // Where the next word goes (words from the start).
+  size_t offset() const { return static_cast<size_t>(at_ - to_.w.data()); }
+  // Whether a word written since the last call (or the start) differed from the one it replaced.
+  bool take_differ() {
+    const uint32_t d = differ_;
+    differed_ |= d;
+    differ_ = 0;
+    return d != 0;
+  }
   void room(size_t k) {
     if (static_cast<size_t>(end_ - at_) < k) grow(k);
   }
@@ -140,6 +149,7 @@ class Writer {
   // Whether a word written differed from the one it replaced (not a uint64_t, which the stores
   // through at_ could alias: it stays in a register across them).
   uint32_t differ_ = 0;
+  uint32_t differed_ = 0;  // differ_ before the last take_differ()
   uint64_t* at_;
   uint64_t* end_;
 };
@@ -326,13 +336,23 @@ ProgramImage::Changes ProgramImage::rebuild(const ir::Program& p, bool tasks_kep
     } else {
       Writer w(tasks, changes.tasks);
       w.u(program_tasks.size());
+      // A task is the one at its index in the image overwritten when its words are, from the
+      // same place: each variable-length value is preceded by its length, so words equal from
+      // one start are one task's encoding entirely.
+      const size_t before = task_at.size();
+      task_at.resize(program_tasks.size());
+      task_changed.resize(program_tasks.size());
       // The program is often not in cache (a search's evaluator proves the programs of eight
       // structures in turn): the blocks of the tasks ahead are asked for now.
       constexpr size_t kAhead = 16;
       for (size_t k = 0; k < program_tasks.size(); ++k) {
         if (k + kAhead < program_tasks.size()) ir::prefetch_whole(program_tasks[k + kAhead]);
         const ir::Task& t = program_tasks[k];
+        const size_t at = w.offset();
+        w.take_differ();
         put(w, t);
+        task_changed[k] = w.take_differ() || k >= before || task_at[k] != at;
+        task_at[k] = at;
         put_sm(t);
       }
     }

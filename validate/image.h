@@ -28,6 +28,11 @@ struct ProgramImage {
   Words pages;   ///< the page allocation
   Words meta;    ///< meta
   Words config;  ///< the schedule config
+  /// Where each task's words start in `tasks`.
+  std::vector<size_t> task_at;
+  /// Per task: 1 when it (but its SM) differs from the task at its index in the image the last
+  /// rebuild overwrote, or that image had none there. Set by a rebuild that compares the tasks.
+  std::vector<uint8_t> task_changed;
   /// Writes the image of `p` over the one held, word by word, and says which parts differ from
   /// it (one pass: each word is compared as it is stored, where it is stored). `tasks_kept`: the
   /// caller knows p's tasks but their SMs to be those imaged (Validator::validate's stamp), so

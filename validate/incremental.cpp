@@ -15,7 +15,12 @@
 //  - Each rule code is reported by one stage only, so a stage run alone with fresh per-code counts
 //    keeps and counts what it kept and counted inside a full proof; the summaries of capped codes
 //    (Context::finish) are made again from the merged counts.
-// Any other change (tasks, buffers, counters, target, runtime, versions) is proved in full.
+// Any other change (tasks, buffers, counters, target, runtime, versions) is proved in full. When
+// only tasks changed (as many as before, the rest as above) and the last proof reported none of
+// the tasks' own rules (refs, params, shapes), the full proof runs those rules only for the
+// tasks that changed: they read nothing but the task itself, the buffers and the counters' count,
+// so a task the same as the last proof's (ProgramImage::task_changed) reports none again, and its
+// region (what the race rules read of it) is the last proof's.
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -25,7 +30,7 @@
 namespace amk::validate {
 
 std::string name(ProofPath p) {
-  if (p.full) return "full";
+  if (p.full) return p.tasks ? "tasks" : "full";
   std::string out;
   for (auto [ran, stage] : {std::pair{p.placement, "placement"},
                             {p.pages, "pages"},
@@ -121,6 +126,27 @@ Result reprove(Scratch& s, const ir::Program& p, ProofPath path, StageEnds& ends
   return r;
 }
 
+// True when the last proof reported no diagnostic of the tasks' own rules.
+bool own_rules_silent(const LastProof& last) {
+  for (auto family : {task_rules(), shape_rules()})
+    for (const Rule& rule : family)
+      if (const auto it = last.counts.find(rule.code); it != last.counts.end() && it->second)
+        return false;
+  return true;
+}
+
+// Scratch::own_rules_kept for one proof, empty again however it ends.
+struct KeptOwnRules {
+  Scratch& s;
+  KeptOwnRules(Scratch& scratch, const std::vector<uint8_t>& changed) : s(scratch) {
+    s.own_rules_kept.resize(changed.size());
+    for (size_t t = 0; t < changed.size(); ++t) s.own_rules_kept[t] = !changed[t];
+  }
+  ~KeptOwnRules() { s.own_rules_kept.clear(); }
+  KeptOwnRules(const KeptOwnRules&) = delete;
+  KeptOwnRules& operator=(const KeptOwnRules&) = delete;
+};
+
 }  // namespace
 
 Result prove_incrementally(Scratch& s, const ir::Program& p, Reuse reuse, uint64_t tasks_stamp) {
@@ -137,12 +163,21 @@ Result prove_incrementally(Scratch& s, const ir::Program& p, Reuse reuse, uint64
   const bool had_last = last.valid;
   last.valid = false;
   const bool promised = had_last && tasks_stamp != 0 && tasks_stamp == last.tasks_stamp;
+  const size_t tasks_before = last.image.task_at.size();
   const ProgramImage::Changes changes = last.image.rebuild(p, promised && !s.check_stamps);
   s.broken_stamps += promised && changes.tasks;
-  const ProofPath path = had_last ? path_of(changes) : ProofPath{};
+  ProofPath path = had_last ? path_of(changes) : ProofPath{};
+  path.tasks = had_last && !changes.core && changes.tasks && tasks_before == p.tasks.size() &&
+               own_rules_silent(last);
   last.tasks_stamp = tasks_stamp;
   StageEnds ends;
-  Result r = path.full ? prove(s, p, &ends) : reprove(s, p, path, ends);
+  Result r;
+  if (path.tasks) {
+    KeptOwnRules kept(s, last.image.task_changed);
+    r = prove(s, p, &ends);
+  } else {
+    r = path.full ? prove(s, p, &ends) : reprove(s, p, path, ends);
+  }
   last.result = r;
   last.counts = s.rule_count;
   last.ends = ends;

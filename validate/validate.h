@@ -60,14 +60,16 @@ struct Scratch;
 /// the proof that read what changed since the program it proved last (the rest is that proof's).
 struct ProofPath {
   bool full = true;        ///< every rule ran
+  bool tasks = false;      ///< (full) but the tasks' own rules (refs, params, shapes) ran only
+                           ///< for the tasks that changed: none reported for the others last
   bool placement = false;  ///< on-chip buffers, SM queues and range (tasks' SMs)
   bool pages = false;      ///< the page rules (the page allocation)
   bool outputs = false;    ///< model outputs and meta.gpu (meta)
   bool capacity = false;   ///< the runtime's capacities (tasks' SMs, the config)
   bool operator==(const ProofPath&) const = default;
 };
-/// "full"; else the stages that ran again joined by '+' ("placement+outputs+capacity"), or
-/// "same" when the program is the one proved last.
+/// "full" ("tasks" with ProofPath::tasks); else the stages that ran again joined by '+'
+/// ("placement+outputs+capacity"), or "same" when the program is the one proved last.
 std::string name(ProofPath p);
 
 /// What Validator::validate may take from the program proved last and keep for the next one, when

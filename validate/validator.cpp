@@ -155,9 +155,14 @@ void prove_structure(Context& c) {
   // program: the parts after the first report into their own results, merged in order.
   std::vector<Result> part_results(parts);
   std::vector<RuleCounts> part_counts(parts);
+  const uint8_t* const kept = s.own_rules_kept.empty() ? nullptr : s.own_rules_kept.data();
   run_parts(p.tasks.size(), parts, [&](size_t k, size_t begin, size_t end) {
     Context ck = k == 0 ? c : Context{p, s.graph, s, part_results[k], part_counts[k]};
     for (size_t id = begin; id < end; ++id) {
+      if (kept && kept[id]) {
+        check_task_waits(ck, id);
+        continue;
+      }
       const ir::ParamTable pt = ir::ParamTable::of(p.tasks[id]);
       s.regions[id] = ir::tile_region(p.tasks[id].op, pt, c.foreign());
       check_task_refs(ck, id, pt);
