@@ -225,10 +225,9 @@ void check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
 
 namespace {
 
-// Sizes in checked 64-bit arithmetic: each buffer's bytes and their total (what the VM lays out),
-// then the tasks' estimates, whose sum bounds every figure summed over some of them (a critical
-// path, an SM's load). A value that does not fit is reported once, where it stops fitting.
-void check_sizes(Context& c) {
+// Sizes in checked 64-bit arithmetic: each buffer's bytes and their total (what the VM lays out).
+// A value that does not fit is reported once, where it stops fitting.
+void check_buffer_sizes(Context& c) {
   const ir::Program& p = c.p;
   std::optional<int64_t> total = 0;
   for (size_t b = 0; b < p.buffers.size(); ++b) {
@@ -251,6 +250,13 @@ void check_sizes(Context& c) {
               fmt::format("/buffers/{}", b));
     }
   }
+}
+
+// The tasks' estimates in checked 64-bit arithmetic: their sum bounds every figure summed over
+// some of them (a critical path, an SM's load). A sum that does not fit is reported once, where it
+// stops fitting.
+void check_task_estimates(Context& c) {
+  const ir::Program& p = c.p;
   std::optional<int64_t> est[2] = {0, 0};  // Σ |est_bytes|, Σ |est_flops|
   for (size_t t = 0; t < p.tasks.size() && (est[0] || est[1]); ++t) {
     for (int k = 0; k < 2; ++k) {
@@ -271,7 +277,8 @@ void check_sizes(Context& c) {
 
 }  // namespace
 
-void check_buffers(Context& c) {
+void check_buffers(Context& c, bool buffers_known) {
+  if (buffers_known) return check_task_estimates(c);
   const ir::Program& p = c.p;
   // Duplicate names through a flat open-addressing table of (hash, first buffer with it).
   size_t cap = 16;
@@ -313,7 +320,8 @@ void check_buffers(Context& c) {
       }
     }
   }
-  check_sizes(c);
+  check_buffer_sizes(c);
+  check_task_estimates(c);
 }
 
 namespace {

@@ -81,7 +81,9 @@ inline constexpr uint8_t kBufferReadonly = 2;      ///< ir::is_readonly(kind)
 struct Scratch {
   std::vector<TileRegion> regions;  // per task, filled by the per-task pass
   // Per task, or empty: 1 where the per-task pass runs only the wait rules, the task's own rules
-  // (refs, params, shapes: none reported) and its region being the last proof's (incremental.cpp)
+  // (refs, params, shapes: none reported) and its region being the last proof's (incremental.cpp).
+  // Not empty: the buffers are the last proof's too, as are numel and buffer_bits, and their
+  // rules reported nothing (check_buffers' buffers_known).
   std::vector<uint8_t> own_rules_kept;
   std::vector<int64_t> numel;        // per buffer, filled by check_buffers
   std::vector<uint8_t> buffer_bits;  // per buffer, kBuffer* bits, filled by check_buffers
@@ -189,7 +191,10 @@ std::span<const Rule> capacity_rules();   // check_capacity.cpp
 // diagnostics of those families come together); then the whole-graph passes in this order.
 void check_task_refs(Context& c, size_t id,
                      const ir::ParamTable& pt);  // AMK step 1: refs, ABI caps, arity, params
-void check_buffers(Context& c);                  // dims, names, sizes; Scratch::numel
+// dims, names, sizes (Scratch::numel, buffer_bits), the tasks' estimates; with `buffers_known`
+// (the buffers and those scratch vectors are the last proof's, which reported none of their
+// rules) the estimates only
+void check_buffers(Context& c, bool buffers_known = false);
 void check_task_structure(Context& c, size_t id,
                           const ir::ParamTable& pt);  // readonly writes, finite params, recipes
 void check_task_shapes(Context& c, size_t id, const ir::ParamTable& pt);  // shapes, tile bounds

@@ -20,7 +20,9 @@
 // the tasks' own rules (refs, params, shapes), the full proof runs those rules only for the
 // tasks that changed: they read nothing but the task itself, the buffers and the counters' count,
 // so a task the same as the last proof's (ProgramImage::task_changed) reports none again, and its
-// region (what the race rules read of it) is the last proof's.
+// region (what the race rules read of it) is the last proof's. The buffers' rules, which read the
+// buffers only, report none again either: the buffers are the last proof's, whose numel and bits
+// are kept; only the tasks' estimates are summed again.
 #include <algorithm>
 #include <string>
 #include <utility>

@@ -135,15 +135,16 @@ void prove_structure(Context& c) {
   // The counter graph, the buffers' writers and users, and the buffer rules (the first to report)
   // do not depend on each other: a big program's run them on two threads.
   const size_t parts = parallel_parts(p.tasks.size(), s.threads);
+  const bool buffers_known = !s.own_rules_kept.empty();
   if (parts < 2) {  // one thread: one pass indexes writers and users
     ir::index_buffer_tasks(p, nullptr, &s.writers, &s.users);
-    check_buffers(c);
+    check_buffers(c, buffers_known);
     s.graph.assign(p);
   } else {
     run_parts(2, 2, [&](size_t, size_t begin, size_t) {
       if (begin == 0) {
         ir::index_buffer_tasks(p, nullptr, &s.writers, nullptr);
-        check_buffers(c);
+        check_buffers(c, buffers_known);
       } else {
         s.graph.assign(p);
         ir::index_buffer_tasks(p, nullptr, nullptr, &s.users);

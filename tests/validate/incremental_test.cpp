@@ -193,9 +193,9 @@ TEST(Incremental, AProgramSaidToStandAloneIsProvedInFullAndLeavesNothingToCompar
 }
 
 // When only tasks change (as many as before), the full proof runs the tasks' own rules (refs,
-// params, shapes) for the changed ones alone, and only after a proof that reported none of those
-// rules; the other rules (waits, cycles, races, pages) run for every task. Each result is a fresh
-// validator's.
+// params, shapes) for the changed ones alone and the buffers' rules not at all, and only after a
+// proof that reported none of those rules; the other rules (waits, cycles, races, pages) run for
+// every task. Each result is a fresh validator's.
 TEST(Incremental, OnlyTheTasksThatChangedRunTheirOwnRulesAgainAfterAProofThatReportedNoneOfThem) {
   const ir::Program p = on_four_sms();
   const size_t gemv = first_task(p, [](const ir::Task& t) {
@@ -217,6 +217,10 @@ TEST(Incremental, OnlyTheTasksThatChangedRunTheirOwnRulesAgainAfterAProofThatRep
   relabeled.tasks.back().label += " (renamed)";
   ir::Program fewer = relabeled;
   fewer.tasks.pop_back();
+  ir::Program same_name = p;  // a buffer rule reports (a warning): every buffer's rules run again
+  same_name.buffers[1].name = same_name.buffers[0].name;
+  ir::Program same_name_relabeled = same_name;
+  same_name_relabeled.tasks.back().label += " (renamed)";
   Validator v;
   v.set_incremental(true);
   v.validate(p);
@@ -227,7 +231,9 @@ TEST(Incremental, OnlyTheTasksThatChangedRunTheirOwnRulesAgainAfterAProofThatRep
   for (const Step& step :
        {Step{&bad_param, "tasks"}, Step{&bad_param_relabeled, "full"}, Step{&p, "full"},
         Step{&moved_tile, "tasks"}, Step{&p, "tasks"}, Step{&dropped, "tasks"},
-        Step{&relabeled, "tasks"}, Step{&relabeled, "same"}, Step{&fewer, "full"}}) {
+        Step{&relabeled, "tasks"}, Step{&relabeled, "same"}, Step{&fewer, "full"},
+        Step{&same_name, "full"}, Step{&same_name_relabeled, "full"}, Step{&relabeled, "full"},
+        Step{&p, "tasks"}}) {
     const Result want = Validator().validate(*step.program);
     EXPECT_EQ(everything(v.validate(*step.program)), everything(want)) << step.path;
     EXPECT_EQ(name(v.last_path()), step.path);
