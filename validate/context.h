@@ -80,11 +80,12 @@ inline constexpr uint8_t kBufferReadonly = 2;      ///< ir::is_readonly(kind)
 /// Reusable memory of a Validator.
 struct Scratch {
   std::vector<TileRegion> regions;  // per task, filled by the per-task pass
-  // Per task, or empty: 1 where the per-task pass runs only the wait rules, the task's own rules
-  // (refs, params, shapes: none reported) and its region being the last proof's (incremental.cpp).
-  // Not empty: the buffers are the last proof's too, as are numel and buffer_bits, and their
-  // rules reported nothing (check_buffers' buffers_known).
-  std::vector<uint8_t> own_rules_kept;
+  // Set for a "tasks" path proof (incremental.cpp), else null: ProgramImage::task_changed, by
+  // task. Where 0, the per-task pass runs only the wait rules, the task's own rules (refs, params,
+  // shapes: none reported) and its region being the last proof's. Set, the buffers are the last
+  // proof's too, as are numel and buffer_bits, and their rules reported nothing (check_buffers'
+  // buffers_known).
+  const std::vector<uint8_t>* task_changed = nullptr;
   std::vector<int64_t> numel;        // per buffer, filled by check_buffers
   std::vector<uint8_t> buffer_bits;  // per buffer, kBuffer* bits, filled by check_buffers
   ir::Graph graph;

@@ -35,7 +35,6 @@ class Writer {
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
-  // Makes room for `k` more words: put() then writes without looking.
   // Where the next word goes (words from the start).
   size_t offset() const { return static_cast<size_t>(at_ - to_.w.data()); }
   // Whether a word written since the last call (or the start) differed from the one it replaced.
@@ -45,6 +44,7 @@ class Writer {
     differ_ = 0;
     return d != 0;
   }
+  // Makes room for `k` more words: put() then writes without looking.
   void room(size_t k) {
     if (static_cast<size_t>(end_ - at_) < k) grow(k);
   }

@@ -137,16 +137,15 @@ bool own_rules_silent(const LastProof& last) {
   return true;
 }
 
-// Scratch::own_rules_kept for one proof, empty again however it ends.
-struct KeptOwnRules {
+// Scratch::task_changed for one proof, null again however it ends.
+struct TasksChanged {
   Scratch& s;
-  KeptOwnRules(Scratch& scratch, const std::vector<uint8_t>& changed) : s(scratch) {
-    s.own_rules_kept.resize(changed.size());
-    for (size_t t = 0; t < changed.size(); ++t) s.own_rules_kept[t] = !changed[t];
+  TasksChanged(Scratch& scratch, const std::vector<uint8_t>& changed) : s(scratch) {
+    s.task_changed = &changed;
   }
-  ~KeptOwnRules() { s.own_rules_kept.clear(); }
-  KeptOwnRules(const KeptOwnRules&) = delete;
-  KeptOwnRules& operator=(const KeptOwnRules&) = delete;
+  ~TasksChanged() { s.task_changed = nullptr; }
+  TasksChanged(const TasksChanged&) = delete;
+  TasksChanged& operator=(const TasksChanged&) = delete;
 };
 
 }  // namespace
@@ -175,7 +174,7 @@ Result prove_incrementally(Scratch& s, const ir::Program& p, Reuse reuse, uint64
   StageEnds ends;
   Result r;
   if (path.tasks) {
-    KeptOwnRules kept(s, last.image.task_changed);
+    TasksChanged changed(s, last.image.task_changed);
     r = prove(s, p, &ends);
   } else {
     r = path.full ? prove(s, p, &ends) : reprove(s, p, path, ends);

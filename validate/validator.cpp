@@ -135,7 +135,7 @@ void prove_structure(Context& c) {
   // The counter graph, the buffers' writers and users, and the buffer rules (the first to report)
   // do not depend on each other: a big program's run them on two threads.
   const size_t parts = parallel_parts(p.tasks.size(), s.threads);
-  const bool buffers_known = !s.own_rules_kept.empty();
+  const bool buffers_known = s.task_changed != nullptr;
   if (parts < 2) {  // one thread: one pass indexes writers and users
     ir::index_buffer_tasks(p, nullptr, &s.writers, &s.users);
     check_buffers(c, buffers_known);
@@ -156,11 +156,11 @@ void prove_structure(Context& c) {
   // program: the parts after the first report into their own results, merged in order.
   std::vector<Result> part_results(parts);
   std::vector<RuleCounts> part_counts(parts);
-  const uint8_t* const kept = s.own_rules_kept.empty() ? nullptr : s.own_rules_kept.data();
+  const uint8_t* const changed = s.task_changed ? s.task_changed->data() : nullptr;
   run_parts(p.tasks.size(), parts, [&](size_t k, size_t begin, size_t end) {
     Context ck = k == 0 ? c : Context{p, s.graph, s, part_results[k], part_counts[k]};
     for (size_t id = begin; id < end; ++id) {
-      if (kept && kept[id]) {
+      if (changed && !changed[id]) {
         check_task_waits(ck, id);
         continue;
       }
