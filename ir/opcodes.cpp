@@ -168,45 +168,45 @@ const RequiredParams& required_params(Op op) {
 }
 
 void ParamTable::set(const Task& t) {
-  uint32_t seen = 0, is_int = 0, is_real = 0, nonpos = 0, neg = 0;
-  bool clean = true, all_finite = true;
+  // Flags gathered with bit operations, not chains of && (a task's params are few; the branches
+  // of the chains cost more than the tests).
+  uint32_t seen = 0, is_int = 0, is_real = 0, nonpos = 0, neg = 0, dirty = 0;
+  bool all_finite = true;
   for (const Param& p : t.params) {
+    const ParamValue& v = p.value;
     const std::optional<ParamField> field = param_field(p.key);
-    if (!field) {
-      clean = false;
-      if (p.value.kind == ParamValue::Kind::Float) all_finite &= std::isfinite(p.value.f);
+    if (!field) [[unlikely]] {
+      dirty = 1;
+      if (v.kind == ParamValue::Kind::Float) all_finite &= std::isfinite(v.f);
       continue;
     }
     const int k = static_cast<int>(*field);
     const uint32_t bit = 1u << k;
-    clean = clean && !(seen & bit);  // named twice: not plain
+    dirty |= seen & bit;  // named twice: not plain
     seen |= bit;
-    const bool int_field = (kIntFields & bit) != 0;
-    switch (p.value.kind) {
-      case ParamValue::Kind::Int:  // an Int field must hold an int32; a Float field takes any
-        is_int |= bit;
-        is_real |= bit;
-        i[k] = p.value.i;
-        f[k] = static_cast<double>(p.value.i);
-        nonpos |= p.value.i <= 0 ? bit : 0;
-        neg |= p.value.i < 0 ? bit : 0;
-        clean = clean && (!int_field || (p.value.i >= std::numeric_limits<int32_t>::min() &&
-                                         p.value.i <= std::numeric_limits<int32_t>::max()));
-        break;
-      case ParamValue::Kind::Float:
-        is_real |= bit;
-        f[k] = p.value.f;
-        all_finite &= std::isfinite(p.value.f);
-        clean = clean && !int_field;
-        break;
-      case ParamValue::Kind::Bool:  // Python: a bool passes as a float, not as an int
-        clean = clean && !int_field;
-        break;
-      case ParamValue::Kind::Other:
-        clean = false;
-        break;
+    const uint32_t int_field = kIntFields & bit;
+    if (v.kind == ParamValue::Kind::Int) [[likely]] {
+      // An Int field must hold an int32; a Float field takes any.
+      is_int |= bit;
+      is_real |= bit;
+      i[k] = v.i;
+      f[k] = static_cast<double>(v.i);
+      nonpos |= v.i <= 0 ? bit : 0;
+      neg |= v.i < 0 ? bit : 0;
+      const bool int32 = static_cast<uint64_t>(v.i) + (uint64_t{1} << 31) < (uint64_t{1} << 32);
+      dirty |= int32 ? 0 : int_field;
+    } else if (v.kind == ParamValue::Kind::Float) {
+      is_real |= bit;
+      f[k] = v.f;
+      all_finite &= std::isfinite(v.f);
+      dirty |= int_field;
+    } else if (v.kind == ParamValue::Kind::Bool) {  // Python: a bool passes as a float, not an int
+      dirty |= int_field;
+    } else {
+      dirty = 1;
     }
   }
+  const bool clean = dirty == 0;
   present = seen;
   ints = is_int;
   reals = is_real;
