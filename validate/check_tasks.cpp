@@ -202,24 +202,27 @@ void check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
   const ir::Task& t = c.p.tasks[id];
   const ir::OpSpec& spec = ir::op_spec(t.op);
   const ir::RequiredParams& rq = ir::required_params(t.op);
-  const auto nb = static_cast<int64_t>(c.p.buffers.size());
-  const auto nc = static_cast<int64_t>(c.p.counters.size());
+  // Ids compared as unsigned: a negative id is out of range too. Flags are or-ed, not chained
+  // with ||: the lists are short and every branch of a chain costs more than its test.
+  const auto nb = static_cast<uint64_t>(c.p.buffers.size());
+  const auto nc = static_cast<uint64_t>(c.p.counters.size());
   const uint8_t* const bits = c.s.buffer_bits.data();
   const size_t n_in = t.inputs.size(), n_out = t.outputs.size();
-  bool report = !pt.plain || (rq.fields & ~pt.present) != 0 || !rq.others.empty() ||
-                t.out_counter < 0 || t.out_counter >= nc || n_in > ir::kMaxInputs ||
-                n_out > ir::kMaxOutputs || t.waits.size() > ir::kMaxWaits ||
-                (!(c.foreign() && t.op == ir::Op::NOP) &&
-                 (static_cast<int>(n_in) < spec.min_inputs ||
-                  (spec.max_inputs != -1 && static_cast<int>(n_in) > spec.max_inputs) ||
-                  (spec.n_outputs != -1 && static_cast<int>(n_out) != spec.n_outputs)));
-  for (const int64_t b : t.inputs)
-    report = report || b < 0 || b >= nb || (bits[b] & kBufferRankAboveAbi);
-  for (const int64_t b : t.outputs)
-    report = report || b < 0 || b >= nb || (bits[b] & kBufferRankAboveAbi);
+  const auto in = static_cast<int>(n_in), out = static_cast<int>(n_out);
+  const bool arity = !(c.foreign() && t.op == ir::Op::NOP) &&
+                     ((in < spec.min_inputs) | ((spec.max_inputs != -1) & (in > spec.max_inputs)) |
+                      ((spec.n_outputs != -1) & (out != spec.n_outputs)));
+  unsigned report = !pt.plain | ((rq.fields & ~pt.present) != 0) | !rq.others.empty() |
+                    (static_cast<uint64_t>(t.out_counter) >= nc) | (n_in > ir::kMaxInputs) |
+                    (n_out > ir::kMaxOutputs) | (t.waits.size() > ir::kMaxWaits) | arity;
+  auto buffer_flag = [&](int64_t b) -> unsigned {
+    return static_cast<uint64_t>(b) >= nb ? 1u : bits[b] & kBufferRankAboveAbi;
+  };
+  for (const int64_t b : t.inputs) report |= buffer_flag(b);
+  for (const int64_t b : t.outputs) report |= buffer_flag(b);
   for (const ir::Wait& w : t.waits)
-    report =
-        report || w.counter < 0 || w.counter >= nc || w.threshold < 1 || w.counter == t.out_counter;
+    report |=
+        (static_cast<uint64_t>(w.counter) >= nc) | (w.threshold < 1) | (w.counter == t.out_counter);
   if (report || !c.s.screens) report_task_refs(c, id, pt);
 }
 
@@ -257,6 +260,20 @@ void check_buffer_sizes(Context& c) {
 // stops fitting.
 void check_task_estimates(Context& c) {
   const ir::Program& p = c.p;
+  // The common case first, in one branch-free pass: both sums of magnitudes, exact in unsigned
+  // 64 bits while no addition carries out, fit when they are at most 2^63-1 (INT64_MIN's
+  // magnitude alone does not). Only a program that fails this takes the reporting loop below.
+  uint64_t sums[2] = {0, 0};
+  bool carry = false;
+  auto magnitude = [](int64_t v) {
+    return v < 0 ? uint64_t{0} - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  };
+  for (const ir::Task& t : p.tasks) {
+    carry |= __builtin_add_overflow(sums[0], magnitude(t.est_bytes), &sums[0]);
+    carry |= __builtin_add_overflow(sums[1], magnitude(t.est_flops), &sums[1]);
+  }
+  constexpr auto kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (!carry && sums[0] <= kMax && sums[1] <= kMax) return;
   std::optional<int64_t> est[2] = {0, 0};  // Σ |est_bytes|, Σ |est_flops|
   for (size_t t = 0; t < p.tasks.size() && (est[0] || est[1]); ++t) {
     for (int k = 0; k < 2; ++k) {
