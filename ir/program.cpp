@@ -276,13 +276,17 @@ TaskLoad task_load(const Program& p, const Task& t) {
   return l;
 }
 
-void index_buffer_tasks(const Program& p, BufferTasks* readers, BufferTasks* writers,
-                        BufferTasks* users) {
+namespace {
+
+// index_buffer_tasks for one choice of the indexes it builds, known at compile time (the
+// element loops then hold no tests of which indexes to fill).
+template <bool kReaders, bool kWriters, bool kUsers>
+void index_some(const Program& p, BufferTasks* readers, BufferTasks* writers, BufferTasks* users) {
   constexpr uint32_t kPrefetchTasks = 8;
   // One counting sort per index, their two passes over the tasks shared (a validator runs this
   // for every candidate of a search).
   const size_t nb = p.buffers.size();
-  auto in_range = [nb](int64_t b) { return b >= 0 && b < static_cast<int64_t>(nb); };
+  auto in_range = [nb](int64_t b) { return static_cast<uint64_t>(b) < nb; };
   BufferTasks* const all[] = {readers, writers, users};
   for (BufferTasks* x : all)
     if (x) x->off.assign(nb + 1, 0);
@@ -291,16 +295,18 @@ void index_buffer_tasks(const Program& p, BufferTasks* readers, BufferTasks* wri
       const Task& t = p.tasks[id];
       // Often the first pass of a proof: the blocks of the tasks ahead are asked for now.
       if (id + kPrefetchTasks < p.tasks.size()) prefetch_blocks(p.tasks[id + kPrefetchTasks]);
-      for (int64_t b : t.inputs)
-        if (in_range(b)) {
-          if (readers) emit(*readers, static_cast<size_t>(b), id);
-          if (users) emit(*users, static_cast<size_t>(b), id);
-        }
-      for (int64_t b : t.outputs)
-        if (in_range(b)) {
-          if (writers) emit(*writers, static_cast<size_t>(b), id);
-          if (users) emit(*users, static_cast<size_t>(b), id);
-        }
+      if constexpr (kReaders || kUsers)
+        for (int64_t b : t.inputs)
+          if (in_range(b)) {
+            if constexpr (kReaders) emit(*readers, static_cast<size_t>(b), id);
+            if constexpr (kUsers) emit(*users, static_cast<size_t>(b), id);
+          }
+      if constexpr (kWriters || kUsers)
+        for (int64_t b : t.outputs)
+          if (in_range(b)) {
+            if constexpr (kWriters) emit(*writers, static_cast<size_t>(b), id);
+            if constexpr (kUsers) emit(*users, static_cast<size_t>(b), id);
+          }
     }
   };
   each([](BufferTasks& x, size_t b, uint32_t) { ++x.off[b + 1]; });
@@ -311,6 +317,18 @@ void index_buffer_tasks(const Program& p, BufferTasks* readers, BufferTasks* wri
     x->fill.assign(x->off.begin(), x->off.end() - 1);
   }
   each([](BufferTasks& x, size_t b, uint32_t id) { x.list[x.fill[b]++] = id; });
+}
+
+}  // namespace
+
+void index_buffer_tasks(const Program& p, BufferTasks* readers, BufferTasks* writers,
+                        BufferTasks* users) {
+  using Fn = void (*)(const Program&, BufferTasks*, BufferTasks*, BufferTasks*);
+  static constexpr Fn kBy[8] = {index_some<false, false, false>, index_some<true, false, false>,
+                                index_some<false, true, false>,  index_some<true, true, false>,
+                                index_some<false, false, true>,  index_some<true, false, true>,
+                                index_some<false, true, true>,   index_some<true, true, true>};
+  kBy[(readers ? 1 : 0) | (writers ? 2 : 0) | (users ? 4 : 0)](p, readers, writers, users);
 }
 
 }  // namespace amk::ir
