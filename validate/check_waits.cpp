@@ -88,19 +88,24 @@ namespace {
 }  // namespace
 
 void check_task_waits(Context& c, size_t id) {
-  // Whether report_task_waits has anything to say (every condition it reports on).
+  // Whether report_task_waits has anything to say (every condition it reports on), flags or-ed.
+  // A counter id in range is its own slot (Graph numbers them so); only an id out of range is
+  // looked up among the task's slots, as report_task_waits does.
   const ir::Task& t = c.p.tasks[id];
-  const auto slots = c.g.wait_slots(static_cast<uint32_t>(id));
-  const auto nc = static_cast<int64_t>(c.p.counters.size());
-  bool report = false;
+  const auto nc = static_cast<uint64_t>(c.p.counters.size());
+  unsigned report = 0;
   for (const ir::Wait& w : t.waits) {
-    uint32_t slot = 0;  // as report_task_waits finds it
-    for (uint32_t s : slots)
-      if (c.g.slot_counter(s) == w.counter) slot = s;
+    uint32_t slot = 0;
+    const bool known = static_cast<uint64_t>(w.counter) < nc;
+    if (known) [[likely]] {
+      slot = static_cast<uint32_t>(w.counter);
+      report |= c.p.counters[slot].init != 0;
+    } else {
+      for (uint32_t s : c.g.wait_slots(static_cast<uint32_t>(id)))
+        if (c.g.slot_counter(s) == w.counter) slot = s;
+    }
     const auto np = static_cast<int64_t>(c.g.producers(slot).size());
-    report = report || np == 0 || w.threshold > np || (np > 1 && w.threshold != np) ||
-             (w.counter >= 0 && w.counter < nc &&
-              c.p.counters[static_cast<size_t>(w.counter)].init != 0);
+    report |= (np == 0) | (w.threshold > np) | ((np > 1) & (w.threshold != np));
   }
   if (report || !c.s.screens) report_task_waits(c, id);
 }
