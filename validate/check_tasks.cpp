@@ -304,21 +304,42 @@ void check_buffers(Context& c, bool buffers_known) {
   table.assign(cap, {0, SIZE_MAX});
   c.s.numel.resize(p.buffers.size());
   c.s.buffer_bits.resize(p.buffers.size());
+  // Sizes in the common case: every buffer's bytes and their total well inside int64, worked out
+  // from the element count this loop takes anyway. Anything else (a count past 2^56, a total past
+  // 2^63-1) leaves it to check_buffer_sizes, which works them out in checked arithmetic and
+  // reports.
+  constexpr auto kPlainCount = int64_t{1} << 56;  // times the 64 bits of the widest dtype: fits
+  uint64_t total_bytes = 0;
+  bool sizes_plain = true;
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     const ir::Buffer& buf = p.buffers[b];
-    c.s.numel[b] = buf.numel();
+    int64_t n = 1;
+    bool carry = false, positive = true;
+    for (const int64_t d : buf.shape) {
+      positive &= d > 0;
+      carry |= __builtin_mul_overflow(n, d, &n);
+    }
+    if (carry || !positive) [[unlikely]]
+      n = buf.numel();  // its saturating count: INT64_MAX past int64, so never plain below
+    c.s.numel[b] = n;
+    if (positive) {  // a buffer with a dimension <= 0 has no size (buffer.dims says why)
+      const uint64_t bytes =
+          (static_cast<uint64_t>(n) * static_cast<uint64_t>(ir::dtype_bits(buf.dtype)) + 7) / 8;
+      sizes_plain &= n < kPlainCount && !__builtin_add_overflow(total_bytes, bytes, &total_bytes);
+    }
     c.s.buffer_bits[b] =
         static_cast<uint8_t>((buf.shape.size() > ir::kMaxRank ? kBufferRankAboveAbi : 0) |
                              (ir::is_readonly(buf.kind) ? kBufferReadonly : 0));
-    for (size_t k = 0; k < buf.shape.size(); ++k) {
-      if (buf.shape[k] <= 0) {
-        c.error(kBufferDims,
-                fmt::format("buffer #{} ('{}') has shape {}: every dimension must be positive", b,
-                            buf.name, ir::py_repr(nlohmann::ordered_json(buf.shape))),
-                fmt::format("/buffers/{}/shape/{}", b, k));
-        break;
+    if (!positive) [[unlikely]]
+      for (size_t k = 0; k < buf.shape.size(); ++k) {
+        if (buf.shape[k] <= 0) {
+          c.error(kBufferDims,
+                  fmt::format("buffer #{} ('{}') has shape {}: every dimension must be positive", b,
+                              buf.name, ir::py_repr(nlohmann::ordered_json(buf.shape))),
+                  fmt::format("/buffers/{}/shape/{}", b, k));
+          break;
+        }
       }
-    }
     const size_t h = std::hash<std::string_view>{}(buf.name);
     for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1)) {
       auto& [eh, first] = table[i];
@@ -337,7 +358,8 @@ void check_buffers(Context& c, bool buffers_known) {
       }
     }
   }
-  check_buffer_sizes(c);
+  if (!sizes_plain || total_bytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    check_buffer_sizes(c);
   check_task_estimates(c);
 }
 
