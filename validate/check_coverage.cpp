@@ -65,7 +65,7 @@ void check_tile_coverage(Hazards& h) {
     if (!needed || buf.kind == ir::BufferKind::KV_CACHE || buf.shape.empty()) continue;
     auto ws = c.writers(b);
     const int64_t n_cols = buf.shape.back();
-    const int64_t n_rows = n_cols > 0 ? buf.numel() / n_cols : 0;
+    const int64_t n_rows = n_cols > 0 ? c.numel(b) / n_cols : 0;
     regions.clear();
     bool tiles = true;
     for (uint32_t w : ws) {

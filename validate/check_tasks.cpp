@@ -2,6 +2,7 @@
 // amk's structural additions (dimensions, read-only writes, finite params, FUSED recipes).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -294,6 +295,37 @@ void check_task_estimates(Context& c) {
 
 }  // namespace
 
+namespace {
+
+// A hash of a buffer's name for the duplicate-name table, eight bytes a step (std::hash takes
+// about twice the instructions on names of 20-40 characters); equal hashes are compared by name.
+size_t name_hash(std::string_view s) {
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t h = s.size() * kMul;
+  auto mix = [&](uint64_t w) {
+    h = (h ^ w) * kMul;
+    h ^= h >> 29;
+  };
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w = 0;
+    std::memcpy(&w, s.data() + i, 8);
+    mix(w);
+  }
+  if (i < s.size()) {
+    uint64_t w = 0;
+    if (s.size() >= 8) {  // the last eight bytes, overlapping the step before
+      std::memcpy(&w, s.data() + s.size() - 8, 8);
+    } else {
+      for (size_t k = i; k < s.size(); ++k) w = w << 8 | static_cast<uint8_t>(s[k]);
+    }
+    mix(w);
+  }
+  return static_cast<size_t>(h);
+}
+
+}  // namespace
+
 void check_buffers(Context& c, bool buffers_known) {
   if (buffers_known) return check_task_estimates(c);
   const ir::Program& p = c.p;
@@ -340,7 +372,7 @@ void check_buffers(Context& c, bool buffers_known) {
           break;
         }
       }
-    const size_t h = std::hash<std::string_view>{}(buf.name);
+    const size_t h = name_hash(buf.name);
     for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1)) {
       auto& [eh, first] = table[i];
       if (first == SIZE_MAX) {
