@@ -66,24 +66,29 @@ void query_reads(Hazards& h) {
       const uint32_t tid = topo_at[i];
       const ir::Task& t = tasks[tid];
       const uint32_t own = out_slot[tid];
+      const auto wait_slots = g.wait_slots(tid);
+      // Whether the reader waits on a slot directly (c.direct, with the writer's slot known).
+      auto waits_on = [&](uint32_t slot) {
+        for (const uint32_t w : wait_slots)
+          if (w == slot) return true;
+        return false;
+      };
       for (uint32_t k_in = 0; k_in < t.inputs.size(); ++k_in) {
         const int64_t b = t.inputs[k_in];
         if (h.skip_read(b)) continue;
-        auto ws = c.writers(b);
-        auto first_q = static_cast<uint32_t>(q_out.size());
+        const auto ws = c.writers(b);
+        const auto gr = h.groups(b);
+        // A read whose every writer counter is waited on directly is settled here; only the
+        // others are remembered, with one answer slot per counter. (Its own counter is never
+        // among those waited on: a self-wait is a cycle, and races are proved on acyclic graphs.)
         bool attention = ws.empty() || (ws.size() == 1 && ws[0] == tid);
-        for (auto [slot, w] : h.groups(b)) {
-          const int64_t q = slot == own        ? kDirect - 1  // the reader's own counter
-                            : c.direct(w, tid) ? kDirect
-                                               : query(w, tid);
-          attention = attention || q != kDirect;
-          q_out.push_back(q);
-        }
-        if (attention) {
-          reads.push_back({tid, k_in, first_q});
-        } else {
-          q_out.resize(first_q);
-        }
+        for (size_t j = 0; j < gr.size() && !attention; ++j) attention = !waits_on(gr[j].first);
+        if (!attention) continue;
+        reads.push_back({tid, k_in, static_cast<uint32_t>(q_out.size())});
+        for (auto [slot, w] : gr)
+          q_out.push_back(slot == own      ? kDirect - 1  // the reader's own counter
+                          : waits_on(slot) ? kDirect
+                                           : query(w, tid));
       }
     }
   });
