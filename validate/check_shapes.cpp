@@ -486,9 +486,10 @@ void TaskShapes::run() {
 
 }  // namespace
 
-void check_task_shapes(Context& c, size_t id, const ir::ParamTable& pt) {
+void check_task_shapes(Context& c, size_t id, const ir::ParamTable& pt, bool refs_clean) {
   const ir::Task& t = c.p.tasks[id];
   check_ranges(c, id, pt);
+  if (refs_clean) return TaskShapes(c, id, pt).run();  // the guards below hold
   const ir::OpSpec& spec = ir::op_spec(t.op);
   auto n = static_cast<int>(t.inputs.size());
   if (n < spec.min_inputs || (spec.max_inputs != -1 && n > spec.max_inputs)) return;

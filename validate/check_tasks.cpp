@@ -196,7 +196,7 @@ std::string param_repr(const ir::ParamValue& v) {
 
 }  // namespace
 
-void check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
+bool check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
   // Whether report_task_refs has anything to say, in a few tests per list (the common case, kept
   // apart from the reporting so that it stays small): every condition it reports on, checked
   // here first.
@@ -225,6 +225,7 @@ void check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
     report |=
         (static_cast<uint64_t>(w.counter) >= nc) | (w.threshold < 1) | (w.counter == t.out_counter);
   if (report || !c.s.screens) report_task_refs(c, id, pt);
+  return report == 0;
 }
 
 namespace {

@@ -190,15 +190,16 @@ std::span<const Rule> capacity_rules();   // check_capacity.cpp
 
 // The rule passes. Per task, one fused pass runs refs, structure, shapes and waits (so a task's
 // diagnostics of those families come together); then the whole-graph passes in this order.
-void check_task_refs(Context& c, size_t id,
-                     const ir::ParamTable& pt);  // AMK step 1: refs, ABI caps, arity, params
+// AMK step 1: refs, ABI caps, arity, params; true when there was nothing to report
+bool check_task_refs(Context& c, size_t id, const ir::ParamTable& pt);
 // dims, names, sizes (Scratch::numel, buffer_bits), the tasks' estimates; with `buffers_known`
 // (the buffers and those scratch vectors are the last proof's, which reported none of their
 // rules) the estimates only
 void check_buffers(Context& c, bool buffers_known = false);
 void check_task_structure(Context& c, size_t id,
                           const ir::ParamTable& pt);  // readonly writes, finite params, recipes
-void check_task_shapes(Context& c, size_t id, const ir::ParamTable& pt);  // shapes, tile bounds
+// shapes, tile bounds; `refs_clean`: check_task_refs said the ids and the arity are sound
+void check_task_shapes(Context& c, size_t id, const ir::ParamTable& pt, bool refs_clean);
 void check_task_waits(Context& c, size_t id);  // AMK step 2 + counter init
 void check_counters(Context& c);               // counter init range
 std::string check_cycles(Context& c);  // AMK steps 3-4 (+ every other cycle); "" when acyclic
