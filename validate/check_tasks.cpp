@@ -341,7 +341,7 @@ void check_buffers(Context& c, bool buffers_known) {
   // from the element count this loop takes anyway. Anything else (a count past 2^56, a total past
   // 2^63-1) leaves it to check_buffer_sizes, which works them out in checked arithmetic and
   // reports.
-  constexpr auto kPlainCount = int64_t{1} << 56;  // times the 64 bits of the widest dtype: fits
+  constexpr auto kPlainCount = int64_t{1} << 56;  // times any dtype's bits (at most 64): fits
   uint64_t total_bytes = 0;
   bool sizes_plain = true;
   for (size_t b = 0; b < p.buffers.size(); ++b) {

@@ -190,7 +190,8 @@ std::span<const Rule> capacity_rules();   // check_capacity.cpp
 
 // The rule passes. Per task, one fused pass runs refs, structure, shapes and waits (so a task's
 // diagnostics of those families come together); then the whole-graph passes in this order.
-// AMK step 1: refs, ABI caps, arity, params; true when there was nothing to report
+// AMK step 1: refs, ABI caps, arity, params; true when its screen found nothing (then every id
+// is in range and the arity holds, but for a foreign NOP)
 bool check_task_refs(Context& c, size_t id, const ir::ParamTable& pt);
 // dims, names, sizes (Scratch::numel, buffer_bits), the tasks' estimates; with `buffers_known`
 // (the buffers and those scratch vectors are the last proof's, which reported none of their
