@@ -82,7 +82,9 @@ std::optional<int64_t> dtype_size(DType d, int64_t count) {
     const std::optional<int64_t> b = checked_mul(count, bits);
     return b ? std::optional<int64_t>((*b + 7) / 8) : std::nullopt;
   }
-  // ceil(count * bits / 8) without forming count * bits, which may not fit where the bytes do.
+  // ceil(count * bits / 8): directly while count * bits fits (bits <= 64), else without forming
+  // count * bits, which may not fit where the bytes do.
+  if (count < (int64_t{1} << 56)) return (count * bits + 7) / 8;
   const std::optional<int64_t> whole = checked_mul(count / 8, bits);
   return whole ? checked_add(*whole, (count % 8 * bits + 7) / 8) : std::nullopt;
 }

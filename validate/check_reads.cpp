@@ -66,13 +66,6 @@ void query_reads(Hazards& h) {
       const uint32_t tid = topo_at[i];
       const ir::Task& t = tasks[tid];
       const uint32_t own = out_slot[tid];
-      const auto wait_slots = g.wait_slots(tid);
-      // Whether the reader waits on a slot directly (c.direct, with the writer's slot known).
-      auto waits_on = [&](uint32_t slot) {
-        for (const uint32_t w : wait_slots)
-          if (w == slot) return true;
-        return false;
-      };
       for (uint32_t k_in = 0; k_in < t.inputs.size(); ++k_in) {
         const int64_t b = t.inputs[k_in];
         if (h.skip_read(b)) continue;
@@ -82,13 +75,14 @@ void query_reads(Hazards& h) {
         // others are remembered, with one answer slot per counter. (Its own counter is never
         // among those waited on: a self-wait is a cycle, and races are proved on acyclic graphs.)
         bool attention = ws.empty() || (ws.size() == 1 && ws[0] == tid);
-        for (size_t j = 0; j < gr.size() && !attention; ++j) attention = !waits_on(gr[j].first);
+        for (size_t j = 0; j < gr.size() && !attention; ++j)
+          attention = !c.waits_on(tid, gr[j].first);
         if (!attention) continue;
         reads.push_back({tid, k_in, static_cast<uint32_t>(q_out.size())});
         for (auto [slot, w] : gr)
-          q_out.push_back(slot == own      ? kDirect - 1  // the reader's own counter
-                          : waits_on(slot) ? kDirect
-                                           : query(w, tid));
+          q_out.push_back(slot == own             ? kDirect - 1  // the reader's own counter
+                          : c.waits_on(tid, slot) ? kDirect
+                                                  : query(w, tid));
       }
     }
   });

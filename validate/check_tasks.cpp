@@ -337,13 +337,10 @@ void check_buffers(Context& c, bool buffers_known) {
   table.assign(cap, {0, SIZE_MAX});
   c.s.numel.resize(p.buffers.size());
   c.s.buffer_bits.resize(p.buffers.size());
-  // Sizes in the common case: every buffer's bytes and their total well inside int64, worked out
-  // from the element count this loop takes anyway. Anything else (a count past 2^56, a total past
-  // 2^63-1) leaves it to check_buffer_sizes, which works them out in checked arithmetic and
-  // reports.
-  constexpr auto kPlainCount = int64_t{1} << 56;  // times any dtype's bits (at most 64): fits
-  uint64_t total_bytes = 0;
-  bool sizes_plain = true;
+  // The buffers' sizes from the element counts this loop takes anyway: only when one does not
+  // fit, or their total does not, does check_buffer_sizes work them out again and report.
+  int64_t total_bytes = 0;
+  bool sizes_fit = true;
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     const ir::Buffer& buf = p.buffers[b];
     int64_t n = 1;
@@ -353,12 +350,11 @@ void check_buffers(Context& c, bool buffers_known) {
       carry |= __builtin_mul_overflow(n, d, &n);
     }
     if (carry || !positive) [[unlikely]]
-      n = buf.numel();  // its saturating count: INT64_MAX past int64, so never plain below
+      n = buf.numel();  // its saturating count
     c.s.numel[b] = n;
     if (positive) {  // a buffer with a dimension <= 0 has no size (buffer.dims says why)
-      const uint64_t bytes =
-          (static_cast<uint64_t>(n) * static_cast<uint64_t>(ir::dtype_bits(buf.dtype)) + 7) / 8;
-      sizes_plain &= n < kPlainCount && !__builtin_add_overflow(total_bytes, bytes, &total_bytes);
+      const std::optional<int64_t> bytes = carry ? std::nullopt : ir::dtype_size(buf.dtype, n);
+      sizes_fit = sizes_fit && bytes && !__builtin_add_overflow(total_bytes, *bytes, &total_bytes);
     }
     c.s.buffer_bits[b] =
         static_cast<uint8_t>((buf.shape.size() > ir::kMaxRank ? kBufferRankAboveAbi : 0) |
@@ -391,8 +387,7 @@ void check_buffers(Context& c, bool buffers_known) {
       }
     }
   }
-  if (!sizes_plain || total_bytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-    check_buffer_sizes(c);
+  if (!sizes_fit) check_buffer_sizes(c);
   check_task_estimates(c);
 }
 

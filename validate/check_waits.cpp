@@ -32,19 +32,26 @@ std::span<const Rule> wait_rules() {
 
 namespace {
 
+// The slot of a task's wait: a counter id in range is its own slot (Graph numbers them so); an id
+// out of range has the virtual slot the task's wait slots list for it.
+uint32_t wait_slot(const Context& c, size_t id, const ir::Wait& w) {
+  if (static_cast<uint64_t>(w.counter) < c.p.counters.size()) [[likely]]
+    return static_cast<uint32_t>(w.counter);
+  uint32_t slot = 0;
+  for (uint32_t s : c.g.wait_slots(static_cast<uint32_t>(id)))
+    if (c.g.slot_counter(s) == w.counter) slot = s;
+  return slot;
+}
+
 // Reports what check_task_waits finds, in the rules' order.
 [[gnu::noinline]] void report_task_waits(Context& c, size_t id) {
   const ir::Program& p = c.p;
   {
     const ir::Task& t = p.tasks[id];
     auto ref = [&] { return task_ref(t, id); };
-    auto slots = c.g.wait_slots(static_cast<uint32_t>(id));
     for (size_t k = 0; k < t.waits.size(); ++k) {
       const ir::Wait& w = t.waits[k];
-      // The slot of this wait's counter (wait_slots lists each distinct counter once).
-      uint32_t slot = 0;
-      for (uint32_t s : slots)
-        if (c.g.slot_counter(s) == w.counter) slot = s;
+      const uint32_t slot = wait_slot(c, id, w);
       const size_t np = c.g.producers(slot).size();
       auto ptr = [&] { return ir::task_pointer(id, fmt::format("waits/{}", k)); };
       if (np == 0) {
@@ -89,23 +96,13 @@ namespace {
 
 void check_task_waits(Context& c, size_t id) {
   // Whether report_task_waits has anything to say (every condition it reports on), flags or-ed.
-  // A counter id in range is its own slot (Graph numbers them so); only an id out of range is
-  // looked up among the task's slots, as report_task_waits does.
   const ir::Task& t = c.p.tasks[id];
-  const auto nc = static_cast<uint64_t>(c.p.counters.size());
   unsigned report = 0;
   for (const ir::Wait& w : t.waits) {
-    uint32_t slot = 0;
-    const bool known = static_cast<uint64_t>(w.counter) < nc;
-    if (known) [[likely]] {
-      slot = static_cast<uint32_t>(w.counter);
-      report |= c.p.counters[slot].init != 0;
-    } else {
-      for (uint32_t s : c.g.wait_slots(static_cast<uint32_t>(id)))
-        if (c.g.slot_counter(s) == w.counter) slot = s;
-    }
+    const uint32_t slot = wait_slot(c, id, w);
     const auto np = static_cast<int64_t>(c.g.producers(slot).size());
-    report |= (np == 0) | (w.threshold > np) | ((np > 1) & (w.threshold != np));
+    report |= (np == 0) | (w.threshold > np) | ((np > 1) & (w.threshold != np)) |
+              (c.counter_ok(w.counter) && c.p.counters[slot].init != 0);
   }
   if (report || !c.s.screens) report_task_waits(c, id);
 }

@@ -151,9 +151,10 @@ struct Context {
   /// (their buffers are footprints, not AMK opcodes' operands) and disjoint writes never race.
   bool foreign() const { return p.runtime && p.runtime->kind != ir::RuntimeKind::Amk; }
   /// True when `dst` waits directly on the counter `src` increments.
-  bool direct(uint32_t src, uint32_t dst) const {
-    const uint32_t slot = g.out_slot(src);
-    for (uint32_t w : g.wait_slots(dst))
+  bool direct(uint32_t src, uint32_t dst) const { return waits_on(dst, g.out_slot(src)); }
+  /// True when `task` waits directly on counter slot `slot`.
+  bool waits_on(uint32_t task, uint32_t slot) const {
+    for (uint32_t w : g.wait_slots(task))
       if (w == slot) return true;
     return false;
   }
