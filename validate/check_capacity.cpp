@@ -361,7 +361,7 @@ std::vector<TwaitPair> twait_pairs(const ir::Program& p, const ir::Graph& g) {
       queries.push_back({SIZE_MAX, SIZE_MAX});
     }
   }
-  if (reach.size() > 0) reach.solve();
+  reach.solve();
   for (size_t i = 0; i < out.size(); ++i)
     if (queries[i][0] != SIZE_MAX) {
       out[i].notifier_first = reach.answer(queries[i][0]);
