@@ -27,15 +27,30 @@ bool disjoint(const Region& a, const Region& b) {
   return !ir::overlaps(a, b);
 }
 
-// True when every pair of regions is disjoint (sweep by column start, compare with live ones).
-bool pairwise_disjoint(std::vector<Region>& rs) {
-  for (const Region& r : rs)
-    if (r.whole) return false;
+// True when the regions of writers `ws` (`regions` is per task) are pairwise disjoint. Tiles in
+// column order over every row (GEMV tiles as lowerings emit them) take one pass; others are copied
+// into `rs` and swept by column start, each compared with the live ones.
+bool pairwise_disjoint(std::span<const uint32_t> ws, const std::vector<Region>& regions,
+                       std::vector<Region>& rs) {
+  bool whole = false, rows_all = true, sorted = true, apart = true;
+  for (size_t k = 0; k < ws.size(); ++k) {
+    const Region& r = regions[ws[k]];
+    whole |= r.whole;
+    rows_all &= r.r1 < 0;
+    if (k > 0) {
+      const Region& before = regions[ws[k - 1]];
+      sorted &= before.c0 <= r.c0;
+      apart &= r.c0 >= before.c1;
+    }
+  }
+  if (whole) return false;
+  // GEMV tiles: disjoint iff the column ranges, sorted, do not overlap.
+  if (sorted && rows_all) return apart;
+  rs.clear();
+  for (uint32_t w : ws) rs.push_back(regions[w]);
   auto by_col = [](const Region& a, const Region& b) { return a.c0 < b.c0; };
-  if (!std::is_sorted(rs.begin(), rs.end(), by_col)) std::sort(rs.begin(), rs.end(), by_col);
-  bool rows_all = true;
-  for (const Region& r : rs) rows_all = rows_all && r.r1 < 0;
-  if (rows_all) {  // GEMV tiles: disjoint iff the sorted column ranges do not overlap
+  if (!sorted) std::sort(rs.begin(), rs.end(), by_col);
+  if (rows_all) {
     for (size_t k = 1; k < rs.size(); ++k)
       if (rs[k].c0 < rs[k - 1].c1) return false;
     return true;
@@ -82,9 +97,7 @@ void query_write_orders(Hazards& h) {
     // AMK exempts disjoint tiles under one counter; a foreign graph's disjoint writes under any
     // counters touch no common element either.
     if (one_counter || c.foreign()) {
-      regions.clear();
-      for (uint32_t w : ws) regions.push_back(c.s.regions[w]);
-      if (pairwise_disjoint(regions)) continue;
+      if (pairwise_disjoint(ws, c.s.regions, regions)) continue;
     }
     Hazards::Waw wc{b, one_counter, c.s.reach.size(), 0, false};
     distinct.assign(ws.begin(), ws.end());
