@@ -1,10 +1,12 @@
 // Validator benchmarks. Full proof (every rule) on generated programs from 1k to 1M tasks, the
 // library API's throughput on mutated ~1k-task programs, the incremental proof of a placement
-// change against the full proof of it, the image comparison it rests on, and, as the baseline
-// measured in the same run, AMK's own RAW algorithm (per-task ancestor bitsets in topological
+// change against the full proof of it, the image comparison it rests on, and, as baselines
+// measured in the same run, one read of every field of the Llama-3.2-1B program and AMK's own RAW
+// algorithm (per-task ancestor bitsets in topological
 // order, O(V^2) bits) in C++ on the same programs where it fits in memory.
 #include <benchmark/benchmark.h>
 
+#include <cstring>
 #include <map>
 
 #include "app/heap.h"
@@ -66,6 +68,9 @@ void BM_ValidateConformanceLlama1B(benchmark::State& st) {
   }
   for (auto _ : st) benchmark::DoNotOptimize(amk::validate::validate(*r));
   st.counters["tasks"] = static_cast<double>(r->tasks.size());
+  st.counters["ns_per_task"] = benchmark::Counter(
+      static_cast<double>(r->tasks.size()),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   // The memory a proof walks over: the heap blocks of the program (a copy's, with malloc's own
   // bytes), per task.
   const size_t before = amk::app::heap_bytes_in_use();
@@ -76,6 +81,62 @@ void BM_ValidateConformanceLlama1B(benchmark::State& st) {
       static_cast<double>(after - before) / static_cast<double>(r->tasks.size());
 }
 BENCHMARK(BM_ValidateConformanceLlama1B)->Unit(benchmark::kMicrosecond)->MinTime(1);
+
+// The floor under any proof of a program, as a baseline in the same run: one pass that loads every
+// field the validator reads (each task's op, lists, counters, params and estimates; each buffer's
+// name, kind, dtype, shape and space; each counter's init), folded into a checksum so that none of
+// it is skipped. A proof's time over this one's says how far it is from reading its input once.
+uint64_t read_every_field(const amk::ir::Program& p) {
+  uint64_t h = 0;  // a sum: the fold adds no chain of its own beyond one add a field
+  auto mix = [&h](uint64_t v) { h += v; };
+  auto mix_bytes = [&](std::string_view s) {  // eight bytes a step
+    uint64_t w = s.size();
+    size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+      uint64_t x;
+      std::memcpy(&x, s.data() + i, 8);
+      w += x;
+    }
+    for (; i < s.size(); ++i) w += static_cast<unsigned char>(s[i]);
+    mix(w);
+  };
+  for (const amk::ir::Buffer& b : p.buffers) {
+    mix_bytes(b.name);
+    mix(static_cast<uint64_t>(b.kind) << 16 | static_cast<uint64_t>(b.dtype) << 8 |
+        static_cast<uint64_t>(b.space));
+    for (int64_t d : b.shape) mix(static_cast<uint64_t>(d));
+  }
+  for (const amk::ir::Counter& c : p.counters) mix(static_cast<uint64_t>(c.init));
+  for (const amk::ir::Task& t : p.tasks) {
+    mix(static_cast<uint64_t>(t.op));
+    for (int64_t b : t.inputs) mix(static_cast<uint64_t>(b));
+    for (int64_t b : t.outputs) mix(static_cast<uint64_t>(b));
+    mix(static_cast<uint64_t>(t.out_counter));
+    for (const amk::ir::Wait& w : t.waits)
+      mix(static_cast<uint64_t>(w.counter) ^ static_cast<uint64_t>(w.threshold) << 32);
+    for (const amk::ir::Param& q : t.params) {
+      mix_bytes(q.key);
+      mix(static_cast<uint64_t>(q.value.kind) ^ static_cast<uint64_t>(q.value.i));
+    }
+    mix(static_cast<uint64_t>(t.sm.value_or(-1)));
+    mix(static_cast<uint64_t>(t.est_bytes ^ t.est_flops));
+  }
+  return h;
+}
+
+// The same program as BM_ValidateConformanceLlama1B, read once a time (see read_every_field).
+void BM_ReadEveryFieldBaselineLlama1B(benchmark::State& st) {
+  auto r = amk::ir::load_program(AMK_CONFORMANCE_DIR "/programs/llama_1B_default.json");
+  if (!r) {
+    st.SkipWithError("cannot load llama_1B_default.json");
+    return;
+  }
+  for (auto _ : st) benchmark::DoNotOptimize(read_every_field(*r));
+  st.counters["ns_per_task"] = benchmark::Counter(
+      static_cast<double>(r->tasks.size()),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_ReadEveryFieldBaselineLlama1B)->Unit(benchmark::kMicrosecond)->MinTime(1);
 
 // A fresh Validator every time: includes allocating and first touching its scratch.
 void BM_FullProofCold_Mesh(benchmark::State& st) {
