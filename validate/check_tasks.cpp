@@ -196,7 +196,7 @@ std::string param_repr(const ir::ParamValue& v) {
 
 }  // namespace
 
-bool check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
+TaskScreen check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
   // Whether report_task_refs has anything to say, in a few tests per list (the common case, kept
   // apart from the reporting so that it stays small): every condition it reports on, checked
   // here first.
@@ -220,12 +220,19 @@ bool check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
     return static_cast<uint64_t>(b) >= nb ? 1u : bits[b] & kBufferRankAboveAbi;
   };
   for (const int64_t b : t.inputs) report |= buffer_flag(b);
-  for (const int64_t b : t.outputs) report |= buffer_flag(b);
+  // An output's flags also say whether it is read-only, which check_task_structure reports; an
+  // id out of range sets the same refs bit as a rank above the ABI.
+  static_assert(kBufferRankAboveAbi == 1u);
+  unsigned out_flags = 0;
+  for (const int64_t b : t.outputs)
+    out_flags |=
+        static_cast<uint64_t>(b) >= nb ? 1u : bits[b] & (kBufferRankAboveAbi | kBufferReadonly);
+  report |= out_flags & kBufferRankAboveAbi;
   for (const ir::Wait& w : t.waits)
     report |=
         (static_cast<uint64_t>(w.counter) >= nc) | (w.threshold < 1) | (w.counter == t.out_counter);
   if (report || !c.s.screens) report_task_refs(c, id, pt);
-  return report == 0;
+  return {report == 0, (out_flags & kBufferReadonly) != 0};
 }
 
 namespace {
@@ -445,14 +452,9 @@ namespace {
 
 }  // namespace
 
-void check_task_structure(Context& c, size_t id, const ir::ParamTable& pt) {
+void check_task_structure(Context& c, size_t id, const ir::ParamTable& pt, bool writes_readonly) {
   // Whether report_task_structure has anything to say (every condition it reports on).
-  const ir::Task& t = c.p.tasks[id];
-  bool report = t.op == ir::Op::FUSED || !pt.finite;
-  const auto nb = static_cast<int64_t>(c.p.buffers.size());
-  for (const int64_t b : t.outputs)
-    report =
-        report || (b >= 0 && b < nb && (c.s.buffer_bits[static_cast<size_t>(b)] & kBufferReadonly));
+  const bool report = c.p.tasks[id].op == ir::Op::FUSED || !pt.finite || writes_readonly;
   if (report || !c.s.screens) report_task_structure(c, id);
 }
 

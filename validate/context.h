@@ -191,15 +191,20 @@ std::span<const Rule> capacity_rules();   // check_capacity.cpp
 
 // The rule passes. Per task, one fused pass runs refs, structure, shapes and waits (so a task's
 // diagnostics of those families come together); then the whole-graph passes in this order.
-// AMK step 1: refs, ABI caps, arity, params; true when its screen found nothing (then every id
-// is in range and the arity holds, but for a foreign NOP)
-bool check_task_refs(Context& c, size_t id, const ir::ParamTable& pt);
+/// What check_task_refs' screen saw, for the checks of the task after it.
+struct TaskScreen {
+  bool refs_clean;       ///< nothing to report: every id in range, the arity holds (but for a
+                         ///< foreign NOP)
+  bool writes_readonly;  ///< an output (in range) is a read-only buffer
+};
+// AMK step 1: refs, ABI caps, arity, params
+TaskScreen check_task_refs(Context& c, size_t id, const ir::ParamTable& pt);
 // dims, names, sizes (Scratch::numel, buffer_bits), the tasks' estimates; with `buffers_known`
 // (the buffers and those scratch vectors are the last proof's, which reported none of their
 // rules) the estimates only
 void check_buffers(Context& c, bool buffers_known = false);
-void check_task_structure(Context& c, size_t id,
-                          const ir::ParamTable& pt);  // readonly writes, finite params, recipes
+// readonly writes, finite params, recipes; `writes_readonly` from check_task_refs
+void check_task_structure(Context& c, size_t id, const ir::ParamTable& pt, bool writes_readonly);
 // shapes, tile bounds; `refs_clean`: check_task_refs said the ids and the arity are sound
 void check_task_shapes(Context& c, size_t id, const ir::ParamTable& pt, bool refs_clean);
 void check_task_waits(Context& c, size_t id);  // AMK step 2 + counter init

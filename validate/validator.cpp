@@ -166,9 +166,9 @@ void prove_structure(Context& c) {
       }
       const ir::ParamTable pt = ir::ParamTable::of(p.tasks[id]);
       s.regions[id] = ir::tile_region(p.tasks[id].op, pt, c.foreign());
-      const bool refs_clean = check_task_refs(ck, id, pt);
-      check_task_structure(ck, id, pt);
-      check_task_shapes(ck, id, pt, refs_clean);
+      const TaskScreen screen = check_task_refs(ck, id, pt);
+      check_task_structure(ck, id, pt, screen.writes_readonly);
+      check_task_shapes(ck, id, pt, screen.refs_clean);
       check_task_waits(ck, id);
     }
   });
