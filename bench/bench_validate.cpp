@@ -2,8 +2,8 @@
 // library API's throughput on mutated ~1k-task programs, the incremental proof of a placement
 // change against the full proof of it, the image comparison it rests on, and, as baselines
 // measured in the same run, one read of every field of the Llama-3.2-1B program and AMK's own RAW
-// algorithm (per-task ancestor bitsets in topological
-// order, O(V^2) bits) in C++ on the same programs where it fits in memory.
+// algorithm (per-task ancestor bitsets in topological order, O(V^2) bits) in C++ on the same
+// programs where it fits in memory.
 #include <benchmark/benchmark.h>
 
 #include <cstring>
