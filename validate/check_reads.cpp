@@ -1,6 +1,8 @@
 // AMK step 5 without AMK's 8000-task cap: every ACTIVATION/IO/KV read must have every other
 // writer of its buffer as a strict ancestor (RAW, KV); a read of a buffer nobody writes is an
 // error, a read of one's own unwritten output a warning.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "validate/hazards.h"
@@ -34,22 +36,24 @@ std::string py_list(const std::vector<uint32_t>& v) {
 void query_reads(Hazards& h) {
   Context& c = h.c;
   const ir::Graph& g = c.g;
-  const auto& topo = g.topo_order();
+  const auto n_tasks = c.p.tasks.size();
   // One query per (read, writer counter) that is not a direct wait. Only reads that need a
   // second look (a query, a sibling writer, no writer, or only themselves as writer) are
-  // remembered, so a program whose reads all wait directly costs one pass. A big program's
-  // topological order is cut into ranges scanned on several threads: the first adds its queries
-  // to Reach, the others list theirs, renumbered when they are added after it, in order.
+  // remembered, so a program whose reads all wait directly costs one pass. The tasks are scanned
+  // in list order, the order of their memory (a big program's topological order jumps about it),
+  // and the reads remembered are put in AMK's order (topological, then input order) at the end.
+  // A big program's tasks are cut into ranges scanned on several threads: the first adds its
+  // queries to Reach, the others list theirs, renumbered when they are added after it, in order.
   struct Part {
     std::vector<int64_t> raw_q;
     std::vector<Hazards::Read> reads;
     std::vector<std::pair<uint32_t, uint32_t>> queries;  // (writer, reader)
   };
-  const size_t parts = parallel_parts(topo.size(), c.s.threads);
+  const size_t parts = parallel_parts(n_tasks, c.s.threads);
   std::vector<Part> rest(parts - 1);
   auto& raw_q = c.s.raw_q;
   raw_q.clear();
-  run_parts(topo.size(), parts, [&](size_t k, size_t begin, size_t end) {
+  run_parts(n_tasks, parts, [&](size_t k, size_t begin, size_t end) {
     std::vector<int64_t>& q_out = k == 0 ? raw_q : rest[k - 1].raw_q;
     std::vector<Hazards::Read>& reads = k == 0 ? h.reads : rest[k - 1].reads;
     auto query = [&](uint32_t w, uint32_t tid) {
@@ -59,11 +63,10 @@ void query_reads(Hazards& h) {
       return static_cast<int64_t>(qs.size() - 1);
     };
     // The arrays the scan reads, through locals (its pushes would otherwise reload them).
-    const uint32_t* const topo_at = topo.data();
     const ir::Task* const tasks = c.p.tasks.data();
     const uint32_t* const out_slot = g.out_slots().data();
     for (size_t i = begin; i < end; ++i) {
-      const uint32_t tid = topo_at[i];
+      const auto tid = static_cast<uint32_t>(i);
       const ir::Task& t = tasks[tid];
       const uint32_t own = out_slot[tid];
       for (uint32_t k_in = 0; k_in < t.inputs.size(); ++k_in) {
@@ -96,6 +99,11 @@ void query_reads(Hazards& h) {
       h.reads.push_back(r);
     }
   }
+  // AMK's order for the reports: a task's reads stay together, in input order.
+  const auto& pos = g.topo_pos();
+  std::sort(h.reads.begin(), h.reads.end(), [&](const Hazards::Read& x, const Hazards::Read& y) {
+    return pos[x.task] != pos[y.task] ? pos[x.task] < pos[y.task] : x.input < y.input;
+  });
 }
 
 void report_reads(Hazards& h) {
