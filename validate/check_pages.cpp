@@ -166,10 +166,12 @@ void check_page_map(Context& c) {
               fmt::format("buffer #{} ('{}') in {} is bound to page {} in {}", b, buf.name,
                           ir::name(buf.space), pg, ir::name(page.space)),
               ptr(), {{"the page", fmt::format("/pages/pages/{}", pg)}});
-    if (buf.nbytes() > page.nbytes)
+    // Buffer::nbytes() from the element count check_buffers took (no walk of the shape again).
+    const int64_t bytes = ir::dtype_nbytes(buf.dtype, c.numel(b));
+    if (bytes > page.nbytes)
       c.error(kPageSize,
-              fmt::format("buffer #{} ('{}') needs {} bytes but page {} has {}", b, buf.name,
-                          buf.nbytes(), pg, page.nbytes),
+              fmt::format("buffer #{} ('{}') needs {} bytes but page {} has {}", b, buf.name, bytes,
+                          pg, page.nbytes),
               ptr(), {{"the page", fmt::format("/pages/pages/{}/nbytes", pg)}});
   }
 }
