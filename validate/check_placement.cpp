@@ -102,6 +102,7 @@ void check_queue_deadlock(Context& c) {
 
 void check_placement(Context& c) {
   const ir::Program& p = c.p;
+  c.s.sm_assigned = p.sm_assigned();  // the proof's one walk for it (Stats reads it too)
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     const ir::Buffer& buf = p.buffers[b];
     if (!ir::is_onchip(buf.space)) continue;
@@ -126,7 +127,7 @@ void check_placement(Context& c) {
              fmt::format("/buffers/{}/space", b));
     }
   }
-  if (!p.sm_assigned()) return;
+  if (!c.s.sm_assigned) return;
   auto queue_errors = [&] {
     const auto it = c.counts.find(kSmQueueOrder.code);
     return it == c.counts.end() ? size_t{0} : it->second;

@@ -92,6 +92,7 @@ struct Scratch {
   std::optional<ir::ScheduleGraph>
       queues;                 // check_placement's SM-queue graph (kept for its memory)
   bool queues_built = false;  // ... built for this run
+  bool sm_assigned = false;   // Program::sm_assigned, found by check_placement (which reads SMs)
   Reach reach;
   ir::BufferTasks writers, users;  // per buffer: its writers, its readers and writers
   std::vector<uint32_t> csr_fill;  // CSR scratch (check_pages)
@@ -220,8 +221,8 @@ void check_capacity(Context& c);       // the runtime's capacities (Program::run
 Result prove(Scratch& s, const ir::Program& p, StageEnds* ends);
 /// Runs the rules of one stage.
 void run_stage(Context& c, Stage stage);
-/// The stats of `p`, whose counter graph is `g`.
-Stats stats_of(const ir::Program& p, const ir::Graph& g);
+/// The stats of `p` from its proof's scratch `s` (the counter graph, what check_placement found).
+Stats stats_of(const ir::Program& p, const Scratch& s);
 /// Validator::validate with set_incremental(true) (incremental.cpp).
 Result prove_incrementally(Scratch& s, const ir::Program& p, Reuse reuse, uint64_t tasks_stamp);
 

@@ -6,9 +6,9 @@
 //    tasks but their SMs are not compared when the caller's stamp promises them to be the last
 //    proof's (Validator::validate: a warm lowerer's recalled run only moves SMs).
 //  - Of the four, the proof reads tasks' SMs in check_placement, check_capacity and
-//    Stats::sm_assigned only; the page allocation in check_pages only; meta in check_outputs
-//    only; the config in check_capacity only. A stage that reads none of what changed reports
-//    what it reported last time (a proof is a function of the program).
+//    Stats::sm_assigned (which check_placement finds) only; the page allocation in check_pages
+//    only; meta in check_outputs only; the config in check_capacity only. A stage that reads none
+//    of what changed reports what it reported last time (a proof is a function of the program).
 //  - The scratch the re-run stages read (the counter graph, the buffers' writers and users) is a
 //    function of the rest, and is the last proof's; the SM-queue graph is built again with
 //    placement, or is the last proof's for the same SMs.
@@ -123,7 +123,7 @@ Result reprove(Scratch& s, const ir::Program& p, ProofPath path, StageEnds& ends
   Context c{p, s.graph, s, r, counts};
   c.finish();
   s.rule_count = std::move(counts);
-  r.stats = stats_of(p, s.graph);
+  r.stats = stats_of(p, s);
   r.ok = r.errors.empty();
   return r;
 }

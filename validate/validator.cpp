@@ -198,7 +198,8 @@ void run_stage(Context& c, Stage stage) {
   }
 }
 
-Stats stats_of(const ir::Program& p, const ir::Graph& g) {
+Stats stats_of(const ir::Program& p, const Scratch& s) {
+  const ir::Graph& g = s.graph;
   Stats st;
   st.tasks = p.tasks.size();
   st.buffers = p.buffers.size();
@@ -206,7 +207,7 @@ Stats stats_of(const ir::Program& p, const ir::Graph& g) {
   st.edges = g.edge_count();
   st.acyclic = g.acyclic();
   st.weight_mb = std::stod(ir::py_round2(static_cast<double>(p.total_weight_bytes()) / 1e6));
-  st.sm_assigned = p.sm_assigned();
+  st.sm_assigned = s.sm_assigned;
   return st;
 }
 
@@ -220,7 +221,7 @@ Result prove(Scratch& s, const ir::Program& p, StageEnds* ends) {
     if (ends) ends->mark(k, r);
   }
   c.finish();
-  r.stats = stats_of(p, s.graph);
+  r.stats = stats_of(p, s);
   r.ok = r.errors.empty();
   return r;
 }
