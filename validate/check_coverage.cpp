@@ -2,6 +2,8 @@
 // well-formed GEMV/GEMM tile, the tiles must cover the whole buffer, else its readers see data
 // nobody wrote this pass. AMK checks no coverage at all.
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -20,16 +22,6 @@ std::span<const Rule> coverage_rules() {
 }
 
 namespace {
-
-// The fast path: full-height tiles, already sorted and contiguous from column 0 to n_cols.
-bool covers_simply(const std::vector<TileRegion>& regions, int64_t n_rows, int64_t n_cols) {
-  int64_t covered = 0;
-  for (const TileRegion& r : regions) {
-    if (r.r0 != 0 || r.r1 != n_rows || r.c0 > covered) return false;
-    covered = std::max(covered, r.c1);
-  }
-  return covered >= n_cols;
-}
 
 // The first columns [gap0, gap1) of rows [lo, hi) no region (sorted by c0) writes; {-1, -1}: none.
 std::pair<int64_t, int64_t> band_gap(const std::vector<TileRegion>& regions, int64_t lo, int64_t hi,
@@ -66,22 +58,27 @@ void check_tile_coverage(Hazards& h) {
     auto ws = c.writers(b);
     const int64_t n_cols = buf.shape.back();
     const int64_t n_rows = n_cols > 0 ? c.numel(b) / n_cols : 0;
+    // A tile without a row range spans all rows, as AMK models GEMV and GEMM.
+    auto rows_of = [n_rows](const Region& r) {
+      return r.r1 < 0 ? std::pair<int64_t, int64_t>{0, n_rows} : std::pair{r.r0, r.r1};
+    };
+    // One pass over the writers' regions: any not a tile (nothing to check), and the common case,
+    // full-height tiles in column order, contiguous from column 0 to n_cols (covered).
+    bool whole = false, simple = true;
+    int64_t covered = 0;
+    for (uint32_t w : ws) {
+      const Region& r = c.s.regions[w];
+      whole |= r.whole;
+      simple = simple && rows_of(r) == std::pair<int64_t, int64_t>{0, n_rows} && r.c0 <= covered;
+      covered = std::max(covered, r.c1);
+    }
+    if (whole || ws.empty() || n_cols <= 0 || (simple && covered >= n_cols)) continue;
     regions.clear();
-    bool tiles = true;
     for (uint32_t w : ws) {
       Region r = c.s.regions[w];
-      if (r.whole) {
-        tiles = false;
-        break;
-      }
-      if (r.r1 < 0) {  // all rows: as AMK models GEMV and GEMM without a row range
-        r.r0 = 0;
-        r.r1 = n_rows;
-      }
+      std::tie(r.r0, r.r1) = rows_of(r);
       regions.push_back(r);
     }
-    if (!tiles || regions.empty() || n_cols <= 0) continue;
-    if (covers_simply(regions, n_rows, n_cols)) continue;
     // Row bands between all row boundaries; each band's column union must be [0, n_cols).
     auto& cuts = c.s.cuts;
     cuts.assign({0, n_rows});
