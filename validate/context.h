@@ -102,6 +102,7 @@ struct Scratch {
   std::vector<uint32_t> writer_slots_off;
   std::vector<std::pair<uint32_t, uint32_t>> writer_slots;
   std::vector<int64_t> raw_q, first_write, cuts;
+  std::vector<uint32_t> first_write_at;  // per task (check_waw.cpp)
   std::vector<uint8_t> ordered, seen, read;
   std::vector<uint32_t> reader, distinct, missing;
   std::vector<TileRegion> tile_scratch;
