@@ -6,6 +6,7 @@
 // programs where it fits in memory.
 #include <benchmark/benchmark.h>
 
+#include <bit>
 #include <cstring>
 #include <map>
 
@@ -83,9 +84,10 @@ void BM_ValidateConformanceLlama1B(benchmark::State& st) {
 BENCHMARK(BM_ValidateConformanceLlama1B)->Unit(benchmark::kMicrosecond)->MinTime(1);
 
 // The floor under any proof of a program, as a baseline in the same run: one pass that loads every
-// field the validator reads (each task's op, lists, counters, params and estimates; each buffer's
-// name, kind, dtype, shape and space; each counter's init), folded into a checksum so that none of
-// it is skipped. A proof's time over this one's says how far it is from reading its input once.
+// field the validator reads of a valid program (each task's op, lists, counters, params' keys and
+// int, bool or float values, SM and estimates; each buffer's name, kind, dtype, shape and space;
+// each counter's init), folded into a checksum so that none of it is skipped. A proof's time over
+// this one's says how far it is from reading its input once.
 uint64_t read_every_field(const amk::ir::Program& p) {
   uint64_t h = 0;  // a sum: the fold adds no chain of its own beyond one add a field
   auto mix = [&h](uint64_t v) { h += v; };
@@ -116,7 +118,9 @@ uint64_t read_every_field(const amk::ir::Program& p) {
       mix(static_cast<uint64_t>(w.counter) ^ static_cast<uint64_t>(w.threshold) << 32);
     for (const amk::ir::Param& q : t.params) {
       mix_bytes(q.key);
-      mix(static_cast<uint64_t>(q.value.kind) ^ static_cast<uint64_t>(q.value.i));
+      const amk::ir::ParamValue& v = q.value;  // the member its kind holds
+      mix(v.kind == amk::ir::ParamValue::Kind::Float ? std::bit_cast<uint64_t>(v.f)
+                                                     : static_cast<uint64_t>(v.i));
     }
     mix(static_cast<uint64_t>(t.sm.value_or(-1)));
     mix(static_cast<uint64_t>(t.est_bytes ^ t.est_flops));

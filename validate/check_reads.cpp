@@ -101,9 +101,11 @@ void query_reads(Hazards& h) {
   }
   // AMK's order for the reports: a task's reads stay together, in input order.
   const auto& pos = g.topo_pos();
-  std::sort(h.reads.begin(), h.reads.end(), [&](const Hazards::Read& x, const Hazards::Read& y) {
+  auto amk_order = [&](const Hazards::Read& x, const Hazards::Read& y) {
     return pos[x.task] != pos[y.task] ? pos[x.task] < pos[y.task] : x.input < y.input;
-  });
+  };
+  if (!std::is_sorted(h.reads.begin(), h.reads.end(), amk_order))
+    std::sort(h.reads.begin(), h.reads.end(), amk_order);
 }
 
 void report_reads(Hazards& h) {

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/csr.h"
 #include "validate/hazards.h"
 
 namespace amk::validate {
@@ -74,30 +75,31 @@ void query_write_orders(Hazards& h) {
   const ir::Program& p = c.p;
   const ir::Graph& g = c.g;
   // Buffers in AMK's first-write order: a buffer comes up when its first writer (in list order)
-  // is visited, at the place of its first mention among that task's outputs. They are counted out
-  // by first writer from the buffers' writer lists, with no walk of the tasks; the rare task that
-  // first writes several buffers has them put in the order of its outputs.
+  // is visited, at the place of its first mention among that task's outputs. The buffers are
+  // grouped by first writer (CSR from the writers' lists: a pass over the buffers, not over every
+  // task's outputs); the rare task that first writes several has them put in its outputs' order.
   auto& first_write = c.s.first_write;
-  auto& at = c.s.first_write_at;  // per task: where the buffers it first writes go
+  auto& at = c.s.first_write_at;  // per task: its run in first_write
   const size_t nb = p.buffers.size();
-  at.assign(p.tasks.size() + 1, 0);
-  for (size_t b = 0; b < nb; ++b)
-    if (const auto ws = c.writers(static_cast<int64_t>(b)); !ws.empty()) ++at[ws[0] + 1];
-  for (size_t t = 0; t < p.tasks.size(); ++t) at[t + 1] += at[t];
-  first_write.resize(at.back());
-  for (size_t b = 0; b < nb; ++b)
-    if (const auto ws = c.writers(static_cast<int64_t>(b)); !ws.empty())
-      first_write[at[ws[0]]++] = static_cast<int64_t>(b);
-  auto first_writer = [&](int64_t b) { return c.writers(b)[0]; };
-  for (size_t i = 0, j = 0; i < first_write.size(); i = j) {
-    const uint32_t w = first_writer(first_write[i]);
-    for (j = i + 1; j < first_write.size() && first_writer(first_write[j]) == w;) ++j;
-    if (j - i < 2) continue;
-    const auto& outs = p.tasks[w].outputs;
-    auto place = [&](int64_t b) { return std::find(outs.begin(), outs.end(), b) - outs.begin(); };
-    std::sort(first_write.begin() + static_cast<std::ptrdiff_t>(i),
-              first_write.begin() + static_cast<std::ptrdiff_t>(j),
-              [&](int64_t x, int64_t y) { return place(x) < place(y); });
+  ir::build_csr(
+      p.tasks.size(),
+      [&](auto emit) {
+        for (size_t b = 0; b < nb; ++b)
+          if (const auto ws = c.writers(static_cast<int64_t>(b)); !ws.empty())
+            emit(ws[0], static_cast<uint32_t>(b));
+      },
+      at, first_write, c.s.csr_fill);
+  for (size_t i = 0; i < first_write.size();) {  // each task's run, from its first buffer
+    const uint32_t t = c.writers(first_write[i])[0];
+    const size_t end = at[t + 1];
+    if (end - i > 1) {
+      const auto& outs = p.tasks[t].outputs;
+      auto place = [&](int64_t b) { return std::find(outs.begin(), outs.end(), b) - outs.begin(); };
+      std::sort(first_write.begin() + static_cast<std::ptrdiff_t>(i),
+                first_write.begin() + static_cast<std::ptrdiff_t>(end),
+                [&](uint32_t x, uint32_t y) { return place(x) < place(y); });
+    }
+    i = end;
   }
   auto& regions = c.s.tile_scratch;
   auto& distinct = c.s.distinct;

@@ -95,14 +95,15 @@ struct Scratch {
   bool sm_assigned = false;   // Program::sm_assigned, found by check_placement (which reads SMs)
   Reach reach;
   ir::BufferTasks writers, users;  // per buffer: its writers, its readers and writers
-  std::vector<uint32_t> csr_fill;  // CSR scratch (check_pages)
+  std::vector<uint32_t> csr_fill;  // CSR scratch (check_pages, check_waw)
   std::vector<std::pair<size_t, size_t>> pairs;
   // check_hazards
   // Per buffer (CSR): each distinct counter its writers signal, with its first writer.
   std::vector<uint32_t> writer_slots_off;
   std::vector<std::pair<uint32_t, uint32_t>> writer_slots;
-  std::vector<int64_t> raw_q, first_write, cuts;
-  std::vector<uint32_t> first_write_at;  // per task (check_waw.cpp)
+  std::vector<int64_t> raw_q, cuts;
+  // Buffers in AMK's first-write order, and per task the offset of those it first writes.
+  std::vector<uint32_t> first_write, first_write_at;
   std::vector<uint8_t> ordered, seen, read;
   std::vector<uint32_t> reader, distinct, missing;
   std::vector<TileRegion> tile_scratch;
@@ -191,14 +192,15 @@ std::span<const Rule> page_rules();       // check_pages.cpp
 std::span<const Rule> output_rules();     // check_placement.cpp (AMK step 8)
 std::span<const Rule> capacity_rules();   // check_capacity.cpp
 
-// The rule passes. Per task, one fused pass runs refs, structure, shapes and waits (so a task's
-// diagnostics of those families come together); then the whole-graph passes in this order.
 /// What check_task_refs' screen saw, for the checks of the task after it.
 struct TaskScreen {
   bool refs_clean;       ///< nothing to report: every id in range, the arity holds (but for a
                          ///< foreign NOP)
   bool writes_readonly;  ///< an output (in range) is a read-only buffer
 };
+
+// The rule passes. Per task, one fused pass runs refs, structure, shapes and waits (so a task's
+// diagnostics of those families come together); then the whole-graph passes in this order.
 // AMK step 1: refs, ABI caps, arity, params
 TaskScreen check_task_refs(Context& c, size_t id, const ir::ParamTable& pt);
 // dims, names, sizes (Scratch::numel, buffer_bits), the tasks' estimates; with `buffers_known`

@@ -5,13 +5,14 @@
 //  - Equal means word for word on ProgramImage: every field of the program, bit for bit. The
 //    tasks but their SMs are not compared when the caller's stamp promises them to be the last
 //    proof's (Validator::validate: a warm lowerer's recalled run only moves SMs).
-//  - Of the four, the proof reads tasks' SMs in check_placement, check_capacity and
-//    Stats::sm_assigned (which check_placement finds) only; the page allocation in check_pages
-//    only; meta in check_outputs only; the config in check_capacity only. A stage that reads none
-//    of what changed reports what it reported last time (a proof is a function of the program).
-//  - The scratch the re-run stages read (the counter graph, the buffers' writers and users) is a
-//    function of the rest, and is the last proof's; the SM-queue graph is built again with
-//    placement, or is the last proof's for the same SMs.
+//  - Of the four, the proof reads tasks' SMs in check_placement and check_capacity only (Stats'
+//    sm_assigned is what check_placement found: the last proof's when SMs did not change); the
+//    page allocation in check_pages only; meta in check_outputs only; the config in
+//    check_capacity only. A stage that reads none of what changed reports what it reported last
+//    time (a proof is a function of the program).
+//  - The scratch the re-run stages read (the counter graph, the buffers' writers, users and
+//    element counts) is a function of the rest, and is the last proof's; the SM-queue graph is
+//    built again with placement, or is the last proof's for the same SMs.
 //  - Each rule code is reported by one stage only, so a stage run alone with fresh per-code counts
 //    keeps and counts what it kept and counted inside a full proof; the summaries of capped codes
 //    (Context::finish) are made again from the merged counts.

@@ -24,7 +24,7 @@ class Reach {
     qdst_.push_back(dst);
     return qsrc_.size() - 1;
   }
-  /// Answers every pending query.
+  /// Answers every pending query (with none, it returns at once: then it may run unbound).
   void solve();
   /// The answer of query i (after solve()).
   bool answer(size_t i) const { return ans_[i] != 0; }
