@@ -132,12 +132,6 @@ std::string_view param_name(ParamField f) {
   return kFields[static_cast<size_t>(f)].name;
 }
 
-ParamTable ParamTable::of(const Task& t) {
-  ParamTable pt;
-  pt.set(t);
-  return pt;
-}
-
 namespace {
 
 // Computed once, before main (kRegistry is defined above, so it is initialised first).

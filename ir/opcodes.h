@@ -85,7 +85,11 @@ struct ParamTable {
   int64_t i[kParamFieldCount];  // valid where `ints` has the bit (left uninitialised otherwise)
   double f[kParamFieldCount];   // valid where `reals` has the bit
   /// Decodes the known fields of a task's params (unknown keys are skipped).
-  static ParamTable of(const Task& t);
+  static ParamTable of(const Task& t) {
+    ParamTable pt;
+    pt.set(t);
+    return pt;
+  }
   /// Like of(), in place: writes the bit masks and only the fields present.
   void set(const Task& t);
   /// True when the field holds a non-bool int.
