@@ -20,8 +20,10 @@ constexpr SV kDequant[] = {"qdtype", "group"};
 constexpr SV kKvAppend[] = {"pos"};
 constexpr SV kFused[] = {"recipe"};
 
+}  // namespace
+
 // AMK's OP_REGISTRY, indexed by opcode.
-const std::array<OpSpec, kOpCount> kRegistry = {{
+const std::array<OpSpec, kOpCount> detail::kRegistry = {{
     {Op::NOP, 0, 0, 0, {}, "no-op"},
     {Op::COPY, 1, 1, 1, {}, "page -> page move (cast-copy)"},
     {Op::EMBED, 2, 2, 1, kEmbed, "[ids, table[V,H]] -> gathered rows (also the reshape bridge)"},
@@ -44,6 +46,8 @@ const std::array<OpSpec, kOpCount> kRegistry = {{
     {Op::FUSED, 1, -1, 1, kFused, "a recipe of primitive steps on scratch"},
 }};
 
+namespace {
+
 struct FieldInfo {
   SV name;
   ParamType type;
@@ -61,10 +65,6 @@ constexpr std::array<FieldInfo, kParamFieldCount> kFields = {{
 }};
 
 }  // namespace
-
-const OpSpec& op_spec(Op op) {
-  return kRegistry[static_cast<size_t>(op)];
-}
 
 std::optional<ParamField> param_field(std::string_view key) {
   // Dispatch on length and first letter so a lookup is one or two short compares.
@@ -132,13 +132,11 @@ std::string_view param_name(ParamField f) {
   return kFields[static_cast<size_t>(f)].name;
 }
 
-namespace {
-
 // Computed once, before main (kRegistry is defined above, so it is initialised first).
-const std::array<RequiredParams, kOpCount> kRequired = [] {
+const std::array<RequiredParams, kOpCount> detail::kRequired = [] {
   std::array<RequiredParams, kOpCount> r{};
-  for (size_t o = 0; o < kRegistry.size(); ++o)
-    for (std::string_view k : kRegistry[o].required) {
+  for (size_t o = 0; o < detail::kRegistry.size(); ++o)
+    for (std::string_view k : detail::kRegistry[o].required) {
       if (auto f = param_field(k))
         r[o].fields |= 1u << static_cast<int>(*f);
       else
@@ -146,6 +144,8 @@ const std::array<RequiredParams, kOpCount> kRequired = [] {
     }
   return r;
 }();
+
+namespace {
 
 // The fields of type Int, as bits.
 constexpr uint32_t kIntFields = [] {
@@ -156,10 +156,6 @@ constexpr uint32_t kIntFields = [] {
 }();
 
 }  // namespace
-
-const RequiredParams& required_params(Op op) {
-  return kRequired[static_cast<size_t>(op)];
-}
 
 void ParamTable::set(const Task& t) {
   // Flags gathered with bit operations, not chains of && (a task's params are few; the branches

@@ -1,6 +1,7 @@
 // The opcode registry (arity, outputs, required params) and the marshalled param fields.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -20,8 +21,13 @@ struct OpSpec {
   std::string_view note;
 };
 
-/// The registry entry of an opcode.
-const OpSpec& op_spec(Op op);
+namespace detail {
+extern const std::array<OpSpec, kOpCount> kRegistry;  // AMK's OP_REGISTRY, indexed by opcode
+}  // namespace detail
+/// The registry entry of an opcode (inline: every task of a proof asks for it).
+inline const OpSpec& op_spec(Op op) {
+  return detail::kRegistry[static_cast<size_t>(op)];
+}
 
 /// An opcode's required params as amk_params_t field bits, and the required keys that are no
 /// field (a FUSED task's recipe).
@@ -29,8 +35,13 @@ struct RequiredParams {
   uint32_t fields = 0;
   std::vector<std::string_view> others;
 };
-/// The required params of `op` (computed once).
-const RequiredParams& required_params(Op op);
+namespace detail {
+extern const std::array<RequiredParams, kOpCount> kRequired;  // computed once, before main
+}  // namespace detail
+/// The required params of `op` (computed once; inline like op_spec).
+inline const RequiredParams& required_params(Op op) {
+  return detail::kRequired[static_cast<size_t>(op)];
+}
 
 /// Marshalled type of a known param field: int32 ('i') or float ('f').
 enum class ParamType : char { Int = 'i', Float = 'f' };
