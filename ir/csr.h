@@ -26,28 +26,30 @@ void build_csr(size_t n_keys, Each&& each, std::vector<uint32_t>& off, std::vect
 }
 
 /// build_csr for the entries (keys[i], value_of(i)) in index order, whose equal keys come in runs
-/// (a counter's producers and waiters are runs of consecutive tasks): each pass keeps a run's
-/// count or place in a register and writes it back once, instead of once an entry.
+/// (a counter's producers and waiters are runs of consecutive tasks): the count pass finds the
+/// runs once and keeps where each ends (`run_ends`, scratch), and each pass keeps a run's count or
+/// place in a register and writes it back once, instead of once an entry.
 template <class ValueOf>
 void build_csr_runs(size_t n_keys, std::span<const uint32_t> keys, ValueOf&& value_of,
                     std::vector<uint32_t>& off, std::vector<uint32_t>& list,
-                    std::vector<uint32_t>& fill) {
-  auto runs = [&](auto&& at_run) {
-    for (size_t i = 0, j = 0; i < keys.size(); i = j) {
-      for (j = i + 1; j < keys.size() && keys[j] == keys[i];) ++j;
-      at_run(keys[i], i, j);
-    }
-  };
+                    std::vector<uint32_t>& fill, std::vector<uint32_t>& run_ends) {
   off.assign(n_keys + 1, 0);
-  runs([&](uint32_t k, size_t i, size_t j) { off[k + 1] += static_cast<uint32_t>(j - i); });
+  run_ends.clear();
+  for (size_t i = 0, j = 0; i < keys.size(); i = j) {
+    for (j = i + 1; j < keys.size() && keys[j] == keys[i];) ++j;
+    off[keys[i] + 1] += static_cast<uint32_t>(j - i);
+    run_ends.push_back(static_cast<uint32_t>(j));
+  }
   for (size_t k = 0; k < n_keys; ++k) off[k + 1] += off[k];
   list.resize(off[n_keys]);
   fill.assign(off.begin(), off.end() - 1);
-  runs([&](uint32_t k, size_t i, size_t j) {
+  size_t i = 0;
+  for (const uint32_t j : run_ends) {
+    const uint32_t k = keys[i];
     uint32_t at = fill[k];
-    for (size_t e = i; e < j; ++e) list[at++] = value_of(e);
+    for (; i < j; ++i) list[at++] = value_of(i);
     fill[k] = at;
-  });
+  }
 }
 
 /// Task ids per buffer as CSR, in task order, each as often as the task names the buffer.

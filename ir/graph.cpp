@@ -55,9 +55,10 @@ void Graph::assign(const Program& p) {
   // task's distinct wait slots, task after task).
   build_csr_runs(
       n_slots, g.out_slot_, [](size_t t) { return static_cast<uint32_t>(t); }, g.prod_off_, g.prod_,
-      g.fill_);
+      g.fill_, g.run_ends_);
   build_csr_runs(
-      n_slots, g.tw_, [&](size_t e) { return g.tw_task_[e]; }, g.wait_off_, g.waiters_, g.fill_);
+      n_slots, g.tw_, [&](size_t e) { return g.tw_task_[e]; }, g.wait_off_, g.waiters_, g.fill_,
+      g.run_ends_);
 
   // The edges: each waiter of a slot from each of its producers (AMK's indeg summed).
   for (uint32_t k = 0; k < n_slots; ++k)

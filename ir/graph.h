@@ -72,7 +72,7 @@ class Graph {
   std::vector<uint32_t> topo_, topo_pos_;
   std::vector<uint32_t> tw_task_;  // the task of each tw_ entry (scratch)
   KahnScratch kahn_;
-  std::vector<uint32_t> fill_;
+  std::vector<uint32_t> fill_, run_ends_;  // build_csr_runs' scratch
   uint64_t edges_ = 0;
 };
 
