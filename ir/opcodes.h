@@ -19,6 +19,12 @@ struct OpSpec {
   int n_outputs;
   std::span<const std::string_view> required;
   std::string_view note;
+  /// True when `n` inputs are within the opcode's arity.
+  constexpr bool inputs_ok(int64_t n) const {
+    return n >= min_inputs && (max_inputs == -1 || n <= max_inputs);
+  }
+  /// True when `n` outputs are what the opcode writes.
+  constexpr bool outputs_ok(int64_t n) const { return n_outputs == -1 || n == n_outputs; }
 };
 
 namespace detail {

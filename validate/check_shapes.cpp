@@ -491,9 +491,8 @@ void check_task_shapes(Context& c, size_t id, const ir::ParamTable& pt, bool ref
   check_ranges(c, id, pt);
   if (refs_clean) return TaskShapes(c, id, pt).run();  // the guards below hold
   const ir::OpSpec& spec = ir::op_spec(t.op);
-  auto n = static_cast<int>(t.inputs.size());
-  if (n < spec.min_inputs || (spec.max_inputs != -1 && n > spec.max_inputs)) return;
-  if (spec.n_outputs != -1 && static_cast<int>(t.outputs.size()) != spec.n_outputs) return;
+  if (!spec.inputs_ok(static_cast<int64_t>(t.inputs.size()))) return;
+  if (!spec.outputs_ok(static_cast<int64_t>(t.outputs.size()))) return;
   for (int64_t b : t.inputs)
     if (!c.buffer_ok(b)) return;
   for (int64_t b : t.outputs)

@@ -1,6 +1,7 @@
 // AMK step 1 (references, ABI caps, self-waits, arity, params) with AMK's exact messages, then
 // amk's structural additions (dimensions, read-only writes, finite params, FUSED recipes).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -147,13 +148,13 @@ std::string param_repr(const ir::ParamValue& v) {
               ir::task_pointer(id, "out_counter")}});
     const ir::OpSpec& spec = ir::op_spec(t.op);
     const bool kernel = c.foreign() && t.op == ir::Op::NOP;  // a foreign kernel's footprint
-    auto n_in = static_cast<int>(t.inputs.size());
-    if (!kernel && (n_in < spec.min_inputs || (spec.max_inputs != -1 && n_in > spec.max_inputs)))
+    const size_t n_in = t.inputs.size();
+    if (!kernel && !spec.inputs_ok(static_cast<int64_t>(n_in)))
       c.error(kOpArity,
               fmt::format("task {} ({}) arity: {} inputs, expected [{},{}]", id, op, n_in,
                           spec.min_inputs, spec.max_inputs),
               ir::task_pointer(id, "inputs"));
-    if (!kernel && spec.n_outputs != -1 && static_cast<int>(t.outputs.size()) != spec.n_outputs)
+    if (!kernel && !spec.outputs_ok(static_cast<int64_t>(t.outputs.size())))
       c.error(kOpOutputs,
               fmt::format("task {} ({}) expected {} outputs, got {}", id, op, spec.n_outputs,
                           t.outputs.size()),
@@ -196,12 +197,32 @@ std::string param_repr(const ir::ParamValue& v) {
 
 }  // namespace
 
+namespace {
+
+// Per opcode, bit in * kArityStride + out set when `in` inputs and `out` outputs (at most the
+// ABI's) are within its arity: the screen's arity test in one lookup.
+constexpr size_t kArityStride = ir::kMaxOutputs + 1;
+static_assert((ir::kMaxInputs + 1) * kArityStride <= 64);
+const std::array<uint64_t, ir::kOpCount> kArityFits = [] {
+  std::array<uint64_t, ir::kOpCount> fits{};
+  for (size_t o = 0; o < fits.size(); ++o) {
+    const ir::OpSpec& spec = ir::op_spec(static_cast<ir::Op>(o));
+    for (int64_t in = 0; in <= ir::kMaxInputs; ++in)
+      for (int64_t out = 0; out <= ir::kMaxOutputs; ++out)
+        if (spec.inputs_ok(in) && spec.outputs_ok(out))
+          fits[o] |=
+              uint64_t{1} << (static_cast<size_t>(in) * kArityStride + static_cast<size_t>(out));
+  }
+  return fits;
+}();
+
+}  // namespace
+
 TaskScreen check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
   // Whether report_task_refs has anything to say, in a few tests per list (the common case, kept
   // apart from the reporting so that it stays small): every condition it reports on, checked
   // here first.
   const ir::Task& t = c.p.tasks[id];
-  const ir::OpSpec& spec = ir::op_spec(t.op);
   const ir::RequiredParams& rq = ir::required_params(t.op);
   // Ids compared as unsigned: a negative id is out of range too. Flags are or-ed, not chained
   // with ||: the lists are short and every branch of a chain costs more than its test.
@@ -209,10 +230,11 @@ TaskScreen check_task_refs(Context& c, size_t id, const ir::ParamTable& pt) {
   const auto nc = static_cast<uint64_t>(c.p.counters.size());
   const uint8_t* const bits = c.s.buffer_bits.data();
   const size_t n_in = t.inputs.size(), n_out = t.outputs.size();
-  const auto in = static_cast<int>(n_in), out = static_cast<int>(n_out);
-  const bool arity = !(c.foreign() && t.op == ir::Op::NOP) &&
-                     ((in < spec.min_inputs) | ((spec.max_inputs != -1) & (in > spec.max_inputs)) |
-                      ((spec.n_outputs != -1) & (out != spec.n_outputs)));
+  // Counts past the ABI's are reported on their own (below): the table is read at the clamped.
+  const size_t fit = std::min<size_t>(n_in, ir::kMaxInputs) * kArityStride +
+                     std::min<size_t>(n_out, ir::kMaxOutputs);
+  const bool arity =
+      !(c.foreign() && t.op == ir::Op::NOP) && !(kArityFits[static_cast<size_t>(t.op)] >> fit & 1u);
   unsigned report = !pt.plain | ((rq.fields & ~pt.present) != 0) | !rq.others.empty() |
                     (static_cast<uint64_t>(t.out_counter) >= nc) | (n_in > ir::kMaxInputs) |
                     (n_out > ir::kMaxOutputs) | (t.waits.size() > ir::kMaxWaits) | arity;
@@ -429,8 +451,8 @@ namespace {
           for (size_t k = 0; k < parsed->steps.size(); ++k) {
             const auto& st = parsed->steps[k];
             const ir::OpSpec& sp = ir::op_spec(st.op);
-            auto n = static_cast<int>(st.args.size());
-            if (n < sp.min_inputs || (sp.max_inputs != -1 && n > sp.max_inputs))
+            const size_t n = st.args.size();
+            if (!sp.inputs_ok(static_cast<int64_t>(n)))
               errs.push_back(fmt::format("step {}: {} takes [{},{}] args, got {}", k,
                                          ir::name(st.op), sp.min_inputs, sp.max_inputs, n));
             for (std::string_view req : sp.required) {
