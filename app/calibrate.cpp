@@ -13,6 +13,7 @@
 
 #include "ir/fileio.h"
 #include "ir/json_io.h"
+#include "ir/pyjson.h"
 #include "lower/config.h"
 #include "lower/lower.h"
 #include "lower/model.h"
@@ -166,7 +167,7 @@ ir::Result<targets::Measurement> from_record(const json& j, const std::string& f
       if (!r) return std::move(r.diagnostics);
       c = std::move(*r.value);
     } else if (j.contains("config")) {
-      ir::Result<ir::ScheduleConfig> r = lower::parse_config(j["config"].dump(), "/config");
+      ir::Result<ir::ScheduleConfig> r = lower::parse_config(ir::json_line(j["config"]), "/config");
       if (!r) return std::move(r.diagnostics);
       c = std::move(*r.value);
     }

@@ -119,7 +119,7 @@ namespace {
 
 // A trial as in the log, without its timings and diagnostics.
 nlohmann::ordered_json trial_summary(const search::Trial& t) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::parse(search::trial_json(t));
+  nlohmann::ordered_json j = ir::reread_object(search::trial_json(t));
   j.erase("duplicate_of");
   j.erase("diagnostics");
   for (const search::TrialField& f : search::trial_results())

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
+#include <new>
 
 #include <fmt/format.h>
 
@@ -23,8 +25,9 @@ namespace amk::app {
 
 namespace {
 
+// amk's own JSON text as a value (a name in it may hold a lone surrogate read from the user).
 ojson parsed(const std::string& text) {
-  return ojson::parse(text);
+  return ir::reread_object(text);
 }
 
 // A warm evaluator with the model and target it lowers for.
@@ -267,10 +270,9 @@ struct ServiceWorker {
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
     if (!a.has("model")) return bad("model", "missing 'model'");
     if (!a.has("target")) return bad("target", "missing 'target'");
-    const std::string key =
+    const std::string key = ir::json_line(
         ojson::array({a.at("model"), a.at("target"), o.pos, o.batch, ir::name(o.dtype),
-                      a.str("quant"), a.has("runtime") ? a.at("runtime") : ojson()})
-            .dump();
+                      a.str("quant"), a.has("runtime") ? a.at("runtime") : ojson()}));
     auto it = warm.find(key);
     if (it == warm.end()) {
       ir::Result<lower::ModelSpec> m = model_arg(a);
@@ -534,7 +536,18 @@ ir::Result<ojson> Service::call(std::string_view op, const ojson& args,
   }
   Args a{args, {}, impl_->options.files};
   a.only(arguments_of(*def));
-  return def->run(*impl_, a, stop);
+  // A server answers every request: an exception that escapes an operation (a bug) or memory
+  // that runs out is this request's error, not the end of the worker and of the requests after.
+  try {
+    return def->run(*impl_, a, stop);
+  } catch (const std::bad_alloc&) {
+    return ir::error("request.memory", fmt::format("out of memory answering '{}'", op));
+  } catch (const std::exception& e) {
+    return ir::error("request.internal",
+                     fmt::format("internal error answering '{}' (a bug; please report it with "
+                                 "the request): {}",
+                                 op, e.what()));
+  }
 }
 
 ir::Result<ojson> Service::handle(const ojson& request, const std::atomic<bool>* stop) {

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "ir/pyjson.h"
 #include "lower/config.h"
 
 namespace amk::app {
@@ -21,7 +22,7 @@ ir::Result<T> spec_arg(Args& a, const char* key, std::string_view what, Load loa
     return load(v.get<std::string>());
   }
   if (v.is_object()) {
-    ir::Result<T> r = parse(v.dump(), "/" + std::string(key));
+    ir::Result<T> r = parse(ir::json_line(v), "/" + std::string(key));
     if (!r) return inside(std::move(r.diagnostics), key);
     return r;
   }
@@ -51,7 +52,7 @@ ir::Result<ir::Program> program_arg(Args& a, std::string_view key) {
   const FormatOptions fo = a.format_options();
   if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
   if (v.is_object()) {
-    ir::Result<ir::Program> r = parse_program(v.dump(), "", fo);
+    ir::Result<ir::Program> r = parse_program(ir::json_line(v), "", fo);
     if (!r) return inside(std::move(r.diagnostics), key);
     return r;
   }
@@ -108,7 +109,7 @@ ir::Result<std::optional<ir::ScheduleConfig>> config_arg(Args& a, std::string_vi
   if (v.is_string() && v.get<std::string>() == "auto") return std::optional<ir::ScheduleConfig>();
   ir::Result<ir::ScheduleConfig> c;
   if (v.is_object()) {
-    c = lower::parse_config(v.dump(), "/" + std::string(key));
+    c = lower::parse_config(ir::json_line(v), "/" + std::string(key));
     if (!c) return inside(std::move(c.diagnostics), key);
   } else if (v.is_string()) {  // its JSON text (errors inside /key) or a file
     const std::string& arg = v.get_ref<const std::string&>();

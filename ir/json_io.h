@@ -30,6 +30,10 @@ bool looks_like_program(std::string_view text);
 /// Parses a JSON document that must be an object (`what` names it in errors: "a model spec"),
 /// with the same diagnostics as a program (pointer, line:column; NaN/Infinity refused).
 Result<JsonValue> parse_json_object(std::string_view text, std::string_view what);
+/// amk's own JSON text (an object one of its writers gave) read back as a value by amk's reader,
+/// which keeps a lone surrogate that a name read from the user may hold (nlohmann's parser throws
+/// on one). Text that is not such an object is a bug in its writer: std::logic_error.
+nlohmann::ordered_json reread_object(std::string_view text);
 /// A ScheduleConfig as AMK writes a program's "config" (json.dumps(indent=2) layout, its key
 /// order, unknown fields at the end): the text of a ScheduleConfig file; parse_config reads it.
 std::string write_config(const ScheduleConfig& c);

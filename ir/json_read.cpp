@@ -5,6 +5,7 @@
 #include <atomic>
 #include <iterator>
 #include <new>
+#include <stdexcept>
 
 #include "ir/fileio.h"
 #include "ir/json_io.h"
@@ -540,6 +541,13 @@ Result<ScheduleConfig> parse_config(std::string_view text, bool strict) {
 
 Result<JsonValue> parse_json_object(std::string_view text, std::string_view what) {
   return Reader(text).run_object(what);
+}
+
+nlohmann::ordered_json reread_object(std::string_view text) {
+  Result<JsonValue> v = parse_json_object(text, "amk's own output");
+  if (!v)
+    throw std::logic_error("amk wrote JSON it cannot read back: " + error_messages(v.diagnostics));
+  return std::move(v->mut());
 }
 
 namespace detail {

@@ -201,7 +201,10 @@ void append_indent(std::string& out, int level) {
   out.append(static_cast<size_t>(2 * level), ' ');
 }
 
-void append_json_value(std::string& out, const nlohmann::ordered_json& v, int level) {
+namespace {
+
+// json.dumps(v, indent=2) from nesting depth `level` when `indent`, else json.dumps(v) on one line.
+void append_value(std::string& out, const nlohmann::ordered_json& v, int level, bool indent) {
   using T = nlohmann::ordered_json::value_t;
   switch (v.type()) {
     case T::null:
@@ -231,12 +234,12 @@ void append_json_value(std::string& out, const nlohmann::ordered_json& v, int le
       out += '[';
       bool first = true;
       for (const auto& e : v) {
-        if (!first) out += ',';
+        if (!first) out += indent ? "," : ", ";
         first = false;
-        append_indent(out, level + 1);
-        append_json_value(out, e, level + 1);
+        if (indent) append_indent(out, level + 1);
+        append_value(out, e, level + 1, indent);
       }
-      append_indent(out, level);
+      if (indent) append_indent(out, level);
       out += ']';
       return;
     }
@@ -248,14 +251,14 @@ void append_json_value(std::string& out, const nlohmann::ordered_json& v, int le
       out += '{';
       bool first = true;
       for (auto it = v.begin(); it != v.end(); ++it) {
-        if (!first) out += ',';
+        if (!first) out += indent ? "," : ", ";
         first = false;
-        append_indent(out, level + 1);
+        if (indent) append_indent(out, level + 1);
         append_json_string(out, it.key());
         out += ": ";
-        append_json_value(out, it.value(), level + 1);
+        append_value(out, it.value(), level + 1, indent);
       }
-      append_indent(out, level);
+      if (indent) append_indent(out, level);
       out += '}';
       return;
     }
@@ -263,6 +266,18 @@ void append_json_value(std::string& out, const nlohmann::ordered_json& v, int le
       out += "null";
       return;
   }
+}
+
+}  // namespace
+
+void append_json_value(std::string& out, const nlohmann::ordered_json& v, int level) {
+  append_value(out, v, level, true);
+}
+
+std::string json_line(const nlohmann::ordered_json& v) {
+  std::string out;
+  append_value(out, v, 0, false);
+  return out;
 }
 
 std::string py_repr_str(std::string_view s) {
@@ -383,6 +398,12 @@ size_t utf8_sequence(std::string_view s, size_t i) {
     return cont(1, lo, hi) && cont(2) && cont(3) ? 4 : 0;
   }
   return 0;
+}
+
+bool is_utf8(std::string_view s) {
+  size_t i = 0;
+  for (size_t n; i < s.size() && (n = utf8_sequence(s, i)) > 0;) i += n;
+  return i == s.size();
 }
 
 void append_valid_utf8(std::string& out, std::string_view s) {

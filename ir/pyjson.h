@@ -19,6 +19,10 @@ void append_utf8(std::string& out, uint32_t cp);
 void append_json_string(std::string& out, std::string_view utf8);
 /// Appends a value in json.dumps(indent=2) layout; `level` is the current nesting depth.
 void append_json_value(std::string& out, const nlohmann::ordered_json& v, int level);
+/// json.dumps(v) on one line (", " and ": " between items): exact for every value amk's reader
+/// gives, a lone surrogate as its \uXXXX escape and NaN / Infinity as Python writes them, where
+/// nlohmann's dump throws on the one and writes null for the others. For text read back.
+std::string json_line(const nlohmann::ordered_json& v);
 /// Appends the newline plus 2*level spaces that json.dumps(indent=2) puts before an item.
 void append_indent(std::string& out, int level);
 /// Python's repr() of a JSON value as AMK's messages show it ('abc', True, None, 64.0, [1, 2]).
@@ -31,6 +35,9 @@ std::string py_round2(double x);
 /// The length of the valid UTF-8 sequence at s[i] (strict: no surrogates, overlongs or code
 /// points past U+10FFFF), or 0 when s[i] does not start one.
 size_t utf8_sequence(std::string_view s, size_t i);
+/// True when all of `s` is valid UTF-8 (utf8_sequence's rules): what a file written as UTF-8
+/// text (MPK's JSON, a safetensors header) can hold.
+bool is_utf8(std::string_view s);
 /// Appends `s` with every byte that is not valid UTF-8 replaced by U+FFFD (a lone surrogate kept
 /// by the reader as its 3-byte form becomes one U+FFFD): what reaches Python or a terminal.
 void append_valid_utf8(std::string& out, std::string_view s);

@@ -189,7 +189,7 @@ std::string header_json(const LogHeader& h) {
             {"objective", h.objective},
             {"seed", h.seed},
             {"space", fmt::format("{:016x}", h.space)},
-            {"start", json::parse(h.start)}};
+            {"start", ir::reread_object(h.start)}};
   if (h.min_batch > 0) j["min_batch"] = h.min_batch;  // absent: 0, as in logs written before it
   j["runtime"] = h.runtime;
   return ir::dump_text(json{{"search", j}});

@@ -2,6 +2,7 @@
 // malformed lines answered and survived) and `amk mcp` (a scripted agent session).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -232,6 +233,37 @@ TEST(Serve, NoFilesRefusesEveryFileArgumentAndTakesInlineValues) {
   EXPECT_EQ(out[12]["error"]["diagnostics"][0]["pointer"], "/start");
   ASSERT_FALSE(out[13]["ok"].get<bool>());
   EXPECT_EQ(out[13]["error"]["code"], "request.files") << out[13].dump();
+}
+
+// A value given inline is read as its text is, a lone surrogate in it too (Python's json and
+// amk's reader keep one; nlohmann's dump and parser throw on one, which ended the server), and
+// what amk writes back of it (the lowered program, a candidate's target) is read back alike.
+TEST(Serve, AnInlineValueWithALoneSurrogateIsReadAsItsTextAndAnswered) {
+  std::string text = test::slurp(program("toy_1L_default.json"));
+  auto replace = [&](std::string& s, const std::string& from, const std::string& to) {
+    const size_t at = s.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    s.replace(at, from.size(), to);
+  };
+  replace(text, R"("name": "token_id")", R"("name": "token_id\udc00")");
+  replace(text, R"("eps": 1e-06)", R"("eps": -1)");
+  std::string target = test::run_amk({"targets", "h100", "--json"}).out;
+  replace(target, R"("name": "h100")", R"("name": "h100\ud800")");
+  for (std::string* s : {&text, &target}) std::replace(s->begin(), s->end(), '\n', ' ');  // a line
+  const std::vector<json> out =
+      exchange({"serve", "--stdio", "--no-files"},
+               {R"({"id": 1, "op": "validate", "program": )" + text + "}",
+                req({{"id", 2}, {"op", "validate"}, {"text", text}}),
+                R"({"id": 3, "op": "search_eval", "model": "toy-1L", "target": )" + target + "}",
+                R"({"id": 4, "op": "lower", "model": "toy-1L", "target": )" + target + "}"});
+  ASSERT_EQ(out.size(), 4u);
+  for (const json& o : out) ASSERT_TRUE(o["ok"].get<bool>()) << o.dump();
+  EXPECT_EQ(out[0]["result"], out[1]["result"]);
+  EXPECT_FALSE(out[0]["result"]["ok"].get<bool>());  // the negative eps, as the text says
+  bool eps = false;
+  for (const json& d : out[0]["result"]["errors"])
+    eps = eps || d["pointer"].get<std::string>().ends_with("/params/eps");
+  EXPECT_TRUE(eps) << out[0].dump();
 }
 
 TEST(Serve, VerdictsEqualTheCliOnEveryConformanceProgramInRequestOrderForAnyJobs) {
