@@ -90,11 +90,11 @@ bool merge3(const ojson* b, const ojson* o, const ojson* t, const std::string& p
   return o ? (out = *o, true) : false;
 }
 
+// Read by amk's reader, as the program sides are: a lone surrogate in a name is kept.
 ir::Result<ojson> parse(std::string_view text, const char* side) {
-  ojson j = ojson::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    return ir::error("merge.input", fmt::format("{}: not a JSON object", side));
-  return j;
+  ir::Result<ir::JsonValue> j = ir::parse_json_object(text, side);
+  if (!j) return ir::error("merge.input", fmt::format("{}: not a JSON object", side));
+  return std::move(j->mut());
 }
 
 // A program as entities keyed by meaning: buffers by name, counters by their producers' labels,
@@ -106,7 +106,7 @@ ir::Result<ojson> keyed(std::string_view text, const char* side) {
     for (auto& x : d) x.message = fmt::format("{}: {}", side, x.message);
     return d;
   }
-  const ojson j = ojson::parse(ir::write_program(*p));
+  const ojson j = ir::reread_object(ir::write_program(*p));
   std::vector<std::string> bname, ckey(p->counters.size()), tkey;
   for (const ir::Buffer& b : p->buffers) bname.push_back(b.name);
   std::set<std::string> seen;
@@ -263,7 +263,7 @@ ir::Result<std::string> merge_config_texts(std::string_view base, std::string_vi
                                            std::string_view theirs) {
   ir::Result<ojson> merged = merge_sides(base, ours, theirs, parse);
   if (!merged) return merged.diagnostics;
-  const std::string text = ir::dump_text(*merged, 2);
+  const std::string text = ir::json_line(*merged);  // exact: dump_text would replace a surrogate
   ir::Result<ir::ScheduleConfig> c = lower::parse_config(text, "the merged config");
   if (!c) return c.diagnostics;  // each side's knobs are fine, but not together
   std::string out;  // the knobs the files set (not the defaults they inherit), canonically
@@ -277,7 +277,7 @@ ir::Result<std::string> merge_program_texts(std::string_view base, std::string_v
   if (!merged) return merged.diagnostics;
   ir::Result<ojson> doc = unkeyed(*merged);
   if (!doc) return doc.diagnostics;
-  ir::Result<ir::Program> p = ir::parse_program(ir::dump_text(*doc, 2));
+  ir::Result<ir::Program> p = ir::parse_program(ir::json_line(*doc));  // exact, as above
   if (!p) return p.diagnostics;
   validate::Result v = validate::validate(*p);
   if (!v.ok) {

@@ -50,11 +50,18 @@ int cmd_gen_weights(int argc, char** argv) {
   }
   Progress progress("amk gen-weights");
   progress.step("random weights");
-  const auto image = vm::random_weights_image(
+  ir::Result<std::vector<uint8_t>> made = vm::random_weights_image(
       *prog, static_cast<uint64_t>(args.get<int64_t>("seed")), [&](size_t done, size_t total) {
         progress.fraction(static_cast<double>(done) /
                           static_cast<double>(std::max<size_t>(total, 1)));
       });
+  if (!made) {
+    progress.clear();
+    if (!subject->model)
+      for (ir::Diagnostic& d : made.diagnostics) d.file = what;  // a pointer into that program
+    return fail(made.diagnostics, "amk gen-weights");
+  }
+  const std::vector<uint8_t>& image = *made;
   progress.step("writing " + args.get<std::string>("output"));
   const auto out = args.get<std::string>("output");
   if (!write_output(out,

@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "ir/json_io.h"
 #include "ir/pyjson.h"
 #include "lower/model.h"
 
@@ -35,7 +36,7 @@ int cmd_models(int argc, char** argv) {
     auto m = lower::load_model(name);
     if (!m) return fail(m.diagnostics, "amk models", json);
     if (json) {
-      all.push_back(nlohmann::ordered_json::parse(lower::write_model(*m)));
+      all.push_back(ir::reread_object(lower::write_model(*m)));
       continue;
     }
     std::cout << fmt::format("{:<15} {:>6} {:>6} {:>9} {:>6} {:>7} {:>7}  {}\n", name, m->n_layers,

@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "ir/json_io.h"
 #include "ir/pyjson.h"
 #include "targets/target.h"
 
@@ -37,7 +38,7 @@ int cmd_targets(int argc, char** argv) {
     if (!t->mesh.empty())
       kinds += fmt::format(", {}x{} mesh", t->mesh[0], t->mesh.size() > 1 ? t->mesh[1] : 1);
     if (args.has("json")) {
-      all.push_back(nlohmann::ordered_json::parse(targets::write_target_spec(*t)));
+      all.push_back(ir::reread_object(targets::write_target_spec(*t)));
     } else {
       std::cout << fmt::format("{:<9} {:<7} {:>7} {:>9.0f} {:>9.0f} {:>9.1f}M  {}\n", name,
                                t->family, t->num_workers(), t->record.hbm_bandwidth_gbs.as_double(),

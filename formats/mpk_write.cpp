@@ -11,6 +11,7 @@
 #include "formats/formats.h"
 #include "formats/mpk.h"
 #include "ir/graph.h"
+#include "ir/pyjson.h"
 
 namespace amk::formats {
 namespace mpk {
@@ -180,6 +181,14 @@ ir::Result<std::string> export_mpk(const ir::Program& p) {
     for (bool output : {false, true}) {
       std::vector<mpk::Tensor> list;
       for (int64_t b : output ? task.outputs : task.inputs) {
+        const std::string& name = p.buffers[static_cast<size_t>(b)].name;
+        if (!ir::is_utf8(name))  // MPK names a tensor by it, in JSON written as UTF-8
+          return ir::error("export.name",
+                           fmt::format("task {} ({}): buffer {}'s name {} is not UTF-8 (a lone "
+                                       "surrogate, as JSON's \\udc00 reads), and MPK's JSON "
+                                       "names the tensor by it",
+                                       t, task.display(), b, ir::py_repr_str(name)),
+                           fmt::format("/buffers/{}/name", b));
         if (!describe(p, task, b, output, list.emplace_back()))
           return ir::error("export.limit",
                            fmt::format("task {} ({}): buffer {} has a dim or stride past the "

@@ -16,6 +16,7 @@
 
 #include "instructions/dtype.h"
 #include "ir/fileio.h"
+#include "ir/pyjson.h"
 
 namespace amk::vm {
 namespace {
@@ -331,9 +332,16 @@ void st_convert(const StTensor& src, void* dst, ir::DType dt, int64_t numel) {
   }
 }
 
-std::string st_serialize(std::span<const StOut> tensors) {
+ir::Result<std::string> st_serialize(std::span<const StOut> tensors) {
   std::vector<const StOut*> order;
-  for (const auto& t : tensors) order.push_back(&t);
+  for (const auto& t : tensors) {
+    if (!ir::is_utf8(t.name))
+      return ir::error("safetensors.name",
+                       fmt::format("tensor name {} is not UTF-8 (a lone surrogate, as JSON's "
+                                   "\\udc00 reads): a safetensors header is UTF-8 JSON",
+                                   ir::py_repr_str(t.name)));
+    order.push_back(&t);
+  }
   std::sort(order.begin(), order.end(),
             [](const StOut* a, const StOut* b) { return a->name < b->name; });
   nlohmann::ordered_json h = nlohmann::ordered_json::object();
@@ -357,7 +365,9 @@ std::string st_serialize(std::span<const StOut> tensors) {
 }
 
 ir::Status st_write(const std::string& path, std::span<const StOut> tensors) {
-  return ir::write_file_atomic(path, st_serialize(tensors));
+  ir::Result<std::string> image = st_serialize(tensors);
+  if (!image) return std::move(image.diagnostics);
+  return ir::write_file_atomic(path, *image);
 }
 
 }  // namespace amk::vm

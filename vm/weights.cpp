@@ -4,10 +4,12 @@
 #include <cstring>
 #include <set>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "instructions/dtype.h"
 #include "ir/opcodes.h"
+#include "ir/pyjson.h"
 #include "ir/rng.h"
 #include "vm/safetensors.h"
 
@@ -39,16 +41,23 @@ std::vector<float> scale_bases(const ir::Program& p) {
 
 }  // namespace
 
-std::vector<uint8_t> random_weights_image(
+ir::Result<std::vector<uint8_t>> random_weights_image(
     const ir::Program& p, uint64_t seed,
     const std::function<void(size_t done, size_t total)>& progress) {
   nlohmann::ordered_json h = nlohmann::ordered_json::object();
   std::vector<const ir::Buffer*> bufs;
   std::set<std::string> keys;
   size_t off = 0;
-  for (const ir::Buffer& b : p.buffers) {
+  for (size_t id = 0; id < p.buffers.size(); ++id) {
+    const ir::Buffer& b = p.buffers[id];
     if (b.kind != ir::BufferKind::WEIGHT && b.kind != ir::BufferKind::CONST) continue;
     const std::string key = b.source.value_or(b.name);
+    if (!ir::is_utf8(key))
+      return ir::error("safetensors.name",
+                       fmt::format("buffer {}'s tensor name {} is not UTF-8 (a lone surrogate, as "
+                                   "JSON's \\udc00 reads): a safetensors header is UTF-8 JSON",
+                                   id, ir::py_repr_str(key)),
+                       fmt::format("/buffers/{}/{}", id, b.source ? "source" : "name"));
     if (!keys.insert(key).second) continue;  // two buffers may share one tensor
     auto shape = b.shape;
     if (b.dtype == ir::DType::I4 && !shape.empty()) shape.back() = (shape.back() + 1) / 2;

@@ -71,6 +71,60 @@ TEST(CliFmt, MalformedInputExitsTwoAndNamesFileAndPointer) {
   EXPECT_EQ(test::slurp(out), "previous") << "a failed run leaves existing files as they were";
 }
 
+// A lone surrogate in a name ("\udc00": Python's json and amk's reader keep one) is carried by
+// what writes JSON text back (merge, targets --json) and refused, with the name's pointer, by what
+// writes UTF-8 (an MPK graph names tensors by buffer names; a safetensors header): never an
+// internal error, never a file.
+TEST(CliInputs, ALoneSurrogateInANameIsKeptOrRefusedWithItsPointerNeverAnInternalError) {
+  auto replaced = [](std::string s, const std::string& from, const std::string& to) {
+    const size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? s : s.replace(at, from.size(), to);
+  };
+  const fs::path dir = test::temp_dir();
+  const std::string toy = test::slurp(test::conformance_dir() / "programs" / "toy_1L_default.json");
+  const fs::path named = dir / "named.json", sourced = dir / "sourced.json", tgt = dir / "t.json";
+  std::ofstream(named) << replaced(toy, R"("name": "token_id")", R"("name": "token_id\udc00")");
+  std::ofstream(sourced) << replaced(toy, R"("source": "embed.weight")",
+                                     R"("source": "embed.weight\udc00")");
+  std::ofstream(tgt) << replaced(run_amk({"targets", "h100", "--json"}).out, R"("name": "h100")",
+                                 R"("name": "h100\udc00")");
+  auto no_internal_error = [](const test::RunResult& r) {
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  };
+  for (const fs::path& f : {named, sourced}) {
+    const test::RunResult v = run_amk({"validate", f.string()});
+    EXPECT_EQ(v.rc, 0) << v.out << v.err;
+  }
+  const test::RunResult mpk =
+      run_amk({"export", named.string(), "--format", "mpk", "-o", (dir / "g.json").string()});
+  no_internal_error(mpk);
+  EXPECT_NE(mpk.rc, 0);
+  EXPECT_NE(mpk.err.find("/buffers/0/name: error[export.name]"), std::string::npos) << mpk.err;
+  const test::RunResult gen =
+      run_amk({"gen-weights", sourced.string(), "-o", (dir / "w.safetensors").string()});
+  no_internal_error(gen);
+  EXPECT_NE(gen.rc, 0);
+  EXPECT_NE(gen.err.find("/buffers/4/source: error[safetensors.name]"), std::string::npos)
+      << gen.err;
+  const test::RunResult tmpl =
+      run_amk({"run", named.string(), "--inputs-template", (dir / "in.safetensors").string()});
+  no_internal_error(tmpl);
+  EXPECT_NE(tmpl.rc, 0);
+  EXPECT_NE(tmpl.err.find("error[safetensors.name]"), std::string::npos) << tmpl.err;
+  for (const char* out : {"g.json", "w.safetensors", "in.safetensors"})
+    EXPECT_FALSE(fs::exists(dir / out)) << out;
+  const test::RunResult merged = run_amk(
+      {"merge", named.string(), named.string(), named.string(), "-o", (dir / "m.json").string()});
+  no_internal_error(merged);
+  EXPECT_EQ(merged.rc, 0) << merged.err;
+  EXPECT_EQ(test::slurp(dir / "m.json"), test::slurp(named));
+  const test::RunResult targets = run_amk({"targets", tgt.string(), "--json"});
+  no_internal_error(targets);
+  EXPECT_EQ(targets.rc, 0) << targets.err;
+  EXPECT_NE(targets.out.find(R"("name": "h100\udc00")"), std::string::npos) << targets.out;
+}
+
 TEST(CliInfo, JsonModeIsOneDocumentAndUnreadableIsExitTwo) {
   auto r = run_amk(
       {"info", (test::conformance_dir() / "programs/llama_1B_default.json").string(), "--json"});

@@ -43,7 +43,8 @@ double max_error(const std::string& name, const std::string& tgt, const ir::Sche
   LowerOptions ro;
   ro.reference = true;
   ro.dtype = dtype;
-  const auto image = vm::random_weights_image(amk::test::must(lower(m, t, cfg, ro)), 11);
+  const auto image =
+      amk::test::must(vm::random_weights_image(amk::test::must(lower(m, t, cfg, ro)), 11));
   auto w = amk::test::must(vm::SafeTensors::parse(image, "random"));
   app::DecodeOptions o;
   o.prompt = {3};
@@ -157,7 +158,7 @@ TEST(VmEquivalence, RandomQuantisedWeightsDequantiseWithinTheFloatMatricesBound)
       o.quant_group = 32;
       const ir::Program p =
           amk::test::must(lower(model("toy-2L"), target("h100"), default_config(), o));
-      const auto image = vm::random_weights_image(p, 3);
+      const auto image = amk::test::must(vm::random_weights_image(p, 3));
       auto w = amk::test::must(vm::SafeTensors::parse(image, "random"));
       std::set<int64_t> seen;
       for (const ir::Task& t : p.tasks) {

@@ -102,7 +102,7 @@ struct Blob {
   }
   const SafeTensors& finish() {
     for (size_t i = 0; i < outs.size(); ++i) outs[i].bytes = {data[i].data(), data[i].size()};
-    image = st_serialize(outs);
+    image = test::must(st_serialize(outs));
     file = test::must(
         SafeTensors::parse({reinterpret_cast<const uint8_t*>(image.data()), image.size()}, "mem"));
     return *file;
@@ -209,7 +209,7 @@ struct Fixture {
   std::vector<int32_t> tokens;
   int32_t pos = 0;
   explicit Fixture(const ir::Program& p, uint32_t seed = 1)
-      : wimage(random_weights_image(p, seed)) {
+      : wimage(test::must(random_weights_image(p, seed))) {
     wfile = test::must(SafeTensors::parse(wimage, "random"));
     const auto& meta = p.meta.json();
     if (meta.is_object() && meta.contains("pos") && meta["pos"].is_number_integer())
