@@ -14,6 +14,7 @@
 
 #include "ir/fileio.h"
 #include "ir/json_io.h"
+#include "ir/pyjson.h"
 #include "targets/target.h"
 
 std::span<const std::pair<std::string_view, std::string_view>> amk_builtin_runtime_files();
@@ -381,7 +382,10 @@ std::string write_runtime(const Runtime& r) {
   }
   if (!r.sources.is_null()) j["sources"] = r.sources.json();
   if (!r.fit.is_null()) j["fit"] = r.fit.json();
-  return j.dump(2) + "\n";
+  // json.dumps(indent=2): exact for a name with a lone surrogate, on which nlohmann's dump throws.
+  std::string out;
+  ir::append_json_value(out, j, 0);
+  return out + "\n";
 }
 
 ir::Result<Runtime> load_runtime(std::string_view name_or_path) {

@@ -72,9 +72,9 @@ TEST(CliFmt, MalformedInputExitsTwoAndNamesFileAndPointer) {
 }
 
 // A lone surrogate in a name ("\udc00": Python's json and amk's reader keep one) is carried by
-// what writes JSON text back (merge, targets --json) and refused, with the name's pointer, by what
-// writes UTF-8 (an MPK graph names tensors by buffer names; a safetensors header): never an
-// internal error, never a file.
+// what writes JSON text back (merge, targets and runtimes --json) and refused, with the name's
+// pointer, by what writes UTF-8 (an MPK graph names tensors by buffer names; a safetensors header):
+// never an internal error, never a file.
 TEST(CliInputs, ALoneSurrogateInANameIsKeptOrRefusedWithItsPointerNeverAnInternalError) {
   auto replaced = [](std::string s, const std::string& from, const std::string& to) {
     const size_t at = s.find(from);
@@ -123,6 +123,13 @@ TEST(CliInputs, ALoneSurrogateInANameIsKeptOrRefusedWithItsPointerNeverAnInterna
   no_internal_error(targets);
   EXPECT_EQ(targets.rc, 0) << targets.err;
   EXPECT_NE(targets.out.find(R"("name": "h100\udc00")"), std::string::npos) << targets.out;
+  const fs::path rt = dir / "r.json";
+  std::ofstream(rt) << replaced(run_amk({"runtimes", "mpk", "--json"}).out, R"("name": "mpk")",
+                                R"("name": "mpk\udc00")");
+  const test::RunResult runtimes = run_amk({"runtimes", rt.string(), "--json"});
+  no_internal_error(runtimes);
+  EXPECT_EQ(runtimes.rc, 0) << runtimes.err;
+  EXPECT_NE(runtimes.out.find(R"("name": "mpk\udc00")"), std::string::npos) << runtimes.out;
 }
 
 TEST(CliInfo, JsonModeIsOneDocumentAndUnreadableIsExitTwo) {
