@@ -25,11 +25,6 @@ namespace amk::app {
 
 namespace {
 
-// amk's own JSON text as a value (a name in it may hold a lone surrogate read from the user).
-ojson parsed(const std::string& text) {
-  return ir::reread_object(text);
-}
-
 // A warm evaluator with the model and target it lowers for.
 struct Warm {
   lower::ModelSpec model;
@@ -162,9 +157,9 @@ ojson evaluation_request(const SearchSession& s) {
   const lower::LowerOptions& o = s.options().lower;
   ojson j = ojson::object();
   j["op"] = "search_eval";
-  j["model"] = parsed(lower::write_model(s.model()));
-  j["target"] = parsed(targets::write_target_spec(s.target()));
-  j["runtime"] = parsed(targets::write_runtime(s.runtime()));
+  j["model"] = ir::reread_object(lower::write_model(s.model()));
+  j["target"] = ir::reread_object(targets::write_target_spec(s.target()));
+  j["runtime"] = ir::reread_object(targets::write_runtime(s.runtime()));
   j["objective"] = search::name(s.options().objective);
   j["pos"] = o.pos;
   j["batch"] = o.batch;
@@ -202,7 +197,7 @@ struct ServiceWorker {
     if (ir::Status st = a.status(); !st) return std::move(st.diagnostics);
     ir::Result<ir::Program> p = the_program(a);
     if (!p) return std::move(p.diagnostics);
-    return parsed(validate::validate(*p).to_json());
+    return ir::reread_object(validate::validate(*p).to_json());
   }
 
   ir::Result<ojson> lower(Args& a) {
@@ -237,7 +232,7 @@ struct ServiceWorker {
                                        "inline ({}, its --max-line): give 'output'",
                                        text.size(), options.max_inline));
     } else {
-      j["program"] = parsed(text);
+      j["program"] = ir::reread_object(text);
     }
     return j;
   }
@@ -300,7 +295,7 @@ struct ServiceWorker {
       t.config = std::move(**c);
       t.key = ir::config_key(t.config);
       evaluator.evaluate(t, *objective);
-      ojson j = parsed(search::trial_json(t));
+      ojson j = ir::reread_object(search::trial_json(t));
       j.erase("index");
       j.erase("source");
       j.erase("duplicate_of");
@@ -362,7 +357,7 @@ struct ServiceWorker {
     if (!pa) return std::move(pa.diagnostics);
     ir::Result<ir::Program> pb = program_arg(a, "b");
     if (!pb) return std::move(pb.diagnostics);
-    return parsed(ir::diff_to_json(ir::diff_programs(*pa, *pb)));
+    return ir::reread_object(ir::diff_to_json(ir::diff_programs(*pa, *pb)));
   }
 
   ir::Result<ojson> search(Args& a, const std::atomic<bool>* stop) {
@@ -414,7 +409,7 @@ struct ServiceWorker {
     if (!r) return std::move(r.diagnostics);
     ojson j = search_summary_json(**s, *r);
     const search::Trial& best = r->trials[static_cast<size_t>(r->best)];
-    j["best_config"] = parsed(ir::write_config(best.config));
+    j["best_config"] = ir::reread_object(ir::write_config(best.config));
     if (!output.empty()) {
       if (ir::Status st = ir::write_file_atomic(output, ir::write_config(best.config) + "\n"); !st)
         return std::move(st.diagnostics);

@@ -332,14 +332,18 @@ void st_convert(const StTensor& src, void* dst, ir::DType dt, int64_t numel) {
   }
 }
 
+ir::Status st_name_ok(std::string_view name) {
+  if (ir::is_utf8(name)) return {};
+  return ir::error("safetensors.name",
+                   fmt::format("tensor name {} is not UTF-8 (a lone surrogate, as JSON's \\udc00 "
+                               "reads): a safetensors header is UTF-8 JSON",
+                               ir::py_repr_str(name)));
+}
+
 ir::Result<std::string> st_serialize(std::span<const StOut> tensors) {
   std::vector<const StOut*> order;
   for (const auto& t : tensors) {
-    if (!ir::is_utf8(t.name))
-      return ir::error("safetensors.name",
-                       fmt::format("tensor name {} is not UTF-8 (a lone surrogate, as JSON's "
-                                   "\\udc00 reads): a safetensors header is UTF-8 JSON",
-                                   ir::py_repr_str(t.name)));
+    if (ir::Status st = st_name_ok(t.name); !st) return std::move(st.diagnostics);
     order.push_back(&t);
   }
   std::sort(order.begin(), order.end(),

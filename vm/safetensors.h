@@ -77,8 +77,11 @@ struct StOut {
   std::span<const uint8_t> bytes;
 };
 
-/// Serialises tensors (keys sorted, header padded to 8 bytes) into one file image; a name that is
-/// not UTF-8 (a lone surrogate read from a program) is an error: the header is UTF-8 JSON.
+/// Whether a safetensors header can hold a tensor name: one that is not UTF-8 (a lone surrogate
+/// read from a program) is a `safetensors.name` error, for the header is UTF-8 JSON.
+ir::Status st_name_ok(std::string_view name);
+/// Serialises tensors (keys sorted, header padded to 8 bytes) into one file image; a name that
+/// fails st_name_ok is its error.
 ir::Result<std::string> st_serialize(std::span<const StOut> tensors);
 /// Writes a safetensors file atomically.
 ir::Status st_write(const std::string& path, std::span<const StOut> tensors);

@@ -9,7 +9,6 @@
 
 #include "instructions/dtype.h"
 #include "ir/opcodes.h"
-#include "ir/pyjson.h"
 #include "ir/rng.h"
 #include "vm/safetensors.h"
 
@@ -52,12 +51,13 @@ ir::Result<std::vector<uint8_t>> random_weights_image(
     const ir::Buffer& b = p.buffers[id];
     if (b.kind != ir::BufferKind::WEIGHT && b.kind != ir::BufferKind::CONST) continue;
     const std::string key = b.source.value_or(b.name);
-    if (!ir::is_utf8(key))
-      return ir::error("safetensors.name",
-                       fmt::format("buffer {}'s tensor name {} is not UTF-8 (a lone surrogate, as "
-                                   "JSON's \\udc00 reads): a safetensors header is UTF-8 JSON",
-                                   id, ir::py_repr_str(key)),
-                       fmt::format("/buffers/{}/{}", id, b.source ? "source" : "name"));
+    if (ir::Status st = st_name_ok(key); !st) {  // said of the buffer it comes from
+      for (ir::Diagnostic& d : st.diagnostics) {
+        d.message = fmt::format("buffer {}'s {}", id, d.message);
+        d.pointer = fmt::format("/buffers/{}/{}", id, b.source ? "source" : "name");
+      }
+      return std::move(st.diagnostics);
+    }
     if (!keys.insert(key).second) continue;  // two buffers may share one tensor
     auto shape = b.shape;
     if (b.dtype == ir::DType::I4 && !shape.empty()) shape.back() = (shape.back() + 1) / 2;
