@@ -11,7 +11,6 @@ namespace {
 
 constexpr std::array<std::string_view, kDTypeCount> kDTypeNames = {
     "F32", "F16", "BF16", "F8E4M3", "F8E5M2", "I32", "I8", "I4", "U8", "BOOL"};
-constexpr std::array<int, kDTypeCount> kDTypeBits = {32, 16, 16, 8, 8, 32, 8, 4, 8, 8};
 constexpr std::array<std::string_view, kMemSpaceCount> kSpaceNames = {"HBM", "GLOBAL_SCRATCH",
                                                                       "SMEM", "REGISTER"};
 constexpr std::array<std::string_view, kBufferKindCount> kKindNames = {
@@ -72,19 +71,13 @@ std::optional<Op> parse_op(std::string_view s) {
   return lookup<Op>(kOpNames, s);
 }
 
-int dtype_bits(DType d) {
-  return kDTypeBits[static_cast<size_t>(d)];
-}
-
-std::optional<int64_t> dtype_size(DType d, int64_t count) {
+std::optional<int64_t> detail::dtype_size_wide(DType d, int64_t count) {
   const int64_t bits = dtype_bits(d);
   if (count < 0) {  // not a size: the formula's value, as long as it fits
     const std::optional<int64_t> b = checked_mul(count, bits);
     return b ? std::optional<int64_t>((*b + 7) / 8) : std::nullopt;
   }
-  // ceil(count * bits / 8): directly while count * bits fits (bits <= 64), else without forming
-  // count * bits, which may not fit where the bytes do.
-  if (count < (int64_t{1} << 56)) return (count * bits + 7) / 8;
+  // ceil(count * bits / 8) without forming count * bits, which may not fit where the bytes do.
   const std::optional<int64_t> whole = checked_mul(count / 8, bits);
   return whole ? checked_add(*whole, (count % 8 * bits + 7) / 8) : std::nullopt;
 }

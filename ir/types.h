@@ -1,6 +1,8 @@
 // Enums with AMK's canonical numeric codes, their JSON names, dtype sizes and the ABI caps.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -103,11 +105,21 @@ std::optional<BufferKind> parse_kind(std::string_view s);
 /// Exact-name lookup of an opcode.
 std::optional<Op> parse_op(std::string_view s);
 
+namespace detail {
+inline constexpr std::array<int, kDTypeCount> kDTypeBits = {32, 16, 16, 8, 8, 32, 8, 4, 8, 8};
+std::optional<int64_t> dtype_size_wide(DType d, int64_t count);  // dtype_size past 2^56 or < 0
+}  // namespace detail
 /// Bits per element (I4 is 4: two per byte).
-int dtype_bits(DType d);
+inline int dtype_bits(DType d) {
+  return detail::kDTypeBits[static_cast<size_t>(d)];
+}
 /// Bytes needed for `count` elements, rounded up for packed types: (count*bits+7)/8, or nullopt
-/// when that does not fit in int64 (checked arithmetic).
-std::optional<int64_t> dtype_size(DType d, int64_t count);
+/// when that does not fit in int64 (checked arithmetic). Inline: a proof asks it of every buffer.
+inline std::optional<int64_t> dtype_size(DType d, int64_t count) {
+  if (static_cast<uint64_t>(count) < (uint64_t{1} << 56)) [[likely]]  // count * bits fits
+    return (count * dtype_bits(d) + 7) / 8;
+  return detail::dtype_size_wide(d, count);
+}
 /// dtype_size held at the int64 bound it passes.
 int64_t dtype_nbytes(DType d, int64_t count);
 /// True for WEIGHT, CONST and IO_INPUT (never need a producer).

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -160,6 +161,35 @@ TEST(Abi, RecordSizesAndCodesAreAmks) {
   EXPECT_EQ(op_spec(Op::ATTENTION_TILE).required.size(), 6u);
   for (int i = 0; i < kOpCount; ++i)
     EXPECT_EQ(parse_op(name(static_cast<Op>(i))), static_cast<Op>(i));
+}
+
+// dtype_size against 128-bit arithmetic: ceil(count * bits / 8) for a count >= 0, (count * bits
+// + 7) / 8 truncated for a negative one, nullopt exactly when that (or count * bits for a negative
+// count) does not fit in int64; at and around the inline fast path's bound (2^56) and the ends.
+TEST(Abi, DtypeSizeIsExactOrNulloptAtEveryBound) {
+  __extension__ using Wide = __int128;
+  const Wide lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> counts = {0, 1, 7, 8, 9, -1, -7, -8, -9, INT64_MAX, INT64_MIN};
+  for (int64_t base : {int64_t{1} << 56, int64_t{1} << 59, int64_t{1} << 60, INT64_MAX / 4})
+    for (int64_t d = -9; d <= 9; ++d) {
+      counts.push_back(base + d);
+      counts.push_back(-base - d);
+    }
+  for (int k = 0; k < kDTypeCount; ++k) {
+    const auto dt = static_cast<DType>(k);
+    for (const int64_t n : counts) {
+      SCOPED_TRACE(std::to_string(k) + " " + std::to_string(n));
+      const Wide v = Wide{n} * dtype_bits(dt);
+      std::optional<int64_t> want;
+      if (n >= 0) {
+        const Wide bytes = (v + 7) / 8;
+        if (bytes <= hi) want = static_cast<int64_t>(bytes);
+      } else if (v >= lo) {
+        want = static_cast<int64_t>((v + 7) / 8);
+      }
+      EXPECT_EQ(dtype_size(dt, n), want);
+    }
+  }
 }
 
 // ParamTable written the plain way: each param looked up by name, the last of a key named twice
