@@ -176,7 +176,7 @@ std::string show_program(const ir::Program& p, const targets::TargetSpec* predic
   const auto producers = producers_by_counter(p, ir::Graph::build(p));
   for (const ir::Task& t : p.tasks) {
     std::vector<std::string> params;
-    for (const ir::Param& q : t.params) params.push_back(q.key.str() + "=" + param_text(q.value));
+    for (const ir::Param& q : t.params) params.push_back(q.key + "=" + param_text(q.value));
     std::vector<std::string> waits;
     for (const ir::Wait& w : t.waits) {
       const bool known = w.counter >= 0 && static_cast<size_t>(w.counter) < producers.size();

@@ -164,7 +164,7 @@ void ParamTable::set(const Task& t) {
   bool all_finite = true;
   for (const Param& p : t.params) {
     const ParamValue& v = p.value;
-    const std::optional<ParamField> field = p.key.field();
+    const std::optional<ParamField> field = param_field(p.key);
     if (!field) [[unlikely]] {
       dirty = 1;
       if (v.kind == ParamValue::Kind::Float) all_finite &= std::isfinite(v.f);

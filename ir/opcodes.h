@@ -52,8 +52,37 @@ inline const RequiredParams& required_params(Op op) {
 /// Marshalled type of a known param field: int32 ('i') or float ('f').
 enum class ParamType : char { Int = 'i', Float = 'f' };
 
+/// Index of a known amk_params_t field in device order (K .. dim int32, eps/scale/theta float).
+enum class ParamField : uint8_t {
+  K = 0,
+  N,
+  M,
+  N_tile,
+  M_tile,
+  n_off,
+  m_off,
+  hidden,
+  vocab,
+  head_dim,
+  n_heads,
+  n_kv_heads,
+  kv_start,
+  kv_len,
+  pos,
+  qdtype,
+  group,
+  flags,
+  dim,
+  eps,
+  scale,
+  theta
+};
+inline constexpr int kParamFieldCount = 22;
+
 /// The type of a known param field, or nullopt for a key not in PARAM_FIELDS.
 std::optional<ParamType> param_type(std::string_view key);
+/// The field index of a known key, or nullopt.
+std::optional<ParamField> param_field(std::string_view key);
 /// The JSON key of a field.
 std::string_view param_name(ParamField f);
 

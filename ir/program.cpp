@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/bytes.h"
 #include "ir/checked.h"
 
 namespace amk::ir {
@@ -188,18 +189,37 @@ namespace {
 
 // The int params task_load reads, found in one pass over the params with Task::int_param's
 // meaning: a key's first param decides (nullopt when it holds no int), later ones are ignored.
-// A key is told by the field its ParamKey names (a search works out the loads of every
+// A key is told by its length and one word of its bytes (a search works out the loads of every
 // candidate it lowers).
 struct LoadParams {
+  enum Slot : uint8_t { K, N_tile, M_tile, head_dim, n_heads, kv_len, qdtype, kNone };
   uint32_t seen = 0, ints = 0;
-  int64_t v[kParamFieldCount];  // valid where `ints` has the bit
+  int64_t v[kNone];  // valid where `ints` has the bit
+  static Slot slot(const std::string& key) {
+    switch (key.size()) {
+      case 1:
+        return key[0] == 'K' ? K : kNone;
+      case 6: {
+        const uint64_t w = bytes_word(key.data(), 6);
+        return w == literal_word("N_tile")   ? N_tile
+               : w == literal_word("M_tile") ? M_tile
+               : w == literal_word("kv_len") ? kv_len
+               : w == literal_word("qdtype") ? qdtype
+                                             : kNone;
+      }
+      case 7:
+        return bytes_word(key.data(), 7) == literal_word("n_heads") ? n_heads : kNone;
+      case 8:
+        return bytes_word(key.data(), 8) == literal_word("head_dim") ? head_dim : kNone;
+      default:
+        return kNone;
+    }
+  }
   void read(const Task& t) {
     for (const Param& p : t.params) {
-      const std::optional<ParamField> f = p.key.field();
-      if (!f) continue;
-      const int k = static_cast<int>(*f);
+      const Slot k = slot(p.key);
       const uint32_t bit = 1u << k;
-      if (seen & bit) continue;
+      if (k == kNone || (seen & bit)) continue;
       seen |= bit;
       if (p.value.is_int()) {
         ints |= bit;
@@ -207,15 +227,13 @@ struct LoadParams {
       }
     }
   }
-  int64_t get(ParamField k, int64_t fallback) const {
-    return ints >> static_cast<int>(k) & 1u ? v[static_cast<int>(k)] : fallback;
-  }
+  int64_t get(Slot k, int64_t fallback) const { return ints >> k & 1u ? v[k] : fallback; }
 };
 
 }  // namespace
 
 TaskLoad task_load(const Program& p, const Task& t) {
-  using F = ParamField;
+  using F = LoadParams;
   TaskLoad l{static_cast<double>(t.est_bytes), static_cast<double>(t.est_flops)};
   const bool gemv = t.op == Op::GEMV_TILE || t.op == Op::GEMM_TILE;
   const bool attention = t.op == Op::ATTENTION_TILE;

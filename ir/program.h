@@ -91,46 +91,9 @@ struct ParamValue {
   bool operator==(const ParamValue& o) const;
 };
 
-/// A param's key and the amk_params_t field it names, found once when the key is set (a proof
-/// decodes every task's params; comparing the key's text each time was a sixth of its work).
-class ParamKey {
- public:
-  ParamKey() = default;
-  ParamKey(std::string key) : text_(std::move(key)), field_(code_of(text_)) {}
-  ParamKey(std::string_view key) : ParamKey(std::string(key)) {}
-  ParamKey(const char* key) : ParamKey(std::string(key)) {}
-  /// Replaces the key (its field is found again).
-  void assign(std::string_view key) {
-    text_.assign(key);
-    field_ = code_of(text_);
-  }
-  /// The key's text.
-  const std::string& str() const { return text_; }
-  operator std::string_view() const { return text_; }
-  size_t size() const { return text_.size(); }
-  bool empty() const { return text_.empty(); }
-  const char* data() const { return text_.data(); }
-  /// The known field the key names, or nullopt.
-  std::optional<ParamField> field() const {
-    if (field_ < 0) return std::nullopt;
-    return static_cast<ParamField>(field_);
-  }
-  char operator[](size_t i) const { return text_[i]; }
-  /// Compares the text (with another key, a string, a literal).
-  bool operator==(std::string_view o) const { return text_ == o; }
-
- private:
-  static int8_t code_of(std::string_view key) {
-    const std::optional<ParamField> f = param_field(key);
-    return f ? static_cast<int8_t>(*f) : int8_t{-1};
-  }
-  std::string text_;
-  int8_t field_ = -1;  // the ParamField, or -1
-};
-
 /// One params entry; keys keep their insertion order.
 struct Param {
-  ParamKey key;
+  std::string key;
   ParamValue value;
   bool operator==(const Param&) const = default;
 };

@@ -57,36 +57,6 @@ enum class Op : uint8_t {
 };
 inline constexpr int kOpCount = 20;
 
-/// Index of a known amk_params_t field in device order (K .. dim int32, eps/scale/theta float).
-enum class ParamField : uint8_t {
-  K = 0,
-  N,
-  M,
-  N_tile,
-  M_tile,
-  n_off,
-  m_off,
-  hidden,
-  vocab,
-  head_dim,
-  n_heads,
-  n_kv_heads,
-  kv_start,
-  kv_len,
-  pos,
-  qdtype,
-  group,
-  flags,
-  dim,
-  eps,
-  scale,
-  theta
-};
-inline constexpr int kParamFieldCount = 22;
-
-/// The field index of a known param key (AMK's PARAM_FIELDS), or nullopt.
-std::optional<ParamField> param_field(std::string_view key);
-
 /// JSON name of an enum value ("F32", "HBM", "WEIGHT", "GEMV_TILE").
 std::string_view name(DType v);
 /// JSON name of a memory space.

@@ -281,37 +281,6 @@ TEST(ParamTable, DecodesEveryKindOfValueKeyAndRepeatAsThePlainLookup) {
   EXPECT_LT(not_plain, 2900);
 }
 
-// A ParamKey's field is found when the key is set, and nowhere else: it must name the field of
-// the key's text however the key came to hold it (built, copied, assigned over another key).
-TEST(ParamKey, NamesTheFieldOfItsTextHoweverItIsSet) {
-  auto agrees = [](const ParamKey& k) { return k.field() == param_field(k.str()); };
-  std::vector<std::string> texts = {"", "Kk", "k", "N_til", "N_tiles", "n_kv_head", "EPS", "bogus"};
-  for (int f = 0; f < kParamFieldCount; ++f)
-    texts.emplace_back(param_name(static_cast<ParamField>(f)));
-  for (const std::string& text : texts) {
-    SCOPED_TRACE(text);
-    const ParamKey built(text), viewed{std::string_view(text)}, literal(text.c_str());
-    EXPECT_TRUE(agrees(built) && agrees(viewed) && agrees(literal));
-    EXPECT_EQ(built, viewed);
-    EXPECT_EQ(built, text);
-    for (const std::string& before : texts) {
-      ParamKey k(before);
-      k.assign(text);  // a warm lowering's tasks keep their params and overwrite the keys
-      EXPECT_TRUE(agrees(k));
-      ParamKey copied(before);
-      copied = built;
-      EXPECT_TRUE(agrees(copied));
-    }
-  }
-  EXPECT_EQ(ParamKey("N_tile").field(), ParamField::N_tile);
-  EXPECT_EQ(ParamKey("theta").field(), ParamField::theta);
-  EXPECT_FALSE(ParamKey("N_til").field().has_value());
-  EXPECT_FALSE(ParamKey().field().has_value());
-  Task t;
-  t.set_param("group", ParamValue::of_int(64));
-  EXPECT_EQ(t.params[0].key.field(), ParamField::group);
-}
-
 TEST(AtomicWrite, ReplacesContentAndKeepsTheOldFileWhenTheWriteFails) {
   fs::path dir = test::temp_dir();
   fs::path f = dir / "out.json";
