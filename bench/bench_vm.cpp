@@ -346,10 +346,12 @@ void BM_DecodeStep(benchmark::State& st, ir::DType wdt, int workers) {
     for (auto& b : p.buffers)
       if (b.kind == ir::BufferKind::WEIGHT) b.dtype = wdt;
   }
-  // An image that could not be made is empty: its parse below fails and the benchmark says so.
-  const std::vector<uint8_t> wimage =
-      std::move(vm::random_weights_image(p, 1).value).value_or(std::vector<uint8_t>{});
-  auto wfile = vm::SafeTensors::parse(wimage, "random");
+  const ir::Result<std::vector<uint8_t>> wimage = vm::random_weights_image(p, 1);
+  if (!wimage) {
+    st.SkipWithError(("random weights: " + ir::error_messages(wimage.diagnostics)).c_str());
+    return;
+  }
+  auto wfile = vm::SafeTensors::parse(*wimage, "random");
   auto loaded = vm::Vm::load(p, {});
   if (!loaded || !wfile || !(*loaded)->bind_weights(**wfile)) {
     st.SkipWithError("cannot load the decode program");
