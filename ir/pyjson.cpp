@@ -64,6 +64,36 @@ void append_int(std::string& out, T v) {
   out.append(buf, r.ptr);
 }
 
+// Appends the short escape JSON has for '"', '\\' and five control characters (json.dumps and
+// nlohmann's dump use the same ones); false for any other byte.
+bool append_short_escape(std::string& out, unsigned char c) {
+  switch (c) {
+    case '"':
+      out += "\\\"";
+      return true;
+    case '\\':
+      out += "\\\\";
+      return true;
+    case '\n':
+      out += "\\n";
+      return true;
+    case '\r':
+      out += "\\r";
+      return true;
+    case '\t':
+      out += "\\t";
+      return true;
+    case '\b':
+      out += "\\b";
+      return true;
+    case '\f':
+      out += "\\f";
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 void append_utf8(std::string& out, uint32_t cp) {
@@ -152,37 +182,9 @@ void append_json_string(std::string& out, std::string_view s) {
       ++i;
       continue;
     }
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        ++i;
-        continue;
-      case '\\':
-        out += "\\\\";
-        ++i;
-        continue;
-      case '\n':
-        out += "\\n";
-        ++i;
-        continue;
-      case '\r':
-        out += "\\r";
-        ++i;
-        continue;
-      case '\t':
-        out += "\\t";
-        ++i;
-        continue;
-      case '\b':
-        out += "\\b";
-        ++i;
-        continue;
-      case '\f':
-        out += "\\f";
-        ++i;
-        continue;
-      default:
-        break;
+    if (append_short_escape(out, c)) {
+      ++i;
+      continue;
     }
     unsigned cp = decode_utf8(s, i);
     if (cp >= 0x10000) {
@@ -203,81 +205,148 @@ void append_indent(std::string& out, int level) {
 
 namespace {
 
-// json.dumps(v, indent=2) from nesting depth `level` when `indent`, else json.dumps(v) on one line.
-void append_value(std::string& out, const nlohmann::ordered_json& v, int level, bool indent) {
-  using T = nlohmann::ordered_json::value_t;
+// True when s[i] starts a surrogate in its 3-byte form (ED A0-BF 80-BF): what amk's reader keeps
+// of a lone "\ud800" escape, as Python's strings do.
+bool wtf8_surrogate(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) {
+    return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u;
+  };
+  return b(0) == 0xED && b(1) >= 0xA0 && b(1) <= 0xBF && (b(2) & 0xC0) == 0x80;
+}
+
+// A JSON string literal as nlohmann's dump writes one (UTF-8 kept, the control characters
+// escaped), except that a surrogate kept by the reader is its \uXXXX escape, where nlohmann's
+// dump throws or writes U+FFFD; any other byte that is not UTF-8 (no reader gives one) is U+FFFD.
+void append_json_text_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      if (const size_t n = utf8_sequence(s, i)) {
+        out.append(s.data() + i, n);
+        i += n;
+      } else if (wtf8_surrogate(s, i)) {
+        append_u16(out, decode_utf8(s, i));
+      } else {
+        out += "\xEF\xBF\xBD";
+        ++i;
+      }
+      continue;
+    }
+    ++i;
+    if (append_short_escape(out, c)) continue;
+    if (c < 0x20) {
+      append_u16(out, c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += '"';
+}
+
+// How a value is laid out: Python's json.dumps (ensure_ascii strings, repr floats) or nlohmann's
+// dump (UTF-8 strings, its floats); `width` spaces a level on lines of their own (< 0: one line,
+// items apart by `item` and keys by `key`).
+struct Layout {
+  bool python;
+  int width;
+  std::string_view item, key;
+};
+
+void append_string(std::string& out, std::string_view s, const Layout& l) {
+  if (l.python) {
+    append_json_string(out, s);
+  } else {
+    append_json_text_string(out, s);
+  }
+}
+
+template <class J>
+void append_value(std::string& out, const J& v, int level, const Layout& l) {
+  using T = typename J::value_t;
+  const auto next_line = [&](int at) {
+    out += '\n';
+    out.append(static_cast<size_t>(l.width * at), ' ');
+  };
   switch (v.type()) {
     case T::null:
     case T::discarded:
-      out += "null";
-      return;
-    case T::boolean:
-      out += v.get<bool>() ? "true" : "false";
-      return;
-    case T::number_integer:
-      append_int(out, v.get<int64_t>());
-      return;
-    case T::number_unsigned:
-      append_int(out, v.get<uint64_t>());
-      return;
-    case T::number_float:
-      append_py_float(out, v.get<double>());
-      return;
-    case T::string:
-      append_json_string(out, v.get_ref<const std::string&>());
-      return;
-    case T::array: {
-      if (v.empty()) {
-        out += "[]";
-        return;
-      }
-      out += '[';
-      bool first = true;
-      for (const auto& e : v) {
-        if (!first) out += indent ? "," : ", ";
-        first = false;
-        if (indent) append_indent(out, level + 1);
-        append_value(out, e, level + 1, indent);
-      }
-      if (indent) append_indent(out, level);
-      out += ']';
-      return;
-    }
-    case T::object: {
-      if (v.empty()) {
-        out += "{}";
-        return;
-      }
-      out += '{';
-      bool first = true;
-      for (auto it = v.begin(); it != v.end(); ++it) {
-        if (!first) out += indent ? "," : ", ";
-        first = false;
-        if (indent) append_indent(out, level + 1);
-        append_json_string(out, it.key());
-        out += ": ";
-        append_value(out, it.value(), level + 1, indent);
-      }
-      if (indent) append_indent(out, level);
-      out += '}';
-      return;
-    }
     case T::binary:
       out += "null";
       return;
+    case T::boolean:
+      out += v.template get<bool>() ? "true" : "false";
+      return;
+    case T::number_integer:
+      append_int(out, v.template get<int64_t>());
+      return;
+    case T::number_unsigned:
+      append_int(out, v.template get<uint64_t>());
+      return;
+    case T::number_float:
+      if (l.python) {
+        append_py_float(out, v.template get<double>());
+      } else {
+        out += v.dump();  // nlohmann's own digits (null when not finite)
+      }
+      return;
+    case T::string:
+      append_string(out, v.template get_ref<const std::string&>(), l);
+      return;
+    case T::array:
+    case T::object: {
+      const bool object = v.is_object();
+      if (v.empty()) {
+        out += object ? "{}" : "[]";
+        return;
+      }
+      out += object ? '{' : '[';
+      bool first = true;
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        if (!first) out += l.width >= 0 ? std::string_view(",") : l.item;
+        first = false;
+        if (l.width >= 0) next_line(level + 1);
+        if (object) {
+          append_string(out, it.key(), l);
+          out += l.width >= 0 ? std::string_view(": ") : l.key;
+        }
+        append_value(out, it.value(), level + 1, l);
+      }
+      if (l.width >= 0) next_line(level);
+      out += object ? '}' : ']';
+      return;
+    }
   }
+}
+
+constexpr Layout kPythonIndent2{true, 2, ", ", ": "};
+constexpr Layout kPythonLine{true, -1, ", ", ": "};
+
+template <class J>
+std::string dump_exact(const J& j, int indent) {
+  std::string out;
+  append_value(out, j, 0, Layout{false, indent < 0 ? -1 : indent, ",", ":"});
+  return out;
 }
 
 }  // namespace
 
 void append_json_value(std::string& out, const nlohmann::ordered_json& v, int level) {
-  append_value(out, v, level, true);
+  append_value(out, v, level, kPythonIndent2);
 }
 
 std::string json_line(const nlohmann::ordered_json& v) {
   std::string out;
-  append_value(out, v, 0, false);
+  append_value(out, v, 0, kPythonLine);
   return out;
+}
+
+std::string dump_text(const nlohmann::ordered_json& j, int indent) {
+  return dump_exact(j, indent);
+}
+
+std::string dump_text(const nlohmann::json& j, int indent) {
+  return dump_exact(j, indent);
 }
 
 std::string py_repr_str(std::string_view s) {
@@ -413,12 +482,7 @@ void append_valid_utf8(std::string& out, std::string_view s) {
     out.append(s.data() + i, run - i);
     if (run == s.size()) break;
     out += "\xEF\xBF\xBD";
-    // A surrogate in its 3-byte form (ED A0-BF xx) is one character.
-    const auto b = [&](size_t k) {
-      return run + k < s.size() ? static_cast<unsigned char>(s[run + k]) : 0u;
-    };
-    const bool surrogate = b(0) == 0xED && b(1) >= 0xA0 && b(1) <= 0xBF && (b(2) & 0xC0) == 0x80;
-    i = run + (surrogate ? 3 : 1);
+    i = run + (wtf8_surrogate(s, run) ? 3 : 1);  // a surrogate's 3-byte form is one character
   }
 }
 

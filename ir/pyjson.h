@@ -44,11 +44,12 @@ void append_valid_utf8(std::string& out, std::string_view s);
 /// `s` as valid UTF-8 (see append_valid_utf8).
 std::string valid_utf8(std::string_view s);
 
-/// `j.dump(indent)` that never throws: bytes that are not UTF-8 (a lone surrogate read from
-/// "\ud800" is kept as such by the reader) are written as U+FFFD.
-template <class J>
-std::string dump_text(const J& j, int indent = -1) {
-  return j.dump(indent, ' ', false, J::error_handler_t::replace);
-}
+/// `j.dump(indent)` byte for byte, except that it never throws and loses nothing amk's reader
+/// gives: a lone surrogate (read from "\ud800", kept as its 3-byte form) is written as its \uXXXX
+/// escape, which amk's reader, Python's json and JSON.parse read back as the same string. Bytes
+/// no reader gives (not UTF-8, not a surrogate) are written as U+FFFD.
+std::string dump_text(const nlohmann::ordered_json& j, int indent = -1);
+/// dump_text for a nlohmann::json (keys in sorted order, as its dump writes them).
+std::string dump_text(const nlohmann::json& j, int indent = -1);
 
 }  // namespace amk::ir

@@ -887,8 +887,9 @@ TEST(CliEnvironment, WhatAmkRunsSeesTheUsersGlibcTunablesNotAmksOwn) {
     ::unsetenv("GLIBC_TUNABLES");
 }
 
-TEST(CliFiles, LoneSurrogatesInStringsNeverCrashAWriter) {
-  // The reader keeps "\udbdd" as it is (AMK's Python does); every writer must cope (fuzz finding).
+TEST(CliFiles, LoneSurrogatesInStringsNeverCrashAWriterAndAreWrittenBackAsRead) {
+  // The reader keeps "\udbdd" as it is (AMK's Python does); every writer must cope (fuzz finding),
+  // and one that writes JSON text writes it back as its escape.
   const fs::path dir = test::temp_dir();
   std::string spec = run_amk({"models", "toy-1L"}).out;
   const size_t at = spec.find("\"note\": \"") + 9;
@@ -896,7 +897,11 @@ TEST(CliFiles, LoneSurrogatesInStringsNeverCrashAWriter) {
   std::ofstream(dir / "m.json") << spec;
   auto r = run_amk({"models", (dir / "m.json").string()});
   EXPECT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.out.find("\xef\xbf\xbdx AMK's ToyLlama"), std::string::npos) << r.out;  // U+FFFD
+  // The spec is written back as it was read: the surrogates' escapes, text that reads back the
+  // same.
+  EXPECT_NE(r.out.find(R"("note": "\udbdd \ud800x AMK's ToyLlama)"), std::string::npos) << r.out;
+  std::ofstream(dir / "again.json") << r.out;
+  EXPECT_EQ(run_amk({"models", (dir / "again.json").string()}).out, r.out);
   r = run_amk({"lower", (dir / "m.json").string(), "-o", (dir / "p.json").string(), "--json"});
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_TRUE(nlohmann::json::accept(r.out)) << r.out;

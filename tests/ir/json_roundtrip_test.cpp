@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -314,6 +316,89 @@ TEST(JsonStrings, LoneSurrogatesSurviveARoundTrip) {
   ASSERT_TRUE(r.ok());
   std::string out = write_program(*r.value);
   EXPECT_NE(out.find(R"("x\ud800y")"), std::string::npos) << out;
+}
+
+// dump_text is nlohmann's dump byte for byte wherever that dump loses nothing: random values
+// (control characters, non-ASCII text, floats from random bits, both integer kinds, nesting) and
+// every conformance program, both json types, one line and indented.
+TEST(DumpText, IsNlohmannsDumpByteForByteOnEveryValueItCanWrite) {
+  std::mt19937_64 rng(7);
+  const std::vector<std::string> pieces = {"a",
+                                           "\"",
+                                           "\\",
+                                           "\n",
+                                           "\x01",
+                                           "\x1f",
+                                           "\x7f",
+                                           "/",
+                                           "\xc3\xa9",
+                                           "\xe2\x82\xac",
+                                           "\xf0\x9f\x98\x80",
+                                           " "};
+  const auto text = [&] {
+    std::string s;
+    for (size_t n = rng() % 6; n > 0; --n) s += pieces[rng() % pieces.size()];
+    return s;
+  };
+  std::function<nlohmann::ordered_json(int)> value = [&](int depth) -> nlohmann::ordered_json {
+    switch (rng() % (depth > 3 ? 6 : 8)) {
+      case 0:
+        return nullptr;
+      case 1:
+        return rng() % 2 == 0;
+      case 2:
+        return static_cast<int64_t>(rng());
+      case 3:
+        return static_cast<uint64_t>(rng());
+      case 4: {
+        double d = std::bit_cast<double>(rng());
+        return std::isfinite(d) ? d : 0.5 * static_cast<double>(rng() % 1000);
+      }
+      case 5:
+        return text();
+      case 6: {
+        nlohmann::ordered_json a = nlohmann::ordered_json::array();
+        for (size_t n = rng() % 4; n > 0; --n) a.push_back(value(depth + 1));
+        return a;
+      }
+      default: {
+        nlohmann::ordered_json o = nlohmann::ordered_json::object();
+        for (size_t n = rng() % 4; n > 0; --n) o[text()] = value(depth + 1);
+        return o;
+      }
+    }
+  };
+  for (int k = 0; k < 2000; ++k) {
+    const nlohmann::ordered_json v = value(0);
+    const nlohmann::json u = v;
+    for (int indent : {-1, 0, 2, 4}) {
+      ASSERT_EQ(dump_text(v, indent), v.dump(indent)) << v.dump();
+      ASSERT_EQ(dump_text(u, indent), u.dump(indent)) << u.dump();
+    }
+  }
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(test::conformance_dir() / "programs")) {
+    const std::string s = test::slurp(e.path());
+    const auto v = nlohmann::ordered_json::parse(s, nullptr, false, true);
+    if (v.is_discarded()) continue;
+    ++files;
+    for (int indent : {-1, 2}) EXPECT_EQ(dump_text(v, indent), v.dump(indent)) << e.path();
+  }
+  EXPECT_GT(files, 20);
+}
+
+// Where nlohmann's dump throws or writes U+FFFD, dump_text keeps what amk's reader read: a lone
+// surrogate is its escape again, and the text reads back as the same value.
+TEST(DumpText, ALoneSurrogateIsWrittenAsItsEscapeAndReadsBackTheSame) {
+  const nlohmann::ordered_json v =
+      reread_object(R"({"k\udc00": ["x\ud800y", "\udbff", "\ud83d\ude00"], "n": 1.5})");
+  EXPECT_EQ(v["k\xed\xb0\x80"][0], "x\xed\xa0\x80y");  // what the reader keeps
+  EXPECT_EQ(dump_text(v),
+            "{\"k\\udc00\":[\"x\\ud800y\",\"\\udbff\",\"\xf0\x9f\x98\x80\"],\"n\":1.5}");
+  EXPECT_EQ(reread_object(dump_text(v)), v);
+  EXPECT_EQ(reread_object(dump_text(v, 2)), v);
+  // Bytes no reader gives are U+FFFD, one for each byte, and the text is still JSON.
+  EXPECT_EQ(dump_text(nlohmann::ordered_json("a\xff\xc3z")), "\"a\xef\xbf\xbd\xef\xbf\xbdz\"");
 }
 
 TEST(ConformanceRoundTrip, EveryAmkProgramIsRewrittenByteIdentical) {

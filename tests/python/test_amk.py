@@ -252,3 +252,11 @@ def test_lone_surrogates_and_invalid_utf8_reach_python_as_valid_text():
         text.encode("utf-8")
     assert amk.loads(prog.dumps()).dumps() == prog.dumps()  # AMK's bytes keep the escape
     assert "\\ud800" in prog.dumps()
+    # JSON that amk hands back (an answer of amk.call) carries it as its escape: json.loads gives
+    # back the very str that went in, not U+FFFD.
+    target = json.loads(subprocess.run([AMK, "targets", "h100", "--json"], capture_output=True,
+                                       text=True, check=True).stdout)
+    target["name"] = "h100\ud800"
+    lowered = amk.call("lower", model="toy-1L", target=target)
+    assert lowered["program"]["target"]["name"] == "h100\ud800"
+    assert lowered["program"]["meta"]["gpu"] == "h100\ud800"
