@@ -2,10 +2,11 @@
 // input is a sequence of request lines (the first two bytes pick the options and how the bytes
 // arrive) fed through the line reader, with cancels, "-" and device paths among the requests and
 // a line "HUGE" standing for one far over the line limit. JSON lines must get exactly one answer
-// per request line, MCP at most one per line, every answer a JSON object of its protocol; a
-// client that stops reading must end the run; memory stays bounded. Searches take at most 4
-// evaluations and every request at most 1 s; inline model specs are skipped (fuzz_model_config
-// covers them); with files, nothing is written and /proc and /sys are not read.
+// per request line, MCP at most one per line, every answer a JSON object of its protocol (read by
+// amk's reader: a lone surrogate sent comes back as its escape); a client that stops reading must
+// end the run; memory stays bounded. Searches take at most 4 evaluations and every request at
+// most 1 s; inline model specs are skipped (fuzz_model_config covers them); with files, nothing
+// is written and /proc and /sys are not read.
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "app/mcp.h"
 #include "app/server.h"
 #include "fuzz/request_filter.h"
+#include "ir/json_io.h"
 
 namespace {
 
@@ -110,8 +112,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   for (const std::string& a : answers) {
-    const auto j = nlohmann::ordered_json::parse(a, nullptr, false);
-    if (!j.is_object()) fail("an answer is not a JSON object", a);
+    // amk's reader: an answer may carry a lone surrogate's escape (an id or a name as it was
+    // sent), which nlohmann's parser refuses.
+    const amk::ir::Result<amk::ir::JsonValue> doc = amk::ir::parse_json_object(a, "an answer");
+    if (!doc) fail("an answer is not a JSON object", a);
+    const amk::app::ojson& j = doc->json();
     if (mcp && (!j.contains("jsonrpc") || (!j.contains("result") && !j.contains("error"))))
       fail("not a JSON-RPC answer", a);
     if (!mcp && (!j.contains("ok") || !j["ok"].is_boolean() ||

@@ -252,13 +252,18 @@ TEST(Serve, AnInlineValueWithALoneSurrogateIsReadAsItsTextAndAnswered) {
   std::string target = test::run_amk({"targets", "h100", "--json"}).out;
   replace(target, R"("name": "h100")", R"("name": "h100\ud800")");
   for (std::string* s : {&text, &target}) std::replace(s->begin(), s->end(), '\n', ' ');  // a line
-  const std::vector<json> out =
+  std::vector<json> out =
       exchange({"serve", "--stdio", "--no-files"},
                {R"({"id": 1, "op": "validate", "program": )" + text + "}",
                 req({{"id", 2}, {"op", "validate"}, {"text", text}}),
                 R"({"id": 3, "op": "search_eval", "model": "toy-1L", "target": )" + target + "}",
-                R"({"id": 4, "op": "lower", "model": "toy-1L", "target": )" + target + "}"});
-  ASSERT_EQ(out.size(), 4u);
+                R"({"id": 4, "op": "lower", "model": "toy-1L", "target": )" + target + "}",
+                R"({"id": "five\udc00", "op": "validate"})"});
+  ASSERT_EQ(out.size(), 5u);
+  // A client matches answers by id: one with a lone surrogate comes back as it was sent.
+  EXPECT_EQ(out[4]["id"], "five\xed\xb0\x80");
+  EXPECT_FALSE(out[4]["ok"].get<bool>());  // nothing to validate
+  out.pop_back();
   for (const json& o : out) ASSERT_TRUE(o["ok"].get<bool>()) << o.dump();
   EXPECT_EQ(out[0]["result"], out[1]["result"]);
   EXPECT_FALSE(out[0]["result"]["ok"].get<bool>());  // the negative eps, as the text says
