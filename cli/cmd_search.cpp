@@ -237,7 +237,7 @@ int cmd_search(int argc, char** argv) {
     // replaces an earlier one: a search extended past where its budget changed AMK's policy).
     const search::Trial* was = s.logged(t.index);
     const bool replayed = was && was->key == t.key && was->duplicate_of == t.duplicate_of;
-    if (!(same_log && replayed)) log_ok = log.write(search::trial_json(t)) && log_ok;
+    if (log.f && !(same_log && replayed)) log_ok = log.write(search::trial_json(t)) && log_ok;
     if (t.duplicate_of < 0) ++done;
     if (t.valid && t.duplicate_of < 0) ++valid;
     if (t.valid) best = std::min(best, t.score);

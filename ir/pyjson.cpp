@@ -220,25 +220,31 @@ bool wtf8_surrogate(std::string_view s, size_t i) {
 void append_json_text_string(std::string& out, std::string_view s) {
   out += '"';
   for (size_t i = 0; i < s.size();) {
+    size_t run = i;  // the run from i that is written as it is, copied at once
+    for (size_t n; run < s.size();) {
+      const auto c = static_cast<unsigned char>(s[run]);
+      if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+        ++run;
+      } else if (c >= 0x80 && (n = utf8_sequence(s, run)) > 0) {
+        run += n;
+      } else {
+        break;
+      }
+    }
+    out.append(s.data() + i, run - i);
+    if (run == s.size()) break;
+    i = run;
     const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
-      if (const size_t n = utf8_sequence(s, i)) {
-        out.append(s.data() + i, n);
-        i += n;
-      } else if (wtf8_surrogate(s, i)) {
+      if (wtf8_surrogate(s, i)) {
         append_u16(out, decode_utf8(s, i));
       } else {
         out += "\xEF\xBF\xBD";
         ++i;
       }
-      continue;
-    }
-    ++i;
-    if (append_short_escape(out, c)) continue;
-    if (c < 0x20) {
-      append_u16(out, c);
     } else {
-      out += static_cast<char>(c);
+      ++i;
+      if (!append_short_escape(out, c)) append_u16(out, c);  // the other control characters
     }
   }
   out += '"';
@@ -325,6 +331,7 @@ constexpr Layout kPythonLine{true, -1, ", ", ": "};
 template <class J>
 std::string dump_exact(const J& j, int indent) {
   std::string out;
+  out.reserve(256);
   append_value(out, j, 0, Layout{false, indent < 0 ? -1 : indent, ",", ":"});
   return out;
 }
