@@ -397,6 +397,33 @@ TEST(DumpText, ALoneSurrogateIsWrittenAsItsEscapeAndReadsBackTheSame) {
             "{\"k\\udc00\":[\"x\\ud800y\",\"\\udbff\",\"\xf0\x9f\x98\x80\"],\"n\":1.5}");
   EXPECT_EQ(reread_object(dump_text(v)), v);
   EXPECT_EQ(reread_object(dump_text(v, 2)), v);
+  // Random strings of what the reader gives (UTF-8, control characters and lone surrogates; a
+  // high one never right before a low one, which the reader would have read as one pair), in
+  // keys and values, one line and indented: read back the same.
+  std::mt19937_64 rng(11);
+  const std::vector<std::string> pieces = {"a",
+                                           "\"",
+                                           "\\",
+                                           "\n",
+                                           "\x01",
+                                           "\x7f",
+                                           "\xc3\xa9",
+                                           "\xf0\x9f\x98\x80",
+                                           "\xed\xa0\x80x",
+                                           "\xed\xbf\xbf",
+                                           "\xed\x9f\xbf",
+                                           "\xee\x80\x80"};
+  const auto text = [&] {
+    std::string t;
+    for (size_t n = rng() % 8; n > 0; --n) t += pieces[rng() % pieces.size()];
+    return t;
+  };
+  for (int k = 0; k < 500; ++k) {
+    nlohmann::ordered_json o = nlohmann::ordered_json::object();
+    o[text()] = text();
+    o[text()] = nlohmann::ordered_json::array({text(), 1.25, text()});
+    for (int indent : {-1, 2}) ASSERT_EQ(reread_object(dump_text(o, indent)), o) << o.dump();
+  }
   // Bytes no reader gives are U+FFFD, one for each byte, and the text is still JSON.
   EXPECT_EQ(dump_text(nlohmann::ordered_json("a\xff\xc3z")), "\"a\xef\xbf\xbd\xef\xbf\xbdz\"");
 }
