@@ -1,4 +1,5 @@
-// JSON text exactly as Python's json.dumps(indent=2) writes it, and Python repr for messages.
+// JSON text as Python's json.dumps writes it (AMK's files) or as nlohmann's dump does (amk's
+// own answers, logs and keys), a lone surrogate kept by both; Python repr for messages.
 #pragma once
 
 #include <cstdint>
