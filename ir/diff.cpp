@@ -209,9 +209,7 @@ void diff_entities(const char* entity, size_t na, size_t nb, KeyA key_a, KeyB ke
 
 std::string compact(const JsonValue& v, bool absent) {
   if (absent) return "(absent)";
-  const ojson& j = v.json();
-  if (j.is_number_float()) return py_float(j.get<double>());
-  return j.dump(-1, ' ', true, nlohmann::ordered_json::error_handler_t::replace);
+  return json_line(v.json());  // Python's json.dumps: its floats, a lone surrogate as its escape
 }
 
 }  // namespace

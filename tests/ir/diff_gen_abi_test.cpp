@@ -89,6 +89,19 @@ TEST(SemanticDiff, ByIdModeReportsParamSmAndPageChanges) {
   EXPECT_NE(text.find("meta.model"), std::string::npos) << text;
 }
 
+// A value shown in a diff is JSON text as AMK's Python writes it (", " between items, its floats),
+// and a lone surrogate is its escape: two values that differ never look alike (as U+FFFD they did).
+TEST(SemanticDiff, ChangedValuesShowAsPythonJsonTextWithLoneSurrogatesEscaped) {
+  Program a = load_conf("toy_1L_default.json");
+  Program b = a;
+  a.meta.mut()["note"] = nlohmann::ordered_json::array({"x\xed\xa0\x80", 1e-06, 2});
+  b.meta.mut()["note"] = nlohmann::ordered_json::array({"x\xed\xb0\x80", 0.5, 2});
+  const std::string text = format_diff(diff_programs(a, b, DiffMatch::Id));
+  EXPECT_NE(text.find(R"(meta.note: ["x\ud800", 1e-06, 2] -> ["x\udc00", 0.5, 2])"),
+            std::string::npos)
+      << text;
+}
+
 TEST(Generator, SameSeedSameBytesDifferentSeedDifferentProgram) {
   for (GenShape s : {GenShape::Llama, GenShape::Mesh}) {
     GenOptions o;
