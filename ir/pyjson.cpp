@@ -251,8 +251,8 @@ void append_json_text_string(std::string& out, std::string_view s) {
 }
 
 // How a value is laid out: Python's json.dumps (ensure_ascii strings, repr floats) or nlohmann's
-// dump (UTF-8 strings, its floats); `width` spaces a level on lines of their own (< 0: one line,
-// items apart by `item` and keys by `key`).
+// dump (UTF-8 strings, its floats); `width` spaces a level on lines of their own (< 0: one line);
+// `item` after each item but the last, `key` after each key.
 struct Layout {
   bool python;
   int width;
@@ -309,12 +309,12 @@ void append_value(std::string& out, const J& v, int level, const Layout& l) {
       out += object ? '{' : '[';
       bool first = true;
       for (auto it = v.begin(); it != v.end(); ++it) {
-        if (!first) out += l.width >= 0 ? std::string_view(",") : l.item;
+        if (!first) out += l.item;
         first = false;
         if (l.width >= 0) next_line(level + 1);
         if (object) {
           append_string(out, it.key(), l);
-          out += l.width >= 0 ? std::string_view(": ") : l.key;
+          out += l.key;
         }
         append_value(out, it.value(), level + 1, l);
       }
@@ -325,14 +325,15 @@ void append_value(std::string& out, const J& v, int level, const Layout& l) {
   }
 }
 
-constexpr Layout kPythonIndent2{true, 2, ", ", ": "};
+constexpr Layout kPythonIndent2{true, 2, ",", ": "};
 constexpr Layout kPythonLine{true, -1, ", ", ": "};
 
 template <class J>
 std::string dump_exact(const J& j, int indent) {
   std::string out;
   out.reserve(256);
-  append_value(out, j, 0, Layout{false, indent < 0 ? -1 : indent, ",", ":"});
+  append_value(out, j, 0,
+               indent < 0 ? Layout{false, -1, ",", ":"} : Layout{false, indent, ",", ": "});
   return out;
 }
 

@@ -318,27 +318,23 @@ TEST(JsonStrings, LoneSurrogatesSurviveARoundTrip) {
   EXPECT_NE(out.find(R"("x\ud800y")"), std::string::npos) << out;
 }
 
+// Up to `most` of `pieces`, drawn at random and joined: a string for the writers' tests.
+std::string random_text(std::mt19937_64& rng, size_t most,
+                        std::initializer_list<std::string_view> pieces) {
+  std::string s;
+  for (size_t n = rng() % (most + 1); n > 0; --n) s += *(pieces.begin() + rng() % pieces.size());
+  return s;
+}
+
 // dump_text is nlohmann's dump byte for byte wherever that dump loses nothing: random values
 // (control characters, non-ASCII text, floats from random bits, both integer kinds, nesting) and
 // every conformance program, both json types, one line and indented.
 TEST(DumpText, IsNlohmannsDumpByteForByteOnEveryValueItCanWrite) {
   std::mt19937_64 rng(7);
-  const std::vector<std::string> pieces = {"a",
-                                           "\"",
-                                           "\\",
-                                           "\n",
-                                           "\x01",
-                                           "\x1f",
-                                           "\x7f",
-                                           "/",
-                                           "\xc3\xa9",
-                                           "\xe2\x82\xac",
-                                           "\xf0\x9f\x98\x80",
-                                           " "};
   const auto text = [&] {
-    std::string s;
-    for (size_t n = rng() % 6; n > 0; --n) s += pieces[rng() % pieces.size()];
-    return s;
+    return random_text(rng, 5,
+                       {"a", "\"", "\\", "\n", "\x01", "\x1f", "\x7f", "/", "\xc3\xa9",
+                        "\xe2\x82\xac", "\xf0\x9f\x98\x80", " "});
   };
   std::function<nlohmann::ordered_json(int)> value = [&](int depth) -> nlohmann::ordered_json {
     switch (rng() % (depth > 3 ? 6 : 8)) {
@@ -401,22 +397,10 @@ TEST(DumpText, ALoneSurrogateIsWrittenAsItsEscapeAndReadsBackTheSame) {
   // high one never right before a low one, which the reader would have read as one pair), in
   // keys and values, one line and indented: read back the same.
   std::mt19937_64 rng(11);
-  const std::vector<std::string> pieces = {"a",
-                                           "\"",
-                                           "\\",
-                                           "\n",
-                                           "\x01",
-                                           "\x7f",
-                                           "\xc3\xa9",
-                                           "\xf0\x9f\x98\x80",
-                                           "\xed\xa0\x80x",
-                                           "\xed\xbf\xbf",
-                                           "\xed\x9f\xbf",
-                                           "\xee\x80\x80"};
   const auto text = [&] {
-    std::string t;
-    for (size_t n = rng() % 8; n > 0; --n) t += pieces[rng() % pieces.size()];
-    return t;
+    return random_text(rng, 7,
+                       {"a", "\"", "\\", "\n", "\x01", "\x7f", "\xc3\xa9", "\xf0\x9f\x98\x80",
+                        "\xed\xa0\x80x", "\xed\xbf\xbf", "\xed\x9f\xbf", "\xee\x80\x80"});
   };
   for (int k = 0; k < 500; ++k) {
     nlohmann::ordered_json o = nlohmann::ordered_json::object();
