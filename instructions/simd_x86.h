@@ -17,10 +17,15 @@
 namespace amk::inst::simd {
 
 // Weights stream once per decode step: prefetching a few KiB ahead of the loads keeps more misses
-// in flight than the hardware prefetcher does alone (measured: bf16 GEMV 8.6 -> 11.2 GB/s).
-constexpr int kPrefetchBytes = 4096;
+// in flight than the hardware prefetcher does alone (measured on an Intel Xeon, into L1 4 KiB
+// ahead: bf16 GEMV 8.6 -> 11.2 GB/s). Here into L2 (prefetcht1) 8 KiB ahead: on Zen 4 a prefetch
+// into L1 halves the rate of a bf16 GEMV from memory, and one 4 KiB ahead costs bf16 and int8 a
+// sixth (one core, ratio to the streaming read, 3 runs each: into L1 4 KiB ahead bf16 0.39-0.44,
+// int8 0.56; L2 4 KiB 0.69-0.74, 0.58-0.70; L2 8 KiB 0.82-0.84, 0.65-0.75; none 0.85-0.90,
+// 0.72-0.76, but int4, bound by its unpacking, 0.34-0.36 against 0.38-0.41 with).
+constexpr int kPrefetchBytes = 8192;
 inline void prefetch(const void* p) {
-  __builtin_prefetch(static_cast<const char*>(p) + kPrefetchBytes, 0, 3);
+  __builtin_prefetch(static_cast<const char*>(p) + kPrefetchBytes, 0, 2);
 }
 
 AMK_AVX2 inline float hsum256(__m256 v) {
