@@ -25,17 +25,17 @@
 // Int8 runs 12.7-15.3 GB/s and Int4 8.6-9.9 GB/s, against that stream (Int4: 23 vector operations
 // per 64 bytes, which this core issues on two ports).
 // Measured (AMD EPYC Zen 4, family 25 model 17, stream 24-31 GB/s; 5 runs alternating the build
-// before x got a load of its own and the prefetch moved to L2 8 KiB ahead, and the build after;
-// ratio_paired median (min-max)):
-//   AVX-512 before: F32 0.75 (0.73-0.79), BF16 0.48 (0.44-0.48), Int8 0.37 (0.36-0.43),
-//                   Int4 0.35 (0.34-0.38)
-//   AVX-512 after:  F32 0.72 (0.63-0.73), BF16 0.76 (0.74-0.79), Int8 0.69 (0.67-0.73),
-//                   Int4 0.35 (0.35-0.36)
-//   AVX2 before:    F32 0.75 (0.68-0.78), BF16 0.69 (0.67-0.71), Int8 0.56 (0.53-0.58),
-//                   Int4 0.28 (0.26-0.29)
-//   AVX2 after:     F32 0.73 (0.70-0.75), BF16 0.77 (0.74-0.81), Int8 0.71 (0.66-0.77),
-//                   Int4 0.30 (0.23-0.32)
-// In cache there Int8 runs 21-22 GB/s and Int4 11 GB/s (AVX-512): bound by their arithmetic.
+// that prefetched into L1 4 KiB ahead and the one that prefetches into L2 8 KiB ahead (int8 rows
+// two steps a trip); ratio_paired median (min-max)):
+//   AVX-512 before: F32 0.73 (0.69-0.75), BF16 0.45 (0.44-0.48), Int8 0.41 (0.36-0.42),
+//                   Int4 0.35 (0.34-0.37)
+//   AVX-512 after:  F32 0.72 (0.65-0.74), BF16 0.78 (0.73-0.82), Int8 0.70 (0.67-0.73),
+//                   Int4 0.39 (0.35-0.41)
+//   AVX2 before:    F32 0.76 (0.70-0.77), BF16 0.68 (0.62-0.69), Int8 0.54 (0.46-0.62),
+//                   Int4 0.32 (0.26-0.35)
+//   AVX2 after:     F32 0.72 (0.63-0.75), BF16 0.78 (0.74-0.82), Int8 0.58 (0.56-0.63) with the
+//                   prefetch alone, 0.62 (0.60-0.64) with the two steps, Int4 0.30 (0.27-0.31)
+// In cache there Int8 runs 21-22 GB/s and Int4 11-12 GB/s (AVX-512): bound by their arithmetic.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

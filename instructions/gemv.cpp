@@ -67,7 +67,7 @@ AMK_AVX512 void u4_rows512(const float* xs, const uint8_t* w, int64_t ld, int64_
       }
       // vpermps reads the low four bits of each index: nibble n after a shift by 4n.
       for (int n = 0; n < 8; ++n) {
-        const __m512 xv = load_unfolded512(xs + 16 * n);
+        const __m512 xv = _mm512_loadu_ps(xs + 16 * n);
         for (int r = 0; r < R; ++r)
           a[r][n % 4] = _mm512_fmadd_ps(
               xv, _mm512_permutexvar_ps(n ? _mm512_srli_epi32(d[r], 4 * n) : d[r], tab[r]),

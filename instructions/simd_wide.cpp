@@ -111,9 +111,8 @@ inline F zero() {
 inline F set1(float v) {
   return _mm512_set1_ps(v);
 }
-// A load of its own, never folded into the FMA or add that uses it (see load_unfolded512).
 inline F loadu(const float* p) {
-  return load_unfolded512(p);
+  return _mm512_loadu_ps(p);
 }
 // The first min(rem, L) floats at p, zeros after them (nothing past them is read).
 inline F load_part(const float* p, int64_t rem) {

@@ -22,7 +22,8 @@ namespace amk::inst::simd {
 // into L1 halves the rate of a bf16 GEMV from memory, and one 4 KiB ahead costs bf16 and int8 a
 // sixth (one core, ratio to the streaming read, 3 runs each: into L1 4 KiB ahead bf16 0.39-0.44,
 // int8 0.56; L2 4 KiB 0.69-0.74, 0.58-0.70; L2 8 KiB 0.82-0.84, 0.65-0.75; none 0.85-0.90,
-// 0.72-0.76, but int4, bound by its unpacking, 0.34-0.36 against 0.38-0.41 with).
+// 0.72-0.76, but int4, bound by its unpacking, 0.34-0.36 against 0.38-0.41 with). Against the
+// L1 prefetch in alternation (5 runs): bf16 0.45 -> 0.78, int8 0.41 -> 0.70, fp32 0.73 -> 0.72.
 constexpr int kPrefetchBytes = 8192;
 inline void prefetch(const void* p) {
   __builtin_prefetch(static_cast<const char*>(p) + kPrefetchBytes, 0, 2);
@@ -42,16 +43,6 @@ AMK_AVX512 inline __m512i load_once512(const void* p) {
   __m512i d = _mm512_loadu_si512(p);
   asm("" : "+v"(d));
   return d;
-}
-// 16 floats of x loaded by an instruction of their own, not as the memory operand of the FMA that
-// uses them. Measured on Zen 4 (one core, weights from memory): an FMA that reads a 32-byte
-// aligned x from memory while its other operand waits on a weight line streams at half the rate
-// (int8 GEMV 9.5 GB/s; the same x misaligned, or loaded on its own: 17-20); bf16 and fp32 GEMV
-// go from 0.5-0.8 to 0.9-1.0 of the streaming read. In cache it makes no difference.
-AMK_AVX512 inline __m512 load_unfolded512(const float* p) {
-  __m512 v = _mm512_loadu_ps(p);
-  asm("" : "+v"(v));
-  return v;
 }
 AMK_AVX2 inline __m256i load_once256(const void* p) {
   __m256i d = _mm256_loadu_si256(static_cast<const __m256i*>(p));
