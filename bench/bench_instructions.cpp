@@ -2,8 +2,10 @@
 // core's read bandwidth from memory (the L3 here is 260 MB). GEMV tiles of K=2048, N_tile=256
 // sweep 1 GiB weight matrices tile after tile, as a decode step streams its weights; each reports
 // GB/s of weight bytes and ratio_paired, its ratio to the streaming sum run in alternation with it
-// (64 MiB of each in turn: this machine's bandwidth moves by 30% within seconds). The Cached
-// variants run the same tiles on 512 KiB of weights: the kernels' own speed, without memory.
+// (64 MiB of each in turn: this machine's bandwidth moves by 30% within seconds) over the same
+// weight buffer (since 2026-11-30; the figures before that date streamed a buffer of their own,
+// which on a VM can read 15-20% faster or slower than the weights by where its pages lie). The
+// Cached variants run the same tiles on 512 KiB of weights: the kernels' own speed, without memory.
 // AMK_SIMD (avx2, scalar) picks the kernels' path; the baseline always reads on the best one.
 // The /threads:2 variants run two threads side by side, each over its own half of the weights,
 // against two threads streaming theirs (a decode step on two workers), timed on the wall clock.
@@ -178,15 +180,19 @@ void gemv(benchmark::State& st, DType wdt, int64_t qdtype, size_t bytes, int thr
         static_cast<double>(st.iterations() * tile_bytes) / 1e9, benchmark::Counter::kIsRate);
     return;
   }
-  // Paired with the baseline: each iteration streams a slice through simd::sum, then GEMV tiles
-  // over as many weight bytes, so both see the same moment of a machine whose bandwidth varies
-  // from second to second. One thread times both on its CPU clock; several, on the wall clock
-  // (each thread reads a whole slice of the stream from its own part of it, so that starting
-  // the threads is a small share of what is timed).
-  const auto* stream = reinterpret_cast<const float*>(stream_buffer().p.get());
+  // Paired with the baseline: each iteration streams a slice of the weights themselves through
+  // simd::sum, then GEMV tiles over as many weight bytes, so both see the same moment of a
+  // machine whose bandwidth varies from second to second, and the same memory: on a VM two
+  // buffers of the same size can stream 15-20% apart, by where their pages landed, and a
+  // separate stream buffer made that gap part of every ratio. The stream reads the slice half a
+  // thread's part away from the one the tiles read next (what it leaves in cache is not theirs).
+  // One thread times both on its CPU clock; several, on the wall clock (each thread streams a
+  // whole slice of its own part, so that starting the threads is a small share of what is timed).
+  const auto* stream = reinterpret_cast<const float*>(wbuf->p.get());
   const size_t per_slice = kSlice / tile_bytes;  // each thread's, as its slice of the stream
   const size_t stream_part = kBytes / 4 / static_cast<size_t>(threads);
   const size_t slice_part = kSlice / 4;
+  const size_t part_slices = kBytes / kSlice / static_cast<size_t>(threads);
   double stream_s = 0, gemv_s = 0;
   size_t slice = 0;
   auto side_by_side = [&](auto&& work) {
@@ -199,9 +205,9 @@ void gemv(benchmark::State& st, DType wdt, int64_t qdtype, size_t bytes, int thr
     const double c0 = cpu_seconds();
     const auto w0 = Wall::now();
     side_by_side([&](int i) {
-      benchmark::DoNotOptimize(
-          stream_sum(stream + static_cast<size_t>(i) * stream_part + slice * slice_part,
-                     static_cast<int64_t>(slice_part)));
+      benchmark::DoNotOptimize(stream_sum(stream + static_cast<size_t>(i) * stream_part +
+                                              (slice + part_slices / 2) % part_slices * slice_part,
+                                          static_cast<int64_t>(slice_part)));
     });
     const double c1 = cpu_seconds();
     const auto w1 = Wall::now();
@@ -217,7 +223,7 @@ void gemv(benchmark::State& st, DType wdt, int64_t qdtype, size_t bytes, int thr
       stream_s += std::chrono::duration<double>(w1 - w0).count();
       gemv_s += std::chrono::duration<double>(w2 - w1).count();
     }
-    slice = (slice + 1) % (kBytes / kSlice / static_cast<size_t>(threads));
+    slice = (slice + 1) % part_slices;
   }
   for (const Tiles& p : part)
     if (!p.error.empty()) st.SkipWithError(p.error.c_str());
