@@ -45,7 +45,7 @@ AMK_AVX512 inline __m512 sum4(const __m512* a) {
 // Σ_k x[k] ((q[k] - 8 - z[g]) s[g]) for R adjacent rows, each weight dequantised as AMK does by
 // a 16-entry table per group and row; xs: x permuted in blocks of 128 (eight nibble phases), each
 // load of it serving the R rows; group % 128 == 0.
-template <int R>
+template <class Pf, int R>
 AMK_AVX512 void u4_rows512(const float* xs, const uint8_t* w, int64_t ld, int64_t ng, int64_t group,
                            const float* s, const float* z, float* out) {
   const __m512 values =
@@ -62,7 +62,7 @@ AMK_AVX512 void u4_rows512(const float* xs, const uint8_t* w, int64_t ld, int64_
     for (int64_t b = 0; b < blocks; ++b, w += 64, xs += 128) {
       __m512i d[R];
       for (int r = 0; r < R; ++r) {
-        prefetch(w + r * ld);
+        prefetch<Pf>(w + r * ld);
         d[r] = load_once512(w + r * ld);
       }
       // vpermps reads the low four bits of each index: nibble n after a shift by 4n.
@@ -81,6 +81,7 @@ AMK_AVX512 void u4_rows512(const float* xs, const uint8_t* w, int64_t ld, int64_
 // ---- int4, AVX2 --------------------------------------------------------------------------------
 // Σ_g s[g] (Σ_{k in g} x[k] nibble[k] - (8 + z[g]) gsum[g]); xs: x permuted in blocks of 64
 // (eight nibble phases of eight lanes); group % 64 == 0.
+template <class Pf>
 AMK_AVX2 float u4_row256(const float* xs, const float* gsum, const uint8_t* w, int64_t ng,
                          int64_t group, const float* s, const float* z) {
   const __m256i m4 = _mm256_set1_epi32(0xF);
@@ -89,7 +90,7 @@ AMK_AVX2 float u4_row256(const float* xs, const float* gsum, const uint8_t* w, i
     __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
                    _mm256_setzero_ps()};
     for (int64_t k = g * group; k < (g + 1) * group; k += 64) {
-      if (k % 128 == 0) prefetch(w + k / 2);
+      if (k % 128 == 0) prefetch<Pf>(w + k / 2);
       const __m256i d = load_once256(w + k / 2);
 #define AMK_U4_PHASE(n)                                                                     \
   a[(n)&3] = _mm256_fmadd_ps(                                                               \
@@ -180,19 +181,27 @@ bool gemv_u4(const float* x, const uint8_t* w, int64_t ld, int64_t n_groups, int
   if (!wide && (i == Isa::Scalar || group % 64 != 0)) return false;
   float* xs = aligned(scratch);
   permute_blocks(x, K, wide ? 128 : 64, 8, xs);
-  if (wide) {
-    // Row after row: two rows in flight would share their loads of x but read memory slower.
-    for (int64_t r = 0; r < rows; ++r)
-      u4_rows512<1>(xs, w + r * ld, ld, n_groups, group, s + r * n_groups,
-                    z ? z + r * n_groups : nullptr, out + r);
-    return true;
-  }
-  float* gsum = xs + K;
-  for (int64_t g = 0; g < n_groups; ++g) gsum[g] = sum(x + g * group, group);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* zr = z ? z + r * n_groups : nullptr;
-    out[r] = u4_row256(xs, gsum, w + r * ld, n_groups, group, s + r * n_groups, zr);
-  }
+  // The rows with the prefetch the plan gives int4 rows (simd_wide.h: PrefetchPlan).
+  auto all_rows = [&](auto pf) {
+    using Pf = decltype(pf);
+    if (wide) {
+      // Row after row: two rows in flight would share their loads of x but read memory slower.
+      for (int64_t r = 0; r < rows; ++r)
+        u4_rows512<Pf, 1>(xs, w + r * ld, ld, n_groups, group, s + r * n_groups,
+                          z ? z + r * n_groups : nullptr, out + r);
+      return;
+    }
+    float* gsum = xs + K;
+    for (int64_t g = 0; g < n_groups; ++g) gsum[g] = sum(x + g * group, group);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* zr = z ? z + r * n_groups : nullptr;
+      out[r] = u4_row256<Pf>(xs, gsum, w + r * ld, n_groups, group, s + r * n_groups, zr);
+    }
+  };
+  if (prefetch_plan() == PrefetchPlan::Near)
+    all_rows(NearL1{});
+  else
+    all_rows(FarL2{});
   return true;
 }
 

@@ -3,6 +3,7 @@
 #include <cpuid.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include "instructions/dtype.h"
@@ -91,25 +92,28 @@ bool has_f16c() {
   return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
 }
 
-Table pick() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
-    return {"avx512", &avx512_kernels()};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
-    return {"avx2", &avx2_kernels()};
+// The set named `isa` ("avx512", "avx2" or "scalar") under the prefetch plan in use.
+Table of(std::string_view isa) {
+  if (isa == "avx512") return {"avx512", &avx512_kernels()};
+  if (isa == "avx2") return {"avx2", &avx2_kernels()};
   return {"scalar", &kScalarKernels};
 }
 
-const Table kScalar{"scalar", &kScalarKernels};
+// The best set this CPU has.
+const char* best_isa() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) return "avx512";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c()) return "avx2";
+  return "scalar";
+}
 
 // AMK_SIMD=scalar or avx2 (on an AVX-512 CPU) picks a slower path, to measure it.
 Table initial() {
   const char* env = getenv("AMK_SIMD");
   const std::string_view want = env ? env : "";
-  if (want == "scalar") return kScalar;
-  Table best = pick();
-  return want == "avx2" && std::string_view(best.isa) == "avx512" ? Table{"avx2", &avx2_kernels()}
-                                                                  : best;
+  const std::string_view best = best_isa();
+  if (want == "scalar" || (want == "avx2" && best == "avx512")) return of(want);
+  return of(best);
 }
 
 Table& table() {
@@ -117,7 +121,37 @@ Table& table() {
   return t;
 }
 
+// The plan of simd_wide.h for this CPU: Split on AMD family 19h (Zen 3, Zen 4), Near elsewhere.
+PrefetchPlan best_plan() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return PrefetchPlan::Near;
+  const bool amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "AuthenticAMD"
+  if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return PrefetchPlan::Near;
+  const unsigned base = (a >> 8) & 0xF, family = base == 0xF ? base + ((a >> 20) & 0xFF) : base;
+  return family == 0x19 ? PrefetchPlan::Split : PrefetchPlan::Near;
+}
+
+std::optional<PrefetchPlan> plan_named(std::string_view name) {
+  if (name == "near") return PrefetchPlan::Near;
+  if (name == "split") return PrefetchPlan::Split;
+  if (name == "best") return best_plan();
+  return std::nullopt;
+}
+
+// AMK_PREFETCH=near or split picks that plan, to measure it on a CPU it is not this one's.
+PrefetchPlan& plan() {
+  static PrefetchPlan p = [] {
+    const char* env = getenv("AMK_PREFETCH");
+    return plan_named(env ? env : "best").value_or(best_plan());
+  }();
+  return p;
+}
+
 }  // namespace
+
+PrefetchPlan prefetch_plan() {
+  return plan();
+}
 
 const WideKernels& kernels_in_use() {
   return *table().k;
@@ -128,20 +162,25 @@ const char* isa() {
 }
 
 bool use_isa(std::string_view name) {
-  if (name == "scalar") {
-    table() = kScalar;
-    return true;
-  }
-  Table best = pick();
-  if (name == "best" || name == best.isa) {
-    table() = best;
-    return true;
-  }
-  if (name == "avx2" && std::string_view(best.isa) == "avx512") {
-    table() = {"avx2", &avx2_kernels()};
+  const std::string_view best = best_isa();
+  if (name == "best") name = best;
+  if (name == "scalar" || name == best || (name == "avx2" && best == "avx512")) {
+    table() = of(name);
     return true;
   }
   return false;
+}
+
+const char* prefetch() {
+  return plan() == PrefetchPlan::Near ? "near" : "split";
+}
+
+bool use_prefetch(std::string_view name) {
+  const std::optional<PrefetchPlan> p = plan_named(name);
+  if (!p) return false;
+  plan() = *p;
+  table() = of(table().isa);
+  return true;
 }
 float dot_f32(const float* x, const float* w, int64_t n) {
   return table().k->dot_f32(x, w, n);

@@ -11,6 +11,12 @@ const char* isa();
 /// Switches implementation ("scalar", "avx2", "avx512", "best"); false when this CPU lacks it.
 /// Not thread-safe: for tests and benchmarks that compare the paths.
 bool use_isa(std::string_view name);
+/// Which software prefetch the vector paths' GEMV rows use: "near" or "split" (picked per CPU,
+/// or by AMK_PREFETCH; instructions/simd_wide.h says what each does and where it is measured).
+const char* prefetch();
+/// Switches it ("near", "split", "best": this CPU's); false for another name. It changes no
+/// result, only speed. Not thread-safe: for tests and benchmarks that compare the plans.
+bool use_prefetch(std::string_view name);
 /// Σ x[k] * w[k] over fp32 weights.
 float dot_f32(const float* x, const float* w, int64_t n);
 /// Σ x[k] * w[k] over bfloat16 weights.

@@ -177,10 +177,10 @@ AMK_TARGET_END
 namespace amk::inst::simd {
 
 const WideKernels& avx2_kernels() {
-  return avx2::kKernels;
+  return avx2::kKernels[static_cast<size_t>(prefetch_plan())];
 }
 const WideKernels& avx512_kernels() {
-  return avx512::kKernels;
+  return avx512::kKernels[static_cast<size_t>(prefetch_plan())];
 }
 
 }  // namespace amk::inst::simd

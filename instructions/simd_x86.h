@@ -16,17 +16,30 @@
 
 namespace amk::inst::simd {
 
-// Weights stream once per decode step: prefetching a few KiB ahead of the loads keeps more misses
-// in flight than the hardware prefetcher does alone (measured on an Intel Xeon, into L1 4 KiB
-// ahead: bf16 GEMV 8.6 -> 11.2 GB/s). Here into L2 (prefetcht1) 8 KiB ahead: on Zen 4 a prefetch
-// into L1 halves the rate of a bf16 GEMV from memory, and one 4 KiB ahead costs bf16 and int8 a
-// sixth (one core, ratio to the streaming read, 3 runs each: into L1 4 KiB ahead bf16 0.39-0.44,
-// int8 0.56; L2 4 KiB 0.69-0.74, 0.58-0.70; L2 8 KiB 0.82-0.84, 0.65-0.75; none 0.85-0.90,
-// 0.72-0.76, but int4, bound by its unpacking, 0.34-0.36 against 0.38-0.41 with). Against the
-// L1 prefetch in alternation (5 runs): bf16 0.45 -> 0.78, int8 0.41 -> 0.70, fp32 0.73 -> 0.72.
-constexpr int kPrefetchBytes = 8192;
+// Weights stream once per decode step; how far ahead of its loads a row kernel asks for them, and
+// into which cache, is one of these (template arguments of the kernels, so the loops hold no test
+// of it), picked per CPU (simd_wide.h: PrefetchPlan). Measured, one core, a GEMV's ratio to a
+// stream of the same bytes:
+//  - an Intel Xeon, into L1 4 KiB ahead against none: bf16 8.6 -> 11.2 GB/s.
+//  - AMD Zen 4 (family 25 model 17), 4 runs each: none: fp32 0.95-0.96, bf16 0.90-0.95, int8
+//    0.34-0.42, int4 0.21-0.24; into L2 8 KiB ahead: 0.80-0.83, 0.69-0.75, 0.64-0.69, 0.36-0.39;
+//    into L1 4 KiB ahead: 0.84-0.90, 0.42-0.48, 0.48-0.53, 0.31-0.34.
+/// No software prefetch: the hardware's streams alone.
+struct NoPrefetch {
+  static constexpr int kBytes = 0, kLocality = 0;
+};
+/// 4 KiB ahead into L1 (prefetcht0).
+struct NearL1 {
+  static constexpr int kBytes = 4096, kLocality = 3;
+};
+/// 8 KiB ahead into L2 (prefetcht1).
+struct FarL2 {
+  static constexpr int kBytes = 8192, kLocality = 2;
+};
+template <class Pf>
 inline void prefetch(const void* p) {
-  __builtin_prefetch(static_cast<const char*>(p) + kPrefetchBytes, 0, 2);
+  if constexpr (Pf::kBytes > 0)
+    __builtin_prefetch(static_cast<const char*>(p) + Pf::kBytes, 0, Pf::kLocality);
 }
 
 AMK_AVX2 inline float hsum256(__m256 v) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <bit>
 #include <cmath>
 #include <random>
 
@@ -260,6 +261,66 @@ TEST(GemvReference, QuantisedInt8AndInt4AsU8OrI4WithRaggedGroupsAndZerosMatchDou
       }
     }
   }
+  simd::use_isa("best");
+}
+
+// The prefetch plans (simd.h: use_prefetch) are different instantiations of the row kernels:
+// each must give the same bits as the other on every vector path, for every weight format.
+TEST(GemvReference, EveryPrefetchPlanGivesTheSameBitsOnEveryVectorPath) {
+  struct Case {
+    ir::DType wd;
+    int64_t qdtype, group, K;
+  };
+  const Case cases[] = {{ir::DType::F32, 0, 0, 2048},  {ir::DType::F32, 0, 0, 301},
+                        {ir::DType::BF16, 0, 0, 2048}, {ir::DType::BF16, 0, 0, 77},
+                        {ir::DType::F16, 0, 0, 515},   {ir::DType::I8, 0, 0, 300},
+                        {ir::DType::I8, 6, 128, 1024}, {ir::DType::I8, 6, 32, 320},
+                        {ir::DType::U8, 7, 128, 1024}, {ir::DType::U8, 7, 64, 448}};
+  const int64_t N = 24;
+  for (const char* isa : isas()) {
+    if (std::string_view(isa) == "scalar") continue;  // no prefetch there
+    SCOPED_TRACE(isa);
+    ASSERT_TRUE(simd::use_isa(isa));
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(ir::name(c.wd)) + " qdtype " + std::to_string(c.qdtype) + " K " +
+                   std::to_string(c.K));
+      Rng r(static_cast<uint64_t>(c.K));
+      const int64_t wcols = c.qdtype == 7 ? c.K / 2 : c.K, groups = c.group ? c.K / c.group : 1;
+      Owned x(ir::DType::F32, {1, c.K}), w(c.wd, {N, wcols}), sc(ir::DType::F16, {N, groups});
+      for (int64_t i = 0; i < c.K; ++i) x.set(i, r.uni(-1, 1));
+      for (int64_t i = 0; i < N * wcols; ++i)
+        w.set(i, c.wd == ir::DType::U8   ? static_cast<float>(r.below(256))
+                 : c.wd == ir::DType::I8 ? static_cast<float>(r.below(255) - 127)
+                                         : r.uni(-1, 1));
+      for (int64_t i = 0; i < N * groups; ++i) sc.set(i, r.uni(0.001f, 0.1f));
+      std::vector<std::pair<const char*, int64_t>> params{{"K", c.K}, {"N_tile", N}, {"n_off", 0}};
+      if (c.qdtype) {
+        params.emplace_back("qdtype", c.qdtype);
+        params.emplace_back("group", c.group);
+      }
+      const ir::Task t = task(ir::Op::GEMV_TILE, params);
+      std::vector<Tensor> in{x.t, w.t};
+      if (c.qdtype) in.push_back(sc.t);
+      std::vector<std::vector<float>> outs;
+      for (const char* plan : {"near", "split"}) {
+        ASSERT_TRUE(simd::use_prefetch(plan));
+        EXPECT_STREQ(simd::prefetch(), plan);
+        Owned out(ir::DType::F32, {1, N});
+        Workspace ws;
+        Status s = run_task(t, in, std::span<const Tensor>(&out.t, 1), ws);
+        ASSERT_TRUE(s.ok()) << ir::error_messages(s.diagnostics);
+        std::vector<float> o(static_cast<size_t>(N));
+        for (int64_t n = 0; n < N; ++n) o[static_cast<size_t>(n)] = out.at(n);
+        outs.push_back(std::move(o));
+      }
+      for (int64_t n = 0; n < N; ++n)
+        EXPECT_EQ(std::bit_cast<uint32_t>(outs[0][static_cast<size_t>(n)]),
+                  std::bit_cast<uint32_t>(outs[1][static_cast<size_t>(n)]))
+            << "row " << n;
+    }
+  }
+  EXPECT_FALSE(simd::use_prefetch("far"));
+  simd::use_prefetch("best");
   simd::use_isa("best");
 }
 
