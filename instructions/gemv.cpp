@@ -199,9 +199,9 @@ bool gemv_u4(const float* x, const uint8_t* w, int64_t ld, int64_t n_groups, int
     }
   };
   if (prefetch_plan() == PrefetchPlan::Near)
-    all_rows(NearL1{});
+    all_rows(PlanPrefetch<PrefetchPlan::Near>::Quant{});
   else
-    all_rows(FarL2{});
+    all_rows(PlanPrefetch<PrefetchPlan::Split>::Quant{});
   return true;
 }
 

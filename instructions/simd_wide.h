@@ -24,10 +24,11 @@ struct WideKernels {
   float (*bf16_row)(const float*, const uint16_t*, int64_t);
 };
 
-/// Which software prefetch the row kernels use (simd_x86.h has the measurements), picked once per
-/// CPU by simd.cpp: Near, every row 4 KiB ahead into L1 (measured on Intel and AMD Zen 5); Split,
-/// the fp32 and bf16 rows none and the int8 and int4 rows 8 KiB ahead into L2 (AMD family 19h,
-/// Zen 3 and 4, where a prefetch into L1 halves a bf16 row and any slows the fp32 and bf16 rows).
+/// Which software prefetch the row kernels use (simd_x86.h: PlanPrefetch, with the measurements),
+/// picked once per CPU by simd.cpp: Near, every row 4 KiB ahead into L1 (measured on Intel and AMD
+/// Zen 5); Split, the fp32 and bf16 rows none and the int8 and int4 rows 8 KiB ahead into L2 (AMD
+/// family 19h, Zen 3 and 4, where a prefetch into L1 halves a bf16 row and any slows the fp32 and
+/// bf16 rows).
 enum class PrefetchPlan : uint8_t { Near, Split };
 /// The plan in use.
 PrefetchPlan prefetch_plan();

@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "instructions/simd_wide.h"
+
 #define AMK_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define AMK_AVX512 __attribute__((target("avx512f,avx512bw,f16c,fma")))
 
@@ -21,9 +23,9 @@ namespace amk::inst::simd {
 // of it), picked per CPU (simd_wide.h: PrefetchPlan). Measured, one core, a GEMV's ratio to a
 // stream of the same bytes:
 //  - an Intel Xeon, into L1 4 KiB ahead against none: bf16 8.6 -> 11.2 GB/s.
-//  - AMD Zen 4 (family 25 model 17), 4 runs each: none: fp32 0.95-0.96, bf16 0.90-0.95, int8
-//    0.34-0.42, int4 0.21-0.24; into L2 8 KiB ahead: 0.80-0.83, 0.69-0.75, 0.64-0.69, 0.36-0.39;
-//    into L1 4 KiB ahead: 0.84-0.90, 0.42-0.48, 0.48-0.53, 0.31-0.34.
+//  - AMD Zen 4 (family 25 model 17), AVX-512, 4 alternating runs: none: fp32 0.94-0.97, bf16
+//    0.92-0.95, int8 0.34-0.37, int4 0.21-0.25; into L2 8 KiB ahead: 0.83-0.87, 0.74-0.79,
+//    0.71-0.74, 0.38-0.42; into L1 4 KiB ahead: 0.84-0.89, 0.44-0.49, 0.43-0.54, 0.33-0.39.
 /// No software prefetch: the hardware's streams alone.
 struct NoPrefetch {
   static constexpr int kBytes = 0, kLocality = 0;
@@ -41,6 +43,20 @@ inline void prefetch(const void* p) {
   if constexpr (Pf::kBytes > 0)
     __builtin_prefetch(static_cast<const char*>(p) + Pf::kBytes, 0, Pf::kLocality);
 }
+/// What each PrefetchPlan gives the rows: Full for the fp32 and bf16 ones, Quant for int8 and
+/// int4 (the one place that says so; the kernel tables and the int4 tiles read it).
+template <PrefetchPlan P>
+struct PlanPrefetch;
+template <>
+struct PlanPrefetch<PrefetchPlan::Near> {
+  using Full = NearL1;
+  using Quant = NearL1;
+};
+template <>
+struct PlanPrefetch<PrefetchPlan::Split> {
+  using Full = NoPrefetch;
+  using Quant = FarL2;
+};
 
 AMK_AVX2 inline float hsum256(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
