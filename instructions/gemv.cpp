@@ -1,8 +1,10 @@
-// GEMV tiles, row after row. The bf16 and int4 kernels read x in the order their weights unpack in
-// (one load of weights feeds two or eight vectors of products, with no widening shuffles), so a
-// tile streams its weights at memory bandwidth. Products and sums stay fp32 (AMK's numerics); only
-// the order of the additions differs from a plain dot. The fp32, bf16 and int8 rows are the
-// width-generic kernels (simd_kernels.inc); int4 has one algorithm per instruction set here.
+// GEMV tiles, row after row (rows too long for x to stay in L1 several at a time, sharing each load
+// of x: simd_kernels.inc, by_row_blocks). The bf16 and int4 kernels read x in the order their
+// weights unpack in (one load of weights feeds two or eight vectors of products, with no widening
+// shuffles), so a tile streams its weights at memory bandwidth. Products and sums stay fp32 (AMK's
+// numerics); only the order of the additions differs from a plain dot. The fp32, bf16 and int8 rows
+// are the width-generic kernels (simd_kernels.inc); int4 has one algorithm per instruction set
+// here.
 #include <cstring>
 #include <string_view>
 
@@ -145,11 +147,10 @@ const float* aligned_x(const float* x, int64_t K, float* scratch) {
 
 void gemv_f32(const float* x, const float* w, int64_t ld, int64_t K, int64_t rows, float* out,
               float* scratch) {
-  // One weight row at a time: a tile's rows are contiguous, so the loads stream in address
-  // order (several rows in flight read memory slower).
+  // Row after row, so that the loads stream in address order (several rows in flight read
+  // memory slower), but for rows too long for x to stay in L1 (simd_kernels.inc: by_row_blocks).
   const float* xa = aligned_x(x, K, scratch);
-  const WideKernels& k = kernels_in_use();
-  for (int64_t r = 0; r < rows; ++r) out[r] = k.dot_f32(xa, w + r * ld, K);
+  kernels_in_use().f32_tile(xa, w, ld, K, rows, out);
 }
 
 void gemv_bf16(const float* x, const uint16_t* w, int64_t ld, int64_t K, int64_t rows, float* out,
@@ -157,7 +158,7 @@ void gemv_bf16(const float* x, const uint16_t* w, int64_t ld, int64_t K, int64_t
   const WideKernels& k = kernels_in_use();
   float* xs = aligned(scratch);
   permute_blocks(x, K, 2 * k.lanes, 2, xs);
-  for (int64_t r = 0; r < rows; ++r) out[r] = k.bf16_row(xs, w + r * ld, K);
+  k.bf16_tile(xs, w, ld, K, rows, out);
 }
 
 bool gemv_i8_scaled(const float* x, const int8_t* w, int64_t ld, int64_t n_groups, int64_t group,
@@ -168,8 +169,7 @@ bool gemv_i8_scaled(const float* x, const int8_t* w, int64_t ld, int64_t n_group
   const WideKernels& k = group % (4 * wide(i).lanes) == 0 ? wide(i) : avx2_kernels();
   if (group % (4 * k.lanes) != 0) return false;
   const float* xa = aligned_x(x, n_groups * group, scratch);
-  for (int64_t r = 0; r < rows; ++r)
-    out[r] = k.i8_scaled(xa, w + r * ld, n_groups, group, s + r * n_groups);
+  k.i8_tile(xa, w, ld, n_groups, group, s, rows, out);
   return true;
 }
 

@@ -73,11 +73,27 @@ void f16_to_f32_scalar(const uint16_t* h, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(h[i]);
 }
 
+// A GEMV tile of the scalar dot `dot`, row after row.
+template <class W, float (*dot)(const float*, const W*, int64_t)>
+void tile_scalar(const float* x, const W* w, int64_t ld, int64_t K, int64_t rows, float* out) {
+  for (int64_t r = 0; r < rows; ++r) out[r] = dot(x, w + r * ld, K);
+}
+
 // The portable path: the scalar kernels above, in the shape of a vector set's table (with one
-// lane, x permuted in blocks of two is x itself, so dot_bf16 is the bf16 row).
-const WideKernels kScalarKernels{
-    1,          dot_f32_scalar, dot_bf16_scalar, dot_f16_scalar,    dot_i8_scalar,  dot_u4_scalar,
-    sum_scalar, nullptr,        nullptr,         f16_to_f32_scalar, dot_bf16_scalar};
+// lane, x permuted in blocks of two is x itself, so dot_bf16 makes the bf16 tile).
+const WideKernels kScalarKernels{1,
+                                 dot_f32_scalar,
+                                 dot_bf16_scalar,
+                                 dot_f16_scalar,
+                                 dot_i8_scalar,
+                                 dot_u4_scalar,
+                                 sum_scalar,
+                                 nullptr,
+                                 nullptr,
+                                 f16_to_f32_scalar,
+                                 tile_scalar<float, dot_f32_scalar>,
+                                 tile_scalar<uint16_t, dot_bf16_scalar>,
+                                 nullptr};
 
 // The kernels in use: a vector set's, or the scalar ones.
 struct Table {

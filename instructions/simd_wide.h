@@ -20,8 +20,14 @@ struct WideKernels {
   /// dot_u4_scaled for group bytes that are a multiple of lanes.
   float (*u4_scaled)(const float*, const float*, const uint8_t*, int64_t, int64_t, const float*);
   void (*halves_to_f32)(const uint16_t*, int64_t, float*);
-  /// A bf16 GEMV row against x permuted in blocks of 2 x lanes (even elements, then odd).
-  float (*bf16_row)(const float*, const uint16_t*, int64_t);
+  /// GEMV tiles: out[r] = the dot of x with row r (w + r ld, K long) for r < rows, each row's
+  /// bits the same whatever rows are beside it. bf16: x permuted in blocks of 2 x lanes (even
+  /// elements, then odd). int8 (group a multiple of 4 x lanes): row r's scales at s + r groups.
+  void (*f32_tile)(const float* x, const float* w, int64_t ld, int64_t K, int64_t rows, float* out);
+  void (*bf16_tile)(const float* xs, const uint16_t* w, int64_t ld, int64_t K, int64_t rows,
+                    float* out);
+  void (*i8_tile)(const float* x, const int8_t* w, int64_t ld, int64_t groups, int64_t group,
+                  const float* s, int64_t rows, float* out);
 };
 
 /// Which software prefetch the row kernels use (simd_x86.h: PlanPrefetch, with the measurements),
@@ -34,7 +40,7 @@ enum class PrefetchPlan : uint8_t { Near, Split };
 PrefetchPlan prefetch_plan();
 
 /// The kernels of the set in use (simd.cpp's dispatch): a vector set's, or the scalar ones (one
-/// lane, no i8_scaled or u4_scaled; bf16_row takes x as it is).
+/// lane, no i8_scaled, u4_scaled or i8_tile; bf16_tile takes x as it is).
 const WideKernels& kernels_in_use();
 /// The AVX2 + FMA + F16C kernels, under the prefetch plan in use.
 const WideKernels& avx2_kernels();

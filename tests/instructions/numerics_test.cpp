@@ -264,51 +264,75 @@ TEST(GemvReference, QuantisedInt8AndInt4AsU8OrI4WithRaggedGroupsAndZerosMatchDou
   simd::use_isa("best");
 }
 
+// A GEMV tile's case: N rows of K weights in `wd` (qdtype 6: int8, 7: int4 bytes, with F16 scales
+// per `group`), random from a seed of K, x of K random floats.
+struct GemvCase {
+  ir::DType wd;
+  int64_t qdtype, group, K;
+};
+struct GemvTiles {
+  GemvCase c;
+  int64_t N, wcols, groups;
+  Owned x, w, sc;
+  GemvTiles(const GemvCase& c_, int64_t n)
+      : c(c_),
+        N(n),
+        wcols(c.qdtype == 7 ? c.K / 2 : c.K),
+        groups(c.group ? c.K / c.group : 1),
+        x(ir::DType::F32, {1, c.K}),
+        w(c.wd, {N, wcols}),
+        sc(ir::DType::F16, {N, groups}) {
+    Rng r(static_cast<uint64_t>(c.K));
+    for (int64_t i = 0; i < c.K; ++i) x.set(i, r.uni(-1, 1));
+    for (int64_t i = 0; i < N * wcols; ++i)
+      w.set(i, c.wd == ir::DType::U8   ? static_cast<float>(r.below(256))
+               : c.wd == ir::DType::I8 ? static_cast<float>(r.below(255) - 127)
+                                       : r.uni(-1, 1));
+    for (int64_t i = 0; i < N * groups; ++i) sc.set(i, r.uni(0.001f, 0.1f));
+  }
+  std::string name() const {
+    return std::string(ir::name(c.wd)) + " qdtype " + std::to_string(c.qdtype) + " K " +
+           std::to_string(c.K);
+  }
+  // Rows [n_off, n_off + n_tile) of out, by the kernels in use.
+  void run(int64_t n_off, int64_t n_tile, Owned& out) const {
+    std::vector<std::pair<const char*, int64_t>> params{
+        {"K", c.K}, {"N_tile", n_tile}, {"n_off", n_off}};
+    if (c.qdtype) {
+      params.emplace_back("qdtype", c.qdtype);
+      params.emplace_back("group", c.group);
+    }
+    std::vector<Tensor> in{x.t, w.t};
+    if (c.qdtype) in.push_back(sc.t);
+    Workspace ws;
+    Status s =
+        run_task(task(ir::Op::GEMV_TILE, params), in, std::span<const Tensor>(&out.t, 1), ws);
+    ASSERT_TRUE(s.ok()) << ir::error_messages(s.diagnostics);
+  }
+};
+
 // The prefetch plans (simd.h: use_prefetch) are different instantiations of the row kernels:
 // each must give the same bits as the other on every vector path, for every weight format.
 TEST(GemvReference, EveryPrefetchPlanGivesTheSameBitsOnEveryVectorPath) {
-  struct Case {
-    ir::DType wd;
-    int64_t qdtype, group, K;
-  };
-  const Case cases[] = {{ir::DType::F32, 0, 0, 2048},  {ir::DType::F32, 0, 0, 301},
-                        {ir::DType::BF16, 0, 0, 2048}, {ir::DType::BF16, 0, 0, 77},
-                        {ir::DType::F16, 0, 0, 515},   {ir::DType::I8, 0, 0, 300},
-                        {ir::DType::I8, 6, 128, 1024}, {ir::DType::I8, 6, 32, 320},
-                        {ir::DType::U8, 7, 128, 1024}, {ir::DType::U8, 7, 64, 448}};
+  const GemvCase cases[] = {{ir::DType::F32, 0, 0, 2048},  {ir::DType::F32, 0, 0, 301},
+                            {ir::DType::BF16, 0, 0, 2048}, {ir::DType::BF16, 0, 0, 77},
+                            {ir::DType::F16, 0, 0, 515},   {ir::DType::I8, 0, 0, 300},
+                            {ir::DType::I8, 6, 128, 1024}, {ir::DType::I8, 6, 32, 320},
+                            {ir::DType::U8, 7, 128, 1024}, {ir::DType::U8, 7, 64, 448}};
   const int64_t N = 24;
   for (const char* isa : isas()) {
     if (std::string_view(isa) == "scalar") continue;  // no prefetch there
     SCOPED_TRACE(isa);
     ASSERT_TRUE(simd::use_isa(isa));
-    for (const Case& c : cases) {
-      SCOPED_TRACE(std::string(ir::name(c.wd)) + " qdtype " + std::to_string(c.qdtype) + " K " +
-                   std::to_string(c.K));
-      Rng r(static_cast<uint64_t>(c.K));
-      const int64_t wcols = c.qdtype == 7 ? c.K / 2 : c.K, groups = c.group ? c.K / c.group : 1;
-      Owned x(ir::DType::F32, {1, c.K}), w(c.wd, {N, wcols}), sc(ir::DType::F16, {N, groups});
-      for (int64_t i = 0; i < c.K; ++i) x.set(i, r.uni(-1, 1));
-      for (int64_t i = 0; i < N * wcols; ++i)
-        w.set(i, c.wd == ir::DType::U8   ? static_cast<float>(r.below(256))
-                 : c.wd == ir::DType::I8 ? static_cast<float>(r.below(255) - 127)
-                                         : r.uni(-1, 1));
-      for (int64_t i = 0; i < N * groups; ++i) sc.set(i, r.uni(0.001f, 0.1f));
-      std::vector<std::pair<const char*, int64_t>> params{{"K", c.K}, {"N_tile", N}, {"n_off", 0}};
-      if (c.qdtype) {
-        params.emplace_back("qdtype", c.qdtype);
-        params.emplace_back("group", c.group);
-      }
-      const ir::Task t = task(ir::Op::GEMV_TILE, params);
-      std::vector<Tensor> in{x.t, w.t};
-      if (c.qdtype) in.push_back(sc.t);
+    for (const GemvCase& c : cases) {
+      const GemvTiles g(c, N);
+      SCOPED_TRACE(g.name());
       std::vector<std::vector<float>> outs;
       for (const char* plan : {"near", "split"}) {
         ASSERT_TRUE(simd::use_prefetch(plan));
         EXPECT_STREQ(simd::prefetch(), plan);
         Owned out(ir::DType::F32, {1, N});
-        Workspace ws;
-        Status s = run_task(t, in, std::span<const Tensor>(&out.t, 1), ws);
-        ASSERT_TRUE(s.ok()) << ir::error_messages(s.diagnostics);
+        g.run(0, N, out);
         std::vector<float> o(static_cast<size_t>(N));
         for (int64_t n = 0; n < N; ++n) o[static_cast<size_t>(n)] = out.at(n);
         outs.push_back(std::move(o));
@@ -320,6 +344,47 @@ TEST(GemvReference, EveryPrefetchPlanGivesTheSameBitsOnEveryVectorPath) {
     }
   }
   EXPECT_FALSE(simd::use_prefetch("far"));
+  simd::use_prefetch("best");
+  simd::use_isa("best");
+}
+
+// Rows too long for x to stay in L1 go through the row kernels several at a time, sharing each
+// load of x (simd_kernels.inc: by_row_blocks). A row's bits must not depend on that: a tile of
+// many rows gives each row the bits of a tile of that row alone, on every vector path under
+// every prefetch plan, and each matches a double-precision dot.
+TEST(GemvReference, ARowsBitsDoNotDependOnTheRowsTiledBesideIt) {
+  const GemvCase cases[] = {{ir::DType::F32, 0, 0, 8192},  {ir::DType::F32, 0, 0, 4097},
+                            {ir::DType::BF16, 0, 0, 8192}, {ir::DType::BF16, 0, 0, 8205},
+                            {ir::DType::I8, 6, 128, 8320}, {ir::DType::I8, 6, 32, 4128},
+                            {ir::DType::F32, 0, 0, 4096},  {ir::DType::BF16, 0, 0, 2048}};
+  const int64_t N = 31;  // blocks of each size (eight rows down to one) and what is left
+  for (const char* isa : isas()) {
+    SCOPED_TRACE(isa);
+    ASSERT_TRUE(simd::use_isa(isa));
+    for (const char* plan : {"near", "split"}) {
+      SCOPED_TRACE(plan);
+      ASSERT_TRUE(simd::use_prefetch(plan));
+      for (const GemvCase& c : cases) {
+        const GemvTiles g(c, N);
+        SCOPED_TRACE(g.name());
+        Owned all(ir::DType::F32, {1, N}), alone(ir::DType::F32, {1, N});
+        g.run(0, N, all);
+        for (int64_t n = 0; n < N; ++n) g.run(n, 1, alone);
+        for (int64_t n = 0; n < N; ++n) {
+          EXPECT_EQ(std::bit_cast<uint32_t>(all.at(n)), std::bit_cast<uint32_t>(alone.at(n)))
+              << "row " << n;
+          double ref = 0, scale = 0;
+          for (int64_t k = 0; k < c.K; ++k) {
+            const double wv =
+                g.w.at(n * c.K + k) * (c.group ? g.sc.at(n * g.groups + k / c.group) : 1);
+            ref += g.x.at(k) * wv;
+            scale += std::fabs(g.x.at(k) * wv);
+          }
+          EXPECT_NEAR(all.at(n), ref, 1e-6 * (scale + 1)) << "row " << n;
+        }
+      }
+    }
+  }
   simd::use_prefetch("best");
   simd::use_isa("best");
 }
