@@ -147,8 +147,6 @@ const float* aligned_x(const float* x, int64_t K, float* scratch) {
 
 void gemv_f32(const float* x, const float* w, int64_t ld, int64_t K, int64_t rows, float* out,
               float* scratch) {
-  // Row after row, so that the loads stream in address order (several rows in flight read
-  // memory slower), but for rows too long for x to stay in L1 (simd_kernels.inc: by_row_blocks).
   const float* xa = aligned_x(x, K, scratch);
   kernels_in_use().f32_tile(xa, w, ld, K, rows, out);
 }
